@@ -1,0 +1,343 @@
+//! The explicit little-endian codec: native numbers to wire bytes and back.
+//!
+//! Every function here converts element by element with an explicit byte order (byteorder's
+//! `LittleEndian`), so it gives the same bytes on every target. It is the oracle the zero-copy
+//! path ([`crate::zerocopy`]) is tested against.
+//!
+//! Arrays of at least [`PARALLEL_MIN_ELEMENTS`] elements are converted in parallel chunks on the
+//! rayon pool; smaller ones never touch rayon.
+//!
+//! ```
+//! use peerpipe::codec;
+//! let bytes = codec::encode_f64(&[1.0, -0.0]);
+//! assert_eq!(bytes, [0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0, 0, 0, 0, 0, 0, 0x80]);
+//! assert_eq!(codec::decode_f64(&bytes).unwrap(), [1.0, -0.0]);
+//! ```
+
+use byteorder::{ByteOrder, LittleEndian};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::frame::Dtype;
+
+/// Arrays with at least this many elements are converted on the rayon pool.
+///
+/// Chosen from `cargo bench --bench codec -- threshold` on the 2-core development machine;
+/// the figures behind it are in `docs/PERFORMANCE.md` ("Rayon threshold").
+pub const PARALLEL_MIN_ELEMENTS: usize = 262_144;
+
+/// Elements per parallel chunk: big enough that scheduling costs vanish, small enough to split.
+const PARALLEL_CHUNK_ELEMENTS: usize = 65_536;
+
+/// Whether a conversion may use the rayon pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Parallelism {
+    /// Parallel from [`PARALLEL_MIN_ELEMENTS`] elements on, serial below.
+    #[default]
+    Auto,
+    /// Always on the calling thread.
+    Serial,
+    /// Always in parallel chunks on the rayon pool (for benchmarks).
+    Rayon,
+}
+
+impl Parallelism {
+    fn use_rayon(self, elements: usize) -> bool {
+        match self {
+            Parallelism::Auto => elements >= PARALLEL_MIN_ELEMENTS,
+            Parallelism::Serial => false,
+            Parallelism::Rayon => true,
+        }
+    }
+}
+
+/// Numbers to send, and how they go on the wire.
+#[derive(Clone, Copy, Debug)]
+pub enum Values<'a> {
+    /// Raw bytes, dtype 0.
+    Bytes(&'a [u8]),
+    /// f32 values as f32 on the wire.
+    F32(&'a [f32]),
+    /// f64 values as f64 on the wire.
+    F64(&'a [f64]),
+    /// f64 values narrowed to f32 on the wire (`x as f32`).
+    F64AsF32(&'a [f64]),
+}
+
+impl Values<'_> {
+    /// The dtype written in the header.
+    pub fn wire_dtype(&self) -> Dtype {
+        match self {
+            Values::Bytes(_) => Dtype::Bytes,
+            Values::F32(_) | Values::F64AsF32(_) => Dtype::F32,
+            Values::F64(_) => Dtype::F64,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Values::Bytes(v) => v.len(),
+            Values::F32(v) => v.len(),
+            Values::F64(v) | Values::F64AsF32(v) => v.len(),
+        }
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Payload length on the wire in bytes.
+    pub fn wire_len(&self) -> usize {
+        self.len() * self.wire_dtype().width() as usize
+    }
+}
+
+/// A caller's buffer to receive numbers into, and what it expects on the wire.
+#[derive(Debug)]
+pub enum ValuesMut<'a> {
+    /// Raw bytes, dtype 0.
+    Bytes(&'a mut [u8]),
+    /// f32 on the wire into f32.
+    F32(&'a mut [f32]),
+    /// f64 on the wire into f64.
+    F64(&'a mut [f64]),
+    /// f32 on the wire widened into f64 (`x as f64`).
+    F64FromF32(&'a mut [f64]),
+}
+
+impl ValuesMut<'_> {
+    /// The dtype the buffer expects in the header.
+    pub fn wire_dtype(&self) -> Dtype {
+        match self {
+            ValuesMut::Bytes(_) => Dtype::Bytes,
+            ValuesMut::F32(_) | ValuesMut::F64FromF32(_) => Dtype::F32,
+            ValuesMut::F64(_) => Dtype::F64,
+        }
+    }
+
+    /// Number of elements the buffer holds.
+    pub fn len(&self) -> usize {
+        match self {
+            ValuesMut::Bytes(v) => v.len(),
+            ValuesMut::F32(v) => v.len(),
+            ValuesMut::F64(v) | ValuesMut::F64FromF32(v) => v.len(),
+        }
+    }
+
+    /// True when the buffer holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Payload length on the wire in bytes.
+    pub fn wire_len(&self) -> usize {
+        self.len() * self.wire_dtype().width() as usize
+    }
+
+    /// Reborrows the buffer for a shorter lifetime.
+    pub fn reborrow(&mut self) -> ValuesMut<'_> {
+        match self {
+            ValuesMut::Bytes(v) => ValuesMut::Bytes(v),
+            ValuesMut::F32(v) => ValuesMut::F32(v),
+            ValuesMut::F64(v) => ValuesMut::F64(v),
+            ValuesMut::F64FromF32(v) => ValuesMut::F64FromF32(v),
+        }
+    }
+}
+
+fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { what, expected: expected as u64, found: found as u64 })
+    }
+}
+
+/// Applies `kernel` to matching chunks of `src` (elements) and `dst` (bytes), in parallel when
+/// `par` says so. `src_width`/`dst_width` are bytes per element on each side of the kernel.
+fn run_chunked<S: Sync, D: Send>(
+    src: &[S],
+    dst: &mut [D],
+    dst_per_src: usize,
+    par: Parallelism,
+    kernel: impl Fn(&[S], &mut [D]) + Sync,
+) {
+    if par.use_rayon(src.len()) {
+        src.par_chunks(PARALLEL_CHUNK_ELEMENTS)
+            .zip(dst.par_chunks_mut(PARALLEL_CHUNK_ELEMENTS * dst_per_src))
+            .for_each(|(s, d)| kernel(s, d));
+    } else {
+        kernel(src, dst);
+    }
+}
+
+fn encode_f64_kernel(src: &[f64], dst: &mut [u8]) {
+    LittleEndian::write_f64_into(src, dst);
+}
+
+fn encode_f32_kernel(src: &[f32], dst: &mut [u8]) {
+    LittleEndian::write_f32_into(src, dst);
+}
+
+fn decode_f64_kernel(src: &[u8], dst: &mut [f64]) {
+    LittleEndian::read_f64_into(src, dst);
+}
+
+fn decode_f32_kernel(src: &[u8], dst: &mut [f32]) {
+    LittleEndian::read_f32_into(src, dst);
+}
+
+fn narrow_kernel(src: &[f64], dst: &mut [u8]) {
+    for (out, &x) in dst.chunks_exact_mut(4).zip(src) {
+        out.copy_from_slice(&(x as f32).to_le_bytes());
+    }
+}
+
+fn widen_kernel(src: &[u8], dst: &mut [f64]) {
+    for (x, bytes) in dst.iter_mut().zip(src.chunks_exact(4)) {
+        *x = f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as f64;
+    }
+}
+
+/// Encodes `src` into `dst` as little-endian wire bytes, choosing parallelism with `par`.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] when `dst.len() != src.wire_len()`; `dst` is then untouched.
+pub fn encode_into_with(src: Values<'_>, dst: &mut [u8], par: Parallelism) -> Result<()> {
+    check_len("encode destination bytes", src.wire_len(), dst.len())?;
+    match src {
+        Values::Bytes(v) => dst.copy_from_slice(v),
+        Values::F32(v) => run_chunked(v, dst, 4, par, encode_f32_kernel),
+        Values::F64(v) => run_chunked(v, dst, 8, par, encode_f64_kernel),
+        Values::F64AsF32(v) => run_chunked(v, dst, 4, par, narrow_kernel),
+    }
+    Ok(())
+}
+
+/// Encodes `src` into `dst` as little-endian wire bytes.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] when `dst.len() != src.wire_len()`; `dst` is then untouched.
+///
+/// ```
+/// use peerpipe::codec::{encode_into, Values};
+/// let mut out = [0u8; 4];
+/// encode_into(Values::F64AsF32(&[1.5]), &mut out).unwrap();
+/// assert_eq!(out, 1.5f32.to_le_bytes());
+/// ```
+pub fn encode_into(src: Values<'_>, dst: &mut [u8]) -> Result<()> {
+    encode_into_with(src, dst, Parallelism::Auto)
+}
+
+/// Decodes little-endian wire bytes `src` into the caller's buffer, choosing parallelism with
+/// `par`.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] when `src.len() != dst.wire_len()`; `dst` is then untouched.
+pub fn decode_into_with(src: &[u8], dst: ValuesMut<'_>, par: Parallelism) -> Result<()> {
+    check_len("decode source bytes", dst.wire_len(), src.len())?;
+    match dst {
+        ValuesMut::Bytes(v) => v.copy_from_slice(src),
+        ValuesMut::F32(v) => run_chunked_rev(src, v, 4, par, decode_f32_kernel),
+        ValuesMut::F64(v) => run_chunked_rev(src, v, 8, par, decode_f64_kernel),
+        ValuesMut::F64FromF32(v) => run_chunked_rev(src, v, 4, par, widen_kernel),
+    }
+    Ok(())
+}
+
+/// Like [`run_chunked`], for kernels that go from bytes to elements.
+fn run_chunked_rev<D: Send>(
+    src: &[u8],
+    dst: &mut [D],
+    src_per_dst: usize,
+    par: Parallelism,
+    kernel: impl Fn(&[u8], &mut [D]) + Sync,
+) {
+    if par.use_rayon(dst.len()) {
+        src.par_chunks(PARALLEL_CHUNK_ELEMENTS * src_per_dst)
+            .zip(dst.par_chunks_mut(PARALLEL_CHUNK_ELEMENTS))
+            .for_each(|(s, d)| kernel(s, d));
+    } else {
+        kernel(src, dst);
+    }
+}
+
+/// Decodes little-endian wire bytes `src` into the caller's buffer.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] when `src.len() != dst.wire_len()`; `dst` is then untouched.
+///
+/// ```
+/// use peerpipe::codec::{decode_into, ValuesMut};
+/// let mut out = [0.0f64; 1];
+/// decode_into(&0.25f32.to_le_bytes(), ValuesMut::F64FromF32(&mut out)).unwrap();
+/// assert_eq!(out, [0.25]);
+/// ```
+pub fn decode_into(src: &[u8], dst: ValuesMut<'_>) -> Result<()> {
+    decode_into_with(src, dst, Parallelism::Auto)
+}
+
+/// Encodes f64 values into a new `Vec` of little-endian bytes.
+pub fn encode_f64(src: &[f64]) -> Vec<u8> {
+    encode_vec(Values::F64(src))
+}
+
+/// Encodes f32 values into a new `Vec` of little-endian bytes.
+pub fn encode_f32(src: &[f32]) -> Vec<u8> {
+    encode_vec(Values::F32(src))
+}
+
+/// Narrows f64 values to f32 (`x as f32`) and encodes them into a new `Vec`.
+pub fn encode_f64_as_f32(src: &[f64]) -> Vec<u8> {
+    encode_vec(Values::F64AsF32(src))
+}
+
+fn encode_vec(src: Values<'_>) -> Vec<u8> {
+    let mut out = vec![0u8; src.wire_len()];
+    encode_into(src, &mut out).expect("buffer sized by wire_len");
+    out
+}
+
+fn elements_for(src: &[u8], width: usize) -> Result<usize> {
+    if src.len() % width == 0 {
+        Ok(src.len() / width)
+    } else {
+        Err(Error::LengthMismatch {
+            what: "decode source bytes (not a whole number of elements)",
+            expected: (src.len() / width * width) as u64,
+            found: src.len() as u64,
+        })
+    }
+}
+
+/// Decodes little-endian f64 bytes into a new `Vec`.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] when `src.len()` is not a multiple of 8.
+pub fn decode_f64(src: &[u8]) -> Result<Vec<f64>> {
+    let mut out = vec![0.0; elements_for(src, 8)?];
+    decode_into(src, ValuesMut::F64(&mut out))?;
+    Ok(out)
+}
+
+/// Decodes little-endian f32 bytes into a new `Vec`.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] when `src.len()` is not a multiple of 4.
+pub fn decode_f32(src: &[u8]) -> Result<Vec<f32>> {
+    let mut out = vec![0.0; elements_for(src, 4)?];
+    decode_into(src, ValuesMut::F32(&mut out))?;
+    Ok(out)
+}
+
+/// Decodes little-endian f32 bytes and widens them (`x as f64`) into a new `Vec`.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] when `src.len()` is not a multiple of 4.
+pub fn decode_f32_as_f64(src: &[u8]) -> Result<Vec<f64>> {
+    let mut out = vec![0.0; elements_for(src, 4)?];
+    decode_into(src, ValuesMut::F64FromF32(&mut out))?;
+    Ok(out)
+}

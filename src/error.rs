@@ -1,0 +1,222 @@
+//! The crate's one error type.
+//!
+//! Every variant names what was expected and what was found, so that a message printed as
+//! `peer: error: {err}` is enough to tell what went wrong without reading the code.
+
+use std::io;
+use std::time::Duration;
+
+use crate::frame::{Dtype, Kind};
+
+/// A specialised `Result` whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while encoding, framing, moving or serving arrays.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An I/O error from the standard library.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+
+    /// A system call failed.
+    #[error("system call failed: {0}")]
+    Sys(#[from] nix::errno::Errno),
+
+    /// The other side closed its end: end of stream where a frame was required, or `EPIPE`.
+    #[error("peer closed the connection {context}")]
+    PeerClosed {
+        /// What this side was doing when it noticed.
+        context: &'static str,
+    },
+
+    /// The first four bytes of a header were not `PEER`.
+    #[error("bad magic: expected \"PEER\" (50 45 45 52), found {found:02x?}")]
+    BadMagic {
+        /// The four bytes found.
+        found: [u8; 4],
+    },
+
+    /// The header's version byte is not one this crate speaks.
+    #[error("unsupported version: expected {expected}, found {found}")]
+    UnsupportedVersion {
+        /// The version this crate speaks.
+        expected: u8,
+        /// The version in the header.
+        found: u8,
+    },
+
+    /// The header's kind byte is not HELLO, DATA, ERROR or BYE.
+    #[error("unknown frame kind {found}: expected 1 (HELLO), 2 (DATA), 3 (ERROR) or 4 (BYE)")]
+    UnknownKind {
+        /// The kind byte found.
+        found: u8,
+    },
+
+    /// The header's dtype byte is not bytes, f32 or f64.
+    #[error("unknown dtype {found}: expected 0 (bytes), 1 (f32) or 2 (f64)")]
+    UnknownDtype {
+        /// The dtype byte found.
+        found: u8,
+    },
+
+    /// The header's flags byte is not zero; every other value is reserved.
+    #[error("reserved flags set: expected 0, found {found:#04x}")]
+    ReservedFlags {
+        /// The flags byte found.
+        found: u8,
+    },
+
+    /// A control frame (HELLO, ERROR, BYE) carried a numeric dtype, or BYE carried a payload.
+    #[error("malformed {kind} frame: expected {expected}, found {found}")]
+    MalformedControl {
+        /// The frame's kind.
+        kind: Kind,
+        /// What the specification requires.
+        expected: &'static str,
+        /// What the header said.
+        found: String,
+    },
+
+    /// `count × width(dtype)` does not fit in a `u64`.
+    #[error("payload length overflows u64: count {count} × {width} bytes")]
+    LengthOverflow {
+        /// The header's element count.
+        count: u64,
+        /// The width in bytes of one element.
+        width: u64,
+    },
+
+    /// The payload is larger than the receiver accepts.
+    #[error(
+        "frame too large: payload of {payload_bytes} bytes exceeds max_frame_bytes {max_frame_bytes}"
+    )]
+    FrameTooLarge {
+        /// The payload length the header announced.
+        payload_bytes: u64,
+        /// The receiver's limit.
+        max_frame_bytes: u64,
+    },
+
+    /// A padding byte after the payload was not zero.
+    #[error("nonzero padding: byte {index} of the padding is {found:#04x}, expected 0")]
+    NonzeroPadding {
+        /// Index of the offending byte within the padding (0..=6).
+        index: usize,
+        /// The byte found.
+        found: u8,
+    },
+
+    /// The input ended inside a frame.
+    #[error("truncated {what}: got {got} of {expected} bytes")]
+    Truncated {
+        /// Which part of the frame was cut short: `"header"`, `"payload"` or `"padding"`.
+        what: &'static str,
+        /// Bytes that part needs.
+        expected: u64,
+        /// Bytes that were there.
+        got: u64,
+    },
+
+    /// A frame of one kind arrived where another was required (for example DATA before HELLO).
+    #[error("unexpected {found} frame: expected {expected}")]
+    UnexpectedKind {
+        /// What the protocol required at this point.
+        expected: &'static str,
+        /// The kind that arrived.
+        found: Kind,
+    },
+
+    /// A HELLO payload was not valid.
+    #[error("bad HELLO: {reason}")]
+    BadHello {
+        /// What was wrong with it.
+        reason: String,
+    },
+
+    /// A slice had the wrong length for the operation.
+    #[error("length mismatch for {what}: expected {expected}, found {found}")]
+    LengthMismatch {
+        /// Which buffer had the wrong length.
+        what: &'static str,
+        /// The length required.
+        expected: u64,
+        /// The length given.
+        found: u64,
+    },
+
+    /// A reply carried another sequence number than the request it should answer.
+    #[error("seq mismatch: expected reply to seq {expected}, found seq {found}")]
+    SeqMismatch {
+        /// The seq of the oldest unanswered request.
+        expected: u64,
+        /// The seq in the reply.
+        found: u64,
+    },
+
+    /// A reply carried another dtype than the caller's buffer expects.
+    #[error("dtype mismatch in reply to seq {seq}: expected {expected}, found {found}")]
+    DtypeMismatch {
+        /// The request's seq.
+        seq: u64,
+        /// The dtype the caller's buffer needs.
+        expected: Dtype,
+        /// The dtype of the reply.
+        found: Dtype,
+    },
+
+    /// A reply carried another element count than the caller's buffer holds.
+    #[error("count mismatch in reply to seq {seq}: expected {expected} elements, found {found}")]
+    CountMismatch {
+        /// The request's seq.
+        seq: u64,
+        /// The length of the caller's buffer.
+        expected: u64,
+        /// The count in the reply.
+        found: u64,
+    },
+
+    /// The server answered a request with an ERROR frame.
+    #[error("server error for seq {seq}: {message}")]
+    Remote {
+        /// The seq of the request the server rejected (0 when it could not read one).
+        seq: u64,
+        /// The server's message.
+        message: String,
+    },
+
+    /// A deadline passed before the awaited frame arrived or could be sent.
+    #[error("timed out after {after:?} {waiting_for}")]
+    Timeout {
+        /// What this side was waiting for, for example `"waiting for reply to seq 7"`.
+        waiting_for: String,
+        /// The timeout that expired.
+        after: Duration,
+    },
+
+    /// The peer process ended; `status` says how (`exited with status 3`, `killed by signal 9`).
+    #[error("peer {status} {context}")]
+    PeerExited {
+        /// How the process ended.
+        status: String,
+        /// What this side was doing when it noticed.
+        context: String,
+    },
+
+    /// A command-line or configuration value could not be used.
+    #[error("invalid {what}: {reason}")]
+    InvalidArgument {
+        /// The option or parameter.
+        what: &'static str,
+        /// Why it was rejected.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// True when the error leaves the connection usable: only an ERROR reply from the server
+    /// ([`Error::Remote`]) does, because the protocol lets the conversation go on after it.
+    pub fn is_recoverable(&self) -> bool {
+        matches!(self, Error::Remote { .. })
+    }
+}

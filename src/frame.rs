@@ -1,0 +1,418 @@
+//! Wire format v1: the 32-byte header, payload sizing, padding and HELLO payloads.
+//!
+//! This module is pure: bytes in, values out. It knows nothing of descriptors or processes.
+//! `docs/PROTOCOL.md` is the normative description; the constants here implement it.
+//!
+//! ```text
+//! offset size field
+//!      0    4 magic    "PEER"
+//!      4    1 version  1
+//!      5    1 kind     1 HELLO, 2 DATA, 3 ERROR, 4 BYE
+//!      6    1 dtype    0 bytes, 1 f32, 2 f64
+//!      7    1 flags    0
+//!      8    8 seq      u64 LE
+//!     16    8 count    u64 LE, elements of dtype
+//!     24    8 aux      u64 LE, server nanoseconds in a reply, else 0
+//! ```
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// The four magic bytes that open every frame: ASCII `PEER`.
+pub const MAGIC: [u8; 4] = *b"PEER";
+/// The protocol version this crate speaks.
+pub const VERSION: u8 = 1;
+/// Length of a frame header in bytes.
+pub const HEADER_LEN: usize = 32;
+/// Frames are padded with zero bytes to a multiple of this many bytes.
+pub const FRAME_ALIGN: usize = 8;
+/// Default largest payload a receiver accepts: 64 MiB, enough for 8 Mi doubles.
+pub const DEFAULT_MAX_FRAME_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest HELLO or ERROR payload a receiver accepts, whatever its `max_frame_bytes`.
+///
+/// A HELLO arrives before the peer's limits are known, so it gets a small fixed cap.
+pub const MAX_CONTROL_PAYLOAD: u64 = 64 * 1024;
+
+const _: () = assert!(HEADER_LEN % FRAME_ALIGN == 0);
+const _: () = assert!(4 + 1 + 1 + 1 + 1 + 8 + 8 + 8 == HEADER_LEN);
+
+/// What a frame is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// Opens a conversation; payload is `key=value` lines.
+    Hello = 1,
+    /// A request or reply carrying an array.
+    Data = 2,
+    /// A rejected request or a protocol violation; payload is a UTF-8 message.
+    Error = 3,
+    /// Ends a conversation.
+    Bye = 4,
+}
+
+impl Kind {
+    /// Parses a kind byte.
+    ///
+    /// # Errors
+    /// [`Error::UnknownKind`] for any byte other than 1–4.
+    pub fn from_byte(byte: u8) -> Result<Kind> {
+        match byte {
+            1 => Ok(Kind::Hello),
+            2 => Ok(Kind::Data),
+            3 => Ok(Kind::Error),
+            4 => Ok(Kind::Bye),
+            found => Err(Error::UnknownKind { found }),
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Hello => "HELLO",
+            Kind::Data => "DATA",
+            Kind::Error => "ERROR",
+            Kind::Bye => "BYE",
+        })
+    }
+}
+
+/// The element type of a payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Dtype {
+    /// Raw bytes (`u8`).
+    Bytes = 0,
+    /// IEEE-754 binary32, little-endian.
+    F32 = 1,
+    /// IEEE-754 binary64, little-endian.
+    F64 = 2,
+}
+
+impl Dtype {
+    /// Parses a dtype byte.
+    ///
+    /// # Errors
+    /// [`Error::UnknownDtype`] for any byte other than 0–2.
+    pub fn from_byte(byte: u8) -> Result<Dtype> {
+        match byte {
+            0 => Ok(Dtype::Bytes),
+            1 => Ok(Dtype::F32),
+            2 => Ok(Dtype::F64),
+            found => Err(Error::UnknownDtype { found }),
+        }
+    }
+
+    /// Width of one element in bytes: 1, 4 or 8.
+    pub const fn width(self) -> u64 {
+        match self {
+            Dtype::Bytes => 1,
+            Dtype::F32 => 4,
+            Dtype::F64 => 8,
+        }
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dtype::Bytes => "bytes",
+            Dtype::F32 => "f32",
+            Dtype::F64 => "f64",
+        })
+    }
+}
+
+/// Number of zero bytes that follow a payload of `payload_len` bytes (0–7).
+///
+/// ```
+/// assert_eq!(peerpipe::frame::padding_len(0), 0);
+/// assert_eq!(peerpipe::frame::padding_len(12), 4);
+/// assert_eq!(peerpipe::frame::padding_len(4000), 0);
+/// ```
+pub const fn padding_len(payload_len: usize) -> usize {
+    (FRAME_ALIGN - payload_len % FRAME_ALIGN) % FRAME_ALIGN
+}
+
+/// A decoded, validated frame header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// What the frame is for.
+    pub kind: Kind,
+    /// Element type of the payload.
+    pub dtype: Dtype,
+    /// Sequence number: set by the requester, echoed by the reply.
+    pub seq: u64,
+    /// Number of `dtype` elements in the payload.
+    pub count: u64,
+    /// Server nanoseconds in a DATA or ERROR reply; 0 elsewhere.
+    pub aux: u64,
+}
+
+impl Header {
+    /// A DATA header for `count` elements of `dtype`.
+    pub const fn data(seq: u64, dtype: Dtype, count: u64) -> Header {
+        Header { kind: Kind::Data, dtype, seq, count, aux: 0 }
+    }
+
+    /// A control header (HELLO, ERROR, BYE) with a byte payload of `len` bytes.
+    pub const fn control(kind: Kind, seq: u64, len: u64) -> Header {
+        Header { kind, dtype: Dtype::Bytes, seq, count: len, aux: 0 }
+    }
+
+    /// Payload length in bytes, `count × width(dtype)`.
+    ///
+    /// # Errors
+    /// [`Error::LengthOverflow`] when the product does not fit in a `u64`.
+    pub fn payload_bytes(&self) -> Result<u64> {
+        let width = self.dtype.width();
+        self.count.checked_mul(width).ok_or(Error::LengthOverflow { count: self.count, width })
+    }
+
+    /// Serialises the header into its 32 wire bytes.
+    ///
+    /// ```
+    /// use peerpipe::frame::{Dtype, Header};
+    /// let bytes = Header::data(7, Dtype::F64, 3).to_bytes();
+    /// assert_eq!(bytes, [
+    ///     b'P', b'E', b'E', b'R', 1, 2, 2, 0, // magic, version, kind DATA, dtype f64, flags
+    ///     7, 0, 0, 0, 0, 0, 0, 0,             // seq 7
+    ///     3, 0, 0, 0, 0, 0, 0, 0,             // count 3
+    ///     0, 0, 0, 0, 0, 0, 0, 0,             // aux 0
+    /// ]);
+    /// ```
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0u8; HEADER_LEN];
+        out[0..4].copy_from_slice(&MAGIC);
+        out[4] = VERSION;
+        out[5] = self.kind as u8;
+        out[6] = self.dtype as u8;
+        out[7] = 0;
+        out[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        out[16..24].copy_from_slice(&self.count.to_le_bytes());
+        out[24..32].copy_from_slice(&self.aux.to_le_bytes());
+        out
+    }
+
+    /// Parses and validates 32 header bytes against every header rule of wire format v1:
+    /// magic, version, kind, dtype, flags, control-frame shape, length overflow and
+    /// `max_frame_bytes` (HELLO and ERROR payloads are also capped at [`MAX_CONTROL_PAYLOAD`]).
+    ///
+    /// Nothing is allocated; the caller may size a buffer by [`Header::payload_bytes`] once this
+    /// returns `Ok`.
+    ///
+    /// # Errors
+    /// The variant of [`Error`] named after the first rule broken, checked in the order above.
+    pub fn parse(bytes: &[u8; HEADER_LEN], max_frame_bytes: u64) -> Result<Header> {
+        let magic = [bytes[0], bytes[1], bytes[2], bytes[3]];
+        if magic != MAGIC {
+            return Err(Error::BadMagic { found: magic });
+        }
+        if bytes[4] != VERSION {
+            return Err(Error::UnsupportedVersion { expected: VERSION, found: bytes[4] });
+        }
+        let kind = Kind::from_byte(bytes[5])?;
+        let dtype = Dtype::from_byte(bytes[6])?;
+        if bytes[7] != 0 {
+            return Err(Error::ReservedFlags { found: bytes[7] });
+        }
+        let header = Header {
+            kind,
+            dtype,
+            seq: read_u64(bytes, 8),
+            count: read_u64(bytes, 16),
+            aux: read_u64(bytes, 24),
+        };
+        if kind != Kind::Data && dtype != Dtype::Bytes {
+            return Err(Error::MalformedControl {
+                kind,
+                expected: "dtype 0 (bytes)",
+                found: format!("dtype {} ({dtype})", dtype as u8),
+            });
+        }
+        if kind == Kind::Bye && header.count != 0 {
+            return Err(Error::MalformedControl {
+                kind,
+                expected: "count 0",
+                found: format!("count {}", header.count),
+            });
+        }
+        let payload_bytes = header.payload_bytes()?;
+        let limit = match kind {
+            Kind::Hello | Kind::Error => max_frame_bytes.min(MAX_CONTROL_PAYLOAD),
+            Kind::Data | Kind::Bye => max_frame_bytes,
+        };
+        if payload_bytes > limit {
+            return Err(Error::FrameTooLarge { payload_bytes, max_frame_bytes: limit });
+        }
+        Ok(header)
+    }
+
+    /// The seq field of raw header bytes, readable even when the header is invalid; used to
+    /// address the ERROR reply to a malformed frame.
+    pub fn raw_seq(bytes: &[u8; HEADER_LEN]) -> u64 {
+        read_u64(bytes, 8)
+    }
+}
+
+fn read_u64(bytes: &[u8; HEADER_LEN], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// Checks that the padding after a payload is all zero.
+///
+/// # Errors
+/// [`Error::NonzeroPadding`] naming the first nonzero byte.
+pub fn check_padding(padding: &[u8]) -> Result<()> {
+    match padding.iter().position(|&b| b != 0) {
+        None => Ok(()),
+        Some(index) => Err(Error::NonzeroPadding { index, found: padding[index] }),
+    }
+}
+
+/// A frame parsed from a byte slice, its payload borrowed from that slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameRef<'a> {
+    /// The validated header.
+    pub header: Header,
+    /// The payload bytes, without padding.
+    pub payload: &'a [u8],
+}
+
+/// Parses one complete frame from the start of `input`, returning it and the number of bytes
+/// it occupies (header + payload + padding). Never reads past `input` and never allocates.
+///
+/// # Errors
+/// Any header error of [`Header::parse`]; [`Error::Truncated`] naming the part that was cut
+/// short and how many bytes it had; [`Error::NonzeroPadding`].
+///
+/// ```
+/// use peerpipe::frame::{decode_frame, encode_frame, Dtype, Header};
+/// let bytes = encode_frame(&Header::data(1, Dtype::Bytes, 3), b"abc");
+/// assert_eq!(bytes.len(), 40); // 32 header + 3 payload + 5 padding
+/// let (frame, used) = decode_frame(&bytes, 1024).unwrap();
+/// assert_eq!((frame.payload, used), (&b"abc"[..], 40));
+/// ```
+pub fn decode_frame(input: &[u8], max_frame_bytes: u64) -> Result<(FrameRef<'_>, usize)> {
+    let Some(header_bytes) = input.first_chunk::<HEADER_LEN>() else {
+        return Err(Error::Truncated {
+            what: "header",
+            expected: HEADER_LEN as u64,
+            got: input.len() as u64,
+        });
+    };
+    let header = Header::parse(header_bytes, max_frame_bytes)?;
+    // Validated against max_frame_bytes above, so it fits in usize on every supported target.
+    let payload_len = usize::try_from(header.payload_bytes()?)
+        .map_err(|_| Error::FrameTooLarge { payload_bytes: header.count, max_frame_bytes })?;
+    let rest = &input[HEADER_LEN..];
+    if rest.len() < payload_len {
+        return Err(Error::Truncated {
+            what: "payload",
+            expected: payload_len as u64,
+            got: rest.len() as u64,
+        });
+    }
+    let (payload, rest) = rest.split_at(payload_len);
+    let pad = padding_len(payload_len);
+    if rest.len() < pad {
+        return Err(Error::Truncated {
+            what: "padding",
+            expected: pad as u64,
+            got: rest.len() as u64,
+        });
+    }
+    check_padding(&rest[..pad])?;
+    Ok((FrameRef { header, payload }, HEADER_LEN + payload_len + pad))
+}
+
+/// Builds a complete frame (header, payload, zero padding) in a new `Vec`.
+///
+/// The header's `count` is written as given; the caller keeps it consistent with `payload`.
+pub fn encode_frame(header: &Header, payload: &[u8]) -> Vec<u8> {
+    let pad = padding_len(payload.len());
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + pad);
+    out.extend_from_slice(&header.to_bytes());
+    out.extend_from_slice(payload);
+    out.resize(out.len() + pad, 0);
+    out
+}
+
+/// The contents of a HELLO payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello {
+    /// Largest payload this side accepts, in bytes.
+    pub max_frame_bytes: u64,
+    /// The server's handler name; `None` from a client.
+    pub handler: Option<String>,
+    /// Implementation name and version, e.g. `peerpipe 0.1.0`.
+    pub implementation: Option<String>,
+}
+
+impl Hello {
+    /// Renders the `key=value` lines, each ending in `\n`, starting with `version=1`.
+    ///
+    /// ```
+    /// let hello = peerpipe::frame::Hello { max_frame_bytes: 4096, handler: None, implementation: None };
+    /// assert_eq!(hello.to_payload(), b"version=1\nmax_frame_bytes=4096\n");
+    /// ```
+    pub fn to_payload(&self) -> Vec<u8> {
+        let mut text = format!("version={VERSION}\nmax_frame_bytes={}\n", self.max_frame_bytes);
+        if let Some(handler) = &self.handler {
+            text.push_str(&format!("handler={handler}\n"));
+        }
+        if let Some(implementation) = &self.implementation {
+            text.push_str(&format!("impl={implementation}\n"));
+        }
+        text.into_bytes()
+    }
+
+    /// Parses a HELLO payload. Unknown keys are ignored.
+    ///
+    /// # Errors
+    /// [`Error::BadHello`] when the payload is not UTF-8, a line lacks `=` or its final `\n`,
+    /// `version` is missing or not 1, or `max_frame_bytes` is missing or not a number.
+    pub fn parse(payload: &[u8]) -> Result<Hello> {
+        let bad = |reason: String| Error::BadHello { reason };
+        let text =
+            std::str::from_utf8(payload).map_err(|e| bad(format!("payload is not UTF-8 ({e})")))?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            return Err(bad("last line does not end in \\n".into()));
+        }
+        let (mut version, mut max_frame_bytes, mut handler, mut implementation) =
+            (None, None, None, None);
+        for line in text.lines() {
+            let (key, value) =
+                line.split_once('=').ok_or_else(|| bad(format!("line {line:?} has no '='")))?;
+            match key {
+                "version" => version = Some(value),
+                "max_frame_bytes" => {
+                    max_frame_bytes = Some(value.parse::<u64>().map_err(|_| {
+                        bad(format!(
+                            "max_frame_bytes: expected an unsigned integer, found {value:?}"
+                        ))
+                    })?)
+                }
+                "handler" => handler = Some(value.to_owned()),
+                "impl" => implementation = Some(value.to_owned()),
+                _ => {}
+            }
+        }
+        match version {
+            Some("1") => {}
+            Some(other) => return Err(bad(format!("version: expected 1, found {other:?}"))),
+            None => return Err(bad("missing required key version".into())),
+        }
+        let max_frame_bytes =
+            max_frame_bytes.ok_or_else(|| bad("missing required key max_frame_bytes".into()))?;
+        Ok(Hello { max_frame_bytes, handler, implementation })
+    }
+}
+
+/// `impl=` value this crate announces: `peerpipe <version>`.
+pub fn implementation_name() -> String {
+    format!("peerpipe {}", env!("CARGO_PKG_VERSION"))
+}
