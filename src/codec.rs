@@ -301,7 +301,7 @@ fn encode_vec(src: Values<'_>) -> Vec<u8> {
 }
 
 fn elements_for(src: &[u8], width: usize) -> Result<usize> {
-    if src.len() % width == 0 {
+    if src.len().is_multiple_of(width) {
         Ok(src.len() / width)
     } else {
         Err(Error::LengthMismatch {

@@ -34,7 +34,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: u64 = 64 * 1024 * 1024;
 /// A HELLO arrives before the peer's limits are known, so it gets a small fixed cap.
 pub const MAX_CONTROL_PAYLOAD: u64 = 64 * 1024;
 
-const _: () = assert!(HEADER_LEN % FRAME_ALIGN == 0);
+const _: () = assert!(HEADER_LEN.is_multiple_of(FRAME_ALIGN));
 const _: () = assert!(4 + 1 + 1 + 1 + 1 + 8 + 8 + 8 == HEADER_LEN);
 
 /// What a frame is for.
