@@ -9,6 +9,16 @@
 //! - [`codec`]: the explicit little-endian codec, with f64↔f32 narrowing and widening and rayon
 //!   for large arrays. Pure; the oracle for everything else.
 //! - [`zerocopy`]: the caller's slice as the payload (bytemuck casts), with checked fallbacks.
+//! - [`transport`]: frames over a pair of non-blocking pipes, one `writev` out, read straight
+//!   into the destination in; the [`transport::Wait`] strategies (block, spin, hybrid) with
+//!   nanosecond deadlines.
+//! - [`peer`]: the client — spawns a server, HELLO, typed calls with per-call timing, BYE,
+//!   reaping.
+//! - [`server`]: the loop that answers requests with any [`server::Handler`];
+//!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
+//! - [`report`]: drives a peer through round trips, verifies replies, summarises timings.
+//! - [`lorenz96`]: the model's right-hand side in its one fixed evaluation order.
+//! - [`units`]: durations as people type them (`250ms`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
 //!
 //! The crate contains no `unsafe` code.
@@ -18,7 +28,16 @@
 pub mod codec;
 pub mod error;
 pub mod frame;
+pub mod handlers;
+pub mod lorenz96;
+pub mod peer;
+pub mod report;
+pub mod server;
+pub mod transport;
+pub mod units;
 pub mod zerocopy;
 
 pub use codec::{Values, ValuesMut};
 pub use error::{Error, Result};
+pub use peer::{CallTiming, DataPath, Options, Peer};
+pub use transport::Wait;

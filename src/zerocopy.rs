@@ -90,3 +90,42 @@ pub fn view_f64(bytes: &[u8]) -> Option<&[f64]> {
 pub fn view_f32(bytes: &[u8]) -> Option<&[f32]> {
     if NATIVE_IS_WIRE { bytemuck::try_cast_slice(bytes).ok() } else { None }
 }
+
+/// A growable byte buffer that starts on an 8-byte boundary, so a received f64 or f32 payload
+/// in it can be viewed in place with [`view_f64`] / [`view_f32`].
+///
+/// It never shrinks: once warm, [`AlignedBuf::resize`] to a size seen before allocates nothing.
+#[derive(Clone, Debug, Default)]
+pub struct AlignedBuf {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// An empty buffer.
+    pub fn new() -> AlignedBuf {
+        AlignedBuf::default()
+    }
+
+    /// Sets the length to `len` bytes, growing the allocation if needed. Bytes beyond the
+    /// previous high-water mark are zero; others keep their old contents.
+    ///
+    /// The caller validates `len` (e.g. against `max_frame_bytes`) before calling.
+    pub fn resize(&mut self, len: usize) {
+        let words = len.div_ceil(8);
+        if self.words.len() < words {
+            self.words.resize(words, 0);
+        }
+        self.len = len;
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+
+    /// The bytes, mutably.
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
+    }
+}

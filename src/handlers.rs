@@ -1,0 +1,98 @@
+//! The handlers `peer --role server` offers: [`Echo`], [`EchoRaw`] and [`Lorenz96`].
+
+use crate::codec::{self, Values, ValuesMut};
+use crate::frame::Dtype;
+use crate::lorenz96;
+use crate::server::{Handler, Request, Response};
+
+/// Names accepted by [`by_name`].
+pub const NAMES: [&str; 3] = ["echo", "echo-raw", "lorenz96"];
+
+/// The handler called `name`, or `None`.
+pub fn by_name(name: &str) -> Option<Box<dyn Handler + Send>> {
+    match name {
+        "echo" => Some(Box::new(Echo::default())),
+        "echo-raw" => Some(Box::new(EchoRaw)),
+        "lorenz96" => Some(Box::new(Lorenz96::default())),
+        _ => None,
+    }
+}
+
+/// Decodes the payload into native numbers with the codec and encodes them again, so the
+/// server pays for conversion on both sides. Replies with the same dtype and count; bytes are
+/// returned as they came.
+#[derive(Debug, Default)]
+pub struct Echo {
+    f64s: Vec<f64>,
+    f32s: Vec<f32>,
+    encoded: Vec<u8>,
+}
+
+impl Handler for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        let count = request.count as usize;
+        self.encoded.resize(request.payload.len(), 0);
+        let converted = match request.dtype {
+            Dtype::Bytes => return Ok(Response::Bytes(request.payload)),
+            Dtype::F64 => {
+                self.f64s.resize(count, 0.0);
+                codec::decode_into(request.payload, ValuesMut::F64(&mut self.f64s))
+                    .and_then(|()| codec::encode_into(Values::F64(&self.f64s), &mut self.encoded))
+            }
+            Dtype::F32 => {
+                self.f32s.resize(count, 0.0);
+                codec::decode_into(request.payload, ValuesMut::F32(&mut self.f32s))
+                    .and_then(|()| codec::encode_into(Values::F32(&self.f32s), &mut self.encoded))
+            }
+        };
+        converted.map_err(|e| e.to_string())?;
+        Ok(Response::Wire { dtype: request.dtype, count: request.count, payload: &self.encoded })
+    }
+}
+
+/// Replies with the request's payload bytes untouched: the server converts nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EchoRaw;
+
+impl Handler for EchoRaw {
+    fn name(&self) -> &str {
+        "echo-raw"
+    }
+
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        Ok(Response::Wire { dtype: request.dtype, count: request.count, payload: request.payload })
+    }
+}
+
+/// Replies with the Lorenz-96 derivative ([`lorenz96::rhs`], forcing 8.0) of an f64 state of
+/// at least 4 elements; anything else gets ERROR.
+#[derive(Debug, Default)]
+pub struct Lorenz96 {
+    state: Vec<f64>,
+    derivative: Vec<f64>,
+}
+
+impl Handler for Lorenz96 {
+    fn name(&self) -> &str {
+        "lorenz96"
+    }
+
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        request.expect_dtype(Dtype::F64).map_err(|e| format!("lorenz96: {e}"))?;
+        let state: &[f64] = match request.f64_view() {
+            Some(view) => view,
+            None => {
+                request.decode_f64_into(&mut self.state)?;
+                &self.state
+            }
+        };
+        self.derivative.resize(state.len(), 0.0);
+        lorenz96::rhs(state, lorenz96::FORCING, &mut self.derivative)
+            .map_err(|e| format!("lorenz96: {e}"))?;
+        Ok(Response::F64(&self.derivative))
+    }
+}

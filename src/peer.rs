@@ -1,0 +1,727 @@
+//! The client side: a [`Peer`] is a conversation with a server process (or thread) that
+//! answers arrays with arrays.
+//!
+//! A peer is spawned from any command with its stdin and stdout on two anonymous pipes, greets
+//! it with HELLO, and then offers typed calls that send from the caller's slice and receive into
+//! the caller's buffer. Once buffers are warm a call allocates nothing.
+//!
+//! Lifecycle: [`Peer::close`] (or dropping the peer) sends BYE, waits briefly for the server to
+//! answer and exit, and reaps it. On any error other than an ERROR reply the server is
+//! terminated (SIGTERM, then SIGKILL after a grace period) and reaped, so no orphan or zombie
+//! is left behind; if it had already died, the error says how.
+//!
+//! ```
+//! use std::thread;
+//! use peerpipe::handlers::Echo;
+//! use peerpipe::peer::{Options, Peer};
+//! use peerpipe::server::{serve, ServeOptions};
+//! use peerpipe::transport::{PipeTransport, Wait};
+//!
+//! // A server on a thread; across processes use Peer::spawn or Peer::spawn_server.
+//! let (client_end, mut server_end) = PipeTransport::pair(Wait::Block)?;
+//! let server = thread::spawn(move || serve(&mut server_end, &mut Echo::default(), &ServeOptions::default()));
+//!
+//! let mut peer = Peer::connect(client_end, Options::default())?;
+//! let state = [1.0, 2.0, f64::NAN];
+//! let mut reply = [0.0; 3];
+//! let timing = peer.call_f64(&state, &mut reply)?;
+//! assert_eq!(reply.map(f64::to_bits), state.map(f64::to_bits));
+//! assert!(timing.round_trip_ns >= timing.server_ns);
+//! peer.close()?;
+//! server.join().unwrap()?;
+//! # Ok::<(), peerpipe::Error>(())
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::str::FromStr;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::fcntl::OFlag;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::codec::{self, Values, ValuesMut};
+use crate::error::{Error, Result};
+use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, Header, Hello, Kind};
+use crate::transport::{DEFAULT_PIPE_CAPACITY, Deadline, PipeTransport, Wait};
+use crate::zerocopy;
+
+/// Default timeout for the handshake and for each reply: 10 s.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
+pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// How long a terminated server gets between SIGTERM and SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_millis(200);
+
+/// How payloads get from the caller's slice onto the wire and back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DataPath {
+    /// Send straight from the caller's slice and receive straight into the caller's buffer
+    /// (on little-endian targets; conversions such as f64→f32 always use the codec).
+    #[default]
+    ZeroCopy,
+    /// Encode into and decode from a scratch buffer with the explicit little-endian codec.
+    Codec,
+}
+
+impl DataPath {
+    /// `zero-copy` or `codec`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DataPath::ZeroCopy => "zero-copy",
+            DataPath::Codec => "codec",
+        }
+    }
+}
+
+impl fmt::Display for DataPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DataPath {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<DataPath> {
+        match text {
+            "zero-copy" => Ok(DataPath::ZeroCopy),
+            "codec" => Ok(DataPath::Codec),
+            _ => Err(Error::InvalidArgument {
+                what: "path",
+                reason: format!("expected zero-copy or codec, found {text:?}"),
+            }),
+        }
+    }
+}
+
+/// Settings of a [`Peer`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How to wait for replies and for room in the pipe. Default: hybrid.
+    pub wait: Wait,
+    /// Deadline for the handshake and for each reply; `None` waits forever. Default: 10 s.
+    pub timeout: Option<Duration>,
+    /// Largest reply payload accepted, announced in HELLO. Default: 64 MiB.
+    pub max_frame_bytes: u64,
+    /// Pipe capacity to ask for when spawning; `None` keeps the system default. Default: 1 MiB.
+    pub pipe_capacity: Option<usize>,
+    /// Zero-copy or codec. Default: zero-copy.
+    pub path: DataPath,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            wait: Wait::default(),
+            timeout: Some(DEFAULT_TIMEOUT),
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            pipe_capacity: Some(DEFAULT_PIPE_CAPACITY),
+            path: DataPath::default(),
+        }
+    }
+}
+
+/// Where the time of one round trip went, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallTiming {
+    /// Client: converting the request into wire bytes (near zero on the zero-copy path).
+    pub encode_ns: u64,
+    /// Client: converting the reply from wire bytes (near zero on the zero-copy path).
+    pub decode_ns: u64,
+    /// Server: from reading the request header to writing the reply (the reply's `aux`).
+    pub server_ns: u64,
+    /// The whole call, from before encoding to after decoding.
+    pub round_trip_ns: u64,
+}
+
+impl CallTiming {
+    /// Moving bytes and waiting: round trip − encode − decode − server time (never negative).
+    pub fn transfer_ns(&self) -> u64 {
+        self.round_trip_ns.saturating_sub(self.encode_ns + self.decode_ns + self.server_ns)
+    }
+}
+
+/// A received reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// The seq of the request it answers.
+    pub seq: u64,
+    /// Where the time went.
+    pub timing: CallTiming,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    seq: u64,
+    started: Instant,
+    encode_ns: u64,
+}
+
+/// A conversation with a server.
+#[derive(Debug)]
+pub struct Peer {
+    transport: PipeTransport,
+    child: Option<ChildGuard>,
+    options: Options,
+    server_hello: Hello,
+    pipe_capacity: Option<usize>,
+    next_seq: u64,
+    pending: VecDeque<Pending>,
+    scratch: Vec<u8>,
+    state: State,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    Failed,
+    Closed,
+}
+
+impl Peer {
+    /// Spawns `command` with its stdin and stdout on two new pipes (its stderr is inherited)
+    /// and exchanges HELLOs. The pipes are created `O_CLOEXEC`, so no other child inherits
+    /// them and the server's death is seen as end of stream.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the command cannot be started; any handshake error (the server is
+    /// then terminated and reaped, and [`Error::PeerExited`] says how it ended if it died).
+    pub fn spawn(mut command: Command, options: Options) -> Result<Peer> {
+        let (child_stdin, our_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (our_rx, child_stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let mut transport = PipeTransport::new(our_rx, our_tx, options.wait)?;
+        let pipe_capacity = match options.pipe_capacity {
+            Some(bytes) => Some(transport.set_pipe_capacity(bytes)?),
+            None => transport.pipe_capacity(),
+        };
+        command.stdin(Stdio::from(child_stdin)).stdout(Stdio::from(child_stdout));
+        let child = command.spawn()?;
+        // The command holds the child's pipe ends; drop it so only the child keeps them.
+        drop(command);
+        let mut peer = Peer::new(transport, Some(ChildGuard { child }), options);
+        peer.pipe_capacity = pipe_capacity;
+        peer.handshake()?;
+        Ok(peer)
+    }
+
+    /// Spawns `sh -c COMMAND_LINE` as the server, e.g. `ssh host peer --role server`.
+    ///
+    /// # Errors
+    /// As [`Peer::spawn`].
+    pub fn spawn_shell(command_line: &str, options: Options) -> Result<Peer> {
+        let mut command = Command::new("sh");
+        command.arg("-c").arg(command_line);
+        Peer::spawn(command, options)
+    }
+
+    /// Spawns this crate's `peer` binary at `peer_exe` as `peer --role server --handler
+    /// HANDLER`, with the same wait strategy and frame limit as `options`.
+    ///
+    /// # Errors
+    /// As [`Peer::spawn`].
+    pub fn spawn_server(
+        peer_exe: impl AsRef<Path>,
+        handler: &str,
+        options: Options,
+    ) -> Result<Peer> {
+        let mut command = Command::new(peer_exe.as_ref());
+        command
+            .args(["--role", "server", "--handler", handler])
+            .arg("--wait")
+            .arg(options.wait.to_string())
+            .arg("--max-frame-bytes")
+            .arg(options.max_frame_bytes.to_string());
+        Peer::spawn(command, options)
+    }
+
+    /// Talks to a server over an existing transport (e.g. one end of [`PipeTransport::pair`]),
+    /// exchanging HELLOs first.
+    ///
+    /// # Errors
+    /// Any handshake error.
+    pub fn connect(transport: PipeTransport, options: Options) -> Result<Peer> {
+        let mut peer = Peer::new(transport, None, options);
+        peer.pipe_capacity = peer.transport.pipe_capacity();
+        peer.handshake()?;
+        Ok(peer)
+    }
+
+    fn new(transport: PipeTransport, child: Option<ChildGuard>, options: Options) -> Peer {
+        Peer {
+            transport,
+            child,
+            options,
+            server_hello: Hello { max_frame_bytes: 0, handler: None, implementation: None },
+            pipe_capacity: None,
+            next_seq: 1,
+            pending: VecDeque::new(),
+            scratch: Vec::new(),
+            state: State::Open,
+        }
+    }
+
+    fn handshake(&mut self) -> Result<()> {
+        let result = self.exchange_hellos();
+        result.map_err(|e| self.fail(e, "during the handshake"))
+    }
+
+    fn exchange_hellos(&mut self) -> Result<()> {
+        let hello = Hello {
+            max_frame_bytes: self.options.max_frame_bytes,
+            handler: None,
+            implementation: Some(frame::implementation_name()),
+        };
+        let payload = hello.to_payload();
+        let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
+        let deadline = Deadline::after(self.options.timeout);
+        self.transport.send_frame(&header, &payload, deadline)?;
+        let raw = self
+            .transport
+            .recv_header(deadline)
+            .map_err(|e| retarget(e, "the server's HELLO"))?
+            .ok_or(Error::PeerClosed { context: "before sending HELLO" })?;
+        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
+        let payload = self.recv_control_payload(&header, deadline)?;
+        match header.kind {
+            Kind::Hello => {}
+            Kind::Error => {
+                return Err(Error::Remote {
+                    seq: header.seq,
+                    message: String::from_utf8_lossy(payload).into_owned(),
+                });
+            }
+            found => return Err(Error::UnexpectedKind { expected: "HELLO", found }),
+        }
+        self.server_hello = Hello::parse(payload)?;
+        Ok(())
+    }
+
+    /// Reads a control payload (bounded by [`frame::MAX_CONTROL_PAYLOAD`] in `Header::parse`)
+    /// into the scratch buffer.
+    fn recv_control_payload(&mut self, header: &Header, deadline: Deadline) -> Result<&[u8]> {
+        let len = header.payload_bytes()? as usize;
+        if header.kind == Kind::Data {
+            return Ok(&[]);
+        }
+        grow(&mut self.scratch, len);
+        self.transport.recv_payload(&mut self.scratch[..len], deadline)?;
+        Ok(&self.scratch[..len])
+    }
+
+    /// The server's HELLO: its frame limit, handler and implementation.
+    pub fn server_hello(&self) -> &Hello {
+        &self.server_hello
+    }
+
+    /// The pipe capacity granted at spawn (bytes), when the transport is a pipe.
+    pub fn pipe_capacity(&self) -> Option<usize> {
+        self.pipe_capacity
+    }
+
+    /// The server process's id, when this peer spawned one.
+    pub fn server_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.child.id())
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Number of requests sent whose replies have not been received yet.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Sends one DATA request and returns its seq, without waiting for the reply. Several
+    /// requests may be in flight; receive their replies in order with [`Peer::recv`]. The
+    /// replies of all requests in flight must fit in the pipe (see [`Peer::pipe_capacity`]),
+    /// because the server stops reading while its reply pipe is full.
+    ///
+    /// # Errors
+    /// [`Error::FrameTooLarge`] when the payload exceeds the server's `max_frame_bytes` (nothing
+    /// is sent, the peer stays usable); [`Error::Timeout`] or [`Error::PeerClosed`] /
+    /// [`Error::PeerExited`] when the frame cannot be written (the server is then terminated).
+    pub fn send(&mut self, values: Values<'_>) -> Result<u64> {
+        self.check_open()?;
+        let started = Instant::now();
+        let wire_len = values.wire_len();
+        if wire_len as u64 > self.server_hello.max_frame_bytes {
+            return Err(Error::FrameTooLarge {
+                payload_bytes: wire_len as u64,
+                max_frame_bytes: self.server_hello.max_frame_bytes,
+            });
+        }
+        let seq = self.next_seq;
+        let header = Header::data(seq, values.wire_dtype(), values.len() as u64).to_bytes();
+        let payload = match (self.options.path, zerocopy::wire_bytes(values)) {
+            (DataPath::ZeroCopy, Some(bytes)) => bytes,
+            _ => {
+                grow(&mut self.scratch, wire_len);
+                codec::encode_into(values, &mut self.scratch[..wire_len])?;
+                &self.scratch[..wire_len]
+            }
+        };
+        let encode_ns = elapsed_ns(started);
+        let deadline = Deadline::after(self.options.timeout);
+        if let Err(e) = self.transport.send_frame(&header, payload, deadline) {
+            let context = format!("while sending seq {seq}");
+            return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
+        }
+        self.pending.push_back(Pending { seq, started, encode_ns });
+        self.next_seq += 1;
+        Ok(seq)
+    }
+
+    /// Receives the reply to the oldest request in flight into `dst`, which fixes the dtype
+    /// and count the reply must have.
+    ///
+    /// # Errors
+    /// [`Error::Remote`] when the server answered ERROR (the peer stays usable); otherwise
+    /// [`Error::Timeout`], [`Error::SeqMismatch`], [`Error::DtypeMismatch`],
+    /// [`Error::CountMismatch`], a frame error, or [`Error::PeerExited`] /
+    /// [`Error::PeerClosed`], after which the server is terminated. On error the contents of
+    /// `dst` are unspecified.
+    pub fn recv(&mut self, dst: ValuesMut<'_>) -> Result<Reply> {
+        self.check_open()?;
+        let Some(pending) = self.pending.front().copied() else {
+            return Err(Error::InvalidArgument {
+                what: "recv",
+                reason: "no request is in flight".into(),
+            });
+        };
+        let deadline = Deadline::after(self.options.timeout);
+        match self.recv_reply(pending, dst, deadline) {
+            Ok(reply) => {
+                self.pending.pop_front();
+                Ok(reply)
+            }
+            Err(e) if e.is_recoverable() => {
+                self.pending.pop_front();
+                Err(e)
+            }
+            Err(e) => {
+                let context = format!("while waiting for the reply to seq {}", pending.seq);
+                Err(self.fail(retarget(e, &format!("the reply to seq {}", pending.seq)), &context))
+            }
+        }
+    }
+
+    fn recv_reply(
+        &mut self,
+        pending: Pending,
+        mut dst: ValuesMut<'_>,
+        deadline: Deadline,
+    ) -> Result<Reply> {
+        let raw = self
+            .transport
+            .recv_header(deadline)?
+            .ok_or(Error::PeerClosed { context: "before replying" })?;
+        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
+        if header.seq != pending.seq {
+            return Err(Error::SeqMismatch { expected: pending.seq, found: header.seq });
+        }
+        match header.kind {
+            Kind::Data => {}
+            Kind::Error => {
+                let message = self.recv_control_payload(&header, deadline)?;
+                return Err(Error::Remote {
+                    seq: header.seq,
+                    message: String::from_utf8_lossy(message).into_owned(),
+                });
+            }
+            found => {
+                return Err(Error::UnexpectedKind { expected: "a DATA or ERROR reply", found });
+            }
+        }
+        let seq = header.seq;
+        if header.dtype != dst.wire_dtype() {
+            return Err(Error::DtypeMismatch {
+                seq,
+                expected: dst.wire_dtype(),
+                found: header.dtype,
+            });
+        }
+        if header.count != dst.len() as u64 {
+            return Err(Error::CountMismatch {
+                seq,
+                expected: dst.len() as u64,
+                found: header.count,
+            });
+        }
+        let decode_started;
+        match (self.options.path, zerocopy::wire_bytes_mut(&mut dst)) {
+            (DataPath::ZeroCopy, Some(bytes)) => {
+                self.transport.recv_payload(bytes, deadline)?;
+                decode_started = Instant::now();
+                zerocopy::finish_receive(&mut dst);
+            }
+            _ => {
+                let len = dst.wire_len();
+                grow(&mut self.scratch, len);
+                self.transport.recv_payload(&mut self.scratch[..len], deadline)?;
+                decode_started = Instant::now();
+                codec::decode_into(&self.scratch[..len], dst)?;
+            }
+        }
+        let decode_ns = elapsed_ns(decode_started);
+        Ok(Reply {
+            seq,
+            timing: CallTiming {
+                encode_ns: pending.encode_ns,
+                decode_ns,
+                server_ns: header.aux,
+                round_trip_ns: elapsed_ns(pending.started),
+            },
+        })
+    }
+
+    /// Sends `values` and receives the reply into `dst`: one round trip.
+    ///
+    /// # Errors
+    /// Those of [`Peer::send`] and [`Peer::recv`].
+    pub fn call(&mut self, values: Values<'_>, dst: ValuesMut<'_>) -> Result<CallTiming> {
+        if !self.pending.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "call",
+                reason: format!(
+                    "{} pipelined replies are still in flight; recv them first",
+                    self.pending.len()
+                ),
+            });
+        }
+        self.send(values)?;
+        Ok(self.recv(dst)?.timing)
+    }
+
+    /// Sends f64 values as f64 and receives an f64 reply of `reply.len()` elements.
+    ///
+    /// # Errors
+    /// As [`Peer::call`].
+    pub fn call_f64(&mut self, values: &[f64], reply: &mut [f64]) -> Result<CallTiming> {
+        self.call(Values::F64(values), ValuesMut::F64(reply))
+    }
+
+    /// Ends the conversation: receives and discards replies still in flight, sends BYE, waits
+    /// for the server's BYE and for the server process to exit (terminating it after
+    /// [`CLOSE_GRACE`]), and returns its exit status when this peer spawned it.
+    ///
+    /// # Errors
+    /// Any error of the exchange; the server is terminated and reaped all the same.
+    pub fn close(mut self) -> Result<Option<ExitStatus>> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<Option<ExitStatus>> {
+        if self.state == State::Open {
+            self.state = State::Closed;
+            if let Err(e) = self.say_bye() {
+                return Err(self.fail(e, "while closing"));
+            }
+        }
+        self.state = State::Closed;
+        let Some(child) = self.child.as_mut() else { return Ok(None) };
+        if let Some(status) = child.wait_timeout(CLOSE_GRACE)? {
+            return Ok(Some(status));
+        }
+        let status = child.terminate()?;
+        Err(Error::PeerExited {
+            status: describe_status(status),
+            context: format!("after not exiting within {CLOSE_GRACE:?} of BYE"),
+        })
+    }
+
+    fn say_bye(&mut self) -> Result<()> {
+        let deadline = Deadline::after(self.options.timeout);
+        while let Some(pending) = self.pending.pop_front() {
+            self.discard_reply(pending.seq, deadline)?;
+        }
+        let seq = self.next_seq;
+        let header = Header::control(Kind::Bye, seq, 0).to_bytes();
+        self.transport.send_frame(&header, &[], deadline)?;
+        let raw = self
+            .transport
+            .recv_header(deadline)
+            .map_err(|e| retarget(e, "the server's BYE"))?
+            .ok_or(Error::PeerClosed { context: "before answering BYE" })?;
+        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
+        if header.kind != Kind::Bye {
+            return Err(Error::UnexpectedKind { expected: "BYE", found: header.kind });
+        }
+        if header.seq != seq {
+            return Err(Error::SeqMismatch { expected: seq, found: header.seq });
+        }
+        Ok(())
+    }
+
+    fn discard_reply(&mut self, seq: u64, deadline: Deadline) -> Result<()> {
+        let raw = self
+            .transport
+            .recv_header(deadline)?
+            .ok_or(Error::PeerClosed { context: "before replying" })?;
+        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
+        if header.seq != seq {
+            return Err(Error::SeqMismatch { expected: seq, found: header.seq });
+        }
+        let len = header.payload_bytes()? as usize;
+        grow(&mut self.scratch, len);
+        self.transport.recv_payload(&mut self.scratch[..len], deadline)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        match self.state {
+            State::Open => Ok(()),
+            State::Failed => Err(Error::PeerClosed { context: "earlier, after an error" }),
+            State::Closed => Err(Error::PeerClosed { context: "already (closed by this side)" }),
+        }
+    }
+
+    /// Marks the peer failed, terminates and reaps the server, and names its exit in the
+    /// error when it had died by itself.
+    fn fail(&mut self, error: Error, context: &str) -> Error {
+        self.state = State::Failed;
+        let Some(child) = self.child.as_mut() else { return error };
+        // A dead server shows up as end of stream slightly before its exit status is
+        // available; give it a moment so the error can say how it ended.
+        let died_on_its_own = match error {
+            Error::PeerClosed { .. } | Error::Truncated { .. } => {
+                child.wait_timeout(Duration::from_millis(100)).ok().flatten()
+            }
+            _ => child.try_wait().ok().flatten(),
+        };
+        match died_on_its_own {
+            Some(status) => Error::PeerExited {
+                status: describe_status(status),
+                context: format!("{context} ({error})"),
+            },
+            None => {
+                let _ = child.terminate();
+                error
+            }
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if self.state == State::Open {
+            let _ = self.shutdown();
+        } else if let Some(child) = self.child.as_mut() {
+            let _ = child.terminate();
+        }
+    }
+}
+
+/// Replaces the "what were we waiting for" of a timeout with something the caller recognises.
+fn retarget(error: Error, waiting_for: &str) -> Error {
+    match error {
+        Error::Timeout { after, .. } => {
+            Error::Timeout { waiting_for: format!("waiting for {waiting_for}"), after }
+        }
+        other => other,
+    }
+}
+
+fn grow(buf: &mut Vec<u8>, len: usize) {
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+}
+
+fn elapsed_ns(since: Instant) -> u64 {
+    since.elapsed().as_nanos() as u64
+}
+
+/// `exited with status 3` or `was killed by signal 9 (SIGKILL)`.
+pub fn describe_status(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        format!("exited with status {code}")
+    } else if let Some(signal) = status.signal() {
+        match Signal::try_from(signal) {
+            Ok(name) => format!("was killed by signal {signal} ({name})"),
+            Err(_) => format!("was killed by signal {signal}"),
+        }
+    } else {
+        format!("ended ({status})")
+    }
+}
+
+/// Owns a spawned server process and never lets it outlive the owner unreaped.
+#[derive(Debug)]
+struct ChildGuard {
+    child: Child,
+}
+
+impl ChildGuard {
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        self.child.try_wait()
+    }
+
+    /// Waits up to `limit` for the process to exit.
+    fn wait_timeout(&mut self, limit: Duration) -> std::io::Result<Option<ExitStatus>> {
+        let until = Instant::now() + limit;
+        let mut pause = Duration::from_micros(50);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(Some(status));
+            }
+            let now = Instant::now();
+            if now >= until {
+                return Ok(None);
+            }
+            thread::sleep(pause.min(until - now));
+            pause = (pause * 2).min(Duration::from_millis(5));
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after [`TERM_GRACE`]; always reaps.
+    fn terminate(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(status) = self.child.try_wait()? {
+            return Ok(status);
+        }
+        let pid = Pid::from_raw(self.child.id() as i32);
+        let _ = kill(pid, Signal::SIGTERM);
+        if let Some(status) = self.wait_timeout(TERM_GRACE)? {
+            return Ok(status);
+        }
+        let _ = self.child.kill();
+        self.child.wait()
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.terminate();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transfer_is_what_remains_of_the_round_trip() {
+        let t = CallTiming { encode_ns: 10, decode_ns: 20, server_ns: 30, round_trip_ns: 100 };
+        assert_eq!(t.transfer_ns(), 40);
+        let skewed =
+            CallTiming { encode_ns: 10, decode_ns: 20, server_ns: 300, round_trip_ns: 100 };
+        assert_eq!(skewed.transfer_ns(), 0);
+    }
+
+    #[test]
+    fn exit_statuses_are_described_in_words() {
+        assert_eq!(describe_status(ExitStatus::from_raw(3 << 8)), "exited with status 3");
+        assert_eq!(describe_status(ExitStatus::from_raw(9)), "was killed by signal 9 (SIGKILL)");
+    }
+
+    #[test]
+    fn data_paths_parse() {
+        assert_eq!("codec".parse::<DataPath>().unwrap(), DataPath::Codec);
+        assert!("copy".parse::<DataPath>().is_err());
+    }
+}

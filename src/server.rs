@@ -1,0 +1,363 @@
+//! The server side: [`serve`] runs the protocol loop for any [`Handler`].
+//!
+//! The loop writes its HELLO, reads the client's, then answers every DATA request with exactly
+//! one DATA or ERROR reply carrying the request's seq, in order, until BYE or a clean end of
+//! stream. A request the handler rejects gets ERROR and the conversation goes on; a frame that
+//! breaks the format gets ERROR (with its seq where the header could be read) and ends the
+//! loop with that error.
+//!
+//! A server of your own is a handler and a call to [`serve`]; see `examples/custom_server.rs`.
+
+use std::time::{Duration, Instant};
+
+use crate::codec::{self, Values};
+use crate::error::{Error, Result};
+use crate::frame::{
+    self, DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD,
+};
+use crate::transport::{Deadline, PipeTransport};
+use crate::zerocopy::{self, AlignedBuf};
+
+/// How long the server waits for the client's HELLO, and for the rest of a frame once its
+/// header has arrived: 10 s. Between requests it waits without a deadline, ending at end of
+/// stream.
+pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the server tries to deliver an ERROR before closing after a protocol violation.
+const ERROR_SEND_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A DATA request as the handler sees it. The payload is 8-byte aligned.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The request's seq (the reply carries it back).
+    pub seq: u64,
+    /// Element type on the wire.
+    pub dtype: Dtype,
+    /// Number of elements.
+    pub count: u64,
+    /// The payload bytes, little-endian, without padding.
+    pub payload: &'a [u8],
+}
+
+impl<'a> Request<'a> {
+    /// Fails with a message naming both dtypes unless the request has `dtype`.
+    ///
+    /// # Errors
+    /// The message for the ERROR reply.
+    pub fn expect_dtype(&self, dtype: Dtype) -> std::result::Result<(), String> {
+        if self.dtype == dtype {
+            Ok(())
+        } else {
+            Err(format!("wrong dtype: expected {dtype}, found {}", self.dtype))
+        }
+    }
+
+    /// The f64 payload viewed in place, when the dtype is f64 and the target little-endian.
+    pub fn f64_view(&self) -> Option<&'a [f64]> {
+        (self.dtype == Dtype::F64).then(|| zerocopy::view_f64(self.payload)).flatten()
+    }
+
+    /// Decodes an f64 payload with the codec into `out` (resized to the count; no allocation
+    /// once `out` has the capacity).
+    ///
+    /// # Errors
+    /// The message for the ERROR reply when the dtype is not f64.
+    pub fn decode_f64_into(&self, out: &mut Vec<f64>) -> std::result::Result<(), String> {
+        self.expect_dtype(Dtype::F64)?;
+        out.resize(self.count as usize, 0.0);
+        codec::decode_into(self.payload, codec::ValuesMut::F64(out)).map_err(|e| e.to_string())
+    }
+}
+
+/// What a handler answers.
+#[derive(Clone, Copy, Debug)]
+pub enum Response<'a> {
+    /// f64 values, sent zero-copy on little-endian targets.
+    F64(&'a [f64]),
+    /// f32 values, sent zero-copy on little-endian targets.
+    F32(&'a [f32]),
+    /// Raw bytes (dtype 0).
+    Bytes(&'a [u8]),
+    /// A payload already in wire format: `count` little-endian elements of `dtype`.
+    Wire {
+        /// Element type.
+        dtype: Dtype,
+        /// Number of elements; `payload.len()` must be `count × width(dtype)`.
+        count: u64,
+        /// The bytes.
+        payload: &'a [u8],
+    },
+}
+
+/// Answers requests. The response may borrow from the handler or from the request.
+pub trait Handler {
+    /// Name announced in the server's HELLO (`handler=NAME`).
+    fn name(&self) -> &str;
+
+    /// Answers one request.
+    ///
+    /// # Errors
+    /// A message; the client receives it in an ERROR reply and the conversation goes on.
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> std::result::Result<Response<'a>, String>;
+}
+
+impl<H: Handler + ?Sized> Handler for Box<H> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> std::result::Result<Response<'a>, String> {
+        (**self).handle(request)
+    }
+}
+
+/// Settings of [`serve`].
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Largest request payload accepted, announced in HELLO. Default: 64 MiB.
+    pub max_frame_bytes: u64,
+    /// Deadline for the client's HELLO and for completing a frame whose header has arrived;
+    /// `None` waits forever. Default: [`DEFAULT_FRAME_TIMEOUT`].
+    pub frame_timeout: Option<Duration>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            frame_timeout: Some(DEFAULT_FRAME_TIMEOUT),
+        }
+    }
+}
+
+/// How a conversation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The client said BYE and got BYE back.
+    Bye,
+    /// The client closed its end at a frame boundary.
+    EndOfStream,
+}
+
+/// What [`serve`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServeSummary {
+    /// DATA requests answered with DATA.
+    pub replies: u64,
+    /// DATA requests answered with ERROR.
+    pub rejected: u64,
+    /// How the conversation ended.
+    pub ending: Ending,
+}
+
+/// Moves the protocol off stdin and stdout onto private descriptors and returns a transport
+/// over them, then points fd 1 at stderr and fd 0 at `/dev/null`, so a stray print from a
+/// handler or a library lands in the log instead of corrupting the stream.
+///
+/// Call it once, at the start of a server process whose stdin and stdout are the client's
+/// pipes. The private descriptors are `O_CLOEXEC`.
+///
+/// # Errors
+/// [`Error::Io`] or [`Error::Sys`] when a descriptor cannot be duplicated or `/dev/null`
+/// cannot be opened.
+pub fn stdio_transport(wait: crate::transport::Wait) -> Result<PipeTransport> {
+    use std::io;
+    use std::os::fd::AsFd;
+    // try_clone_to_owned duplicates with F_DUPFD_CLOEXEC.
+    let rx = io::stdin().as_fd().try_clone_to_owned()?;
+    let tx = io::stdout().as_fd().try_clone_to_owned()?;
+    nix::unistd::dup2_stdout(io::stderr())?;
+    nix::unistd::dup2_stdin(std::fs::File::open("/dev/null")?)?;
+    PipeTransport::new(rx, tx, wait)
+}
+
+/// Runs the server side of one conversation over `transport` until BYE or end of stream.
+///
+/// # Errors
+/// Any protocol violation by the client (after an ERROR frame was sent to it, best effort),
+/// end of stream before HELLO or inside a frame ([`Error::Truncated`]), a timeout inside a
+/// frame, or an I/O failure.
+pub fn serve<H: Handler + ?Sized>(
+    transport: &mut PipeTransport,
+    handler: &mut H,
+    options: &ServeOptions,
+) -> Result<ServeSummary> {
+    let mut server = Server { transport, options, client_max: 0, request: AlignedBuf::new() };
+    server.run(handler)
+}
+
+struct Server<'t, 'o> {
+    transport: &'t mut PipeTransport,
+    options: &'o ServeOptions,
+    client_max: u64,
+    request: AlignedBuf,
+}
+
+impl Server<'_, '_> {
+    fn run<H: Handler + ?Sized>(&mut self, handler: &mut H) -> Result<ServeSummary> {
+        self.handshake(handler.name())?;
+        let mut summary = ServeSummary { replies: 0, rejected: 0, ending: Ending::EndOfStream };
+        let mut encoded = Vec::new();
+        loop {
+            let raw = match self.transport.recv_header(Deadline::NEVER) {
+                Ok(Some(raw)) => raw,
+                Ok(None) => return Ok(summary),
+                Err(e) => return Err(self.violation(0, e)),
+            };
+            let started = Instant::now();
+            let header = self.parse(&raw)?;
+            let deadline = Deadline::after(self.options.frame_timeout);
+            match header.kind {
+                Kind::Data => {}
+                Kind::Bye => {
+                    let bye = Header::control(Kind::Bye, header.seq, 0).to_bytes();
+                    self.transport.send_frame(&bye, &[], deadline)?;
+                    summary.ending = Ending::Bye;
+                    return Ok(summary);
+                }
+                found => {
+                    let error = Error::UnexpectedKind { expected: "DATA or BYE", found };
+                    return Err(self.violation(header.seq, error));
+                }
+            }
+            let len = header.payload_bytes()? as usize;
+            self.request.resize(len);
+            if let Err(e) = self.transport.recv_payload(self.request.as_bytes_mut(), deadline) {
+                return Err(self.violation(header.seq, e));
+            }
+            let request = Request {
+                seq: header.seq,
+                dtype: header.dtype,
+                count: header.count,
+                payload: self.request.as_bytes(),
+            };
+            let reply = match handler.handle(request) {
+                Ok(response) => wire_form(response, &mut encoded),
+                Err(message) => Err(message),
+            };
+            let reply = reply.and_then(|(dtype, count, payload)| {
+                if payload.len() as u64 > self.client_max {
+                    Err(format!(
+                        "reply of {} bytes exceeds the client's max_frame_bytes {}",
+                        payload.len(),
+                        self.client_max
+                    ))
+                } else {
+                    Ok((dtype, count, payload))
+                }
+            });
+            match reply {
+                Ok((dtype, count, payload)) => {
+                    let mut out = Header::data(header.seq, dtype, count);
+                    out.aux = elapsed_ns(started);
+                    self.transport.send_frame(&out.to_bytes(), payload, deadline)?;
+                    summary.replies += 1;
+                }
+                Err(message) => {
+                    let message = truncate_message(&message);
+                    let mut out = Header::control(Kind::Error, header.seq, message.len() as u64);
+                    out.aux = elapsed_ns(started);
+                    self.transport.send_frame(&out.to_bytes(), message, deadline)?;
+                    summary.rejected += 1;
+                }
+            }
+        }
+    }
+
+    fn handshake(&mut self, handler_name: &str) -> Result<()> {
+        let deadline = Deadline::after(self.options.frame_timeout);
+        let hello = Hello {
+            max_frame_bytes: self.options.max_frame_bytes,
+            handler: Some(handler_name.to_owned()),
+            implementation: Some(frame::implementation_name()),
+        };
+        let payload = hello.to_payload();
+        let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
+        self.transport.send_frame(&header, &payload, deadline)?;
+        let raw = self.transport.recv_header(deadline)?.ok_or(Error::Truncated {
+            what: "stream before HELLO",
+            expected: HEADER_LEN as u64,
+            got: 0,
+        })?;
+        let header = self.parse(&raw)?;
+        if header.kind != Kind::Hello {
+            let error = Error::UnexpectedKind { expected: "HELLO", found: header.kind };
+            return Err(self.violation(header.seq, error));
+        }
+        let len = header.payload_bytes()? as usize;
+        self.request.resize(len);
+        let client_hello = self
+            .transport
+            .recv_payload(self.request.as_bytes_mut(), deadline)
+            .and_then(|()| Hello::parse(self.request.as_bytes()));
+        match client_hello {
+            Ok(hello) => {
+                self.client_max = hello.max_frame_bytes;
+                Ok(())
+            }
+            Err(e) => Err(self.violation(header.seq, e)),
+        }
+    }
+
+    /// Validates a header; on a violation sends ERROR (seq from the raw bytes) and fails.
+    fn parse(&mut self, raw: &[u8; HEADER_LEN]) -> Result<Header> {
+        Header::parse(raw, self.options.max_frame_bytes)
+            .map_err(|e| self.violation(Header::raw_seq(raw), e))
+    }
+
+    /// Sends ERROR for a protocol violation (best effort) and returns the error to end with.
+    fn violation(&mut self, seq: u64, error: Error) -> Error {
+        let text = error.to_string();
+        let message = truncate_message(&text);
+        let header = Header::control(Kind::Error, seq, message.len() as u64).to_bytes();
+        let _ =
+            self.transport.send_frame(&header, message, Deadline::after(Some(ERROR_SEND_TIMEOUT)));
+        error
+    }
+}
+
+/// The (dtype, count, bytes) a response goes out as; encodes into `encoded` when the
+/// zero-copy path is unavailable.
+fn wire_form<'a>(
+    response: Response<'a>,
+    encoded: &'a mut Vec<u8>,
+) -> std::result::Result<(Dtype, u64, &'a [u8]), String> {
+    let values = match response {
+        Response::Bytes(bytes) => return Ok((Dtype::Bytes, bytes.len() as u64, bytes)),
+        Response::Wire { dtype, count, payload } => {
+            let expected = count.checked_mul(dtype.width());
+            if expected != Some(payload.len() as u64) {
+                return Err(format!(
+                    "handler bug: {count} × {dtype} needs {expected:?} bytes, got {}",
+                    payload.len()
+                ));
+            }
+            return Ok((dtype, count, payload));
+        }
+        Response::F64(v) => Values::F64(v),
+        Response::F32(v) => Values::F32(v),
+    };
+    let (dtype, count) = (values.wire_dtype(), values.len() as u64);
+    if let Some(bytes) = zerocopy::wire_bytes(values) {
+        return Ok((dtype, count, bytes));
+    }
+    encoded.resize(values.wire_len(), 0);
+    codec::encode_into(values, encoded).map_err(|e| e.to_string())?;
+    Ok((dtype, count, encoded))
+}
+
+/// An ERROR payload never exceeds the receiver's control-frame cap.
+fn truncate_message(message: &str) -> &[u8] {
+    let max = MAX_CONTROL_PAYLOAD as usize;
+    if message.len() <= max {
+        return message.as_bytes();
+    }
+    let mut end = max;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    &message.as_bytes()[..end]
+}
+
+fn elapsed_ns(since: Instant) -> u64 {
+    since.elapsed().as_nanos() as u64
+}

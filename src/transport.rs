@@ -1,0 +1,384 @@
+//! Moving frames over a pair of pipes, and waiting for them.
+//!
+//! A [`PipeTransport`] owns one read end and one write end, both non-blocking, so every wait is
+//! an explicit choice of [`Wait`] strategy bounded by a deadline:
+//!
+//! - [`Wait::Block`] sleeps in the kernel (`ppoll` with a nanosecond timeout);
+//! - [`Wait::Spin`] retries the read without sleeping, burning its core;
+//! - [`Wait::Hybrid`] spins for a budget, then blocks. On a 2-core machine waking a blocked
+//!   reader costs tens of microseconds, so spinning a little first is the default.
+//!
+//! A frame goes out as one `writev` of header, payload and padding; the payload can be the
+//! caller's own memory. A frame comes in as the header, then the payload read straight into the
+//! destination buffer. This module knows nothing of handlers, peers or reports.
+
+use std::fmt;
+use std::io::IoSlice;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, ppoll};
+use nix::sys::time::TimeSpec;
+
+use crate::error::{Error, Result};
+use crate::frame::{HEADER_LEN, check_padding, padding_len};
+use crate::units::{format_duration, parse_duration};
+
+/// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
+pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
+
+/// Pipe capacity requested by default: 1 MiB (Linux's default `pipe-max-size`).
+pub const DEFAULT_PIPE_CAPACITY: usize = 1 << 20;
+
+/// How a side waits for its peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Sleep in the kernel until the descriptor is ready.
+    Block,
+    /// Poll without sleeping until ready or the deadline passes.
+    Spin,
+    /// Spin for `spin`, then block.
+    Hybrid {
+        /// How long to spin before sleeping.
+        spin: Duration,
+    },
+}
+
+impl Default for Wait {
+    fn default() -> Self {
+        Wait::Hybrid { spin: DEFAULT_SPIN_BUDGET }
+    }
+}
+
+impl Wait {
+    /// Short name: `block`, `spin` or `hybrid`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Wait::Block => "block",
+            Wait::Spin => "spin",
+            Wait::Hybrid { .. } => "hybrid",
+        }
+    }
+}
+
+impl fmt::Display for Wait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Wait::Hybrid { spin } if *spin != DEFAULT_SPIN_BUDGET => {
+                write!(f, "hybrid:{}", format_duration(*spin))
+            }
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+impl FromStr for Wait {
+    type Err = Error;
+
+    /// Parses `block`, `spin`, `hybrid` or `hybrid:DUR` (e.g. `hybrid:20us`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use peerpipe::transport::Wait;
+    /// assert_eq!("hybrid:20us".parse::<Wait>().unwrap(), Wait::Hybrid { spin: Duration::from_micros(20) });
+    /// assert!("sleepy".parse::<Wait>().is_err());
+    /// ```
+    fn from_str(text: &str) -> Result<Wait> {
+        match text {
+            "block" => Ok(Wait::Block),
+            "spin" => Ok(Wait::Spin),
+            "hybrid" => Ok(Wait::default()),
+            _ => match text.strip_prefix("hybrid:") {
+                Some(budget) => Ok(Wait::Hybrid { spin: parse_duration(budget)? }),
+                None => Err(Error::InvalidArgument {
+                    what: "wait strategy",
+                    reason: format!("expected block, spin, hybrid or hybrid:DUR, found {text:?}"),
+                }),
+            },
+        }
+    }
+}
+
+/// A point in time after which a wait gives up, with the timeout it came from (for messages).
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline {
+    at: Option<Instant>,
+    timeout: Option<Duration>,
+}
+
+impl Deadline {
+    /// No deadline: wait as long as it takes.
+    pub const NEVER: Deadline = Deadline { at: None, timeout: None };
+
+    /// A deadline `timeout` from now; `None` means never. A zero timeout makes every wait a
+    /// single poll.
+    pub fn after(timeout: Option<Duration>) -> Deadline {
+        Deadline { at: timeout.map(|t| Instant::now() + t), timeout }
+    }
+
+    /// Time left, `None` when there is no deadline; zero once passed.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.at.map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    fn passed(&self, now: Instant) -> bool {
+        self.at.is_some_and(|at| now >= at)
+    }
+
+    /// The timeout error for this deadline.
+    pub fn error(&self, waiting_for: impl Into<String>) -> Error {
+        Error::Timeout { waiting_for: waiting_for.into(), after: self.timeout.unwrap_or_default() }
+    }
+}
+
+/// The `ppoll` timeout for `remaining`, nanoseconds intact (not rounded to milliseconds).
+pub fn timespec_for(remaining: Duration) -> TimeSpec {
+    TimeSpec::from_duration(remaining)
+}
+
+/// Frames over two pipe ends: `rx` to read from, `tx` to write to.
+#[derive(Debug)]
+pub struct PipeTransport {
+    rx: OwnedFd,
+    tx: OwnedFd,
+    wait: Wait,
+}
+
+impl PipeTransport {
+    /// Wraps a read end and a write end, switching both to non-blocking mode.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] when `fcntl` fails (e.g. a descriptor is not open).
+    pub fn new(rx: OwnedFd, tx: OwnedFd, wait: Wait) -> Result<PipeTransport> {
+        set_nonblocking(rx.as_fd())?;
+        set_nonblocking(tx.as_fd())?;
+        Ok(PipeTransport { rx, tx, wait })
+    }
+
+    /// Two connected transports in this process (two pipes, `O_CLOEXEC`): what one writes, the
+    /// other reads. Useful to run a server on a thread, in tests and examples.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] when the pipes cannot be created.
+    pub fn pair(wait: Wait) -> Result<(PipeTransport, PipeTransport)> {
+        let (a_rx, b_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (b_rx, a_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        Ok((PipeTransport::new(a_rx, a_tx, wait)?, PipeTransport::new(b_rx, b_tx, wait)?))
+    }
+
+    /// The wait strategy.
+    pub fn wait(&self) -> Wait {
+        self.wait
+    }
+
+    /// Changes the wait strategy.
+    pub fn set_wait(&mut self, wait: Wait) {
+        self.wait = wait;
+    }
+
+    /// Asks the kernel for `bytes` of capacity on both pipes (`F_SETPIPE_SZ`) and returns the
+    /// smaller capacity granted. When the request is refused (above `/proc/sys/fs/pipe-max-size`
+    /// for an unprivileged user, or the descriptor is not a pipe) the capacity is left as it was.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] only when the capacity cannot even be read back (`F_GETPIPE_SZ`), i.e. a
+    /// descriptor is not a pipe.
+    pub fn set_pipe_capacity(&mut self, bytes: usize) -> Result<usize> {
+        let request = i32::try_from(bytes).unwrap_or(i32::MAX);
+        let mut granted = usize::MAX;
+        for fd in [self.rx.as_fd(), self.tx.as_fd()] {
+            // Refusal (EPERM, EINVAL) is not fatal: the pipe keeps its current size.
+            let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(request));
+            let size = fcntl(fd, FcntlArg::F_GETPIPE_SZ)?;
+            granted = granted.min(size as usize);
+        }
+        Ok(granted)
+    }
+
+    /// The current capacity of the smaller pipe, or `None` when a descriptor is not a pipe.
+    pub fn pipe_capacity(&self) -> Option<usize> {
+        let rx = fcntl(self.rx.as_fd(), FcntlArg::F_GETPIPE_SZ).ok()?;
+        let tx = fcntl(self.tx.as_fd(), FcntlArg::F_GETPIPE_SZ).ok()?;
+        Some(rx.min(tx) as usize)
+    }
+
+    /// Writes one frame (header, payload, zero padding) with `writev`, handling partial writes
+    /// and `EINTR`, waiting for room with the wait strategy until `deadline`.
+    ///
+    /// # Errors
+    /// [`Error::PeerClosed`] when the reader is gone (`EPIPE`; SIGPIPE is ignored by Rust
+    /// programs, so it is an error value, not a signal); [`Error::Timeout`] at the deadline,
+    /// with part of the frame possibly written; [`Error::Sys`] for other failures.
+    pub fn send_frame(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        payload: &[u8],
+        deadline: Deadline,
+    ) -> Result<()> {
+        const ZEROS: [u8; 8] = [0; 8];
+        let mut slices = [
+            IoSlice::new(header),
+            IoSlice::new(payload),
+            IoSlice::new(&ZEROS[..padding_len(payload.len())]),
+        ];
+        let mut remaining: &mut [IoSlice<'_>] = &mut slices;
+        let mut spin_started = None;
+        while !remaining.is_empty() {
+            match nix::sys::uio::writev(self.tx.as_fd(), remaining) {
+                Ok(written) => {
+                    IoSlice::advance_slices(&mut remaining, written);
+                    spin_started = None;
+                }
+                Err(Errno::EAGAIN) => self.wait_ready(
+                    self.tx.as_fd(),
+                    PollFlags::POLLOUT,
+                    deadline,
+                    &mut spin_started,
+                    "the peer to read (pipe full)",
+                )?,
+                Err(Errno::EINTR) => {}
+                Err(Errno::EPIPE) => return Err(Error::PeerClosed { context: "while sending" }),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads until `buf` is full or the stream ends, waiting with the wait strategy until
+    /// `deadline`. Returns the number of bytes read: `buf.len()`, or fewer only at end of stream.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] at the deadline (some bytes may have been read into `buf`);
+    /// [`Error::Sys`] for read failures other than `EINTR`/`EAGAIN`.
+    pub fn recv_exact(&mut self, buf: &mut [u8], deadline: Deadline) -> Result<usize> {
+        let mut filled = 0;
+        let mut spin_started = None;
+        while filled < buf.len() {
+            match nix::unistd::read(self.rx.as_fd(), &mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    filled += n;
+                    spin_started = None;
+                }
+                Err(Errno::EAGAIN) => self.wait_ready(
+                    self.rx.as_fd(),
+                    PollFlags::POLLIN,
+                    deadline,
+                    &mut spin_started,
+                    "data from the peer",
+                )?,
+                Err(Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(filled)
+    }
+
+    /// Reads one 32-byte header. Returns `None` when the stream ends exactly here, at a frame
+    /// boundary; the bytes are not validated (see [`crate::frame::Header::parse`]).
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] when the stream ends inside the header; the errors of
+    /// [`PipeTransport::recv_exact`].
+    pub fn recv_header(&mut self, deadline: Deadline) -> Result<Option<[u8; HEADER_LEN]>> {
+        let mut header = [0u8; HEADER_LEN];
+        match self.recv_exact(&mut header, deadline)? {
+            0 => Ok(None),
+            HEADER_LEN => Ok(Some(header)),
+            got => Err(Error::Truncated {
+                what: "header",
+                expected: HEADER_LEN as u64,
+                got: got as u64,
+            }),
+        }
+    }
+
+    /// Reads a payload of exactly `payload.len()` bytes straight into `payload`, then its
+    /// padding, which must be zero.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] naming the payload or the padding when the stream ends early;
+    /// [`Error::NonzeroPadding`]; the errors of [`PipeTransport::recv_exact`]. On error the
+    /// contents of `payload` are unspecified.
+    pub fn recv_payload(&mut self, payload: &mut [u8], deadline: Deadline) -> Result<()> {
+        let got = self.recv_exact(payload, deadline)?;
+        if got < payload.len() {
+            return Err(Error::Truncated {
+                what: "payload",
+                expected: payload.len() as u64,
+                got: got as u64,
+            });
+        }
+        let mut padding = [0u8; 8];
+        let padding = &mut padding[..padding_len(payload.len())];
+        let got = self.recv_exact(padding, deadline)?;
+        if got < padding.len() {
+            return Err(Error::Truncated {
+                what: "padding",
+                expected: padding.len() as u64,
+                got: got as u64,
+            });
+        }
+        check_padding(padding)
+    }
+
+    /// Called after `EAGAIN`: returns when the caller should retry, or the timeout error.
+    fn wait_ready(
+        &self,
+        fd: BorrowedFd<'_>,
+        events: PollFlags,
+        deadline: Deadline,
+        spin_started: &mut Option<Instant>,
+        waiting_for: &'static str,
+    ) -> Result<()> {
+        let now = Instant::now();
+        if deadline.passed(now) {
+            return Err(deadline.error(waiting_for));
+        }
+        let started = *spin_started.get_or_insert(now);
+        let spin = match self.wait {
+            Wait::Block => false,
+            Wait::Spin => true,
+            Wait::Hybrid { spin } => now.duration_since(started) < spin,
+        };
+        if spin {
+            std::hint::spin_loop();
+            return Ok(());
+        }
+        let mut fds = [PollFd::new(fd, events)];
+        match ppoll(&mut fds, deadline.remaining().map(timespec_for), None) {
+            Ok(_) | Err(Errno::EINTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn set_nonblocking(fd: BorrowedFd<'_>) -> Result<()> {
+    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_reaches_the_kernel_with_its_nanoseconds_intact() {
+        let ts = timespec_for(Duration::from_nanos(200_123));
+        assert_eq!((ts.tv_sec(), ts.tv_nsec()), (0, 200_123));
+        let ts = timespec_for(Duration::new(3, 7));
+        assert_eq!((ts.tv_sec(), ts.tv_nsec()), (3, 7));
+    }
+
+    #[test]
+    fn wait_strategies_parse_and_print() {
+        for text in ["block", "spin", "hybrid", "hybrid:20us"] {
+            assert_eq!(text.parse::<Wait>().unwrap().to_string(), text);
+        }
+        assert!(matches!("hybrid:fast".parse::<Wait>(), Err(Error::InvalidArgument { .. })));
+    }
+}
