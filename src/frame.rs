@@ -306,8 +306,9 @@ pub fn decode_frame(input: &[u8], max_frame_bytes: u64) -> Result<(FrameRef<'_>,
     };
     let header = Header::parse(header_bytes, max_frame_bytes)?;
     // Validated against max_frame_bytes above, so it fits in usize on every supported target.
-    let payload_len = usize::try_from(header.payload_bytes()?)
-        .map_err(|_| Error::FrameTooLarge { payload_bytes: header.count, max_frame_bytes })?;
+    let payload_bytes = header.payload_bytes()?;
+    let payload_len = usize::try_from(payload_bytes)
+        .map_err(|_| Error::FrameTooLarge { payload_bytes, max_frame_bytes })?;
     let rest = &input[HEADER_LEN..];
     if rest.len() < payload_len {
         return Err(Error::Truncated {
@@ -384,16 +385,17 @@ impl Hello {
         }
         let (mut version, mut max_frame_bytes, mut handler, mut implementation) =
             (None, None, None, None);
-        for line in text.lines() {
+        // split_terminator, not lines(): a '\r' before the '\n' stays part of the value.
+        for line in text.split_terminator('\n') {
             let (key, value) =
                 line.split_once('=').ok_or_else(|| bad(format!("line {line:?} has no '='")))?;
             match key {
                 "version" => version = Some(value),
                 "max_frame_bytes" => {
-                    max_frame_bytes = Some(value.parse::<u64>().map_err(|_| {
-                        bad(format!(
-                            "max_frame_bytes: expected an unsigned integer, found {value:?}"
-                        ))
+                    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+                    let parsed = value.parse::<u64>().ok().filter(|_| digits);
+                    max_frame_bytes = Some(parsed.ok_or_else(|| {
+                        bad(format!("max_frame_bytes: expected decimal digits, found {value:?}"))
                     })?)
                 }
                 "handler" => handler = Some(value.to_owned()),
