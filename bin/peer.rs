@@ -3,13 +3,16 @@
 //! Parsing and dispatch only; the work lives in the `peerpipe` library.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use peerpipe::frame::DEFAULT_MAX_FRAME_BYTES;
-use peerpipe::peer::{DataPath, Options, Peer};
-use peerpipe::report::{self, Expectation, RunConfig, Workload};
+use peerpipe::peer::{DataPath, Options};
+use peerpipe::report::compare::{self, Thresholds};
+use peerpipe::report::measure::{self, Plan, RowLength};
+use peerpipe::report::{Placement, Workload, export, render};
 use peerpipe::server::{self, ServeOptions};
 use peerpipe::transport::{DEFAULT_PIPE_CAPACITY, Wait};
 use peerpipe::units::parse_duration;
@@ -17,60 +20,135 @@ use peerpipe::{Error, handlers};
 
 /// Exchange packed f64/f32 arrays with another process over pipes, and see where every
 /// microsecond of a round trip goes.
+///
+/// With no arguments, `peer` runs the round-trip latency report: it spawns servers, measures
+/// every combination of dtype, size, path, handler and wait strategy against a raw-bytes
+/// baseline measured in the same run, and prints a table and a verdict.
 #[derive(Debug, Parser)]
-#[command(name = "peer", version)]
+#[command(name = "peer", version, args_conflicts_with_subcommands = true)]
 struct Cli {
-    /// Which side to play: `client` spawns a server and measures round trips; `server` speaks
-    /// wire format v1 on stdin/stdout.
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Compare two `--json` reports: list rows whose p50 differ by more than both thresholds
+    /// and more than the noise recorded in either file. Exit 0 when nothing differs, 1 when
+    /// something does, 2 on error.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+struct CompareArgs {
+    /// The earlier report.
+    a: PathBuf,
+    /// The later report.
+    b: PathBuf,
+    /// Absolute threshold: differences smaller than this are not reported.
+    #[arg(long, default_value = "10us", value_parser = parse_timeout)]
+    abs: Duration,
+    /// Relative threshold in percent of A's p50.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_percent)]
+    rel: f64,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Which side to play: `client` measures round trips against servers it spawns; `server`
+    /// speaks wire format v1 on stdin/stdout.
     #[arg(long, value_enum, default_value_t = Role::Client)]
     role: Role,
 
-    /// Server handler: echo (decode + re-encode), echo-raw (bytes untouched), lorenz96.
-    /// As a client, the handler of the server it spawns.
-    #[arg(long, default_value = "echo", value_parser = clap::builder::PossibleValuesParser::new(handlers::NAMES))]
-    handler: String,
+    /// Server handler(s): echo (decode + re-encode), echo-raw (bytes untouched), lorenz96. As a
+    /// client, a comma-separated list of the handlers to measure [default: echo-raw,echo].
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(handlers::NAMES))]
+    handler: Vec<String>,
 
     /// Largest payload this side accepts, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_FRAME_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
     max_frame_bytes: u64,
 
-    /// How to wait for the other side: block, spin, hybrid or hybrid:DUR (spin DUR, then block).
-    #[arg(long, default_value = "hybrid", value_parser = parse_wait)]
-    wait: Wait,
+    /// Wait strategy: block, spin, hybrid or hybrid:DUR (spin DUR, then block). As a client, a
+    /// comma-separated list [default: all three up to 65536 elements, hybrid above].
+    #[arg(long, value_delimiter = ',', value_parser = parse_wait)]
+    wait: Vec<Wait>,
 
-    /// Client: the server command, run with `sh -c` (default: this binary as
-    /// `--role server --handler H`). E.g. "ssh host peer --role server".
+    /// Server: act as the raw-bytes baseline instead: echo messages of exactly BYTES bytes with
+    /// plain read/write, no framing.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    raw_echo: Option<u64>,
+
+    /// Client: the server command, run with `sh -c`, e.g. "ssh host peer --role server"
+    /// [default: this binary as --role server --handler H]. Baselines always use this binary.
     #[arg(long, value_name = "CMD")]
     spawn: Option<String>,
 
-    /// Client: element counts per request.
-    #[arg(long, value_delimiter = ',', default_value = "1,8,500,1000,65536")]
+    /// Client: element counts per request [default: 1,8,500,1000,65536,1048576].
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
     sizes: Vec<usize>,
 
-    /// Client: what to send: f64, f32, f64-as-f32 (f64 narrowed to f32 on the wire).
-    #[arg(long, value_delimiter = ',', default_value = "f64", value_parser = parse_workload)]
+    /// Client: what to send: f64, f32, f64-as-f32 (f64 narrowed to f32 on the wire; always
+    /// through the codec) [default: all three].
+    #[arg(long, value_delimiter = ',', value_parser = parse_workload)]
     dtype: Vec<Workload>,
 
-    /// Client: timed round trips per dtype and size.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-    iters: u64,
+    /// Client: zero-copy (send from and receive into the slice) and/or codec (explicit LE codec)
+    /// [default: both].
+    #[arg(long, value_delimiter = ',', value_parser = parse_path)]
+    path: Vec<DataPath>,
 
-    /// Client: untimed round trips before timing.
-    #[arg(long, default_value_t = 100)]
-    warmup: u64,
+    /// Client: placement: free (scheduler decides) and/or same (both processes on one core).
+    #[arg(long, value_delimiter = ',', default_value = "free", value_parser = parse_pin)]
+    pin: Vec<Placement>,
 
-    /// Client: deadline for the handshake and for each reply, e.g. 250ms, 2s, 500us
-    /// (default: `peerpipe::peer::DEFAULT_TIMEOUT`).
+    /// Client: timed round trips per row (instead of --duration).
+    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    iters: Option<u64>,
+
+    /// Client: time per row [default: 150ms; 30ms with --quick].
+    #[arg(long, value_parser = parse_nonzero_duration)]
+    duration: Option<Duration>,
+
+    /// Client: warm-up time per row before timing (at least 3 round trips).
+    #[arg(long, default_value = "20ms", value_parser = parse_timeout)]
+    warmup: Duration,
+
+    /// Client: run each row K times and record the spread of p50 across repeats (the noise that
+    /// `peer compare` allows for).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+
+    /// Client: a quick run: f64 only, sizes 1,500,65536,1048576, 30ms per row.
+    #[arg(long)]
+    quick: bool,
+
+    /// Client: the per-round-trip budget the verdict checks.
+    #[arg(long, default_value = "150us", value_parser = parse_timeout)]
+    budget: Duration,
+
+    /// Client: deadline for the handshake and for each reply, e.g. 250ms, 2s, 500us.
     #[arg(long, default_value = "10s", value_parser = parse_timeout)]
     timeout: Duration,
-
-    /// Client: zero-copy (send from and receive into the slice) or codec (explicit LE codec).
-    #[arg(long, default_value = "zero-copy", value_parser = parse_path)]
-    path: DataPath,
 
     /// Client: pipe capacity to request, in bytes.
     #[arg(long, default_value_t = DEFAULT_PIPE_CAPACITY)]
     pipe_size: usize,
+
+    /// Client: also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+
+    /// Client: also write the rows as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+
+    /// Client: also plot p50 round trip against bytes (log-log) as SVG to FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -91,14 +169,51 @@ fn parse_path(text: &str) -> Result<DataPath, String> {
     text.parse().map_err(|e: Error| e.to_string())
 }
 
+fn parse_pin(text: &str) -> Result<Placement, String> {
+    text.parse().map_err(|e: Error| e.to_string())
+}
+
 fn parse_timeout(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
 
+fn parse_nonzero_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text).map_err(|e| e.to_string())? {
+        Duration::ZERO => Err("must be greater than zero".to_owned()),
+        d => Ok(d),
+    }
+}
+
+fn parse_size(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) | Err(_) => Err(format!("expected a positive element count, found {text:?}")),
+        Ok(n) => Ok(n),
+    }
+}
+
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("expected a percentage, found {text:?}"))?;
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(format!("expected a non-negative percentage, found {text:?}"))
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match try_main(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = match cli.command {
+        Some(Command::Compare(args)) => run_compare(&args),
+        None => match cli.run.role {
+            Role::Server => run_server(&cli.run).map(|()| ExitCode::SUCCESS),
+            Role::Client => run_report(&cli.run).map(|()| ExitCode::SUCCESS),
+        },
+    };
+    match result {
+        Ok(code) => code,
         Err(Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("peer: error: {e}");
@@ -107,57 +222,108 @@ fn main() -> ExitCode {
     }
 }
 
-fn try_main(cli: Cli) -> peerpipe::Result<()> {
-    match cli.role {
-        Role::Server => run_server(&cli),
-        Role::Client => run_client(&cli),
+fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
+    let wait = match args.wait.as_slice() {
+        [] => Wait::default(),
+        [wait] => *wait,
+        more => return Err(one_value_error("--wait", more.len())),
+    };
+    let mut transport = server::stdio_transport(wait)?;
+    if let Some(bytes) = args.raw_echo {
+        server::serve_raw_echo(&mut transport, bytes as usize)?;
+        return Ok(());
     }
-}
-
-fn run_server(cli: &Cli) -> peerpipe::Result<()> {
-    let mut handler = handlers::by_name(&cli.handler).ok_or_else(|| Error::InvalidArgument {
+    let name = match args.handler.as_slice() {
+        [] => "echo",
+        [name] => name.as_str(),
+        more => return Err(one_value_error("--handler", more.len())),
+    };
+    let mut handler = handlers::by_name(name).ok_or_else(|| Error::InvalidArgument {
         what: "handler",
-        reason: format!("unknown handler {:?}", cli.handler),
+        reason: format!("unknown handler {name:?}"),
     })?;
-    let mut transport = server::stdio_transport(cli.wait)?;
-    let options = ServeOptions { max_frame_bytes: cli.max_frame_bytes, ..ServeOptions::default() };
+    let options = ServeOptions { max_frame_bytes: args.max_frame_bytes, ..ServeOptions::default() };
     server::serve(&mut transport, &mut handler, &options)?;
     Ok(())
 }
 
-fn run_client(cli: &Cli) -> peerpipe::Result<()> {
-    let options = Options {
-        wait: cli.wait,
-        timeout: Some(cli.timeout),
-        max_frame_bytes: cli.max_frame_bytes,
-        pipe_capacity: Some(cli.pipe_size),
-        path: cli.path,
+fn one_value_error(flag: &'static str, found: usize) -> Error {
+    Error::InvalidArgument {
+        what: flag,
+        reason: format!("a server takes one value, found {found}"),
+    }
+}
+
+fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
+    let or_default = |given: &[usize], default: &[usize]| {
+        if given.is_empty() { default.to_vec() } else { given.to_vec() }
     };
-    let mut peer = match &cli.spawn {
-        Some(command_line) => Peer::spawn_shell(command_line, options)?,
-        None => Peer::spawn_server(std::env::current_exe()?, &cli.handler, options)?,
+    let sizes = if args.quick {
+        or_default(&args.sizes, &measure::QUICK_SIZES)
+    } else {
+        or_default(&args.sizes, &measure::DEFAULT_SIZES)
     };
-    let hello = peer.server_hello().clone();
-    let config = RunConfig {
-        sizes: cli.sizes.clone(),
-        workloads: cli.dtype.clone(),
-        iterations: cli.iters,
-        warmup: cli.warmup,
+    let workloads = match (args.dtype.is_empty(), args.quick) {
+        (false, _) => args.dtype.clone(),
+        (true, true) => vec![Workload::F64],
+        (true, false) => Workload::ALL.to_vec(),
     };
-    let rows = report::run(&mut peer, &config, Expectation::for_handler(hello.handler.as_deref()))?;
-    let capacity = peer.pipe_capacity();
-    peer.close()?;
+    let length = match (args.iters, args.duration, args.quick) {
+        (Some(n), _, _) => RowLength::Iterations(n),
+        (None, Some(d), _) => RowLength::Duration(d),
+        (None, None, true) => RowLength::Duration(measure::QUICK_ROW_DURATION),
+        (None, None, false) => RowLength::Duration(measure::DEFAULT_ROW_DURATION),
+    };
+    let plan = Plan {
+        peer_exe: std::env::current_exe()?,
+        spawn: args.spawn.clone(),
+        sizes,
+        workloads,
+        paths: if args.path.is_empty() {
+            vec![DataPath::ZeroCopy, DataPath::Codec]
+        } else {
+            args.path.clone()
+        },
+        handlers: if args.handler.is_empty() {
+            vec!["echo-raw".to_owned(), "echo".to_owned()]
+        } else {
+            args.handler.clone()
+        },
+        waits: (!args.wait.is_empty()).then(|| args.wait.clone()),
+        pins: args.pin.clone(),
+        length,
+        warmup: args.warmup,
+        repeat: args.repeat,
+        options: Options {
+            timeout: Some(args.timeout),
+            max_frame_bytes: args.max_frame_bytes,
+            pipe_capacity: Some(args.pipe_size),
+            ..Options::default()
+        },
+        budget: args.budget,
+    };
+    let progress = measure::progress_bar(&plan);
+    let report = measure::run(&plan, &progress)?;
+    if let Some(path) = &args.json {
+        export::write_json(&report, path)?;
+    }
+    if let Some(path) = &args.csv {
+        export::write_csv(&report, path)?;
+    }
+    if let Some(path) = &args.plot {
+        export::write_svg(&report, path)?;
+    }
     let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "server: {} handler={} max_frame_bytes={}; pipe capacity {}; wait {}; path {}",
-        hello.implementation.as_deref().unwrap_or("(unnamed)"),
-        hello.handler.as_deref().unwrap_or("(none)"),
-        hello.max_frame_bytes,
-        capacity.map_or("unknown".to_owned(), |bytes| format!("{bytes} bytes")),
-        cli.wait,
-        cli.path,
-    )?;
-    report::render_summary(&rows, &mut out)?;
+    render::table(&report, &mut out)?;
+    writeln!(out)?;
+    render::verdict(&report, &mut out)?;
     Ok(())
+}
+
+fn run_compare(args: &CompareArgs) -> peerpipe::Result<ExitCode> {
+    let a = export::read_json(&args.a)?;
+    let b = export::read_json(&args.b)?;
+    let comparison = compare::compare(&a, &b, Thresholds { abs: args.abs, rel_pct: args.rel });
+    compare::render(&comparison, &mut io::stdout().lock())?;
+    Ok(if comparison.differs() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

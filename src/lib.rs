@@ -1,7 +1,6 @@
-//! # peerpipe
+#![doc = include_str!("../README.md")]
 //!
-//! Two cooperating processes exchange packed `f64`/`f32` arrays over OS pipes, and the crate
-//! measures where every microsecond of a round trip goes.
+//! ## Architecture
 //!
 //! The organisation is a stack; data flows one way down and one way back:
 //!
@@ -14,9 +13,11 @@
 //!   nanosecond deadlines.
 //! - [`peer`]: the client — spawns a server, HELLO, typed calls with per-call timing, BYE,
 //!   reaping.
+//! - [`process`]: spawning a server on two pipes; terminating and reaping it.
 //! - [`server`]: the loop that answers requests with any [`server::Handler`];
 //!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
-//! - [`report`]: drives a peer through round trips, verifies replies, summarises timings.
+//! - [`report`]: the latency report — measures the matrix against a raw-bytes baseline,
+//!   renders the table and verdict, exports JSON/CSV/SVG, compares runs.
 //! - [`lorenz96`]: the model's right-hand side in its one fixed evaluation order.
 //! - [`units`]: durations as people type them (`250ms`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
@@ -31,6 +32,7 @@ pub mod frame;
 pub mod handlers;
 pub mod lorenz96;
 pub mod peer;
+pub mod process;
 pub mod report;
 pub mod server;
 pub mod transport;

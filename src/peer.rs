@@ -34,20 +34,16 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::str::FromStr;
-use std::thread;
 use std::time::{Duration, Instant};
-
-use nix::fcntl::OFlag;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 
 use crate::codec::{self, Values, ValuesMut};
 use crate::error::{Error, Result};
 use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, Header, Hello, Kind};
+pub use crate::process::describe_status;
+use crate::process::{ChildGuard, spawn_with_pipes};
 use crate::transport::{DEFAULT_PIPE_CAPACITY, Deadline, PipeTransport, Wait};
 use crate::zerocopy;
 
@@ -55,8 +51,6 @@ use crate::zerocopy;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
 pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
-/// How long a terminated server gets between SIGTERM and SIGKILL.
-pub const TERM_GRACE: Duration = Duration::from_millis(200);
 
 /// How payloads get from the caller's slice onto the wire and back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -169,7 +163,6 @@ pub struct Peer {
     child: Option<ChildGuard>,
     options: Options,
     server_hello: Hello,
-    pipe_capacity: Option<usize>,
     next_seq: u64,
     pending: VecDeque<Pending>,
     scratch: Vec<u8>,
@@ -191,20 +184,9 @@ impl Peer {
     /// # Errors
     /// [`Error::Io`] when the command cannot be started; any handshake error (the server is
     /// then terminated and reaped, and [`Error::PeerExited`] says how it ended if it died).
-    pub fn spawn(mut command: Command, options: Options) -> Result<Peer> {
-        let (child_stdin, our_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let (our_rx, child_stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let mut transport = PipeTransport::new(our_rx, our_tx, options.wait)?;
-        let pipe_capacity = match options.pipe_capacity {
-            Some(bytes) => Some(transport.set_pipe_capacity(bytes)?),
-            None => transport.pipe_capacity(),
-        };
-        command.stdin(Stdio::from(child_stdin)).stdout(Stdio::from(child_stdout));
-        let child = command.spawn()?;
-        // The command holds the child's pipe ends; drop it so only the child keeps them.
-        drop(command);
-        let mut peer = Peer::new(transport, Some(ChildGuard { child }), options);
-        peer.pipe_capacity = pipe_capacity;
+    pub fn spawn(command: Command, options: Options) -> Result<Peer> {
+        let (transport, child) = spawn_with_pipes(command, options.wait, options.pipe_capacity)?;
+        let mut peer = Peer::new(transport, Some(child), options);
         peer.handshake()?;
         Ok(peer)
     }
@@ -246,7 +228,6 @@ impl Peer {
     /// Any handshake error.
     pub fn connect(transport: PipeTransport, options: Options) -> Result<Peer> {
         let mut peer = Peer::new(transport, None, options);
-        peer.pipe_capacity = peer.transport.pipe_capacity();
         peer.handshake()?;
         Ok(peer)
     }
@@ -257,7 +238,6 @@ impl Peer {
             child,
             options,
             server_hello: Hello { max_frame_bytes: 0, handler: None, implementation: None },
-            pipe_capacity: None,
             next_seq: 1,
             pending: VecDeque::new(),
             scratch: Vec::new(),
@@ -318,14 +298,19 @@ impl Peer {
         &self.server_hello
     }
 
-    /// The pipe capacity granted at spawn (bytes), when the transport is a pipe.
+    /// The capacity of the smaller of the two pipes (bytes), when the transport is a pipe.
     pub fn pipe_capacity(&self) -> Option<usize> {
-        self.pipe_capacity
+        self.transport.pipe_capacity()
     }
 
     /// The server process's id, when this peer spawned one.
     pub fn server_pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.child.id())
+        self.child.as_ref().map(ChildGuard::id)
+    }
+
+    /// Switches between the zero-copy and codec paths for the following calls.
+    pub fn set_path(&mut self, path: DataPath) {
+        self.options.path = path;
     }
 
     /// The options in force.
@@ -637,69 +622,6 @@ fn elapsed_ns(since: Instant) -> u64 {
     since.elapsed().as_nanos() as u64
 }
 
-/// `exited with status 3` or `was killed by signal 9 (SIGKILL)`.
-pub fn describe_status(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        format!("exited with status {code}")
-    } else if let Some(signal) = status.signal() {
-        match Signal::try_from(signal) {
-            Ok(name) => format!("was killed by signal {signal} ({name})"),
-            Err(_) => format!("was killed by signal {signal}"),
-        }
-    } else {
-        format!("ended ({status})")
-    }
-}
-
-/// Owns a spawned server process and never lets it outlive the owner unreaped.
-#[derive(Debug)]
-struct ChildGuard {
-    child: Child,
-}
-
-impl ChildGuard {
-    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
-        self.child.try_wait()
-    }
-
-    /// Waits up to `limit` for the process to exit.
-    fn wait_timeout(&mut self, limit: Duration) -> std::io::Result<Option<ExitStatus>> {
-        let until = Instant::now() + limit;
-        let mut pause = Duration::from_micros(50);
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                return Ok(Some(status));
-            }
-            let now = Instant::now();
-            if now >= until {
-                return Ok(None);
-            }
-            thread::sleep(pause.min(until - now));
-            pause = (pause * 2).min(Duration::from_millis(5));
-        }
-    }
-
-    /// SIGTERM, then SIGKILL after [`TERM_GRACE`]; always reaps.
-    fn terminate(&mut self) -> std::io::Result<ExitStatus> {
-        if let Some(status) = self.child.try_wait()? {
-            return Ok(status);
-        }
-        let pid = Pid::from_raw(self.child.id() as i32);
-        let _ = kill(pid, Signal::SIGTERM);
-        if let Some(status) = self.wait_timeout(TERM_GRACE)? {
-            return Ok(status);
-        }
-        let _ = self.child.kill();
-        self.child.wait()
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.terminate();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -711,12 +633,6 @@ mod tests {
         let skewed =
             CallTiming { encode_ns: 10, decode_ns: 20, server_ns: 300, round_trip_ns: 100 };
         assert_eq!(skewed.transfer_ns(), 0);
-    }
-
-    #[test]
-    fn exit_statuses_are_described_in_words() {
-        assert_eq!(describe_status(ExitStatus::from_raw(3 << 8)), "exited with status 3");
-        assert_eq!(describe_status(ExitStatus::from_raw(9)), "was killed by signal 9 (SIGKILL)");
     }
 
     #[test]

@@ -198,7 +198,8 @@ impl Server<'_, '_> {
         let mut summary = ServeSummary { replies: 0, rejected: 0, ending: Ending::EndOfStream };
         let mut encoded = Vec::new();
         loop {
-            let raw = match self.transport.recv_header(Deadline::NEVER) {
+            let next = Deadline::once_data_arrives(self.options.frame_timeout);
+            let raw = match self.transport.recv_header(next) {
                 Ok(Some(raw)) => raw,
                 Ok(None) => return Ok(summary),
                 Err(e) => return Err(self.violation(0, e)),
@@ -253,7 +254,7 @@ impl Server<'_, '_> {
                     summary.replies += 1;
                 }
                 Err(message) => {
-                    let message = truncate_message(&message);
+                    let message = truncate_message(&message, self.error_limit());
                     let mut out = Header::control(Kind::Error, header.seq, message.len() as u64);
                     out.aux = elapsed_ns(started);
                     self.transport.send_frame(&out.to_bytes(), message, deadline)?;
@@ -273,11 +274,18 @@ impl Server<'_, '_> {
         let payload = hello.to_payload();
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
         self.transport.send_frame(&header, &payload, deadline)?;
-        let raw = self.transport.recv_header(deadline)?.ok_or(Error::Truncated {
-            what: "stream before HELLO",
-            expected: HEADER_LEN as u64,
-            got: 0,
-        })?;
+        let raw = match self.transport.recv_header(deadline) {
+            Ok(Some(raw)) => raw,
+            Ok(None) => {
+                let error = Error::Truncated {
+                    what: "stream before HELLO",
+                    expected: HEADER_LEN as u64,
+                    got: 0,
+                };
+                return Err(self.violation(0, error));
+            }
+            Err(e) => return Err(self.violation(0, e)),
+        };
         let header = self.parse(&raw)?;
         if header.kind != Kind::Hello {
             let error = Error::UnexpectedKind { expected: "HELLO", found: header.kind };
@@ -298,6 +306,13 @@ impl Server<'_, '_> {
         }
     }
 
+    /// The longest ERROR payload the client accepts: its `max_frame_bytes` once its HELLO is
+    /// known, and never more than [`MAX_CONTROL_PAYLOAD`].
+    fn error_limit(&self) -> usize {
+        let client = if self.client_max == 0 { MAX_CONTROL_PAYLOAD } else { self.client_max };
+        client.min(MAX_CONTROL_PAYLOAD) as usize
+    }
+
     /// Validates a header; on a violation sends ERROR (seq from the raw bytes) and fails.
     fn parse(&mut self, raw: &[u8; HEADER_LEN]) -> Result<Header> {
         Header::parse(raw, self.options.max_frame_bytes)
@@ -307,7 +322,7 @@ impl Server<'_, '_> {
     /// Sends ERROR for a protocol violation (best effort) and returns the error to end with.
     fn violation(&mut self, seq: u64, error: Error) -> Error {
         let text = error.to_string();
-        let message = truncate_message(&text);
+        let message = truncate_message(&text, self.error_limit());
         let header = Header::control(Kind::Error, seq, message.len() as u64).to_bytes();
         let _ =
             self.transport.send_frame(&header, message, Deadline::after(Some(ERROR_SEND_TIMEOUT)));
@@ -345,9 +360,8 @@ fn wire_form<'a>(
     Ok((dtype, count, encoded))
 }
 
-/// An ERROR payload never exceeds the receiver's control-frame cap.
-fn truncate_message(message: &str) -> &[u8] {
-    let max = MAX_CONTROL_PAYLOAD as usize;
+/// An ERROR payload cut to at most `max` bytes, at a character boundary.
+fn truncate_message(message: &str, max: usize) -> &[u8] {
     if message.len() <= max {
         return message.as_bytes();
     }
@@ -360,4 +374,37 @@ fn truncate_message(message: &str) -> &[u8] {
 
 fn elapsed_ns(since: Instant) -> u64 {
     since.elapsed().as_nanos() as u64
+}
+
+/// The raw-bytes baseline server: reads exactly `bytes` bytes, writes them back unchanged, and
+/// repeats until end of stream. No framing, no HELLO, no conversion: the floor a framed round
+/// trip of the same size is compared with. Returns the number of round trips served.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `bytes` is 0; [`Error::Truncated`] when the stream ends
+/// inside a message; I/O errors.
+pub fn serve_raw_echo(transport: &mut PipeTransport, bytes: usize) -> Result<u64> {
+    if bytes == 0 {
+        return Err(Error::InvalidArgument {
+            what: "raw echo size",
+            reason: "must be at least 1 byte".into(),
+        });
+    }
+    let mut buf = vec![0u8; bytes];
+    let mut served = 0;
+    loop {
+        match transport.recv_exact(&mut buf, Deadline::NEVER)? {
+            got if got == bytes => {}
+            0 => return Ok(served),
+            got => {
+                return Err(Error::Truncated {
+                    what: "raw message",
+                    expected: bytes as u64,
+                    got: got as u64,
+                });
+            }
+        }
+        transport.send_bytes(&buf, Deadline::NEVER)?;
+        served += 1;
+    }
 }

@@ -107,16 +107,29 @@ impl FromStr for Wait {
 pub struct Deadline {
     at: Option<Instant>,
     timeout: Option<Duration>,
+    arm_on_data: bool,
 }
 
 impl Deadline {
     /// No deadline: wait as long as it takes.
-    pub const NEVER: Deadline = Deadline { at: None, timeout: None };
+    pub const NEVER: Deadline = Deadline { at: None, timeout: None, arm_on_data: false };
 
     /// A deadline `timeout` from now; `None` means never. A zero timeout makes every wait a
     /// single poll.
     pub fn after(timeout: Option<Duration>) -> Deadline {
-        Deadline { at: timeout.map(|t| Instant::now() + t), timeout }
+        Deadline { at: timeout.map(|t| Instant::now() + t), timeout, arm_on_data: false }
+    }
+
+    /// No deadline until the first byte arrives, then `timeout` from that moment: how a server
+    /// waits for the next request (idle as long as the client likes, but a frame that has
+    /// started must finish).
+    pub fn once_data_arrives(timeout: Option<Duration>) -> Deadline {
+        Deadline { at: None, timeout, arm_on_data: true }
+    }
+
+    /// This deadline after data has arrived: armed if it was waiting for data.
+    fn on_data(self) -> Deadline {
+        if self.arm_on_data { Deadline::after(self.timeout) } else { self }
     }
 
     /// Time left, `None` when there is no deadline; zero once passed.
@@ -224,7 +237,20 @@ impl PipeTransport {
             IoSlice::new(payload),
             IoSlice::new(&ZEROS[..padding_len(payload.len())]),
         ];
-        let mut remaining: &mut [IoSlice<'_>] = &mut slices;
+        self.write_all_vectored(&mut slices, deadline)
+    }
+
+    /// Writes `bytes` as they are, without framing: the raw-bytes baseline uses this.
+    ///
+    /// # Errors
+    /// As [`PipeTransport::send_frame`].
+    pub fn send_bytes(&mut self, bytes: &[u8], deadline: Deadline) -> Result<()> {
+        self.write_all_vectored(&mut [IoSlice::new(bytes)], deadline)
+    }
+
+    fn write_all_vectored(&mut self, slices: &mut [IoSlice<'_>], deadline: Deadline) -> Result<()> {
+        let mut remaining = slices;
+        IoSlice::advance_slices(&mut remaining, 0);
         let mut spin_started = None;
         while !remaining.is_empty() {
             match nix::sys::uio::writev(self.tx.as_fd(), remaining) {
@@ -254,6 +280,7 @@ impl PipeTransport {
     /// [`Error::Timeout`] at the deadline (some bytes may have been read into `buf`);
     /// [`Error::Sys`] for read failures other than `EINTR`/`EAGAIN`.
     pub fn recv_exact(&mut self, buf: &mut [u8], deadline: Deadline) -> Result<usize> {
+        let mut deadline = deadline;
         let mut filled = 0;
         let mut spin_started = None;
         while filled < buf.len() {
@@ -262,6 +289,7 @@ impl PipeTransport {
                 Ok(n) => {
                     filled += n;
                     spin_started = None;
+                    deadline = deadline.on_data();
                 }
                 Err(Errno::EAGAIN) => self.wait_ready(
                     self.rx.as_fd(),

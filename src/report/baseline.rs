@@ -1,0 +1,117 @@
+//! The raw-bytes floor: the same pair of processes moving the same bytes with plain
+//! `read`/`write`, no framing, no conversion, with the same wait strategy.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::process::{ChildGuard, spawn_with_pipes};
+use crate::transport::{Deadline, PipeTransport, Wait};
+
+/// How long [`RawEcho::close`] waits for the server to exit after closing its input.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// A `peer --role server --raw-echo BYTES` process and the pipes to it.
+#[derive(Debug)]
+pub struct RawEcho {
+    transport: Option<PipeTransport>,
+    child: ChildGuard,
+    message: Vec<u8>,
+    timeout: Option<Duration>,
+}
+
+impl RawEcho {
+    /// Spawns `peer_exe --role server --raw-echo BYTES --wait WAIT`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for 0 bytes; [`Error::Io`] when the binary cannot start.
+    pub fn spawn(
+        peer_exe: &Path,
+        bytes: usize,
+        wait: Wait,
+        pipe_capacity: Option<usize>,
+        timeout: Option<Duration>,
+    ) -> Result<RawEcho> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument {
+                what: "baseline size",
+                reason: "must be at least 1 byte".into(),
+            });
+        }
+        let mut command = Command::new(peer_exe);
+        command
+            .args(["--role", "server", "--raw-echo"])
+            .arg(bytes.to_string())
+            .arg("--wait")
+            .arg(wait.to_string());
+        let (transport, child) = spawn_with_pipes(command, wait, pipe_capacity)?;
+        // A recognisable pattern, so a mangled echo would show.
+        let message = (0..bytes).map(|i| (i % 251) as u8).collect();
+        Ok(RawEcho { transport: Some(transport), child, message, timeout })
+    }
+
+    /// The server's process id.
+    pub fn server_pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// One round trip: writes the message, reads it back; returns the nanoseconds it took.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`], [`Error::PeerClosed`] or [`Error::Truncated`] when the server does
+    /// not echo the message in time; [`Error::InvalidArgument`] when the echo differs.
+    pub fn round_trip(&mut self) -> Result<u64> {
+        let transport = self.transport.as_mut().ok_or(Error::PeerClosed { context: "already" })?;
+        let started = Instant::now();
+        let deadline = Deadline::after(self.timeout);
+        transport.send_bytes(&self.message, deadline)?;
+        let len = self.message.len();
+        let got = transport.recv_exact(&mut self.message, deadline)?;
+        let elapsed = started.elapsed().as_nanos() as u64;
+        if got != len {
+            return Err(Error::Truncated {
+                what: "raw echo",
+                expected: len as u64,
+                got: got as u64,
+            });
+        }
+        Ok(elapsed)
+    }
+
+    /// Checks that the message came back unchanged.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first differing byte.
+    pub fn verify(&self) -> Result<()> {
+        match self.message.iter().enumerate().find(|&(i, &b)| b != (i % 251) as u8) {
+            None => Ok(()),
+            Some((at, &found)) => Err(Error::InvalidArgument {
+                what: "raw echo",
+                reason: format!("byte {at}: expected {}, found {found}", at % 251),
+            }),
+        }
+    }
+
+    /// Closes the server's input and reaps it.
+    ///
+    /// # Errors
+    /// [`Error::PeerExited`] when it did not exit cleanly in time.
+    pub fn close(mut self) -> Result<()> {
+        self.transport = None;
+        match self.child.wait_timeout(CLOSE_GRACE)? {
+            Some(status) if status.success() => Ok(()),
+            Some(status) => Err(Error::PeerExited {
+                status: crate::process::describe_status(status),
+                context: "after the baseline".into(),
+            }),
+            None => {
+                let status = self.child.terminate()?;
+                Err(Error::PeerExited {
+                    status: crate::process::describe_status(status),
+                    context: "after not exiting at end of stream (baseline)".into(),
+                })
+            }
+        }
+    }
+}

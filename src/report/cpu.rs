@@ -1,0 +1,85 @@
+//! CPU time of this thread and of a server process, and pinning to one core.
+
+use std::time::Duration;
+
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::time::{ClockId, clock_getcpuclockid, clock_gettime};
+use nix::unistd::Pid;
+
+use crate::error::Result;
+
+/// CPU time (user + system) consumed so far by the calling thread.
+///
+/// # Errors
+/// [`crate::Error::Sys`] when the clock cannot be read.
+pub fn thread_cpu_time() -> Result<Duration> {
+    Ok(clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)?.into())
+}
+
+/// CPU time (user + system) consumed so far by process `pid`, with nanosecond resolution
+/// (`clock_getcpuclockid`).
+///
+/// # Errors
+/// [`crate::Error::Sys`] when the process is gone or its clock is not readable.
+pub fn process_cpu_time(pid: u32) -> Result<Duration> {
+    let clock = clock_getcpuclockid(Pid::from_raw(pid as i32))?;
+    Ok(clock_gettime(clock)?.into())
+}
+
+/// Pins the calling thread to one CPU until dropped, then restores its previous affinity.
+/// Processes spawned meanwhile inherit the pinning.
+#[derive(Debug)]
+pub struct Pinned {
+    previous: CpuSet,
+}
+
+impl Pinned {
+    /// Pins the calling thread to the first CPU it may run on.
+    ///
+    /// # Errors
+    /// [`crate::Error::Sys`] when the affinity cannot be read or set.
+    pub fn to_first_allowed_cpu() -> Result<Pinned> {
+        let previous = sched_getaffinity(Pid::from_raw(0))?;
+        let first = (0..CpuSet::count()).find(|&cpu| previous.is_set(cpu).unwrap_or(false));
+        let mut only = CpuSet::new();
+        only.set(first.unwrap_or(0))?;
+        sched_setaffinity(Pid::from_raw(0), &only)?;
+        Ok(Pinned { previous })
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let _ = sched_setaffinity(Pid::from_raw(0), &self.previous);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_process_cpu_time_is_readable_and_grows() {
+        let pid = std::process::id();
+        let before = process_cpu_time(pid).unwrap();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_add(std::hint::black_box(i));
+        }
+        std::hint::black_box(x);
+        assert!(process_cpu_time(pid).unwrap() > before);
+        assert!(thread_cpu_time().unwrap() > Duration::ZERO);
+    }
+
+    #[test]
+    fn pinning_restores_the_previous_affinity() {
+        let before = sched_getaffinity(Pid::from_raw(0)).unwrap();
+        {
+            let _pin = Pinned::to_first_allowed_cpu().unwrap();
+            let now = sched_getaffinity(Pid::from_raw(0)).unwrap();
+            let allowed = (0..CpuSet::count()).filter(|&c| now.is_set(c).unwrap()).count();
+            assert_eq!(allowed, 1);
+        }
+        assert_eq!(sched_getaffinity(Pid::from_raw(0)).unwrap(), before);
+    }
+}

@@ -1,0 +1,451 @@
+//! The round-trip latency report: where the time of a round trip goes, against a raw-bytes
+//! floor measured in the same run.
+//!
+//! [`measure::run`] spawns servers and measures every combination of dtype, size, path,
+//! handler, wait strategy and placement, splitting each round trip into client encode, client
+//! decode, server time and transfer; [`baseline`] measures the same pair of processes moving
+//! the same bytes with plain `read`/`write`. The result is a [`Report`], which [`render`] turns
+//! into a table and a verdict, [`export`] into JSON, CSV and SVG, and [`compare`] holds against
+//! another run.
+
+pub mod baseline;
+pub mod compare;
+pub mod cpu;
+pub mod export;
+pub mod machine;
+pub mod measure;
+pub mod render;
+
+use std::fmt;
+use std::str::FromStr;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// What is sent, and as what it travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Workload {
+    /// f64 values as f64.
+    F64,
+    /// f32 values as f32.
+    F32,
+    /// f64 values narrowed to f32 on the wire and widened back.
+    F64AsF32,
+}
+
+impl Workload {
+    /// Every workload, in report order.
+    pub const ALL: [Workload; 3] = [Workload::F64, Workload::F32, Workload::F64AsF32];
+
+    /// `f64`, `f32` or `f64-as-f32`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::F64 => "f64",
+            Workload::F32 => "f32",
+            Workload::F64AsF32 => "f64-as-f32",
+        }
+    }
+
+    /// Payload bytes on the wire for `elements` elements.
+    pub fn wire_bytes(&self, elements: usize) -> usize {
+        match self {
+            Workload::F64 => elements * 8,
+            Workload::F32 | Workload::F64AsF32 => elements * 4,
+        }
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Workload {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == text).ok_or_else(|| Error::InvalidArgument {
+            what: "dtype",
+            reason: format!("expected f64, f32 or f64-as-f32, found {text:?}"),
+        })
+    }
+}
+
+/// Where the two processes run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Placement {
+    /// Wherever the scheduler puts them.
+    Free,
+    /// Both pinned to one core (the server inherits the client's affinity at spawn).
+    Same,
+}
+
+impl Placement {
+    /// `free` or `same`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Placement::Free => "free",
+            Placement::Same => "same",
+        }
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Placement {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Placement> {
+        match text {
+            "free" => Ok(Placement::Free),
+            "same" => Ok(Placement::Same),
+            _ => Err(Error::InvalidArgument {
+                what: "pin",
+                reason: format!("expected same or free, found {text:?}"),
+            }),
+        }
+    }
+}
+
+/// What the server is expected to answer, by its HELLO's handler name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// The reply equals the request (`echo`, `echo-raw`).
+    Echo,
+    /// The reply is the Lorenz-96 derivative of the request (`lorenz96`).
+    Lorenz96,
+    /// Unknown handler: replies are received but not checked.
+    Unchecked,
+}
+
+impl Expectation {
+    /// The expectation for a handler name.
+    pub fn for_handler(name: Option<&str>) -> Expectation {
+        match name {
+            Some("echo" | "echo-raw") => Expectation::Echo,
+            Some("lorenz96") => Expectation::Lorenz96,
+            _ => Expectation::Unchecked,
+        }
+    }
+}
+
+/// Six percentiles of one quantity, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Smallest sample.
+    pub min: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest sample.
+    pub max: u64,
+}
+
+impl Percentiles {
+    /// The percentiles of an HDR histogram (3 significant digits; min and max exact).
+    pub fn of(histogram: &Histogram<u64>) -> Percentiles {
+        if histogram.is_empty() {
+            return Percentiles::default();
+        }
+        Percentiles {
+            min: histogram.min(),
+            p50: histogram.value_at_quantile(0.5),
+            p90: histogram.value_at_quantile(0.9),
+            p99: histogram.value_at_quantile(0.99),
+            p999: histogram.value_at_quantile(0.999),
+            max: histogram.max(),
+        }
+    }
+}
+
+/// A histogram for nanosecond samples from 1 ns to 1 hour with 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("constant bounds are valid")
+}
+
+/// The nearest-rank `q`-quantile of sorted values; 0 for none.
+///
+/// ```
+/// use peerpipe::report::nearest_rank;
+/// let v = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+/// assert_eq!(nearest_rank(&v, 0.5), 5);
+/// assert_eq!(nearest_rank(&v, 0.99), 10);
+/// assert_eq!(nearest_rank(&v, 0.0), 1);
+/// ```
+pub fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The raw-bytes floor for one byte count, wait strategy and placement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineRow {
+    /// Bytes moved each way per round trip.
+    pub bytes: u64,
+    /// Wait strategy of both sides.
+    pub wait: String,
+    /// Placement: `free` or `same`.
+    pub pin: String,
+    /// Timed round trips.
+    pub iterations: u64,
+    /// Round-trip percentiles.
+    pub rtt_ns: Percentiles,
+    /// p50 of each repeat (`--repeat`); one entry without repeats.
+    pub p50_repeats_ns: Vec<u64>,
+}
+
+/// One measured combination.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// `f64`, `f32` or `f64-as-f32`.
+    pub dtype: String,
+    /// Elements per request.
+    pub elements: u64,
+    /// Payload bytes on the wire per request.
+    pub bytes: u64,
+    /// Transport: `pipe`.
+    pub transport: String,
+    /// `zero-copy` or `codec`.
+    pub path: String,
+    /// Server handler.
+    pub handler: String,
+    /// Wait strategy of both sides.
+    pub wait: String,
+    /// Placement: `free` or `same`.
+    pub pin: String,
+    /// Timed round trips.
+    pub iterations: u64,
+    /// Whole round trip.
+    pub rtt_ns: Percentiles,
+    /// Round trip − encode − decode − server time: moving bytes and waiting.
+    pub transfer_ns: Percentiles,
+    /// Client encode.
+    pub encode_ns: Percentiles,
+    /// Client decode.
+    pub decode_ns: Percentiles,
+    /// Server time (the replies' `aux`).
+    pub server_ns: Percentiles,
+    /// Client CPU time (user + system) per round trip.
+    #[serde(with = "nan_as_null")]
+    pub client_cpu_ns: f64,
+    /// Server CPU time (user + system) per round trip.
+    #[serde(with = "nan_as_null")]
+    pub server_cpu_ns: f64,
+    /// Payload megabytes (10^6) moved per second, both directions, at the p50 round trip.
+    #[serde(with = "nan_as_null")]
+    pub mb_per_s: f64,
+    /// p50 round trip / p50 of the baseline with the same bytes, wait and placement.
+    pub ratio_to_baseline: Option<f64>,
+    /// p50 round trip of each repeat (`--repeat`); one entry without repeats.
+    pub p50_repeats_ns: Vec<u64>,
+}
+
+impl Row {
+    /// Spread of the p50 across repeats (max − min), the noise `compare` allows for.
+    pub fn p50_spread_ns(&self) -> u64 {
+        spread(&self.p50_repeats_ns)
+    }
+}
+
+impl BaselineRow {
+    /// Spread of the p50 across repeats (max − min).
+    pub fn p50_spread_ns(&self) -> u64 {
+        spread(&self.p50_repeats_ns)
+    }
+}
+
+/// Unknown measurements are NaN in memory and `null` in JSON (which has no NaN), both ways.
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        if value.is_finite() {
+            serializer.serialize_f64(*value)
+        } else {
+            serializer.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
+    }
+}
+
+fn spread(values: &[u64]) -> u64 {
+    match (values.iter().min(), values.iter().max()) {
+        (Some(lo), Some(hi)) => hi - lo,
+        _ => 0,
+    }
+}
+
+/// The machine a report was measured on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPU model name from `/proc/cpuinfo`.
+    pub cpu: String,
+    /// Logical cores available to this process.
+    pub cores: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// `/proc/sys/fs/pipe-max-size`, when readable.
+    pub pipe_max_size: Option<u64>,
+    /// Pipe capacity granted to the measured peers, in bytes.
+    pub pipe_size_granted: Option<u64>,
+    /// Target endianness of this build.
+    pub endian: String,
+}
+
+/// The configuration a report ran with, recorded in full.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigRecord {
+    /// Element counts.
+    pub sizes: Vec<u64>,
+    /// Dtypes.
+    pub dtypes: Vec<String>,
+    /// Paths.
+    pub paths: Vec<String>,
+    /// Handlers.
+    pub handlers: Vec<String>,
+    /// Wait strategies given, or empty for the default rule (all three up to 65536 elements,
+    /// hybrid above).
+    pub waits: Vec<String>,
+    /// Placements.
+    pub pins: Vec<String>,
+    /// Fixed iteration count per row, when given.
+    pub iterations: Option<u64>,
+    /// Time per row in nanoseconds, when iterations were not fixed.
+    pub duration_ns: Option<u64>,
+    /// Warm-up time per row in nanoseconds.
+    pub warmup_ns: u64,
+    /// Repeats per row.
+    pub repeat: u32,
+    /// The server command, when not this binary.
+    pub spawn: Option<String>,
+    /// Budget per round trip in nanoseconds, for the verdict.
+    pub budget_ns: u64,
+    /// Pipe capacity requested.
+    pub pipe_size: u64,
+    /// Hybrid spin budget in nanoseconds.
+    pub hybrid_spin_ns: u64,
+}
+
+/// A whole run: the JSON document `--json` writes and `peer compare` reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The crate version that measured it.
+    pub peerpipe: String,
+    /// Where it ran.
+    pub machine: Machine,
+    /// How it ran.
+    pub config: ConfigRecord,
+    /// Raw-bytes floors.
+    pub baseline: Vec<BaselineRow>,
+    /// Measured combinations.
+    pub rows: Vec<Row>,
+}
+
+impl Report {
+    /// The baseline with the same bytes, wait and placement as `row`.
+    pub fn baseline_for(&self, row: &Row) -> Option<&BaselineRow> {
+        self.baseline
+            .iter()
+            .find(|b| b.bytes == row.bytes && b.wait == row.wait && b.pin == row.pin)
+    }
+}
+
+/// Deterministic test values. With `edge_values`, the first elements are NaN payloads, -0.0,
+/// subnormals and infinities; the rest are pseudo-random in [-10, 10).
+pub fn test_values(len: usize, seed: u64, edge_values: bool) -> Vec<f64> {
+    const EDGES: [u64; 8] = [
+        0x7ff8_0000_0000_0001, // quiet NaN with payload
+        0x7ff0_0000_0000_0001, // signalling NaN
+        0x8000_0000_0000_0000, // -0.0
+        0x0000_0000_0000_0001, // smallest subnormal
+        0x000f_ffff_ffff_ffff, // largest subnormal
+        0x7ff0_0000_0000_0000, // +inf
+        0xfff0_0000_0000_0000, // -inf
+        0x7fef_ffff_ffff_ffff, // f64::MAX
+    ];
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|i| {
+            if edge_values && i < EDGES.len() {
+                return f64::from_bits(EDGES[i]);
+            }
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 20.0 - 10.0
+        })
+        .collect()
+}
+
+/// Checks a reply bit for bit.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the round trip, element and both bit patterns.
+pub fn verify(expected: &[f64], got: &[f64], round_trip: u64) -> Result<()> {
+    match expected.iter().zip(got).position(|(e, g)| e.to_bits() != g.to_bits()) {
+        None if expected.len() == got.len() => Ok(()),
+        None => Err(Error::LengthMismatch {
+            what: "reply",
+            expected: expected.len() as u64,
+            found: got.len() as u64,
+        }),
+        Some(at) => Err(Error::InvalidArgument {
+            what: "reply",
+            reason: format!(
+                "round trip {round_trip}, element {at}: expected bits {:#018x}, found {:#018x}",
+                expected[at].to_bits(),
+                got[at].to_bits()
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_known_samples() {
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let p = Percentiles::of(&h);
+        assert_eq!(p.min, 1000);
+        assert!((1_000_000..=1_001_000).contains(&p.max), "{p:?}"); // 3 significant digits
+        // 3 significant digits: p50 of 1000..1_000_000 step 1000 is 500_000 within 0.1 %.
+        assert!((p.p50 as f64 - 500_000.0).abs() <= 500.0, "{p:?}");
+        assert!((p.p90 as f64 - 900_000.0).abs() <= 900.0, "{p:?}");
+        assert!((p.p99 as f64 - 990_000.0).abs() <= 990.0, "{p:?}");
+        assert!((p.p999 as f64 - 999_000.0).abs() <= 999.0, "{p:?}");
+    }
+
+    #[test]
+    fn empty_histogram_gives_zeros() {
+        assert_eq!(Percentiles::of(&new_histogram()), Percentiles::default());
+    }
+
+    #[test]
+    fn verify_names_the_first_differing_element() {
+        let err = verify(&[1.0, 2.0], &[1.0, 3.0], 7).unwrap_err().to_string();
+        assert!(err.contains("round trip 7, element 1"), "{err}");
+        assert!(verify(&[f64::NAN], &[f64::NAN], 0).is_ok());
+        assert!(verify(&[0.0], &[-0.0], 0).is_err());
+    }
+}

@@ -1,0 +1,570 @@
+//! Rendering a report as an aligned table and a verdict in plain words.
+//!
+//! The table is grouped by placement and wait strategy, then by dtype and element count; inside
+//! each group the raw-bytes baseline comes first, then `echo-raw` (the server converts nothing)
+//! and `echo` (both sides convert) on each path, so the cost of every extra conversion reads
+//! straight down a column. The verdict splits each size's p50 round trip into converting,
+//! moving bytes and waiting ([`breakdown`]), names the fastest configuration and holds it
+//! against the budget.
+
+use std::cmp::Ordering;
+use std::io::{self, Write};
+
+use super::{BaselineRow, Report, Row, Workload};
+use crate::units::format_nanos;
+
+/// Width of the label column of the table (`echo-raw zero-copy`).
+const LABEL_WIDTH: usize = 18;
+
+/// Writes the rows as an aligned table, at most 120 columns wide.
+///
+/// Rows are grouped by placement and wait strategy (one section each, with its own column
+/// header), then by dtype and element count. Each group starts with the raw-bytes baseline of
+/// the same byte count, wait and placement, followed by the rows of each handler × path:
+/// `echo-raw` first, then `echo`, then any other handler; `zero-copy` before `codec`. Times are
+/// p50 unless the column says otherwise, with units chosen per magnitude; CPU time that could
+/// not be measured (NaN) shows as `-`, and so does a ratio without a baseline. Baselines that no
+/// row uses are listed at the end.
+///
+/// # Errors
+/// Errors of `out`.
+///
+/// # Examples
+/// ```
+/// use peerpipe::report::{ConfigRecord, Machine, Report, render};
+/// let report = Report {
+///     peerpipe: "0.1.0".into(),
+///     machine: Machine::default(),
+///     config: ConfigRecord::default(),
+///     baseline: vec![],
+///     rows: vec![],
+/// };
+/// let mut out = Vec::new();
+/// render::table(&report, &mut out).unwrap();
+/// assert!(String::from_utf8(out).unwrap().contains("no rows"));
+/// ```
+pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let order = Order::of(report);
+    writeln!(
+        out,
+        "p50, p99: round trip. encode, decode, server, transfer: p50 of each phase (transfer = \
+         round trip - the others)."
+    )?;
+    writeln!(
+        out,
+        "cpu: CPU time (user + system) per round trip. ratio: p50 / p50 of the raw read/write \
+         baseline (same bytes, wait, pin)."
+    )?;
+    if report.rows.is_empty() {
+        writeln!(out, "(no rows measured)")?;
+    }
+    let mut groups: Vec<(&str, &str, &str, u64)> = Vec::new();
+    for row in &report.rows {
+        let key = (row.pin.as_str(), row.wait.as_str(), row.dtype.as_str(), row.elements);
+        if !groups.contains(&key) {
+            groups.push(key);
+        }
+    }
+    groups.sort_by(|a, b| {
+        (order.pin(a.0), order.wait(a.1), dtype_rank(a.2), a.3).cmp(&(
+            order.pin(b.0),
+            order.wait(b.1),
+            dtype_rank(b.2),
+            b.3,
+        ))
+    });
+    let mut section: Option<(&str, &str)> = None;
+    for &(pin, wait, dtype, elements) in &groups {
+        if section != Some((pin, wait)) {
+            section = Some((pin, wait));
+            writeln!(out)?;
+            writeln!(out, "wait {wait}, pin {pin}")?;
+            header(out)?;
+        }
+        let mut rows: Vec<&Row> = report
+            .rows
+            .iter()
+            .filter(|r| {
+                r.pin == pin && r.wait == wait && r.dtype == dtype && r.elements == elements
+            })
+            .collect();
+        rows.sort_by(|a, b| order.compare_within_group(a, b));
+        let bytes = rows.first().map_or(0, |r| r.bytes);
+        writeln!(out, "{dtype} x {elements} ({})", format_bytes(bytes))?;
+        match rows.first().and_then(|r| report.baseline_for(r)) {
+            Some(base) => baseline_line(out, base)?,
+            None => writeln!(out, "  {:<LABEL_WIDTH$} (not measured)", "baseline raw r/w")?,
+        }
+        for row in rows {
+            row_line(out, row)?;
+        }
+    }
+    let unused: Vec<&BaselineRow> = report
+        .baseline
+        .iter()
+        .filter(|b| {
+            !report.rows.iter().any(|r| r.bytes == b.bytes && r.wait == b.wait && r.pin == b.pin)
+        })
+        .collect();
+    if !unused.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "baselines without rows")?;
+        header(out)?;
+        for base in unused {
+            writeln!(out, "{} B, wait {}, pin {}", base.bytes, base.wait, base.pin)?;
+            baseline_line(out, base)?;
+        }
+    }
+    Ok(())
+}
+
+fn header(out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {:<LABEL_WIDTH$} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
+        "handler  path",
+        "rounds",
+        "p50",
+        "p99",
+        "encode",
+        "decode",
+        "server",
+        "transfer",
+        "cli cpu",
+        "srv cpu",
+        "MB/s",
+        "ratio"
+    )
+}
+
+fn baseline_line(out: &mut dyn Write, base: &BaselineRow) -> io::Result<()> {
+    let dash = "-";
+    writeln!(
+        out,
+        "  {:<LABEL_WIDTH$} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
+        "baseline raw r/w",
+        base.iterations,
+        ns(base.rtt_ns.p50),
+        ns(base.rtt_ns.p99),
+        dash,
+        dash,
+        dash,
+        dash,
+        dash,
+        dash,
+        format_rate(mb_per_s(base.bytes, base.rtt_ns.p50)),
+        "1.00x"
+    )
+}
+
+fn row_line(out: &mut dyn Write, row: &Row) -> io::Result<()> {
+    let label = if row.transport == "pipe" {
+        format!("{:<8} {}", row.handler, row.path)
+    } else {
+        format!("{:<8} {} {}", row.handler, row.path, row.transport)
+    };
+    writeln!(
+        out,
+        "  {:<LABEL_WIDTH$} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
+        label,
+        row.iterations,
+        ns(row.rtt_ns.p50),
+        ns(row.rtt_ns.p99),
+        ns(row.encode_ns.p50),
+        ns(row.decode_ns.p50),
+        ns(row.server_ns.p50),
+        ns(row.transfer_ns.p50),
+        cpu(row.client_cpu_ns),
+        cpu(row.server_cpu_ns),
+        format_rate(row.mb_per_s),
+        row.ratio_to_baseline
+            .filter(|r| r.is_finite())
+            .map_or("-".to_owned(), |r| format!("{r:.2}x")),
+    )
+}
+
+/// Where the p50 round trip of one row goes, in nanoseconds; the three parts add up to
+/// `round_trip_ns`.
+///
+/// - `converting`: p50 client encode + p50 client decode + p50 server time, at most the round
+///   trip;
+/// - `transfer` (`moving + waiting`): the rest of the p50 round trip;
+/// - `waiting`: the p50 round trip of the smallest raw baseline with the same wait strategy and
+///   placement (the cost of a wake-up with next to no data), at most the transfer;
+/// - `moving`: the transfer minus the waiting.
+///
+/// Without such a baseline, moving and waiting cannot be told apart: `waiting_ns` is `None` and
+/// `moving_ns` holds the whole transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Breakdown {
+    /// The row's p50 round trip.
+    pub round_trip_ns: u64,
+    /// Client encode + client decode + server time (p50s), capped at the round trip.
+    pub converting_ns: u64,
+    /// Transfer minus waiting; the whole transfer when `waiting_ns` is `None`.
+    pub moving_ns: u64,
+    /// The wake-up cost, capped at the transfer; `None` without a baseline at this wait and pin.
+    pub waiting_ns: Option<u64>,
+}
+
+impl Breakdown {
+    /// Percent of the round trip for (converting, moving, waiting); all zero for a zero round
+    /// trip, waiting zero when unknown.
+    pub fn shares_pct(&self) -> (f64, f64, f64) {
+        if self.round_trip_ns == 0 {
+            return (0.0, 0.0, 0.0);
+        }
+        let pct = |v: u64| v as f64 * 100.0 / self.round_trip_ns as f64;
+        (pct(self.converting_ns), pct(self.moving_ns), pct(self.waiting_ns.unwrap_or(0)))
+    }
+}
+
+/// Splits the p50 round trip of `row` into converting, moving bytes and waiting; see
+/// [`Breakdown`] for the definitions.
+///
+/// # Examples
+/// ```
+/// use peerpipe::report::{BaselineRow, Percentiles, Report, Row, render};
+/// # let p = |p50| Percentiles { p50, ..Percentiles::default() };
+/// # let row = Row { dtype: "f64".into(), elements: 500, bytes: 4000, transport: "pipe".into(),
+/// #     path: "codec".into(), handler: "echo".into(), wait: "block".into(), pin: "free".into(),
+/// #     iterations: 1, rtt_ns: p(100_000), transfer_ns: p(90_000), encode_ns: p(4_000),
+/// #     decode_ns: p(3_000), server_ns: p(3_000), client_cpu_ns: f64::NAN,
+/// #     server_cpu_ns: f64::NAN, mb_per_s: 80.0, ratio_to_baseline: None,
+/// #     p50_repeats_ns: vec![100_000] };
+/// # let base = BaselineRow { bytes: 8, wait: "block".into(), pin: "free".into(), iterations: 1,
+/// #     rtt_ns: p(60_000), p50_repeats_ns: vec![60_000] };
+/// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
+/// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()] };
+/// // A 100 µs round trip of which 10 µs is conversion, with a 60 µs wake-up at this wait:
+/// let b = render::breakdown(&report, &row);
+/// assert_eq!((b.converting_ns, b.moving_ns, b.waiting_ns), (10_000, 30_000, Some(60_000)));
+/// ```
+pub fn breakdown(report: &Report, row: &Row) -> Breakdown {
+    let round_trip = row.rtt_ns.p50;
+    let converting = row
+        .encode_ns
+        .p50
+        .saturating_add(row.decode_ns.p50)
+        .saturating_add(row.server_ns.p50)
+        .min(round_trip);
+    let transfer = round_trip - converting;
+    let waiting = wake_up_ns(report, &row.wait, &row.pin).map(|w| w.min(transfer));
+    Breakdown {
+        round_trip_ns: round_trip,
+        converting_ns: converting,
+        moving_ns: transfer - waiting.unwrap_or(0),
+        waiting_ns: waiting,
+    }
+}
+
+/// The p50 of the smallest-bytes baseline at this wait and placement.
+fn wake_up_ns(report: &Report, wait: &str, pin: &str) -> Option<u64> {
+    report
+        .baseline
+        .iter()
+        .filter(|b| b.wait == wait && b.pin == pin)
+        .min_by_key(|b| b.bytes)
+        .map(|b| b.rtt_ns.p50)
+}
+
+/// Writes the verdict in plain words.
+///
+/// For each size (dtype × elements): for each wait strategy and placement, the fastest handler
+/// and path and where its p50 round trip goes (see [`Breakdown`], whose definitions are
+/// printed in one line under the heading); then the fastest configuration of the size and
+/// whether its p50 meets `config.budget_ns`, by how much. A last line counts the sizes that
+/// meet the budget. A budget of zero means none was set.
+///
+/// # Errors
+/// Errors of `out`.
+pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let order = Order::of(report);
+    let budget = report.config.budget_ns;
+    writeln!(
+        out,
+        "verdict: where the p50 round trip goes, per size and wait (fastest handler, path)"
+    )?;
+    writeln!(
+        out,
+        "(converting = encode+decode+server p50s; waiting = smallest raw baseline p50, same wait+pin, \
+         capped; moving = the rest)"
+    )?;
+    let mut sizes: Vec<(&str, u64, u64)> = Vec::new();
+    for row in &report.rows {
+        let key = (row.dtype.as_str(), row.elements, row.bytes);
+        if !sizes.contains(&key) {
+            sizes.push(key);
+        }
+    }
+    if sizes.is_empty() {
+        writeln!(out, "no rows were measured, so there is nothing to judge.")?;
+        return Ok(());
+    }
+    sizes.sort_by_key(|a| (dtype_rank(a.0), a.1, a.2));
+    let several_pins = order.pins.len() > 1;
+    let setting_name = |pin: &str, wait: &str| {
+        if several_pins { format!("{wait}, {pin}") } else { wait.to_owned() }
+    };
+    let setting_width = report
+        .rows
+        .iter()
+        .map(|r| setting_name(&r.pin, &r.wait).chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut met = Vec::new();
+    let mut missed = Vec::new();
+    for &(dtype, elements, bytes) in &sizes {
+        let size_name = format!("{dtype} x {elements}");
+        writeln!(out)?;
+        writeln!(out, "{size_name} ({}):", format_bytes(bytes))?;
+        let rows: Vec<&Row> =
+            report.rows.iter().filter(|r| r.dtype == dtype && r.elements == elements).collect();
+        let mut settings: Vec<(&str, &str)> = Vec::new();
+        for row in &rows {
+            let key = (row.pin.as_str(), row.wait.as_str());
+            if !settings.contains(&key) {
+                settings.push(key);
+            }
+        }
+        settings.sort_by_key(|&(pin, wait)| (order.pin(pin), order.wait(wait)));
+        for (pin, wait) in settings {
+            let Some(best) =
+                fastest(rows.iter().copied().filter(|r| r.pin == pin && r.wait == wait))
+            else {
+                continue;
+            };
+            let setting = setting_name(pin, wait);
+            let b = breakdown(report, best);
+            let (conv, moving, waiting) = b.shares_pct();
+            let parts = match b.waiting_ns {
+                Some(w) => format!(
+                    "converting {conv:4.1}% ({}), moving {moving:4.1}% ({}), waiting {waiting:4.1}% ({})",
+                    ns(b.converting_ns),
+                    ns(b.moving_ns),
+                    ns(w)
+                ),
+                None => format!(
+                    "converting {conv:4.1}% ({}), transfer {moving:4.1}% ({}; no baseline to \
+                     split moving from waiting)",
+                    ns(b.converting_ns),
+                    ns(b.moving_ns)
+                ),
+            };
+            writeln!(
+                out,
+                "  {setting:<setting_width$} {:>7} = {parts} [{} {}]",
+                ns(b.round_trip_ns),
+                best.handler,
+                best.path
+            )?;
+        }
+        let Some(best) = fastest(rows.iter().copied()) else { continue };
+        let placement = if several_pins { format!(", {}", best.pin) } else { String::new() };
+        let judged = judge(best.rtt_ns.p50, budget);
+        writeln!(
+            out,
+            "  fastest: {} {}, {}{placement}: p50 {}, p99 {}{judged}",
+            best.handler,
+            best.path,
+            best.wait,
+            ns(best.rtt_ns.p50),
+            ns(best.rtt_ns.p99),
+        )?;
+        if best.rtt_ns.p50 <= budget {
+            met.push(size_name);
+        } else {
+            missed.push(size_name);
+        }
+    }
+    writeln!(out)?;
+    if budget == 0 {
+        writeln!(out, "no budget was set (--budget).")?;
+    } else if missed.is_empty() {
+        writeln!(
+            out,
+            "budget {}: every size meets it ({} of {}).",
+            ns(budget),
+            met.len(),
+            sizes.len()
+        )?;
+    } else {
+        writeln!(
+            out,
+            "budget {}: met by {} of {} sizes; missed by:",
+            ns(budget),
+            met.len(),
+            sizes.len()
+        )?;
+        let mut line = String::from(" ");
+        for (i, name) in missed.iter().enumerate() {
+            let piece =
+                if i + 1 < missed.len() { format!(" {name},") } else { format!(" {name}.") };
+            if line.len() + piece.len() > 100 {
+                writeln!(out, "{line}")?;
+                line = String::from(" ");
+            }
+            line.push_str(&piece);
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// The row with the lowest p50 round trip (the first of equals).
+fn fastest<'a>(rows: impl Iterator<Item = &'a Row>) -> Option<&'a Row> {
+    rows.fold(None, |best: Option<&Row>, row| match best {
+        Some(b) if b.rtt_ns.p50 <= row.rtt_ns.p50 => Some(b),
+        _ => Some(row),
+    })
+}
+
+/// `: meets the 150us budget with 148us to spare` or `: misses … by …`.
+fn judge(p50: u64, budget: u64) -> String {
+    if budget == 0 {
+        String::new()
+    } else if p50 <= budget {
+        format!("; meets the {} budget with {} to spare", ns(budget), ns(budget - p50))
+    } else {
+        format!(
+            "; misses the {} budget by {} ({:.2}x)",
+            ns(budget),
+            ns(p50 - budget),
+            p50 as f64 / budget as f64
+        )
+    }
+}
+
+/// Ranks for sorting: known names in their natural order, others in order of first appearance.
+struct Order<'a> {
+    pins: Vec<&'a str>,
+    waits: Vec<&'a str>,
+}
+
+impl<'a> Order<'a> {
+    fn of(report: &'a Report) -> Order<'a> {
+        let mut pins = Vec::new();
+        let mut waits = Vec::new();
+        let settings = report
+            .rows
+            .iter()
+            .map(|r| (r.pin.as_str(), r.wait.as_str()))
+            .chain(report.baseline.iter().map(|b| (b.pin.as_str(), b.wait.as_str())));
+        for (pin, wait) in settings {
+            if !pins.contains(&pin) {
+                pins.push(pin);
+            }
+            if !waits.contains(&wait) {
+                waits.push(wait);
+            }
+        }
+        Order { pins, waits }
+    }
+
+    fn pin(&self, pin: &str) -> usize {
+        self.pins.iter().position(|&p| p == pin).unwrap_or(usize::MAX)
+    }
+
+    fn wait(&self, wait: &str) -> usize {
+        self.waits.iter().position(|&w| w == wait).unwrap_or(usize::MAX)
+    }
+
+    fn compare_within_group(&self, a: &Row, b: &Row) -> Ordering {
+        (handler_rank(&a.handler), &a.handler, path_rank(&a.path), &a.path, &a.transport).cmp(&(
+            handler_rank(&b.handler),
+            &b.handler,
+            path_rank(&b.path),
+            &b.path,
+            &b.transport,
+        ))
+    }
+}
+
+fn dtype_rank(dtype: &str) -> usize {
+    Workload::ALL.iter().position(|w| w.name() == dtype).unwrap_or(Workload::ALL.len())
+}
+
+fn handler_rank(handler: &str) -> usize {
+    match handler {
+        "echo-raw" => 0,
+        "echo" => 1,
+        _ => 2,
+    }
+}
+
+fn path_rank(path: &str) -> usize {
+    match path {
+        "zero-copy" => 0,
+        "codec" => 1,
+        _ => 2,
+    }
+}
+
+fn ns(value: u64) -> String {
+    format_nanos(value as f64)
+}
+
+fn cpu(value: f64) -> String {
+    if value.is_finite() { format_nanos(value) } else { "-".to_owned() }
+}
+
+/// Payload megabytes (10^6) per second, both directions, at a round trip of `p50` ns.
+pub(crate) fn mb_per_s(bytes: u64, p50: u64) -> f64 {
+    if p50 == 0 { 0.0 } else { 2.0 * bytes as f64 / p50 as f64 * 1e3 }
+}
+
+/// Three significant digits, `-` for NaN.
+fn format_rate(value: f64) -> String {
+    if !value.is_finite() {
+        "-".to_owned()
+    } else if value >= 100.0 {
+        format!("{value:.0}")
+    } else if value >= 10.0 {
+        format!("{value:.1}")
+    } else if value >= 1.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+/// `4000 B`, `512 KiB`, `8 MiB`: binary units only when exact.
+pub(crate) fn format_bytes(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_use_binary_units_only_when_exact() {
+        assert_eq!(format_bytes(4000), "4000 B");
+        assert_eq!(format_bytes(524_288), "512 KiB");
+        assert_eq!(format_bytes(8 << 20), "8 MiB");
+        assert_eq!(format_bytes(0), "0 B");
+    }
+
+    #[test]
+    fn rates_keep_three_digits_and_nan_is_a_dash() {
+        assert_eq!(format_rate(f64::NAN), "-");
+        assert_eq!(format_rate(1234.4), "1234");
+        assert_eq!(format_rate(12.34), "12.3");
+        assert_eq!(format_rate(0.0021), "0.002");
+    }
+
+    #[test]
+    fn judging_the_budget_says_by_how_much() {
+        assert_eq!(judge(100_000, 150_000), "; meets the 150us budget with 50us to spare");
+        assert_eq!(judge(300_000, 150_000), "; misses the 150us budget by 150us (2.00x)");
+        assert_eq!(judge(5, 0), "");
+    }
+}

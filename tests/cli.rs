@@ -1,0 +1,219 @@
+//! The `peer` binary as users run it: `peer compare` exit codes, clear errors for bad flags,
+//! and one tiny real report run writing JSON, CSV and SVG.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{Watchdog, peer_exe, secs};
+use peerpipe::report::{BaselineRow, ConfigRecord, Machine, Percentiles, Report, Row, export};
+
+/// A fresh directory under the system temp dir, unique per process and call.
+fn temp_dir(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "peerpipe-cli-{}-{}-{name}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    fs::create_dir_all(&dir).expect("create a temp dir");
+    dir
+}
+
+fn peer(args: &[&str]) -> Output {
+    Command::new(peer_exe()).args(args).output().expect("run peer")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn report_with_p50(p50: u64) -> Report {
+    let p = Percentiles { min: p50 / 2, p50, p90: p50, p99: p50 * 2, p999: p50 * 3, max: p50 * 4 };
+    Report {
+        peerpipe: "0.1.0".into(),
+        machine: Machine::default(),
+        config: ConfigRecord::default(),
+        baseline: vec![BaselineRow {
+            bytes: 4000,
+            wait: "hybrid".into(),
+            pin: "free".into(),
+            iterations: 100,
+            rtt_ns: Percentiles { p50: 80_000, ..p },
+            p50_repeats_ns: vec![80_000],
+        }],
+        rows: vec![Row {
+            dtype: "f64".into(),
+            elements: 500,
+            bytes: 4000,
+            transport: "pipe".into(),
+            path: "zero-copy".into(),
+            handler: "echo".into(),
+            wait: "hybrid".into(),
+            pin: "free".into(),
+            iterations: 100,
+            rtt_ns: p,
+            transfer_ns: p,
+            encode_ns: Percentiles::default(),
+            decode_ns: Percentiles::default(),
+            server_ns: Percentiles::default(),
+            client_cpu_ns: 1000.0,
+            server_cpu_ns: f64::NAN,
+            mb_per_s: 8.0,
+            ratio_to_baseline: Some(p50 as f64 / 80_000.0),
+            p50_repeats_ns: vec![p50],
+        }],
+    }
+}
+
+fn write_report(dir: &Path, name: &str, p50: u64) -> String {
+    let path = dir.join(name);
+    export::write_json(&report_with_p50(p50), &path).expect("write a report");
+    path.to_str().expect("UTF-8 temp path").to_owned()
+}
+
+#[test]
+fn compare_exits_0_when_nothing_differs() {
+    let dir = temp_dir("compare-equal");
+    let a = write_report(&dir, "a.json", 100_000);
+    let b = write_report(&dir, "b.json", 104_000);
+    let out = peer(&["compare", &a, &b]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("nothing differs"), "{}", stdout(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_exits_1_when_a_row_differs_beyond_the_thresholds() {
+    let dir = temp_dir("compare-differs");
+    let a = write_report(&dir, "a.json", 100_000);
+    let b = write_report(&dir, "b.json", 150_000);
+    let out = peer(&["compare", &a, &b]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("f64 x 500 echo zero-copy, wait hybrid, pin free"), "{text}");
+    assert!(text.contains("+50.0%"), "{text}");
+    // Looser thresholds turn the same pair into "nothing differs".
+    let out = peer(&["compare", &a, &b, "--abs", "60us"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = peer(&["compare", &a, &b, "--rel", "60"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_exits_2_naming_a_missing_file() {
+    let dir = temp_dir("compare-missing");
+    let a = write_report(&dir, "a.json", 100_000);
+    let missing = dir.join("never-written.json");
+    let out = peer(&["compare", &a, missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.starts_with("peer: error:") && err.contains("never-written.json"), "{err}");
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_exits_2_naming_a_file_that_is_not_json() {
+    let dir = temp_dir("compare-not-json");
+    let a = write_report(&dir, "a.json", 100_000);
+    let notes = dir.join("notes.txt");
+    fs::write(&notes, "p50 was about 2us\n").unwrap();
+    let out = peer(&["compare", notes.to_str().unwrap(), &a]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.starts_with("peer: error:") && err.contains("notes.txt"), "{err}");
+    assert!(err.contains("not a peerpipe JSON report"), "{err}");
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_flags_exit_2_with_a_clear_message() {
+    let cases: [(&[&str], &[&str]); 8] = [
+        (&["--dtype", "f16"], &["--dtype", "f16", "expected f64, f32 or f64-as-f32"]),
+        (&["--iters", "0"], &["--iters", "0 is not in 1.."]),
+        (&["--duration", "fast"], &["--duration", "missing number", "expected e.g. 500us"]),
+        (&["--duration", "0ms"], &["--duration", "greater than zero"]),
+        (&["--wait", "sleepy"], &["--wait", "sleepy", "block, spin, hybrid"]),
+        (&["--sizes", "0"], &["--sizes", "expected a positive element count"]),
+        (&["--frobnicate"], &["unexpected argument '--frobnicate'"]),
+        (&["compare", "a.json", "b.json", "--rel", "lots"], &["--rel", "expected a percentage"]),
+    ];
+    for (args, expected) in cases {
+        let out = peer(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.starts_with("error:"), "{args:?}: {err}");
+        for part in expected {
+            assert!(err.contains(part), "{args:?}: {part:?} missing from {err}");
+        }
+        assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    }
+}
+
+#[test]
+fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("tiny-run");
+    let (json, csv, svg) = (dir.join("run.json"), dir.join("run.csv"), dir.join("run.svg"));
+    let out = peer(&[
+        "--sizes",
+        "8",
+        "--dtype",
+        "f64",
+        "--path",
+        "zero-copy",
+        "--handler",
+        "echo",
+        "--wait",
+        "block",
+        "--duration",
+        "5ms",
+        "--warmup",
+        "1ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("wait block, pin free"), "{text}");
+    assert!(text.contains("f64 x 8 (64 B)"), "{text}");
+    assert!(text.contains("baseline raw r/w"), "{text}");
+    assert!(text.contains("echo     zero-copy"), "{text}");
+    assert!(text.contains("verdict:"), "{text}");
+    assert!(text.contains("fastest: echo zero-copy, block"), "{text}");
+    assert!(text.contains("150us budget"), "{text}");
+
+    let report = export::read_json(&json).expect("the JSON reads back as a report");
+    assert_eq!(report.rows.len(), 1);
+    let row = &report.rows[0];
+    assert_eq!((row.dtype.as_str(), row.elements, row.bytes), ("f64", 8, 64));
+    assert_eq!(
+        (row.path.as_str(), row.handler.as_str(), row.wait.as_str()),
+        ("zero-copy", "echo", "block")
+    );
+    assert!(row.iterations >= 1 && row.rtt_ns.p50 > 0);
+    assert!(report.baseline.iter().any(|b| b.bytes == 64 && b.wait == "block"));
+    assert_eq!(report.config.sizes, vec![8]);
+
+    let csv_text = fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = csv_text.lines().collect();
+    assert_eq!(lines[0], export::csv_header());
+    assert_eq!(lines.len(), 1 + report.baseline.len() + report.rows.len());
+
+    let svg_text = fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.starts_with("<svg") && svg_text.trim_end().ends_with("</svg>"));
+    assert!(svg_text.contains("echo zero-copy") && svg_text.contains("wait block"));
+    fs::remove_dir_all(dir).ok();
+}
