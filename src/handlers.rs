@@ -1,4 +1,5 @@
-//! The handlers `peer --role server` offers: [`Echo`], [`EchoRaw`] and [`Lorenz96`].
+//! The handlers `peer --role server` offers: [`Echo`], [`EchoRaw`], [`Lorenz96`] and
+//! [`Lorenz96F32`].
 
 use crate::codec::{self, Values, ValuesMut};
 use crate::frame::Dtype;
@@ -6,7 +7,7 @@ use crate::lorenz96;
 use crate::server::{Handler, Request, Response};
 
 /// Names accepted by [`by_name`].
-pub const NAMES: [&str; 3] = ["echo", "echo-raw", "lorenz96"];
+pub const NAMES: [&str; 4] = ["echo", "echo-raw", "lorenz96", "lorenz96-f32"];
 
 /// The handler called `name`, or `None`.
 pub fn by_name(name: &str) -> Option<Box<dyn Handler + Send>> {
@@ -14,6 +15,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Handler + Send>> {
         "echo" => Some(Box::new(Echo::default())),
         "echo-raw" => Some(Box::new(EchoRaw)),
         "lorenz96" => Some(Box::new(Lorenz96::default())),
+        "lorenz96-f32" => Some(Box::new(Lorenz96F32::default())),
         _ => None,
     }
 }
@@ -94,5 +96,36 @@ impl Handler for Lorenz96 {
         lorenz96::rhs(state, lorenz96::FORCING, &mut self.derivative)
             .map_err(|e| format!("lorenz96: {e}"))?;
         Ok(Response::F64(&self.derivative))
+    }
+}
+
+/// The narrowed exchange of [`Lorenz96`]: an f32 state of at least 4 elements is widened to f64
+/// (`x as f64`), its derivative computed with [`lorenz96::rhs`] in f64, and narrowed back
+/// (`d as f32`) for the reply. Anything else gets ERROR.
+#[derive(Debug, Default)]
+pub struct Lorenz96F32 {
+    state: Vec<f64>,
+    derivative: Vec<f64>,
+    encoded: Vec<u8>,
+}
+
+impl Handler for Lorenz96F32 {
+    fn name(&self) -> &str {
+        "lorenz96-f32"
+    }
+
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        request.expect_dtype(Dtype::F32).map_err(|e| format!("lorenz96-f32: {e}"))?;
+        let n = request.count as usize;
+        self.state.resize(n, 0.0);
+        self.derivative.resize(n, 0.0);
+        self.encoded.resize(request.payload.len(), 0);
+        codec::decode_into(request.payload, ValuesMut::F64FromF32(&mut self.state))
+            .map_err(|e| e.to_string())?;
+        lorenz96::rhs(&self.state, lorenz96::FORCING, &mut self.derivative)
+            .map_err(|e| format!("lorenz96-f32: {e}"))?;
+        codec::encode_into(Values::F64AsF32(&self.derivative), &mut self.encoded)
+            .map_err(|e| e.to_string())?;
+        Ok(Response::Wire { dtype: Dtype::F32, count: request.count, payload: &self.encoded })
     }
 }

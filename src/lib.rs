@@ -18,6 +18,7 @@
 //!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
 //! - [`report`]: the latency report — measures the matrix against a raw-bytes baseline,
 //!   renders the table and verdict, exports JSON/CSV/SVG, compares runs.
+//! - [`rhs`]: a remote right-hand side for integrators — `eval(&state, &mut derivative)`.
 //! - [`lorenz96`]: the model's right-hand side in its one fixed evaluation order.
 //! - [`units`]: durations as people type them (`250ms`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
@@ -34,6 +35,7 @@ pub mod lorenz96;
 pub mod peer;
 pub mod process;
 pub mod report;
+pub mod rhs;
 pub mod server;
 pub mod transport;
 pub mod units;

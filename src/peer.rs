@@ -471,6 +471,7 @@ impl Peer {
     /// # Errors
     /// Those of [`Peer::send`] and [`Peer::recv`].
     pub fn call(&mut self, values: Values<'_>, dst: ValuesMut<'_>) -> Result<CallTiming> {
+        self.check_open()?;
         if !self.pending.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "call",
@@ -570,6 +571,7 @@ impl Peer {
     /// error when it had died by itself.
     fn fail(&mut self, error: Error, context: &str) -> Error {
         self.state = State::Failed;
+        self.pending.clear();
         let Some(child) = self.child.as_mut() else { return error };
         // A dead server shows up as end of stream slightly before its exit status is
         // available; give it a moment so the error can say how it ended.

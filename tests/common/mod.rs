@@ -1,0 +1,506 @@
+//! Helpers shared by the cross-process tests: a watchdog that turns a hang into an abort, raw
+//! frame builders and readers, descriptor and child-process counters, and the misbehaving
+//! servers that the tests start by re-executing their own test binary.
+//!
+//! Each test binary compiles this module separately and uses only part of it.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use peerpipe::frame::{self, Dtype, HEADER_LEN, Header, Hello, Kind, encode_frame};
+
+/// Environment variable that turns `misbehaving_server_entry` into a server.
+pub const MISBEHAVE_VAR: &str = "PEERPIPE_MISBEHAVE";
+
+/// Environment variable naming the pid of the test process that started a misbehaving server,
+/// so a test can find its own servers (and only those) anywhere in `/proc`.
+pub const OWNER_VAR: &str = "PEERPIPE_MISBEHAVE_OWNER";
+
+/// The `peer` binary of this crate.
+pub fn peer_exe() -> &'static str {
+    env!("CARGO_BIN_EXE_peer")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Watchdog
+// ---------------------------------------------------------------------------------------------
+
+/// Aborts the whole test binary when the test that created it has not dropped it within the
+/// limit, naming the test, so a stuck pipe fails fast instead of stalling CI (iceoryx2's
+/// `Watchdog`). Create it first thing in a test: `let _watchdog = Watchdog::new(secs(20));`.
+#[derive(Debug)]
+pub struct Watchdog {
+    done: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Starts watching the current test (named after the current thread, as libtest names
+    /// its test threads).
+    pub fn new(limit: Duration) -> Watchdog {
+        let test = thread::current().name().unwrap_or("<unnamed test>").to_owned();
+        let done = Arc::new((Mutex::new(false), Condvar::new()));
+        let watched = Arc::clone(&done);
+        let thread = thread::Builder::new()
+            .name(format!("watchdog for {test}"))
+            .spawn(move || {
+                let (flag, signal) = &*watched;
+                let until = Instant::now() + limit;
+                let mut finished = flag.lock().unwrap_or_else(|e| e.into_inner());
+                while !*finished {
+                    let now = Instant::now();
+                    if now >= until {
+                        // Straight to fd 2: libtest captures `eprintln!` in test threads (and
+                        // threads they spawn), and the capture is lost on abort.
+                        let _ = writeln!(
+                            io::stderr(),
+                            "watchdog: test `{test}` did not finish within {limit:?}; \
+                             aborting the test binary"
+                        );
+                        std::process::abort();
+                    }
+                    finished = signal
+                        .wait_timeout(finished, until - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            })
+            .expect("spawn the watchdog thread");
+        Watchdog { done, thread: Some(thread) }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let (flag, signal) = &*self.done;
+        *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        signal.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// `Duration::from_secs`, shorter.
+pub const fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// Takes `lock` even when an earlier test panicked while holding it.
+pub fn serialize(lock: &Mutex<()>) -> MutexGuard<'_, ()> {
+    lock.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Descriptors and child processes
+// ---------------------------------------------------------------------------------------------
+
+/// Number of open descriptors of this process (the entries of `/proc/self/fd`, not counting
+/// the one the listing itself uses).
+pub fn open_fds() -> usize {
+    fs::read_dir("/proc/self/fd").expect("list /proc/self/fd").count() - 1
+}
+
+/// Descriptors of this process with what they point at, for failure messages.
+pub fn describe_fds() -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir("/proc/self/fd").expect("list /proc/self/fd").flatten() {
+        let target = fs::read_link(entry.path()).map(|p| p.display().to_string());
+        out.push(format!(
+            "{} -> {}",
+            entry.file_name().to_string_lossy(),
+            target.unwrap_or_default()
+        ));
+    }
+    out.sort();
+    out
+}
+
+/// A process whose parent is this process: live, or a zombie not yet reaped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildProc {
+    /// Its pid.
+    pub pid: i32,
+    /// The state letter of `/proc/PID/stat` (`Z` for a zombie).
+    pub state: char,
+    /// Its command name.
+    pub comm: String,
+}
+
+/// Every process whose parent is this process, found by scanning `/proc/*/stat`.
+pub fn child_processes() -> Vec<ChildProc> {
+    let me = std::process::id() as i32;
+    let mut out = Vec::new();
+    let Ok(entries) = fs::read_dir("/proc") else { return out };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        // The process may vanish between the listing and the read.
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        if let Some((state, ppid, comm)) = parse_stat(&stat)
+            && ppid == me
+        {
+            out.push(ChildProc { pid, state, comm });
+        }
+    }
+    out
+}
+
+/// (state, ppid, comm) from a `/proc/PID/stat` line; comm may contain spaces and parentheses.
+fn parse_stat(stat: &str) -> Option<(char, i32, String)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_owned();
+    let mut rest = stat.get(close + 1..)?.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    Some((state, ppid, comm))
+}
+
+/// True while `pid` is a child of this process (alive or an unreaped zombie).
+pub fn is_our_child(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    parse_stat(&stat).is_some_and(|(_, ppid, _)| ppid == std::process::id() as i32)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frames
+// ---------------------------------------------------------------------------------------------
+
+/// 32 header bytes laid out field by field, so invalid headers can be built.
+#[allow(clippy::too_many_arguments)]
+pub fn raw_header(
+    magic: &[u8; 4],
+    version: u8,
+    kind: u8,
+    dtype: u8,
+    flags: u8,
+    seq: u64,
+    count: u64,
+    aux: u64,
+) -> [u8; HEADER_LEN] {
+    let mut out = [0u8; HEADER_LEN];
+    out[..4].copy_from_slice(magic);
+    out[4] = version;
+    out[5] = kind;
+    out[6] = dtype;
+    out[7] = flags;
+    out[8..16].copy_from_slice(&seq.to_le_bytes());
+    out[16..24].copy_from_slice(&count.to_le_bytes());
+    out[24..32].copy_from_slice(&aux.to_le_bytes());
+    out
+}
+
+/// A complete DATA frame.
+pub fn data_frame(seq: u64, dtype: Dtype, count: u64, payload: &[u8]) -> Vec<u8> {
+    encode_frame(&Header::data(seq, dtype, count), payload)
+}
+
+/// A complete control frame (HELLO, ERROR, BYE) with a byte payload.
+pub fn control_frame(kind: Kind, seq: u64, payload: &[u8]) -> Vec<u8> {
+    encode_frame(&Header::control(kind, seq, payload.len() as u64), payload)
+}
+
+/// A client HELLO announcing `max_frame_bytes`.
+pub fn client_hello(max_frame_bytes: u64) -> Vec<u8> {
+    let hello =
+        Hello { max_frame_bytes, handler: None, implementation: Some("peerpipe-tests 0".into()) };
+    control_frame(Kind::Hello, 0, &hello.to_payload())
+}
+
+/// A server HELLO as `peer --role server --handler HANDLER` would write it.
+pub fn server_hello(handler: &str) -> Vec<u8> {
+    let hello = Hello {
+        max_frame_bytes: frame::DEFAULT_MAX_FRAME_BYTES,
+        handler: Some(handler.into()),
+        implementation: Some(frame::implementation_name()),
+    };
+    control_frame(Kind::Hello, 0, &hello.to_payload())
+}
+
+/// A BYE.
+pub fn bye(seq: u64) -> Vec<u8> {
+    control_frame(Kind::Bye, seq, &[])
+}
+
+/// A frame as it came off the wire.
+#[derive(Clone, Debug)]
+pub struct RawFrame {
+    /// The 32 header bytes.
+    pub raw: [u8; HEADER_LEN],
+    /// The validated header.
+    pub header: Header,
+    /// The payload, without padding.
+    pub payload: Vec<u8>,
+}
+
+impl RawFrame {
+    /// The payload as text (ERROR messages, HELLO lines).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.payload).into_owned()
+    }
+}
+
+/// Reads one frame, validating the header (any size) and checking the padding is zero.
+/// `Ok(None)` at end of stream before the first byte; an error for anything cut short.
+pub fn read_frame(reader: &mut impl Read) -> io::Result<Option<RawFrame>> {
+    let mut raw = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        match reader.read(&mut raw[got..])? {
+            0 if got == 0 => return Ok(None),
+            0 => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("stream ended inside a header after {got} bytes"),
+                ));
+            }
+            n => got += n,
+        }
+    }
+    let header = Header::parse(&raw, u64::MAX)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    let len = header.payload_bytes().expect("validated") as usize;
+    let mut body = vec![0u8; len + frame::padding_len(len)];
+    reader.read_exact(&mut body)?;
+    frame::check_padding(&body[len..])
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    body.truncate(len);
+    Ok(Some(RawFrame { raw, header, payload: body }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+// ---------------------------------------------------------------------------------------------
+
+/// f64 edge values as bit patterns: signed zeros, subnormals, extremes, infinities and NaNs
+/// with payloads, quiet and signalling, of both signs.
+pub const F64_EDGE_BITS: [u64; 18] = [
+    0x0000_0000_0000_0000, // +0.0
+    0x8000_0000_0000_0000, // -0.0
+    0x3ff0_0000_0000_0000, // 1.0
+    0xbff0_0000_0000_0000, // -1.0
+    0x0000_0000_0000_0001, // smallest subnormal
+    0x800f_ffff_ffff_ffff, // largest negative subnormal
+    0x0010_0000_0000_0000, // MIN_POSITIVE
+    0x7fef_ffff_ffff_ffff, // MAX
+    0xffef_ffff_ffff_ffff, // MIN
+    0x7ff0_0000_0000_0000, // +inf
+    0xfff0_0000_0000_0000, // -inf
+    0x7ff8_0000_0000_0000, // quiet NaN
+    0x7ff8_0000_0000_0001, // quiet NaN with payload
+    0xfff8_0000_0000_0000, // negative quiet NaN
+    0x7ff0_0000_0000_0001, // signalling NaN
+    0x7ff4_0000_0000_0000, // signalling NaN, high payload bit
+    0xfff0_0000_dead_beef, // negative signalling NaN with payload
+    0xffff_ffff_ffff_ffff, // all ones (a NaN)
+];
+
+/// f32 edge values as bit patterns.
+pub const F32_EDGE_BITS: [u32; 17] = [
+    0x0000_0000, // +0.0
+    0x8000_0000, // -0.0
+    0x3f80_0000, // 1.0
+    0xc020_0000, // -2.5
+    0x0000_0001, // smallest subnormal
+    0x807f_ffff, // largest negative subnormal
+    0x0080_0000, // MIN_POSITIVE
+    0x7f7f_ffff, // MAX
+    0x7f80_0000, // +inf
+    0xff80_0000, // -inf
+    0x7fc0_0000, // quiet NaN
+    0x7fc0_0001, // quiet NaN with payload
+    0xffc0_0000, // negative quiet NaN
+    0x7f80_0001, // signalling NaN
+    0x7fa0_0000, // signalling NaN, high payload bit
+    0xff80_beef, // negative signalling NaN with payload
+    0xffff_ffff, // all ones (a NaN)
+];
+
+/// The f64 edge values.
+pub fn f64_edges() -> Vec<f64> {
+    F64_EDGE_BITS.iter().map(|&b| f64::from_bits(b)).collect()
+}
+
+/// The f32 edge values.
+pub fn f32_edges() -> Vec<f32> {
+    F32_EDGE_BITS.iter().map(|&b| f32::from_bits(b)).collect()
+}
+
+/// `n` deterministic pseudo-random f64 values in about [-10, 10).
+pub fn pseudo_random_f64(n: usize, seed: u64) -> Vec<f64> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            // xorshift64*
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            let bits = state.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            (bits >> 11) as f64 / (1u64 << 53) as f64 * 20.0 - 10.0
+        })
+        .collect()
+}
+
+/// Bit patterns of f64 values, for exact comparisons that treat NaNs as data.
+pub fn bits64(values: &[f64]) -> Vec<u64> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+/// Bit patterns of f32 values.
+pub fn bits32(values: &[f32]) -> Vec<u32> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Misbehaving servers (re-executions of the test binary)
+// ---------------------------------------------------------------------------------------------
+
+/// A shell command line that re-executes the current test binary as the misbehaving server
+/// `mode`: `exec` keeps the pid (so terminating it leaves no grandchild), fd 3 carries the
+/// protocol out, and the test harness's own printing on fd 1 goes to `/dev/null` so it cannot
+/// reach the client. With `stderr_to`, the child's stderr goes to that file.
+pub fn misbehaving_shell_line(mode: &str, stderr_to: Option<&Path>) -> String {
+    let exe = std::env::current_exe().expect("current_exe");
+    let stderr = stderr_to.map_or(String::new(), |path| format!(" 2>{}", shell_quote(path)));
+    format!(
+        "exec env {MISBEHAVE_VAR}={mode} {OWNER_VAR}={owner} {exe} misbehaving_server_entry \
+         --exact --nocapture -q 3>&1 1>/dev/null{stderr}",
+        owner = std::process::id(),
+        exe = shell_quote(&exe),
+    )
+}
+
+fn shell_quote(path: &Path) -> String {
+    let text = path.to_str().expect("UTF-8 path");
+    assert!(!text.contains('\''), "path {text:?} cannot be single-quoted");
+    format!("'{text}'")
+}
+
+/// `sh -c LINE` for [`misbehaving_shell_line`], ready for `Peer::spawn`.
+pub fn misbehaving_command(mode: &str, stderr_to: Option<&Path>) -> Command {
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(misbehaving_shell_line(mode, stderr_to));
+    command
+}
+
+/// Body of each test binary's `misbehaving_server_entry` test: returns at once in a normal
+/// test run; when started by [`misbehaving_command`], plays the server `mode` on stdin and
+/// fd 3, then exits the process.
+pub fn misbehaving_server_entry() {
+    let Ok(mode) = std::env::var(MISBEHAVE_VAR) else { return };
+    misbehave(&mode)
+}
+
+fn protocol_out() -> fs::File {
+    // On Linux, opening /dev/fd/3 of a pipe opens that same pipe.
+    fs::OpenOptions::new().write(true).open("/dev/fd/3").expect("open the protocol pipe /dev/fd/3")
+}
+
+/// Reads stdin until end of stream (the client went away), then exits: a server that says
+/// nothing more but leaves when its client does, even if the test binary was aborted.
+fn linger() -> ! {
+    let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
+    std::process::exit(0)
+}
+
+fn read_client_frame() -> RawFrame {
+    match read_frame(&mut io::stdin().lock()) {
+        Ok(Some(frame)) => frame,
+        // The client gave up already: nothing left to do.
+        _ => std::process::exit(0),
+    }
+}
+
+fn misbehave(mode: &str) -> ! {
+    let mut out = protocol_out();
+    match mode {
+        "exit-3" => std::process::exit(3),
+        "noisy-echo" => noisy_echo(out),
+        "silent" => linger(),
+        "garbage" => {
+            let _ = out.write_all(b"this is not a frame of wire format v1, it is just text\n");
+            linger()
+        }
+        "half-header" => {
+            // Wait for the client's HELLO first: exiting before the client has written it would
+            // make the client's write fail (EPIPE) before it reads the truncated header.
+            let _ = read_client_frame();
+            let _ = out.write_all(&server_hello("misbehaving")[..10]);
+            std::process::exit(0)
+        }
+        _ => {}
+    }
+    out.write_all(&server_hello("misbehaving")).expect("write HELLO");
+    if mode == "hang-after-hello" {
+        linger();
+    }
+    let hello = read_client_frame();
+    assert_eq!(hello.header.kind, Kind::Hello, "the client's first frame");
+    let request = read_client_frame();
+    let Header { seq, dtype, count, .. } = request.header;
+    let payload = &request.payload;
+    let reply = match mode {
+        "wrong-seq" => data_frame(seq + 1, dtype, count, payload),
+        "wrong-count" => {
+            let width = dtype.width() as usize;
+            data_frame(seq, dtype, count - 1, &payload[..payload.len() - width])
+        }
+        "wrong-dtype" => {
+            // Same bytes, announced as f32: twice the count.
+            assert_eq!(dtype, Dtype::F64, "wrong-dtype expects an f64 request");
+            data_frame(seq, Dtype::F32, count * 2, payload)
+        }
+        "hello-reply" => {
+            // A second HELLO, carrying the request's seq so that only its kind is wrong.
+            let hello = Hello { max_frame_bytes: 1024, handler: None, implementation: None };
+            control_frame(Kind::Hello, seq, &hello.to_payload())
+        }
+        "half-frame" => {
+            let full = data_frame(seq, dtype, count, payload);
+            let _ = out.write_all(&full[..HEADER_LEN + 13]);
+            std::process::exit(0)
+        }
+        "killed" => {
+            let me = nix::unistd::getpid();
+            let _ = nix::sys::signal::kill(me, nix::sys::signal::Signal::SIGKILL);
+            unreachable!("SIGKILL returned")
+        }
+        other => panic!("unknown {MISBEHAVE_VAR} mode {other:?}"),
+    };
+    let _ = out.write_all(&reply);
+    linger()
+}
+
+/// A well-behaved echo server whose handler prints to stdout: after
+/// `peerpipe::server::stdio_transport` the prints must land on stderr, not in the stream.
+fn noisy_echo(out: fs::File) -> ! {
+    use peerpipe::handlers::EchoRaw;
+    use peerpipe::server::{Handler, Request, Response, ServeOptions, serve, stdio_transport};
+
+    struct Noisy(EchoRaw);
+    impl Handler for Noisy {
+        fn name(&self) -> &str {
+            "noisy-echo"
+        }
+        fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+            println!("noisy-echo: a stray print from the handler, seq {}", request.seq);
+            self.0.handle(request)
+        }
+    }
+
+    // Make the protocol pipe this process's stdout, as it is for a real server.
+    nix::unistd::dup2_stdout(&out).expect("dup2 the protocol pipe onto fd 1");
+    drop(out);
+    let mut transport = stdio_transport(peerpipe::Wait::Block).expect("stdio_transport");
+    println!("noisy-echo: a stray print after stdio_transport");
+    let result = serve(&mut transport, &mut Noisy(EchoRaw), &ServeOptions::default());
+    std::process::exit(if result.is_ok() { 0 } else { 7 })
+}

@@ -1,0 +1,798 @@
+//! The real `peer --role server` binary, driven byte by byte over raw pipes: HELLO first,
+//! bit-exact echoes of every dtype and edge value, lorenz96 against the library, pipelining,
+//! every validation rule of `docs/PROTOCOL.md` §10 with its ERROR frame and exit status, end
+//! of stream at and inside a frame, BYE, a client that stops reading, and 8 MiB frames.
+//!
+//! The client side here is hand-written from the specification with `std::process` pipes, not
+//! the library's `Peer`, so a mistake shared by the library's client and server cannot hide.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::thread::{self, JoinHandle};
+
+use common::{
+    RawFrame, Watchdog, bits32, bits64, bye, client_hello, control_frame, data_frame, f32_edges,
+    f64_edges, peer_exe, pseudo_random_f64, raw_header, read_frame, secs,
+};
+use peerpipe::codec;
+use peerpipe::frame::{DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Hello, Kind};
+use peerpipe::lorenz96;
+
+/// A `peer --role server` child with its stdin, stdout and stderr on pipes.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Server {
+    fn spawn(handler: &str, extra: &[&str]) -> Server {
+        let mut child = Command::new(peer_exe())
+            .args(["--role", "server", "--handler", handler])
+            .args(extra)
+            .env("RUST_BACKTRACE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn peer --role server");
+        let mut stderr = child.stderr.take().expect("stderr pipe");
+        let stderr = thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+        Server {
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            stderr: Some(stderr),
+            child,
+        }
+    }
+
+    /// Spawns the server, reads its HELLO and sends a client HELLO.
+    fn handshake(handler: &str, extra: &[&str]) -> Server {
+        let mut server = Server::spawn(handler, extra);
+        let hello = server.frame();
+        assert_eq!(hello.header.kind, Kind::Hello);
+        server.write(&client_hello(DEFAULT_MAX_FRAME_BYTES));
+        server
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Writes all of `bytes`; the server must be reading.
+    fn write(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        stdin.write_all(bytes).expect("write to the server's stdin");
+        stdin.flush().expect("flush");
+    }
+
+    /// Writes `bytes`, tolerating a server that has already stopped reading (it may reject a
+    /// header and exit before the rest arrives).
+    fn write_lossy(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        if let Err(e) = stdin.write_all(bytes) {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write to the server: {e}");
+        }
+    }
+
+    /// Ends the client → server stream.
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Reads the next frame, failing on end of stream or a malformed frame.
+    fn frame(&mut self) -> RawFrame {
+        self.maybe_frame().expect("a frame from the server, found end of stream")
+    }
+
+    /// Reads the next frame, `None` at end of stream.
+    fn maybe_frame(&mut self) -> Option<RawFrame> {
+        let stdout = self.stdout.as_mut().expect("stdout still open");
+        read_frame(stdout).expect("a well-formed frame from the server")
+    }
+
+    /// Everything the server writes until end of stream, as raw bytes.
+    fn rest(&mut self) -> Vec<u8> {
+        let mut rest = Vec::new();
+        self.stdout.as_mut().expect("stdout still open").read_to_end(&mut rest).expect("read");
+        rest
+    }
+
+    /// Closes our ends, waits for the server and returns its status and its stderr.
+    fn finish(mut self) -> (ExitStatus, String) {
+        self.stdin = None;
+        self.stdout = None;
+        let status = self.child.wait().expect("wait for the server");
+        let stderr = self.stderr.take().expect("stderr reader").join().expect("stderr reader");
+        (status, stderr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Only reached with a live child when a test failed: do not leave it behind.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Asserts that the server exited non-zero (not by a signal) with exactly one stderr line
+/// `peer: error: ...` containing `fragment`, and no panic or backtrace.
+fn assert_failed_with(status: ExitStatus, stderr: &str, fragment: &str) {
+    assert_eq!(status.code(), Some(2), "exit status {status:?}; stderr: {stderr:?}");
+    assert_one_error_line(stderr, fragment);
+}
+
+fn assert_one_error_line(stderr: &str, fragment: &str) {
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one stderr line, found {stderr:?}");
+    assert!(lines[0].starts_with("peer: error: "), "stderr line {:?}", lines[0]);
+    assert!(lines[0].contains(fragment), "stderr line {:?} lacks {fragment:?}", lines[0]);
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr:?}");
+}
+
+/// Asserts the frame is an ERROR for `seq` whose message contains `fragment`.
+fn assert_error_frame(frame: &RawFrame, seq: u64, fragment: &str) {
+    assert_eq!(frame.header.kind, Kind::Error, "expected ERROR, got {:?}", frame.header);
+    assert_eq!(frame.header.dtype, Dtype::Bytes);
+    assert_eq!(frame.header.count, frame.payload.len() as u64);
+    assert_eq!(frame.header.seq, seq, "ERROR seq; message {:?}", frame.text());
+    assert!(frame.text().contains(fragment), "ERROR {:?} lacks {fragment:?}", frame.text());
+}
+
+/// Sends `bytes` after the handshake (or before it, with `handshake = false`) and checks the
+/// case-B reaction: one ERROR with `seq`, end of stream, exit status 2, one stderr line.
+fn assert_violation(extra: &[&str], handshake: bool, bytes: &[u8], seq: u64, fragment: &str) {
+    let mut server = if handshake {
+        Server::handshake("echo", extra)
+    } else {
+        let mut server = Server::spawn("echo", extra);
+        assert_eq!(server.frame().header.kind, Kind::Hello);
+        server
+    };
+    server.write_lossy(bytes);
+    let error = server.frame();
+    assert_error_frame(&error, seq, fragment);
+    assert!(server.maybe_frame().is_none(), "end of stream expected after a case-B ERROR");
+    let (status, stderr) = server.finish();
+    assert_failed_with(status, &stderr, fragment);
+}
+
+fn f64_bytes(values: &[f64]) -> Vec<u8> {
+    codec::encode_f64(values)
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    codec::encode_f32(values)
+}
+
+// ---------------------------------------------------------------------------------------------
+// HELLO and BYE
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn server_says_hello_first_naming_its_handler_and_implementation() {
+    let _watchdog = Watchdog::new(secs(20));
+    for handler in ["echo", "echo-raw", "lorenz96"] {
+        // Nothing is written before reading: the server must not wait for the client's HELLO.
+        let mut server = Server::spawn(handler, &[]);
+        let hello = server.frame();
+        let header = hello.header;
+        assert_eq!(&hello.raw[..4], b"PEER");
+        assert_eq!(
+            (header.kind, header.dtype, header.seq, header.aux),
+            (Kind::Hello, Dtype::Bytes, 0, 0)
+        );
+        assert_eq!(header.count, hello.payload.len() as u64);
+        let parsed = Hello::parse(&hello.payload).expect("a valid HELLO payload");
+        assert_eq!(parsed.handler.as_deref(), Some(handler));
+        assert_eq!(parsed.max_frame_bytes, DEFAULT_MAX_FRAME_BYTES);
+        let implementation = parsed.implementation.expect("impl= present");
+        assert!(implementation.starts_with("peerpipe "), "impl={implementation}");
+        let text = hello.text();
+        assert!(text.starts_with("version=1\n"), "{text:?}");
+        assert!(text.contains(&format!("\nhandler={handler}\n")), "{text:?}");
+        assert!(text.contains("\nimpl="), "{text:?}");
+        server.write(&client_hello(DEFAULT_MAX_FRAME_BYTES));
+        server.write(&bye(1));
+        assert_eq!(server.frame().header.kind, Kind::Bye);
+        let (status, stderr) = server.finish();
+        assert!(status.success(), "{status:?} {stderr:?}");
+    }
+}
+
+#[test]
+fn server_announces_its_max_frame_bytes() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::spawn("echo", &["--max-frame-bytes", "1024"]);
+    let hello = Hello::parse(&server.frame().payload).expect("valid HELLO");
+    assert_eq!(hello.max_frame_bytes, 1024);
+}
+
+#[test]
+fn bye_gets_bye_with_the_same_seq_then_end_of_stream_and_exit_0() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("echo", &[]);
+    server.write(&data_frame(1, Dtype::F64, 1, &f64_bytes(&[2.0])));
+    assert_eq!(server.frame().header.kind, Kind::Data);
+    server.write(&bye(42));
+    let reply = server.frame();
+    assert_eq!(
+        (
+            reply.header.kind,
+            reply.header.dtype,
+            reply.header.seq,
+            reply.header.count,
+            reply.header.aux
+        ),
+        (Kind::Bye, Dtype::Bytes, 42, 0, 0)
+    );
+    // Nothing after the BYE, even with our stdin still open.
+    assert!(server.rest().is_empty());
+    let (status, stderr) = server.finish();
+    assert_eq!(status.code(), Some(0), "{stderr:?}");
+    assert!(stderr.is_empty(), "stderr after a clean BYE: {stderr:?}");
+}
+
+#[test]
+fn stdout_of_the_server_carries_only_frames_and_fd_1_points_at_stderr() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("echo", &[]);
+    // After start-up fd 1 of the server is its stderr, so a stray print cannot reach us.
+    server.write(&data_frame(1, Dtype::Bytes, 3, b"abc"));
+    assert_eq!(server.frame().payload, b"abc");
+    let fd1 = std::fs::read_link(format!("/proc/{}/fd/1", server.pid())).expect("server fd 1");
+    let fd2 = std::fs::read_link(format!("/proc/{}/fd/2", server.pid())).expect("server fd 2");
+    assert_eq!(fd1, fd2, "the server's fd 1 should be its stderr");
+    // And the stream is frames and nothing else, up to end of stream.
+    server.write(&bye(2));
+    assert_eq!(server.frame().header.kind, Kind::Bye);
+    assert_eq!(server.rest(), b"");
+    let (status, _) = server.finish();
+    assert!(status.success());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bit-exact echoes
+// ---------------------------------------------------------------------------------------------
+
+/// Requests covering every dtype, every edge value, empty arrays, odd f32 counts and byte
+/// counts of every padding length.
+fn edge_requests() -> Vec<(Dtype, u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let f64s = f64_edges();
+    let f32s = f32_edges();
+    out.push((Dtype::F64, f64s.len() as u64, f64_bytes(&f64s)));
+    out.push((Dtype::F32, f32s.len() as u64, f32_bytes(&f32s)));
+    for value in &f64s {
+        out.push((Dtype::F64, 1, f64_bytes(&[*value])));
+    }
+    for n in [0usize, 1, 3, 5, 7, 9] {
+        // Odd f32 counts need 4 bytes of padding.
+        let values: Vec<f32> = f32s.iter().copied().cycle().take(n).collect();
+        out.push((Dtype::F32, n as u64, f32_bytes(&values)));
+    }
+    out.push((Dtype::F64, 0, Vec::new()));
+    for n in 0..=17usize {
+        let bytes: Vec<u8> = (0..n).map(|i| (i * 37 + 255) as u8).collect();
+        out.push((Dtype::Bytes, n as u64, bytes));
+    }
+    out.push((Dtype::Bytes, 256, (0..=255u8).collect()));
+    let random = pseudo_random_f64(1000, 7);
+    out.push((Dtype::F64, 1000, f64_bytes(&random)));
+    out
+}
+
+fn assert_echoes_every_edge_value(handler: &str) {
+    let _watchdog = Watchdog::new(secs(30));
+    let mut server = Server::handshake(handler, &[]);
+    for (i, (dtype, count, payload)) in edge_requests().into_iter().enumerate() {
+        let seq = 1000 + i as u64;
+        server.write(&data_frame(seq, dtype, count, &payload));
+        let reply = server.frame();
+        let h = reply.header;
+        assert_eq!(
+            (h.kind, h.seq, h.dtype, h.count),
+            (Kind::Data, seq, dtype, count),
+            "request {i}"
+        );
+        assert_eq!(reply.payload, payload, "{handler}: request {i} ({dtype} × {count}) changed");
+    }
+    server.write(&bye(1));
+    assert_eq!(server.frame().header.kind, Kind::Bye);
+    let (status, stderr) = server.finish();
+    assert!(status.success(), "{stderr:?}");
+}
+
+#[test]
+fn echo_returns_every_dtype_and_edge_value_bit_for_bit() {
+    assert_echoes_every_edge_value("echo");
+}
+
+#[test]
+fn echo_raw_returns_every_dtype_and_edge_value_bit_for_bit() {
+    assert_echoes_every_edge_value("echo-raw");
+}
+
+#[test]
+fn echo_keeps_nan_payloads_and_signalling_nans_when_decoded_as_numbers() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("echo", &[]);
+    let f64s = f64_edges();
+    server.write(&data_frame(1, Dtype::F64, f64s.len() as u64, &f64_bytes(&f64s)));
+    let back = codec::decode_f64(&server.frame().payload).expect("f64 payload");
+    assert_eq!(bits64(&back), bits64(&f64s));
+    let f32s = f32_edges();
+    server.write(&data_frame(2, Dtype::F32, f32s.len() as u64, &f32_bytes(&f32s)));
+    let back = codec::decode_f32(&server.frame().payload).expect("f32 payload");
+    assert_eq!(bits32(&back), bits32(&f32s));
+}
+
+#[test]
+fn every_wait_strategy_serves_the_same_bytes() {
+    let _watchdog = Watchdog::new(secs(20));
+    for wait in ["block", "spin", "hybrid", "hybrid:20us"] {
+        let mut server = Server::handshake("echo", &["--wait", wait]);
+        let values = pseudo_random_f64(500, 3);
+        server.write(&data_frame(5, Dtype::F64, 500, &f64_bytes(&values)));
+        assert_eq!(server.frame().payload, f64_bytes(&values), "--wait {wait}");
+        server.write(&bye(6));
+        assert_eq!(server.frame().header.kind, Kind::Bye);
+        let (status, stderr) = server.finish();
+        assert!(status.success(), "--wait {wait}: {stderr:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// lorenz96
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn lorenz96_matches_the_library_rhs_bit_for_bit() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("lorenz96", &[]);
+    let mut states = vec![
+        vec![1.0, 2.0, 3.0, 4.0],
+        [0xc01d333333333333u64, 0xbff0000000000000, 0xbffe666666666666, 0xc019333333333333]
+            .map(f64::from_bits)
+            .to_vec(),
+    ];
+    for (n, seed) in [(4, 1), (5, 2), (40, 3), (1000, 4), (65_536, 5)] {
+        states.push(pseudo_random_f64(n, seed));
+    }
+    for (i, x) in states.iter().enumerate() {
+        let seq = 10 + i as u64;
+        server.write(&data_frame(seq, Dtype::F64, x.len() as u64, &f64_bytes(x)));
+        let reply = server.frame();
+        assert_eq!((reply.header.kind, reply.header.seq), (Kind::Data, seq));
+        assert_eq!((reply.header.dtype, reply.header.count), (Dtype::F64, x.len() as u64));
+        let mut expected = vec![0.0; x.len()];
+        lorenz96::rhs(x, lorenz96::FORCING, &mut expected).expect("n >= 4");
+        let got = codec::decode_f64(&reply.payload).expect("f64");
+        assert_eq!(bits64(&got), bits64(&expected), "state {i} (n = {})", x.len());
+        if i == 0 {
+            assert_eq!(got, [3.0, 5.0, 11.0, 1.0], "PROTOCOL.md §9 first test vector");
+        }
+        if i == 1 {
+            let want =
+                [0x4023428f5c28f5c3u64, 0xc0371eb851eb8520, 0x4021cccccccccccd, 0x403a451eb851eb85];
+            assert_eq!(bits64(&got), want, "PROTOCOL.md §9 second test vector");
+        }
+    }
+}
+
+#[test]
+fn lorenz96_rejects_f32_bytes_and_short_states_with_error_and_goes_on() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("lorenz96", &[]);
+    let rejected: [(u64, Dtype, u64, Vec<u8>, &str); 5] = [
+        (1, Dtype::F32, 4, f32_bytes(&[1.0, 2.0, 3.0, 4.0]), "f32"),
+        (2, Dtype::F64, 3, f64_bytes(&[1.0, 2.0, 3.0]), "3"),
+        (3, Dtype::F64, 0, Vec::new(), "0"),
+        (4, Dtype::Bytes, 32, vec![0; 32], "bytes"),
+        (5, Dtype::F64, 1, f64_bytes(&[1.0]), "1"),
+    ];
+    for (seq, dtype, count, payload, fragment) in rejected {
+        server.write(&data_frame(seq, dtype, count, &payload));
+        let reply = server.frame();
+        assert_error_frame(&reply, seq, "lorenz96");
+        assert!(reply.text().contains(fragment), "{:?} lacks {fragment:?}", reply.text());
+        // Case A: the conversation goes on.
+        let x = [1.0, 2.0, 3.0, 4.0];
+        server.write(&data_frame(100 + seq, Dtype::F64, 4, &f64_bytes(&x)));
+        let ok = server.frame();
+        assert_eq!((ok.header.kind, ok.header.seq), (Kind::Data, 100 + seq));
+        assert_eq!(codec::decode_f64(&ok.payload).unwrap(), [3.0, 5.0, 11.0, 1.0]);
+    }
+    server.write(&bye(9));
+    assert_eq!(server.frame().header.kind, Kind::Bye);
+    let (status, stderr) = server.finish();
+    assert!(status.success(), "rejected requests must not affect the exit status: {stderr:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipelining and large frames
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn pipelined_requests_are_answered_in_order_with_their_seqs() {
+    let _watchdog = Watchdog::new(secs(20));
+    for handler in ["echo", "echo-raw"] {
+        let mut server = Server::handshake(handler, &[]);
+        let mut sent = Vec::new();
+        let mut burst = Vec::new();
+        for i in 0..10u64 {
+            // Non-monotonic seqs: the server echoes whatever the request holds.
+            let seq = 7919 * (i + 1) % 1000;
+            let (dtype, count, payload) = match i % 3 {
+                0 => (Dtype::F64, i, f64_bytes(&pseudo_random_f64(i as usize, i))),
+                1 => (Dtype::F32, i, f32_bytes(&f32_edges()[..i as usize])),
+                _ => (Dtype::Bytes, i, vec![i as u8; i as usize]),
+            };
+            burst.extend(data_frame(seq, dtype, count, &payload));
+            sent.push((seq, dtype, count, payload));
+        }
+        server.write(&burst);
+        for (seq, dtype, count, payload) in sent {
+            let reply = server.frame();
+            let h = reply.header;
+            assert_eq!((h.kind, h.seq, h.dtype, h.count), (Kind::Data, seq, dtype, count));
+            assert_eq!(reply.payload, payload);
+        }
+        let (status, stderr) = server.finish();
+        assert!(status.success(), "{stderr:?}");
+    }
+}
+
+const LARGE: usize = 1 << 20; // 1,048,576 f64 = 8 MiB
+
+#[test]
+fn an_8_mib_request_and_its_8_mib_reply_pass_without_deadlock() {
+    let _watchdog = Watchdog::new(secs(40));
+    for handler in ["echo", "echo-raw"] {
+        let values = pseudo_random_f64(LARGE, 11);
+        let payload = f64_bytes(&values);
+        assert_eq!(payload.len(), 8 << 20);
+        let mut server = Server::handshake(handler, &[]);
+        // The whole request is written before anything is read: the server must read all of
+        // it before writing its reply.
+        server.write(&data_frame(1, Dtype::F64, LARGE as u64, &payload));
+        let reply = server.frame();
+        assert_eq!((reply.header.seq, reply.header.count), (1, LARGE as u64));
+        assert!(reply.payload == payload, "{handler}: 8 MiB reply differs");
+        let (status, stderr) = server.finish();
+        assert!(status.success(), "{stderr:?}");
+    }
+}
+
+#[test]
+fn pipelined_8_mib_frames_flow_in_both_directions_at_once() {
+    let _watchdog = Watchdog::new(secs(40));
+    let mut server = Server::handshake("echo", &[]);
+    let payloads: Vec<Vec<u8>> =
+        (0..3).map(|seed| f64_bytes(&pseudo_random_f64(LARGE, 100 + seed))).collect();
+    let frames: Vec<Vec<u8>> = payloads
+        .iter()
+        .enumerate()
+        .map(|(i, p)| data_frame(i as u64 + 1, Dtype::F64, LARGE as u64, p))
+        .collect();
+    // A writer thread keeps sending while this thread reads: the server writes a reply while
+    // the next request is still arriving.
+    let mut stdin = server.stdin.take().expect("stdin");
+    let writer = thread::spawn(move || {
+        for frame in frames {
+            stdin.write_all(&frame).expect("write an 8 MiB request");
+        }
+        // Dropping stdin ends the stream at a frame boundary.
+    });
+    for (i, payload) in payloads.iter().enumerate() {
+        let reply = server.frame();
+        assert_eq!(reply.header.seq, i as u64 + 1);
+        assert!(&reply.payload == payload, "reply {i} differs");
+    }
+    writer.join().expect("writer");
+    assert!(server.maybe_frame().is_none());
+    let (status, stderr) = server.finish();
+    assert!(status.success(), "{stderr:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation rules (PROTOCOL.md §10): ERROR with the header's seq, exit 2, one stderr line
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn bad_magic_gets_error_with_the_headers_seq_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let header = raw_header(b"XEER", 1, 2, 2, 0, 7, 1, 0);
+    assert_violation(&[], true, &header, 7, "bad magic");
+}
+
+#[test]
+fn bad_magic_as_the_first_frame_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let header = raw_header(b"peer", 1, 1, 0, 0, 3, 0, 0);
+    assert_violation(&[], false, &header, 3, "bad magic");
+}
+
+#[test]
+fn unsupported_version_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let header = raw_header(b"PEER", 2, 2, 2, 0, 8, 1, 0);
+    assert_violation(&[], true, &header, 8, "unsupported version: expected 1, found 2");
+}
+
+#[test]
+fn unknown_kind_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    for (kind, seq) in [(9u8, 9u64), (0, 90)] {
+        let header = raw_header(b"PEER", 1, kind, 0, 0, seq, 0, 0);
+        assert_violation(&[], true, &header, seq, &format!("unknown frame kind {kind}"));
+    }
+}
+
+#[test]
+fn unknown_dtype_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let header = raw_header(b"PEER", 1, 2, 3, 0, 10, 1, 0);
+    assert_violation(&[], true, &header, 10, "unknown dtype 3");
+}
+
+#[test]
+fn reserved_flags_get_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let header = raw_header(b"PEER", 1, 2, 2, 1, 11, 1, 0);
+    assert_violation(&[], true, &header, 11, "reserved flags set: expected 0, found 0x01");
+}
+
+#[test]
+fn nonzero_padding_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    // f32 × 3 = 12 bytes, then 4 bytes of padding with byte 2 set.
+    let mut frame = raw_header(b"PEER", 1, 2, 1, 0, 12, 3, 0).to_vec();
+    frame.extend(f32_bytes(&[1.0, 2.0, 3.0]));
+    frame.extend([0, 0, 7, 0]);
+    assert_violation(&[], true, &frame, 12, "nonzero padding: byte 2 of the padding is 0x07");
+}
+
+#[test]
+fn hello_with_a_numeric_dtype_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let header = raw_header(b"PEER", 1, 1, 2, 0, 13, 1, 0);
+    assert_violation(&[], false, &header, 13, "malformed HELLO frame");
+}
+
+#[test]
+fn bye_with_a_count_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let header = raw_header(b"PEER", 1, 4, 0, 0, 14, 3, 0);
+    assert_violation(
+        &[],
+        true,
+        &header,
+        14,
+        "malformed BYE frame: expected count 0, found count 3",
+    );
+}
+
+#[test]
+fn length_overflow_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let header = raw_header(b"PEER", 1, 2, 2, 0, 15, u64::MAX, 0);
+    assert_violation(&[], true, &header, 15, "payload length overflows u64");
+}
+
+#[test]
+fn frame_larger_than_max_frame_bytes_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    // 129 f64 = 1032 bytes > 1024; only the header is sent: the server must not wait for it.
+    let header = raw_header(b"PEER", 1, 2, 2, 0, 16, 129, 0);
+    assert_violation(
+        &["--max-frame-bytes", "1024"],
+        true,
+        &header,
+        16,
+        "frame too large: payload of 1032 bytes exceeds max_frame_bytes 1024",
+    );
+}
+
+#[test]
+fn a_payload_of_exactly_max_frame_bytes_is_accepted() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("echo", &["--max-frame-bytes", "1024"]);
+    let values = pseudo_random_f64(128, 5);
+    server.write(&data_frame(1, Dtype::F64, 128, &f64_bytes(&values)));
+    assert_eq!(server.frame().payload, f64_bytes(&values));
+}
+
+#[test]
+fn oversized_hello_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    // HELLO payloads are capped at 64 KiB whatever max_frame_bytes says.
+    let header = raw_header(b"PEER", 1, 1, 0, 0, 0, 70_000, 0);
+    assert_violation(&[], false, &header, 0, "frame too large");
+}
+
+#[test]
+fn data_before_hello_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let frame = data_frame(17, Dtype::F64, 1, &f64_bytes(&[1.0]));
+    assert_violation(&[], false, &frame, 17, "unexpected DATA frame: expected HELLO");
+}
+
+#[test]
+fn bye_before_hello_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    assert_violation(&[], false, &bye(170), 170, "unexpected BYE frame: expected HELLO");
+}
+
+#[test]
+fn second_hello_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let hello = Hello { max_frame_bytes: 4096, handler: None, implementation: None };
+    let frame = control_frame(Kind::Hello, 18, &hello.to_payload());
+    assert_violation(&[], true, &frame, 18, "unexpected HELLO frame: expected DATA or BYE");
+}
+
+#[test]
+fn error_from_the_client_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let frame = control_frame(Kind::Error, 19, b"client says no");
+    assert_violation(&[], true, &frame, 19, "unexpected ERROR frame");
+}
+
+#[test]
+fn invalid_hello_payloads_get_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(30));
+    let cases: [(&[u8], &str); 5] = [
+        (b"version=1\n", "missing required key max_frame_bytes"),
+        (b"version=2\nmax_frame_bytes=10\n", "version: expected 1, found \"2\""),
+        (b"version=1\nmax_frame_bytes=lots\n", "max_frame_bytes"),
+        (b"version=1\nmax_frame_bytes=10", "does not end"),
+        (b"version=1\n\xff\xfe=1\nmax_frame_bytes=10\n", "UTF-8"),
+    ];
+    for (i, (payload, fragment)) in cases.into_iter().enumerate() {
+        let seq = 20 + i as u64;
+        let frame = control_frame(Kind::Hello, seq, payload);
+        assert_violation(&[], false, &frame, seq, fragment);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// End of stream (PROTOCOL.md §8)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn end_of_stream_at_a_frame_boundary_after_hello_exits_0() {
+    let _watchdog = Watchdog::new(secs(20));
+    for requests in [0u64, 2] {
+        let mut server = Server::handshake("echo", &[]);
+        for seq in 1..=requests {
+            server.write(&data_frame(seq, Dtype::F32, 1, &f32_bytes(&[1.5])));
+            assert_eq!(server.frame().header.seq, seq);
+        }
+        server.close_stdin();
+        assert!(server.maybe_frame().is_none());
+        let (status, stderr) = server.finish();
+        assert_eq!(status.code(), Some(0), "after {requests} requests: {stderr:?}");
+        assert!(stderr.is_empty(), "{stderr:?}");
+    }
+}
+
+#[test]
+fn end_of_stream_inside_a_header_gets_error_seq_0_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("echo", &[]);
+    server.write(&data_frame(31, Dtype::F64, 1, &f64_bytes(&[1.0]))[..10]);
+    server.close_stdin();
+    let error = server.frame();
+    assert_error_frame(&error, 0, "truncated header: got 10 of 32 bytes");
+    assert!(server.maybe_frame().is_none());
+    let (status, stderr) = server.finish();
+    assert_failed_with(status, &stderr, "truncated header: got 10 of 32 bytes");
+}
+
+#[test]
+fn end_of_stream_inside_a_payload_gets_error_with_its_seq_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("echo", &[]);
+    let frame = data_frame(21, Dtype::F64, 2, &f64_bytes(&[1.0, 2.0]));
+    server.write(&frame[..HEADER_LEN + 4]);
+    server.close_stdin();
+    let error = server.frame();
+    assert_error_frame(&error, 21, "truncated payload: got 4 of 16 bytes");
+    let (status, stderr) = server.finish();
+    assert_failed_with(status, &stderr, "truncated payload: got 4 of 16 bytes");
+}
+
+#[test]
+fn end_of_stream_inside_the_padding_gets_error_with_its_seq_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("echo", &[]);
+    // f32 × 1 = 4 bytes of payload and 4 of padding; send 1 padding byte.
+    let frame = data_frame(22, Dtype::F32, 1, &f32_bytes(&[1.0]));
+    server.write(&frame[..HEADER_LEN + 5]);
+    server.close_stdin();
+    let error = server.frame();
+    assert_error_frame(&error, 22, "truncated padding: got 1 of 4 bytes");
+    let (status, stderr) = server.finish();
+    assert_failed_with(status, &stderr, "truncated padding: got 1 of 4 bytes");
+}
+
+#[test]
+fn end_of_stream_inside_the_clients_hello_gets_error_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::spawn("echo", &[]);
+    assert_eq!(server.frame().header.kind, Kind::Hello);
+    let hello = client_hello(DEFAULT_MAX_FRAME_BYTES);
+    server.write(&hello[..HEADER_LEN + 5]);
+    server.close_stdin();
+    let error = server.frame();
+    assert_error_frame(&error, 0, "truncated payload: got 5 of");
+    let (status, stderr) = server.finish();
+    assert_failed_with(status, &stderr, "truncated payload: got 5 of");
+}
+
+#[test]
+fn end_of_stream_before_the_clients_hello_gets_error_seq_0_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::spawn("echo", &[]);
+    assert_eq!(server.frame().header.kind, Kind::Hello);
+    server.close_stdin();
+    let error = server.maybe_frame().expect("an ERROR frame before end of stream (§8, §6 case B)");
+    assert_error_frame(&error, 0, "truncated stream before HELLO: got 0 of 32 bytes");
+    let (status, stderr) = server.finish();
+    assert_failed_with(status, &stderr, "truncated stream before HELLO: got 0 of 32 bytes");
+}
+
+#[test]
+fn end_of_stream_inside_the_first_header_gets_error_seq_0_and_exit_2() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::spawn("echo", &[]);
+    assert_eq!(server.frame().header.kind, Kind::Hello);
+    server.write(&client_hello(DEFAULT_MAX_FRAME_BYTES)[..10]);
+    server.close_stdin();
+    let error = server.maybe_frame().expect("an ERROR frame before end of stream (§8, §6 case B)");
+    assert_error_frame(&error, 0, "truncated header: got 10 of 32 bytes");
+    let (status, stderr) = server.finish();
+    assert_failed_with(status, &stderr, "truncated header: got 10 of 32 bytes");
+}
+
+#[test]
+fn end_of_stream_before_the_clients_hello_exits_2_naming_the_truncation() {
+    let _watchdog = Watchdog::new(secs(20));
+    // The part of §8 the server does meet today: non-zero exit and a one-line message.
+    let mut server = Server::spawn("echo", &[]);
+    assert_eq!(server.frame().header.kind, Kind::Hello);
+    server.close_stdin();
+    let _ = server.rest();
+    let (status, stderr) = server.finish();
+    assert_failed_with(status, &stderr, "truncated stream before HELLO: got 0 of 32 bytes");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A client that stops reading
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_client_that_closes_its_reading_end_makes_the_server_exit_2_not_die_of_sigpipe() {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake("echo", &[]);
+    server.write(&data_frame(1, Dtype::F64, 1, &f64_bytes(&[1.0])));
+    assert_eq!(server.frame().header.seq, 1);
+    // Stop reading for good, then ask for more: the reply meets EPIPE.
+    server.stdout = None;
+    server.write_lossy(&data_frame(2, Dtype::F64, 1000, &f64_bytes(&pseudo_random_f64(1000, 2))));
+    let (status, stderr) = server.finish();
+    assert_eq!(status.signal(), None, "the server died of a signal: {status:?} {stderr:?}");
+    assert_failed_with(status, &stderr, "closed");
+}
