@@ -44,7 +44,7 @@ use crate::error::{Error, Result};
 use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, Header, Hello, Kind};
 pub use crate::process::describe_status;
 use crate::process::{ChildGuard, spawn_with_pipes};
-use crate::transport::{DEFAULT_PIPE_CAPACITY, Deadline, PipeTransport, Wait};
+use crate::transport::{DEFAULT_PIPE_CAPACITY, Deadline, PipeTransport, Received, Wait};
 use crate::zerocopy;
 
 /// Default timeout for the handshake and for each reply: 10 s.
@@ -403,28 +403,44 @@ impl Peer {
         mut dst: ValuesMut<'_>,
         deadline: Deadline,
     ) -> Result<Reply> {
-        let raw = self
-            .transport
-            .recv_header(deadline)?
-            .ok_or(Error::PeerClosed { context: "before replying" })?;
+        // Header and payload in one read when the reply has the expected length: the payload
+        // lands in the caller's buffer (zero-copy) or in the scratch buffer (codec).
+        let len = dst.wire_len();
+        let (received, in_dst) = match (self.options.path, zerocopy::wire_bytes_mut(&mut dst)) {
+            (DataPath::ZeroCopy, Some(bytes)) => {
+                (self.transport.recv_frame(bytes, deadline)?, true)
+            }
+            _ => {
+                grow(&mut self.scratch, len);
+                (self.transport.recv_frame(&mut self.scratch[..len], deadline)?, false)
+            }
+        };
+        let (raw, payload_read) = match received {
+            Received::End => return Err(Error::PeerClosed { context: "before replying" }),
+            Received::Header(raw) => (raw, false),
+            Received::Whole(raw) => (raw, true),
+            Received::Broken(_, error) => return Err(error),
+        };
         let header = Header::parse(&raw, self.options.max_frame_bytes)?;
-        if header.seq != pending.seq {
-            return Err(Error::SeqMismatch { expected: pending.seq, found: header.seq });
+        let seq = header.seq;
+        if seq != pending.seq {
+            return Err(Error::SeqMismatch { expected: pending.seq, found: seq });
         }
         match header.kind {
             Kind::Data => {}
             Kind::Error => {
-                let message = self.recv_control_payload(&header, deadline)?;
-                return Err(Error::Remote {
-                    seq: header.seq,
-                    message: String::from_utf8_lossy(message).into_owned(),
-                });
+                let message = match (payload_read, in_dst) {
+                    (true, true) => zerocopy::wire_bytes_mut(&mut dst).map(|b| &*b).unwrap_or(&[]),
+                    (true, false) => &self.scratch[..len],
+                    (false, _) => self.recv_control_payload(&header, deadline)?,
+                };
+                let message = String::from_utf8_lossy(message).into_owned();
+                return Err(Error::Remote { seq, message });
             }
             found => {
                 return Err(Error::UnexpectedKind { expected: "a DATA or ERROR reply", found });
             }
         }
-        let seq = header.seq;
         if header.dtype != dst.wire_dtype() {
             return Err(Error::DtypeMismatch {
                 seq,
@@ -439,20 +455,18 @@ impl Peer {
                 found: header.count,
             });
         }
-        let decode_started;
-        match (self.options.path, zerocopy::wire_bytes_mut(&mut dst)) {
-            (DataPath::ZeroCopy, Some(bytes)) => {
-                self.transport.recv_payload(bytes, deadline)?;
-                decode_started = Instant::now();
-                zerocopy::finish_receive(&mut dst);
+        if !payload_read {
+            // Only when bytes were read ahead earlier: the payload is still in the pipe.
+            match zerocopy::wire_bytes_mut(&mut dst).filter(|_| in_dst) {
+                Some(bytes) => self.transport.recv_payload(bytes, deadline)?,
+                None => self.transport.recv_payload(&mut self.scratch[..len], deadline)?,
             }
-            _ => {
-                let len = dst.wire_len();
-                grow(&mut self.scratch, len);
-                self.transport.recv_payload(&mut self.scratch[..len], deadline)?;
-                decode_started = Instant::now();
-                codec::decode_into(&self.scratch[..len], dst)?;
-            }
+        }
+        let decode_started = Instant::now();
+        if in_dst {
+            zerocopy::finish_receive(&mut dst);
+        } else {
+            codec::decode_into(&self.scratch[..len], dst)?;
         }
         let decode_ns = elapsed_ns(decode_started);
         Ok(Reply {
@@ -635,6 +649,59 @@ mod tests {
         let skewed =
             CallTiming { encode_ns: 10, decode_ns: 20, server_ns: 300, round_trip_ns: 100 };
         assert_eq!(skewed.transfer_ns(), 0);
+    }
+
+    /// A fake server on a thread: answers HELLO, then answers the first request with an ERROR
+    /// whose message is exactly as long as the expected reply (so the speculative read puts it
+    /// in the caller's buffer), then echoes the second request.
+    fn fake_server(mut end: PipeTransport, message: &'static [u8]) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let hello = Hello {
+                max_frame_bytes: 1 << 20,
+                handler: Some("fake".into()),
+                implementation: None,
+            };
+            let payload = hello.to_payload();
+            let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
+            end.send_frame(&header, &payload, Deadline::NEVER).unwrap();
+            let mut buf = vec![0u8; 4096];
+            let mut replies = 0;
+            while replies < 2 {
+                let raw = end.recv_header(Deadline::NEVER).unwrap().unwrap();
+                let header = Header::parse(&raw, 1 << 20).unwrap();
+                let len = header.payload_bytes().unwrap() as usize;
+                end.recv_payload(&mut buf[..len], Deadline::NEVER).unwrap();
+                if header.kind != Kind::Data {
+                    continue; // the client's HELLO
+                }
+                replies += 1;
+                if replies == 1 {
+                    let error = Header::control(Kind::Error, header.seq, message.len() as u64);
+                    end.send_frame(&error.to_bytes(), message, Deadline::NEVER).unwrap();
+                } else {
+                    end.send_frame(&raw, &buf[..len], Deadline::NEVER).unwrap();
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn an_error_reply_as_long_as_the_expected_reply_keeps_its_message_and_the_peer() {
+        for path in [DataPath::ZeroCopy, DataPath::Codec] {
+            let (client, server) = PipeTransport::pair(Wait::Block).unwrap();
+            let server = fake_server(server, b"no, sir!");
+            let options = Options { path, ..Options::default() };
+            let mut peer = Peer::connect(client, options).unwrap();
+            let mut out = [0.0f64; 1];
+            match peer.call_f64(&[1.5], &mut out) {
+                Err(Error::Remote { seq: 1, message }) => assert_eq!(message, "no, sir!"),
+                other => panic!("{path}: expected Remote, got {other:?}"),
+            }
+            peer.call_f64(&[2.5], &mut out).unwrap();
+            assert_eq!(out, [2.5], "{path}");
+            drop(peer);
+            server.join().unwrap();
+        }
     }
 
     #[test]

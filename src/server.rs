@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::frame::{
     self, DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD,
 };
-use crate::transport::{Deadline, PipeTransport};
+use crate::transport::{Deadline, PipeTransport, Received};
 use crate::zerocopy::{self, AlignedBuf};
 
 /// How long the server waits for the client's HELLO, and for the rest of a frame once its
@@ -197,13 +197,22 @@ impl Server<'_, '_> {
         self.handshake(handler.name())?;
         let mut summary = ServeSummary { replies: 0, rejected: 0, ending: Ending::EndOfStream };
         let mut encoded = Vec::new();
+        // Requests usually repeat their size: guess the last one's, so that header and
+        // payload arrive in one read.
+        let mut guess = 0;
         loop {
             let next = Deadline::once_data_arrives(self.options.frame_timeout);
-            let raw = match self.transport.recv_header(next) {
-                Ok(Some(raw)) => raw,
-                Ok(None) => return Ok(summary),
-                Err(e) => return Err(self.violation(0, e)),
-            };
+            self.request.resize(guess);
+            let (raw, payload_read) =
+                match self.transport.recv_frame(self.request.as_bytes_mut(), next) {
+                    Ok(Received::Whole(raw)) => (raw, true),
+                    Ok(Received::Header(raw)) => (raw, false),
+                    Ok(Received::End) => return Ok(summary),
+                    Ok(Received::Broken(raw, e)) => {
+                        return Err(self.violation(Header::raw_seq(&raw), e));
+                    }
+                    Err(e) => return Err(self.violation(0, e)),
+                };
             let started = Instant::now();
             let header = self.parse(&raw)?;
             let deadline = Deadline::after(self.options.frame_timeout);
@@ -221,10 +230,13 @@ impl Server<'_, '_> {
                 }
             }
             let len = header.payload_bytes()? as usize;
-            self.request.resize(len);
-            if let Err(e) = self.transport.recv_payload(self.request.as_bytes_mut(), deadline) {
-                return Err(self.violation(header.seq, e));
+            if !payload_read {
+                self.request.resize(len);
+                if let Err(e) = self.transport.recv_payload(self.request.as_bytes_mut(), deadline) {
+                    return Err(self.violation(header.seq, e));
+                }
             }
+            guess = len;
             let request = Request {
                 seq: header.seq,
                 dtype: header.dtype,

@@ -13,7 +13,7 @@
 //! destination buffer. This module knows nothing of handlers, peers or reports.
 
 use std::fmt;
-use std::io::IoSlice;
+use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::time::TimeSpec;
 
 use crate::error::{Error, Result};
-use crate::frame::{HEADER_LEN, check_padding, padding_len};
+use crate::frame::{HEADER_LEN, Header, check_padding, padding_len};
 use crate::units::{format_duration, parse_duration};
 
 /// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
@@ -158,6 +158,26 @@ pub struct PipeTransport {
     rx: OwnedFd,
     tx: OwnedFd,
     wait: Wait,
+    /// Bytes read ahead of the frame they belong to (a speculative read that guessed wrong);
+    /// every read drains them first.
+    pushback: Vec<u8>,
+    pushback_read: usize,
+}
+
+/// What [`PipeTransport::recv_frame`] read.
+#[derive(Debug)]
+pub enum Received {
+    /// The stream ended exactly at a frame boundary.
+    End,
+    /// A header (unvalidated); its payload has not been read.
+    Header([u8; HEADER_LEN]),
+    /// A header (unvalidated) whose payload was exactly as long as the guess, now read into
+    /// the guess buffer, and whose padding was checked to be zero.
+    Whole([u8; HEADER_LEN]),
+    /// A header (valid, with the guessed length) whose payload or padding then failed: the
+    /// stream ended inside them ([`Error::Truncated`]) or the padding was not zero. The header
+    /// is returned so that the error can be addressed to its seq.
+    Broken([u8; HEADER_LEN], Error),
 }
 
 impl PipeTransport {
@@ -168,7 +188,7 @@ impl PipeTransport {
     pub fn new(rx: OwnedFd, tx: OwnedFd, wait: Wait) -> Result<PipeTransport> {
         set_nonblocking(rx.as_fd())?;
         set_nonblocking(tx.as_fd())?;
-        Ok(PipeTransport { rx, tx, wait })
+        Ok(PipeTransport { rx, tx, wait, pushback: Vec::new(), pushback_read: 0 })
     }
 
     /// Two connected transports in this process (two pipes, `O_CLOEXEC`): what one writes, the
@@ -281,7 +301,10 @@ impl PipeTransport {
     /// [`Error::Sys`] for read failures other than `EINTR`/`EAGAIN`.
     pub fn recv_exact(&mut self, buf: &mut [u8], deadline: Deadline) -> Result<usize> {
         let mut deadline = deadline;
-        let mut filled = 0;
+        let mut filled = self.take_pushback(buf);
+        if filled > 0 {
+            deadline = deadline.on_data();
+        }
         let mut spin_started = None;
         while filled < buf.len() {
             match nix::unistd::read(self.rx.as_fd(), &mut buf[filled..]) {
@@ -303,6 +326,124 @@ impl PipeTransport {
             }
         }
         Ok(filled)
+    }
+
+    /// Copies read-ahead bytes into the start of `buf`; returns how many.
+    fn take_pushback(&mut self, buf: &mut [u8]) -> usize {
+        let available = &self.pushback[self.pushback_read..];
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.pushback_read += n;
+        if self.pushback_read == self.pushback.len() {
+            self.pushback.clear();
+            self.pushback_read = 0;
+        }
+        n
+    }
+
+    /// Reads the next frame, guessing that its payload is exactly `payload_guess.len()` bytes:
+    /// header, payload and padding then arrive in as few `readv` calls as the data allows (one,
+    /// when the whole frame is in the pipe), the payload straight into `payload_guess`.
+    ///
+    /// When the header announces another length, or is not a valid header at all, the bytes
+    /// read past it are kept and served first by the next read, and [`Received::Header`] is
+    /// returned: read the payload with [`PipeTransport::recv_payload`] after validating the
+    /// header. Nothing is allocated or waited for on the strength of the unvalidated header:
+    /// the guess is the caller's own buffer.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] when the stream ends inside the header; the errors of
+    /// [`PipeTransport::recv_exact`]. A guessed frame whose payload or padding then fails is
+    /// [`Received::Broken`]. On error the contents of `payload_guess` are unspecified.
+    pub fn recv_frame(&mut self, payload_guess: &mut [u8], deadline: Deadline) -> Result<Received> {
+        if self.pushback_read < self.pushback.len() {
+            // Read-ahead bytes pending (rare): take the plain path.
+            return Ok(match self.recv_header(deadline)? {
+                Some(header) => Received::Header(header),
+                None => Received::End,
+            });
+        }
+        let mut deadline = deadline;
+        let mut header = [0u8; HEADER_LEN];
+        let mut padding = [0u8; 8];
+        let guess = payload_guess.len();
+        let pad = padding_len(guess);
+        let total = HEADER_LEN + guess + pad;
+        let mut filled = 0;
+        let mut matched = false;
+        let mut spin_started = None;
+        while filled < total {
+            let read = {
+                let mut slices = [
+                    IoSliceMut::new(&mut header),
+                    IoSliceMut::new(payload_guess),
+                    IoSliceMut::new(&mut padding[..pad]),
+                ];
+                let mut rest: &mut [IoSliceMut<'_>] = &mut slices;
+                IoSliceMut::advance_slices(&mut rest, filled);
+                nix::sys::uio::readv(self.rx.as_fd(), rest)
+            };
+            match read {
+                Ok(0) => {
+                    let error = match filled {
+                        0 => return Ok(Received::End),
+                        got if got < HEADER_LEN => {
+                            return Err(Error::Truncated {
+                                what: "header",
+                                expected: HEADER_LEN as u64,
+                                got: got as u64,
+                            });
+                        }
+                        got if got < HEADER_LEN + guess => Error::Truncated {
+                            what: "payload",
+                            expected: guess as u64,
+                            got: (got - HEADER_LEN) as u64,
+                        },
+                        got => Error::Truncated {
+                            what: "padding",
+                            expected: pad as u64,
+                            got: (got - HEADER_LEN - guess) as u64,
+                        },
+                    };
+                    return Ok(Received::Broken(header, error));
+                }
+                Ok(n) => {
+                    filled += n;
+                    spin_started = None;
+                    deadline = deadline.on_data();
+                }
+                Err(Errno::EAGAIN) => {
+                    self.wait_ready(
+                        self.rx.as_fd(),
+                        PollFlags::POLLIN,
+                        deadline,
+                        &mut spin_started,
+                        "data from the peer",
+                    )?;
+                    continue;
+                }
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            if !matched && filled >= HEADER_LEN {
+                // Only a valid header that announces exactly the guessed length is followed
+                // further; anything else goes back to the caller to validate.
+                let announced = Header::parse(&header, u64::MAX).and_then(|h| h.payload_bytes());
+                if announced.ok() != Some(guess as u64) {
+                    // Wrong guess: keep what was read past the header for the next read.
+                    let extra = filled - HEADER_LEN;
+                    let from_payload = extra.min(guess);
+                    self.pushback.extend_from_slice(&payload_guess[..from_payload]);
+                    self.pushback.extend_from_slice(&padding[..extra - from_payload]);
+                    return Ok(Received::Header(header));
+                }
+                matched = true;
+            }
+        }
+        match check_padding(&padding[..pad]) {
+            Ok(()) => Ok(Received::Whole(header)),
+            Err(error) => Ok(Received::Broken(header, error)),
+        }
     }
 
     /// Reads one 32-byte header. Returns `None` when the stream ends exactly here, at a frame
@@ -400,6 +541,100 @@ mod tests {
         assert_eq!((ts.tv_sec(), ts.tv_nsec()), (0, 200_123));
         let ts = timespec_for(Duration::new(3, 7));
         assert_eq!((ts.tv_sec(), ts.tv_nsec()), (3, 7));
+    }
+
+    fn frame(seq: u64, payload: &[u8]) -> Vec<u8> {
+        crate::frame::encode_frame(
+            &Header::data(seq, crate::frame::Dtype::Bytes, payload.len() as u64),
+            payload,
+        )
+    }
+
+    fn pair_with(bytes: &[u8]) -> PipeTransport {
+        let (mut writer, reader) = PipeTransport::pair(Wait::Block).unwrap();
+        writer.send_bytes(bytes, Deadline::NEVER).unwrap();
+        drop(writer);
+        reader
+    }
+
+    fn seq_of(raw: &[u8; HEADER_LEN]) -> u64 {
+        Header::raw_seq(raw)
+    }
+
+    #[test]
+    fn a_right_guess_reads_the_whole_frame_into_the_guess() {
+        let mut rx = pair_with(&frame(7, b"hello"));
+        let mut guess = [0u8; 5];
+        match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
+            Received::Whole(raw) => assert_eq!(seq_of(&raw), 7),
+            other => panic!("expected Whole, got {other:?}"),
+        }
+        assert_eq!(&guess, b"hello");
+        assert!(matches!(rx.recv_frame(&mut guess, Deadline::NEVER).unwrap(), Received::End));
+    }
+
+    #[test]
+    fn a_wrong_guess_keeps_the_bytes_for_the_following_frames() {
+        // Three pipelined frames of other lengths than the guess: nothing may be lost.
+        let mut stream = frame(1, b"abc");
+        stream.extend(frame(2, &[9u8; 40]));
+        stream.extend(frame(3, b""));
+        let mut rx = pair_with(&stream);
+        let mut guess = [0u8; 100];
+        for (seq, payload) in [(1, &b"abc"[..]), (2, &[9u8; 40][..]), (3, &b""[..])] {
+            let raw = match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
+                Received::Header(raw) => raw,
+                other => panic!("seq {seq}: expected Header, got {other:?}"),
+            };
+            assert_eq!(seq_of(&raw), seq);
+            let mut body = vec![0u8; payload.len()];
+            rx.recv_payload(&mut body, Deadline::NEVER).unwrap();
+            assert_eq!(body, payload, "seq {seq}");
+        }
+        assert!(matches!(rx.recv_frame(&mut guess, Deadline::NEVER).unwrap(), Received::End));
+    }
+
+    #[test]
+    fn a_guessed_frame_with_bad_padding_is_broken_and_keeps_its_seq() {
+        let mut bytes = frame(5, b"abc");
+        *bytes.last_mut().unwrap() = 1;
+        let mut rx = pair_with(&bytes);
+        let mut guess = [0u8; 3];
+        match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
+            Received::Broken(raw, Error::NonzeroPadding { index: 4, found: 1 }) => {
+                assert_eq!(seq_of(&raw), 5)
+            }
+            other => panic!("expected Broken, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_guessed_frame_cut_short_is_broken_and_says_how_much_arrived() {
+        let bytes = frame(6, &[1u8; 16]);
+        let mut rx = pair_with(&bytes[..HEADER_LEN + 10]);
+        let mut guess = [0u8; 16];
+        match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
+            Received::Broken(raw, Error::Truncated { what: "payload", expected: 16, got: 10 }) => {
+                assert_eq!(seq_of(&raw), 6)
+            }
+            other => panic!("expected Broken, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_invalid_header_is_not_followed_even_when_its_length_matches() {
+        let mut bytes = frame(1, b"abcd");
+        bytes[0] = b'X';
+        let mut rx = pair_with(&bytes);
+        let mut guess = [0u8; 4];
+        assert!(matches!(rx.recv_frame(&mut guess, Deadline::NEVER).unwrap(), Received::Header(_)));
+    }
+
+    #[test]
+    fn a_header_cut_short_is_truncated() {
+        let mut rx = pair_with(&frame(1, b"ab")[..20]);
+        let err = rx.recv_frame(&mut [0u8; 2], Deadline::NEVER).unwrap_err();
+        assert!(matches!(err, Error::Truncated { what: "header", expected: 32, got: 20 }), "{err}");
     }
 
     #[test]
