@@ -352,8 +352,9 @@ impl Peer {
                 &self.scratch[..wire_len]
             }
         };
-        let encode_ns = elapsed_ns(started);
-        let deadline = Deadline::after(self.options.timeout);
+        let encoded = Instant::now();
+        let encode_ns = nanos_between(started, encoded);
+        let deadline = Deadline::after_from(encoded, self.options.timeout);
         if let Err(e) = self.transport.send_frame(&header, payload, deadline) {
             let context = format!("while sending seq {seq}");
             return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
@@ -468,14 +469,14 @@ impl Peer {
         } else {
             codec::decode_into(&self.scratch[..len], dst)?;
         }
-        let decode_ns = elapsed_ns(decode_started);
+        let done = Instant::now();
         Ok(Reply {
             seq,
             timing: CallTiming {
                 encode_ns: pending.encode_ns,
-                decode_ns,
+                decode_ns: nanos_between(decode_started, done),
                 server_ns: header.aux,
-                round_trip_ns: elapsed_ns(pending.started),
+                round_trip_ns: nanos_between(pending.started, done),
             },
         })
     }
@@ -634,8 +635,8 @@ fn grow(buf: &mut Vec<u8>, len: usize) {
     }
 }
 
-fn elapsed_ns(since: Instant) -> u64 {
-    since.elapsed().as_nanos() as u64
+fn nanos_between(start: Instant, end: Instant) -> u64 {
+    end.saturating_duration_since(start).as_nanos() as u64
 }
 
 #[cfg(test)]

@@ -197,25 +197,27 @@ impl Server<'_, '_> {
         self.handshake(handler.name())?;
         let mut summary = ServeSummary { replies: 0, rejected: 0, ending: Ending::EndOfStream };
         let mut encoded = Vec::new();
-        // Requests usually repeat their size: guess the last one's, so that header and
-        // payload arrive in one read.
+        // Requests usually repeat their size: guess the last one's, so that the whole frame
+        // arrives in one read, laid out as on the wire in `self.request` (the payload at offset
+        // 32 stays 8-byte aligned).
         let mut guess = 0;
         loop {
             let next = Deadline::once_data_arrives(self.options.frame_timeout);
-            self.request.resize(guess);
-            let (raw, payload_read) =
-                match self.transport.recv_frame(self.request.as_bytes_mut(), next) {
-                    Ok(Received::Whole(raw)) => (raw, true),
-                    Ok(Received::Header(raw)) => (raw, false),
-                    Ok(Received::End) => return Ok(summary),
-                    Ok(Received::Broken(raw, e)) => {
-                        return Err(self.violation(Header::raw_seq(&raw), e));
-                    }
-                    Err(e) => return Err(self.violation(0, e)),
-                };
+            self.request.resize(HEADER_LEN + guess + frame::padding_len(guess));
+            let received =
+                self.transport.recv_frame_contiguous(self.request.as_bytes_mut(), guess, next);
+            let (raw, payload_read) = match received {
+                Ok(Received::Whole(raw)) => (raw, true),
+                Ok(Received::Header(raw)) => (raw, false),
+                Ok(Received::End) => return Ok(summary),
+                Ok(Received::Broken(raw, e)) => {
+                    return Err(self.violation(Header::raw_seq(&raw), e));
+                }
+                Err(e) => return Err(self.violation(0, e)),
+            };
             let started = Instant::now();
             let header = self.parse(&raw)?;
-            let deadline = Deadline::after(self.options.frame_timeout);
+            let deadline = Deadline::after_from(started, self.options.frame_timeout);
             match header.kind {
                 Kind::Data => {}
                 Kind::Bye => {
@@ -230,9 +232,11 @@ impl Server<'_, '_> {
                 }
             }
             let len = header.payload_bytes()? as usize;
+            let payload = HEADER_LEN..HEADER_LEN + len;
             if !payload_read {
-                self.request.resize(len);
-                if let Err(e) = self.transport.recv_payload(self.request.as_bytes_mut(), deadline) {
+                self.request.resize(payload.end);
+                let buffer = &mut self.request.as_bytes_mut()[payload.clone()];
+                if let Err(e) = self.transport.recv_payload(buffer, deadline) {
                     return Err(self.violation(header.seq, e));
                 }
             }
@@ -241,7 +245,7 @@ impl Server<'_, '_> {
                 seq: header.seq,
                 dtype: header.dtype,
                 count: header.count,
-                payload: self.request.as_bytes(),
+                payload: &self.request.as_bytes()[payload],
             };
             let reply = match handler.handle(request) {
                 Ok(response) => wire_form(response, &mut encoded),

@@ -120,6 +120,11 @@ impl Deadline {
         Deadline { at: timeout.map(|t| Instant::now() + t), timeout, arm_on_data: false }
     }
 
+    /// A deadline `timeout` after `start` (saves reading the clock when the caller just did).
+    pub fn after_from(start: Instant, timeout: Option<Duration>) -> Deadline {
+        Deadline { at: timeout.map(|t| start + t), timeout, arm_on_data: false }
+    }
+
     /// No deadline until the first byte arrives, then `timeout` from that moment: how a server
     /// waits for the next request (idle as long as the client likes, but a frame that has
     /// started must finish).
@@ -356,6 +361,44 @@ impl PipeTransport {
     /// [`PipeTransport::recv_exact`]. A guessed frame whose payload or padding then fails is
     /// [`Received::Broken`]. On error the contents of `payload_guess` are unspecified.
     pub fn recv_frame(&mut self, payload_guess: &mut [u8], deadline: Deadline) -> Result<Received> {
+        let pad = padding_len(payload_guess.len());
+        let mut target =
+            Split { header: [0; HEADER_LEN], payload: payload_guess, padding: [0; 8], pad };
+        self.recv_guessed(&mut target, deadline)
+    }
+
+    /// Like [`PipeTransport::recv_frame`], into one contiguous buffer laid out as the frame is:
+    /// the header in `frame[..32]`, a payload of `guess` bytes in `frame[32..32 + guess]`, its
+    /// padding after it. One plain `read` fills it; a payload in an 8-byte-aligned `frame`
+    /// stays 8-byte aligned, so it can be viewed in place.
+    ///
+    /// # Errors
+    /// As [`PipeTransport::recv_frame`]; [`Error::LengthMismatch`] when `frame` is shorter than
+    /// `32 + guess + padding`.
+    pub fn recv_frame_contiguous(
+        &mut self,
+        frame: &mut [u8],
+        guess: usize,
+        deadline: Deadline,
+    ) -> Result<Received> {
+        let total = HEADER_LEN + guess + padding_len(guess);
+        if frame.len() < total {
+            return Err(Error::LengthMismatch {
+                what: "contiguous frame buffer",
+                expected: total as u64,
+                found: frame.len() as u64,
+            });
+        }
+        self.recv_guessed(&mut Contiguous { frame: &mut frame[..total], guess }, deadline)
+    }
+
+    /// The guessed read behind [`PipeTransport::recv_frame`] and
+    /// [`PipeTransport::recv_frame_contiguous`].
+    fn recv_guessed(
+        &mut self,
+        target: &mut impl FrameTarget,
+        deadline: Deadline,
+    ) -> Result<Received> {
         if self.pushback_read < self.pushback.len() {
             // Read-ahead bytes pending (rare): take the plain path.
             return Ok(match self.recv_header(deadline)? {
@@ -364,26 +407,14 @@ impl PipeTransport {
             });
         }
         let mut deadline = deadline;
-        let mut header = [0u8; HEADER_LEN];
-        let mut padding = [0u8; 8];
-        let guess = payload_guess.len();
+        let guess = target.guess();
         let pad = padding_len(guess);
         let total = HEADER_LEN + guess + pad;
         let mut filled = 0;
         let mut matched = false;
         let mut spin_started = None;
         while filled < total {
-            let read = {
-                let mut slices = [
-                    IoSliceMut::new(&mut header),
-                    IoSliceMut::new(payload_guess),
-                    IoSliceMut::new(&mut padding[..pad]),
-                ];
-                let mut rest: &mut [IoSliceMut<'_>] = &mut slices;
-                IoSliceMut::advance_slices(&mut rest, filled);
-                nix::sys::uio::readv(self.rx.as_fd(), rest)
-            };
-            match read {
+            match target.read_from(self.rx.as_fd(), filled) {
                 Ok(0) => {
                     let error = match filled {
                         0 => return Ok(Received::End),
@@ -405,7 +436,7 @@ impl PipeTransport {
                             got: (got - HEADER_LEN - guess) as u64,
                         },
                     };
-                    return Ok(Received::Broken(header, error));
+                    return Ok(Received::Broken(target.header(), error));
                 }
                 Ok(n) => {
                     filled += n;
@@ -428,21 +459,19 @@ impl PipeTransport {
             if !matched && filled >= HEADER_LEN {
                 // Only a valid header that announces exactly the guessed length is followed
                 // further; anything else goes back to the caller to validate.
+                let header = target.header();
                 let announced = Header::parse(&header, u64::MAX).and_then(|h| h.payload_bytes());
                 if announced.ok() != Some(guess as u64) {
                     // Wrong guess: keep what was read past the header for the next read.
-                    let extra = filled - HEADER_LEN;
-                    let from_payload = extra.min(guess);
-                    self.pushback.extend_from_slice(&payload_guess[..from_payload]);
-                    self.pushback.extend_from_slice(&padding[..extra - from_payload]);
+                    target.append_after_header(filled - HEADER_LEN, &mut self.pushback);
                     return Ok(Received::Header(header));
                 }
                 matched = true;
             }
         }
-        match check_padding(&padding[..pad]) {
-            Ok(()) => Ok(Received::Whole(header)),
-            Err(error) => Ok(Received::Broken(header, error)),
+        match check_padding(target.padding()) {
+            Ok(()) => Ok(Received::Whole(target.header())),
+            Err(error) => Ok(Received::Broken(target.header(), error)),
         }
     }
 
@@ -522,6 +551,89 @@ impl PipeTransport {
             Ok(_) | Err(Errno::EINTR) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+/// Where a guessed frame is read to (see [`PipeTransport::recv_frame`]).
+trait FrameTarget {
+    /// The guessed payload length.
+    fn guess(&self) -> usize;
+    /// One read into the frame's bytes from offset `filled` on.
+    fn read_from(&mut self, fd: BorrowedFd<'_>, filled: usize) -> nix::Result<usize>;
+    /// The header bytes (complete once 32 bytes have been read).
+    fn header(&self) -> [u8; HEADER_LEN];
+    /// Appends the first `extra` bytes read after the header to `out`.
+    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>);
+    /// The padding bytes.
+    fn padding(&self) -> &[u8];
+}
+
+/// Header, payload and padding in three buffers, filled with `readv`.
+struct Split<'a> {
+    header: [u8; HEADER_LEN],
+    payload: &'a mut [u8],
+    padding: [u8; 8],
+    pad: usize,
+}
+
+impl FrameTarget for Split<'_> {
+    fn guess(&self) -> usize {
+        self.payload.len()
+    }
+
+    fn read_from(&mut self, fd: BorrowedFd<'_>, filled: usize) -> nix::Result<usize> {
+        let mut slices = [
+            IoSliceMut::new(&mut self.header),
+            IoSliceMut::new(self.payload),
+            IoSliceMut::new(&mut self.padding[..self.pad]),
+        ];
+        let mut rest: &mut [IoSliceMut<'_>] = &mut slices;
+        IoSliceMut::advance_slices(&mut rest, filled);
+        nix::sys::uio::readv(fd, rest)
+    }
+
+    fn header(&self) -> [u8; HEADER_LEN] {
+        self.header
+    }
+
+    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>) {
+        let from_payload = extra.min(self.payload.len());
+        out.extend_from_slice(&self.payload[..from_payload]);
+        out.extend_from_slice(&self.padding[..extra - from_payload]);
+    }
+
+    fn padding(&self) -> &[u8] {
+        &self.padding[..self.pad]
+    }
+}
+
+/// The whole frame in one buffer, filled with `read`.
+struct Contiguous<'a> {
+    frame: &'a mut [u8],
+    guess: usize,
+}
+
+impl FrameTarget for Contiguous<'_> {
+    fn guess(&self) -> usize {
+        self.guess
+    }
+
+    fn read_from(&mut self, fd: BorrowedFd<'_>, filled: usize) -> nix::Result<usize> {
+        nix::unistd::read(fd, &mut self.frame[filled..])
+    }
+
+    fn header(&self) -> [u8; HEADER_LEN] {
+        let mut header = [0u8; HEADER_LEN];
+        header.copy_from_slice(&self.frame[..HEADER_LEN]);
+        header
+    }
+
+    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.frame[HEADER_LEN..HEADER_LEN + extra]);
+    }
+
+    fn padding(&self) -> &[u8] {
+        &self.frame[HEADER_LEN + self.guess..]
     }
 }
 

@@ -36,6 +36,9 @@ pub const DEFAULT_WARMUP: Duration = Duration::from_millis(20);
 pub const MIN_ITERATIONS: u64 = 5;
 /// Fewest warm-up round trips in a row.
 pub const MIN_WARMUP_ITERATIONS: u64 = 3;
+/// The smallest baseline, measured at every wait strategy and placement: one f64. Its p50 is
+/// the cost of a round trip that moves (almost) no data — waking the other side and back.
+pub const WAKE_BYTES: usize = 8;
 /// Budget per round trip the verdict checks by default: 150 µs.
 pub const DEFAULT_BUDGET: Duration = Duration::from_micros(150);
 
@@ -122,9 +125,10 @@ impl Plan {
         if self.spawn.is_some() { 1 } else { self.handlers.len() }
     }
 
-    /// Byte counts needing a baseline at `wait`.
+    /// Byte counts needing a baseline at `wait`: those of the rows, and [`WAKE_BYTES`] as the
+    /// reference for what a wake-up costs with (almost) no data, which the verdict uses.
     fn baseline_bytes(&self, wait: Wait) -> BTreeSet<usize> {
-        let mut bytes = BTreeSet::new();
+        let mut bytes = BTreeSet::from([WAKE_BYTES]);
         for &size in &self.sizes {
             if self.waits_for(size).contains(&wait) {
                 for (workload, _) in self.workload_paths() {
