@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use crate::codec::{self, Values, ValuesMut};
 use crate::error::{Error, Result};
-use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, Header, Hello, Kind};
+use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, HEADER_LEN, Header, Hello, Kind};
 pub use crate::process::describe_status;
 use crate::process::{ChildGuard, spawn_with_pipes};
 use crate::transport::{DEFAULT_PIPE_CAPACITY, Deadline, PipeTransport, Received, Wait};
@@ -344,18 +344,32 @@ impl Peer {
         }
         let seq = self.next_seq;
         let header = Header::data(seq, values.wire_dtype(), values.len() as u64).to_bytes();
-        let payload = match (self.options.path, zerocopy::wire_bytes(values)) {
-            (DataPath::ZeroCopy, Some(bytes)) => bytes,
+        let deadline;
+        let encode_ns;
+        let sent = match (self.options.path, zerocopy::wire_bytes(values)) {
+            (DataPath::ZeroCopy, Some(payload)) => {
+                // The payload goes out from the caller's memory: one writev of header + slice.
+                let encoded = Instant::now();
+                encode_ns = nanos_between(started, encoded);
+                deadline = Deadline::after_from(encoded, self.options.timeout);
+                self.transport.send_frame(&header, payload, deadline)
+            }
             _ => {
-                grow(&mut self.scratch, wire_len);
-                codec::encode_into(values, &mut self.scratch[..wire_len])?;
-                &self.scratch[..wire_len]
+                // The codec writes the whole frame, laid out as on the wire, into the scratch
+                // buffer, which goes out with one plain write.
+                let frame_len = HEADER_LEN + wire_len + frame::padding_len(wire_len);
+                grow(&mut self.scratch, frame_len);
+                let frame = &mut self.scratch[..frame_len];
+                frame[..HEADER_LEN].copy_from_slice(&header);
+                codec::encode_into(values, &mut frame[HEADER_LEN..HEADER_LEN + wire_len])?;
+                frame[HEADER_LEN + wire_len..].fill(0);
+                let encoded = Instant::now();
+                encode_ns = nanos_between(started, encoded);
+                deadline = Deadline::after_from(encoded, self.options.timeout);
+                self.transport.send_bytes(frame, deadline)
             }
         };
-        let encoded = Instant::now();
-        let encode_ns = nanos_between(started, encoded);
-        let deadline = Deadline::after_from(encoded, self.options.timeout);
-        if let Err(e) = self.transport.send_frame(&header, payload, deadline) {
+        if let Err(e) = sent {
             let context = format!("while sending seq {seq}");
             return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
         }
@@ -405,15 +419,17 @@ impl Peer {
         deadline: Deadline,
     ) -> Result<Reply> {
         // Header and payload in one read when the reply has the expected length: the payload
-        // lands in the caller's buffer (zero-copy) or in the scratch buffer (codec).
+        // lands in the caller's buffer (zero-copy, readv) or, for the codec, the whole frame in
+        // the scratch buffer (one plain read), payload at `payload`.
         let len = dst.wire_len();
+        let payload = HEADER_LEN..HEADER_LEN + len;
         let (received, in_dst) = match (self.options.path, zerocopy::wire_bytes_mut(&mut dst)) {
             (DataPath::ZeroCopy, Some(bytes)) => {
                 (self.transport.recv_frame(bytes, deadline)?, true)
             }
             _ => {
-                grow(&mut self.scratch, len);
-                (self.transport.recv_frame(&mut self.scratch[..len], deadline)?, false)
+                grow(&mut self.scratch, payload.end + frame::padding_len(len));
+                (self.transport.recv_frame_contiguous(&mut self.scratch, len, deadline)?, false)
             }
         };
         let (raw, payload_read) = match received {
@@ -432,7 +448,7 @@ impl Peer {
             Kind::Error => {
                 let message = match (payload_read, in_dst) {
                     (true, true) => zerocopy::wire_bytes_mut(&mut dst).map(|b| &*b).unwrap_or(&[]),
-                    (true, false) => &self.scratch[..len],
+                    (true, false) => &self.scratch[payload.clone()],
                     (false, _) => self.recv_control_payload(&header, deadline)?,
                 };
                 let message = String::from_utf8_lossy(message).into_owned();
@@ -460,14 +476,16 @@ impl Peer {
             // Only when bytes were read ahead earlier: the payload is still in the pipe.
             match zerocopy::wire_bytes_mut(&mut dst).filter(|_| in_dst) {
                 Some(bytes) => self.transport.recv_payload(bytes, deadline)?,
-                None => self.transport.recv_payload(&mut self.scratch[..len], deadline)?,
+                None => {
+                    self.transport.recv_payload(&mut self.scratch[payload.clone()], deadline)?
+                }
             }
         }
         let decode_started = Instant::now();
         if in_dst {
             zerocopy::finish_receive(&mut dst);
         } else {
-            codec::decode_into(&self.scratch[..len], dst)?;
+            codec::decode_into(&self.scratch[payload], dst)?;
         }
         let done = Instant::now();
         Ok(Reply {

@@ -278,7 +278,12 @@ impl PipeTransport {
         IoSlice::advance_slices(&mut remaining, 0);
         let mut spin_started = None;
         while !remaining.is_empty() {
-            match nix::sys::uio::writev(self.tx.as_fd(), remaining) {
+            // One buffer left: plain write(2), cheaper than writev(2) of one iovec.
+            let written = match &remaining[..] {
+                [one] => nix::unistd::write(self.tx.as_fd(), one),
+                more => nix::sys::uio::writev(self.tx.as_fd(), more),
+            };
+            match written {
                 Ok(written) => {
                     IoSlice::advance_slices(&mut remaining, written);
                     spin_started = None;
