@@ -24,7 +24,7 @@ use crate::frame::Dtype;
 ///
 /// Chosen from `cargo bench --bench codec -- threshold` on the 2-core development machine;
 /// the figures behind it are in `docs/PERFORMANCE.md` ("Rayon threshold").
-pub const PARALLEL_MIN_ELEMENTS: usize = 262_144;
+pub const PARALLEL_MIN_ELEMENTS: usize = 524_288;
 
 /// Elements per parallel chunk: big enough that scheduling costs vanish, small enough to split.
 const PARALLEL_CHUNK_ELEMENTS: usize = 65_536;

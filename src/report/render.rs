@@ -45,6 +45,18 @@ const LABEL_WIDTH: usize = 18;
 /// ```
 pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let order = Order::of(report);
+    let m = &report.machine;
+    let bytes = |b: Option<u64>| b.map_or("unknown".to_owned(), |b| format!("{b} bytes"));
+    writeln!(
+        out,
+        "peerpipe {} on {} ({} cores), kernel {}; pipe capacity granted {} (system max {})",
+        report.peerpipe,
+        if m.cpu.is_empty() { "unknown CPU" } else { &m.cpu },
+        m.cores,
+        if m.kernel.is_empty() { "unknown" } else { &m.kernel },
+        bytes(m.pipe_size_granted),
+        bytes(m.pipe_max_size),
+    )?;
     writeln!(
         out,
         "p50, p99: round trip. encode, decode, server, transfer: p50 of each phase (transfer = \
