@@ -265,9 +265,11 @@ fn run(args: &Args) -> Result<()> {
         args.dtype
     );
     if exchange == Exchange::F64 && !identical {
-        return Err(Error::InvalidArgument {
+        return Err(Error::Corrupted {
             what: "trajectory",
-            reason: "the remote trajectory differs from the local one".into(),
+            detail: format!(
+                "the remote trajectory differs from the local one (max |diff| {max_abs_diff:e})"
+            ),
         });
     }
     Ok(())

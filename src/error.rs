@@ -203,6 +203,15 @@ pub enum Error {
         context: String,
     },
 
+    /// Data came back different from what it must be (a verified reply, an echoed message).
+    #[error("{what} corrupted: {detail}")]
+    Corrupted {
+        /// What was checked.
+        what: &'static str,
+        /// Where it differs and how.
+        detail: String,
+    },
+
     /// A command-line or configuration value could not be used.
     #[error("invalid {what}: {reason}")]
     InvalidArgument {

@@ -18,6 +18,8 @@
 //!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
 //! - [`report`]: the latency report — measures the matrix against a raw-bytes baseline,
 //!   renders the table and verdict, exports JSON/CSV/SVG, compares runs.
+//! - [`soak`]: `peer soak` — client–server pairs exchanging random arrays for a long time,
+//!   every reply verified bit for bit, memory and descriptors compared at start and end.
 //! - [`rhs`]: a remote right-hand side for integrators — `eval(&state, &mut derivative)`.
 //! - [`lorenz96`]: the model's right-hand side in its one fixed evaluation order.
 //! - [`units`]: durations as people type them (`250ms`).
@@ -37,6 +39,7 @@ pub mod process;
 pub mod report;
 pub mod rhs;
 pub mod server;
+pub mod soak;
 pub mod transport;
 pub mod units;
 pub mod zerocopy;

@@ -85,6 +85,9 @@ impl ChildGuard {
         }
         let pid = Pid::from_raw(self.child.id() as i32);
         let _ = kill(pid, Signal::SIGTERM);
+        // A stopped process (SIGSTOP) keeps SIGTERM pending until it runs again: continue it,
+        // as a shell's `kill` does for stopped jobs, so it can act on the SIGTERM now.
+        let _ = kill(pid, Signal::SIGCONT);
         if let Some(status) = self.wait_timeout(TERM_GRACE)? {
             return Ok(status);
         }

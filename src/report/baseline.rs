@@ -82,13 +82,13 @@ impl RawEcho {
     /// Checks that the message came back unchanged.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the first differing byte.
+    /// [`Error::Corrupted`] naming the first differing byte.
     pub fn verify(&self) -> Result<()> {
         match self.message.iter().enumerate().find(|&(i, &b)| b != (i % 251) as u8) {
             None => Ok(()),
-            Some((at, &found)) => Err(Error::InvalidArgument {
+            Some((at, &found)) => Err(Error::Corrupted {
                 what: "raw echo",
-                reason: format!("byte {at}: expected {}, found {found}", at % 251),
+                detail: format!("byte {at}: expected {}, found {found}", at % 251),
             }),
         }
     }

@@ -396,7 +396,8 @@ pub fn test_values(len: usize, seed: u64, edge_values: bool) -> Vec<f64> {
 /// Checks a reply bit for bit.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] naming the round trip, element and both bit patterns.
+/// [`Error::Corrupted`] naming the round trip, element and both bit patterns;
+/// [`Error::LengthMismatch`] when the lengths differ.
 pub fn verify(expected: &[f64], got: &[f64], round_trip: u64) -> Result<()> {
     match expected.iter().zip(got).position(|(e, g)| e.to_bits() != g.to_bits()) {
         None if expected.len() == got.len() => Ok(()),
@@ -405,9 +406,9 @@ pub fn verify(expected: &[f64], got: &[f64], round_trip: u64) -> Result<()> {
             expected: expected.len() as u64,
             found: got.len() as u64,
         }),
-        Some(at) => Err(Error::InvalidArgument {
+        Some(at) => Err(Error::Corrupted {
             what: "reply",
-            reason: format!(
+            detail: format!(
                 "round trip {round_trip}, element {at}: expected bits {:#018x}, found {:#018x}",
                 expected[at].to_bits(),
                 got[at].to_bits()
