@@ -391,13 +391,7 @@ impl Hello {
                 line.split_once('=').ok_or_else(|| bad(format!("line {line:?} has no '='")))?;
             match key {
                 "version" => version = Some(value),
-                "max_frame_bytes" => {
-                    let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
-                    let parsed = value.parse::<u64>().ok().filter(|_| digits);
-                    max_frame_bytes = Some(parsed.ok_or_else(|| {
-                        bad(format!("max_frame_bytes: expected decimal digits, found {value:?}"))
-                    })?)
-                }
+                "max_frame_bytes" => max_frame_bytes = Some(value),
                 "handler" => handler = Some(value.to_owned()),
                 "impl" => implementation = Some(value.to_owned()),
                 _ => {}
@@ -408,8 +402,13 @@ impl Hello {
             Some(other) => return Err(bad(format!("version: expected 1, found {other:?}"))),
             None => return Err(bad("missing required key version".into())),
         }
-        let max_frame_bytes =
+        // A repeated key takes its last value (PROTOCOL.md §4); only that one is validated.
+        let value =
             max_frame_bytes.ok_or_else(|| bad("missing required key max_frame_bytes".into()))?;
+        let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+        let max_frame_bytes = value.parse::<u64>().ok().filter(|_| digits).ok_or_else(|| {
+            bad(format!("max_frame_bytes: expected decimal digits, found {value:?}"))
+        })?;
         Ok(Hello { max_frame_bytes, handler, implementation })
     }
 }

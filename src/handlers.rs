@@ -5,6 +5,7 @@ use crate::codec::{self, Values, ValuesMut};
 use crate::frame::Dtype;
 use crate::lorenz96;
 use crate::server::{Handler, Request, Response};
+use crate::zerocopy::resize_exact;
 
 /// Names accepted by [`by_name`].
 pub const NAMES: [&str; 4] = ["echo", "echo-raw", "lorenz96", "lorenz96-f32"];
@@ -37,16 +38,16 @@ impl Handler for Echo {
 
     fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
         let count = request.count as usize;
-        self.encoded.resize(request.payload.len(), 0);
+        resize_exact(&mut self.encoded, request.payload.len(), 0);
         let converted = match request.dtype {
             Dtype::Bytes => return Ok(Response::Bytes(request.payload)),
             Dtype::F64 => {
-                self.f64s.resize(count, 0.0);
+                resize_exact(&mut self.f64s, count, 0.0);
                 codec::decode_into(request.payload, ValuesMut::F64(&mut self.f64s))
                     .and_then(|()| codec::encode_into(Values::F64(&self.f64s), &mut self.encoded))
             }
             Dtype::F32 => {
-                self.f32s.resize(count, 0.0);
+                resize_exact(&mut self.f32s, count, 0.0);
                 codec::decode_into(request.payload, ValuesMut::F32(&mut self.f32s))
                     .and_then(|()| codec::encode_into(Values::F32(&self.f32s), &mut self.encoded))
             }
@@ -92,7 +93,7 @@ impl Handler for Lorenz96 {
                 &self.state
             }
         };
-        self.derivative.resize(state.len(), 0.0);
+        resize_exact(&mut self.derivative, state.len(), 0.0);
         lorenz96::rhs(state, lorenz96::FORCING, &mut self.derivative)
             .map_err(|e| format!("lorenz96: {e}"))?;
         Ok(Response::F64(&self.derivative))
@@ -117,9 +118,9 @@ impl Handler for Lorenz96F32 {
     fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
         request.expect_dtype(Dtype::F32).map_err(|e| format!("lorenz96-f32: {e}"))?;
         let n = request.count as usize;
-        self.state.resize(n, 0.0);
-        self.derivative.resize(n, 0.0);
-        self.encoded.resize(request.payload.len(), 0);
+        resize_exact(&mut self.state, n, 0.0);
+        resize_exact(&mut self.derivative, n, 0.0);
+        resize_exact(&mut self.encoded, request.payload.len(), 0);
         codec::decode_into(request.payload, ValuesMut::F64FromF32(&mut self.state))
             .map_err(|e| e.to_string())?;
         lorenz96::rhs(&self.state, lorenz96::FORCING, &mut self.derivative)

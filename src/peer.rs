@@ -649,7 +649,7 @@ fn retarget(error: Error, waiting_for: &str) -> Error {
 
 fn grow(buf: &mut Vec<u8>, len: usize) {
     if buf.len() < len {
-        buf.resize(len, 0);
+        zerocopy::resize_exact(buf, len, 0);
     }
 }
 

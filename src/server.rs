@@ -64,7 +64,7 @@ impl<'a> Request<'a> {
     /// The message for the ERROR reply when the dtype is not f64.
     pub fn decode_f64_into(&self, out: &mut Vec<f64>) -> std::result::Result<(), String> {
         self.expect_dtype(Dtype::F64)?;
-        out.resize(self.count as usize, 0.0);
+        zerocopy::resize_exact(out, self.count as usize, 0.0);
         codec::decode_into(self.payload, codec::ValuesMut::F64(out)).map_err(|e| e.to_string())
     }
 }
@@ -181,14 +181,15 @@ pub fn serve<H: Handler + ?Sized>(
     handler: &mut H,
     options: &ServeOptions,
 ) -> Result<ServeSummary> {
-    let mut server = Server { transport, options, client_max: 0, request: AlignedBuf::new() };
+    let mut server = Server { transport, options, client_max: None, request: AlignedBuf::new() };
     server.run(handler)
 }
 
 struct Server<'t, 'o> {
     transport: &'t mut PipeTransport,
     options: &'o ServeOptions,
-    client_max: u64,
+    /// The client's `max_frame_bytes`, once its HELLO has been read.
+    client_max: Option<u64>,
     request: AlignedBuf,
 }
 
@@ -252,11 +253,12 @@ impl Server<'_, '_> {
                 Err(message) => Err(message),
             };
             let reply = reply.and_then(|(dtype, count, payload)| {
-                if payload.len() as u64 > self.client_max {
+                let client_max = self.client_max.unwrap_or(0);
+                if payload.len() as u64 > client_max {
                     Err(format!(
                         "reply of {} bytes exceeds the client's max_frame_bytes {}",
                         payload.len(),
-                        self.client_max
+                        client_max
                     ))
                 } else {
                     Ok((dtype, count, payload))
@@ -315,7 +317,7 @@ impl Server<'_, '_> {
             .and_then(|()| Hello::parse(self.request.as_bytes()));
         match client_hello {
             Ok(hello) => {
-                self.client_max = hello.max_frame_bytes;
+                self.client_max = Some(hello.max_frame_bytes);
                 Ok(())
             }
             Err(e) => Err(self.violation(header.seq, e)),
@@ -325,7 +327,7 @@ impl Server<'_, '_> {
     /// The longest ERROR payload the client accepts: its `max_frame_bytes` once its HELLO is
     /// known, and never more than [`MAX_CONTROL_PAYLOAD`].
     fn error_limit(&self) -> usize {
-        let client = if self.client_max == 0 { MAX_CONTROL_PAYLOAD } else { self.client_max };
+        let client = self.client_max.unwrap_or(MAX_CONTROL_PAYLOAD);
         client.min(MAX_CONTROL_PAYLOAD) as usize
     }
 
@@ -371,7 +373,7 @@ fn wire_form<'a>(
     if let Some(bytes) = zerocopy::wire_bytes(values) {
         return Ok((dtype, count, bytes));
     }
-    encoded.resize(values.wire_len(), 0);
+    zerocopy::resize_exact(encoded, values.wire_len(), 0);
     codec::encode_into(values, encoded).map_err(|e| e.to_string())?;
     Ok((dtype, count, encoded))
 }

@@ -24,7 +24,7 @@ use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::time::TimeSpec;
 
 use crate::error::{Error, Result};
-use crate::frame::{HEADER_LEN, Header, check_padding, padding_len};
+use crate::frame::{HEADER_LEN, Header, Kind, check_padding, padding_len};
 use crate::units::{format_duration, parse_duration};
 
 /// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
@@ -176,8 +176,8 @@ pub enum Received {
     End,
     /// A header (unvalidated); its payload has not been read.
     Header([u8; HEADER_LEN]),
-    /// A header (unvalidated) whose payload was exactly as long as the guess, now read into
-    /// the guess buffer, and whose padding was checked to be zero.
+    /// A valid DATA header whose payload was exactly as long as the guess, now read into the
+    /// guess buffer, and whose padding was checked to be zero.
     Whole([u8; HEADER_LEN]),
     /// A header (valid, with the guessed length) whose payload or padding then failed: the
     /// stream ended inside them ([`Error::Truncated`]) or the padding was not zero. The header
@@ -355,7 +355,8 @@ impl PipeTransport {
     /// header, payload and padding then arrive in as few `readv` calls as the data allows (one,
     /// when the whole frame is in the pipe), the payload straight into `payload_guess`.
     ///
-    /// When the header announces another length, or is not a valid header at all, the bytes
+    /// Only a valid DATA header is followed by its payload. When the header announces another
+    /// length, is a control frame (HELLO, ERROR, BYE), or is not a valid header at all, the bytes
     /// read past it are kept and served first by the next read, and [`Received::Header`] is
     /// returned: read the payload with [`PipeTransport::recv_payload`] after validating the
     /// header. Nothing is allocated or waited for on the strength of the unvalidated header:
@@ -462,11 +463,15 @@ impl PipeTransport {
                 Err(e) => return Err(e.into()),
             }
             if !matched && filled >= HEADER_LEN {
-                // Only a valid header that announces exactly the guessed length is followed
-                // further; anything else goes back to the caller to validate.
+                // Only a valid DATA header that announces exactly the guessed length is
+                // followed further; anything else (a control frame included, whose kind the
+                // caller must judge before any payload is read) goes back to the caller.
                 let header = target.header();
-                let announced = Header::parse(&header, u64::MAX).and_then(|h| h.payload_bytes());
-                if announced.ok() != Some(guess as u64) {
+                let announced = Header::parse(&header, u64::MAX)
+                    .ok()
+                    .filter(|h| h.kind == Kind::Data)
+                    .and_then(|h| h.payload_bytes().ok());
+                if announced != Some(guess as u64) {
                     // Wrong guess: keep what was read past the header for the next read.
                     target.append_after_header(filled - HEADER_LEN, &mut self.pushback);
                     return Ok(Received::Header(header));

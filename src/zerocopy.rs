@@ -94,7 +94,8 @@ pub fn view_f32(bytes: &[u8]) -> Option<&[f32]> {
 /// A growable byte buffer that starts on an 8-byte boundary, so a received f64 or f32 payload
 /// in it can be viewed in place with [`view_f64`] / [`view_f32`].
 ///
-/// It never shrinks: once warm, [`AlignedBuf::resize`] to a size seen before allocates nothing.
+/// It never shrinks: once warm, [`AlignedBuf::resize`] to a size seen before allocates nothing;
+/// it grows to exactly the size asked for, never more.
 #[derive(Clone, Debug, Default)]
 pub struct AlignedBuf {
     words: Vec<u64>,
@@ -114,6 +115,9 @@ impl AlignedBuf {
     pub fn resize(&mut self, len: usize) {
         let words = len.div_ceil(8);
         if self.words.len() < words {
+            // Exactly what is needed, not the doubling `resize` alone would give: the buffer
+            // never holds more than the largest frame seen.
+            self.words.reserve_exact(words - self.words.len());
             self.words.resize(words, 0);
         }
         self.len = len;
@@ -128,4 +132,14 @@ impl AlignedBuf {
     pub fn as_bytes_mut(&mut self) -> &mut [u8] {
         &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
     }
+}
+
+/// Resizes `buf` to `len` elements, allocating exactly what is missing rather than doubling:
+/// buffers sized by frames then hold no more than the largest frame seen. Shrinking keeps the
+/// allocation, so a warm buffer never reallocates.
+pub(crate) fn resize_exact<T: Clone>(buf: &mut Vec<T>, len: usize, fill: T) {
+    if len > buf.capacity() {
+        buf.reserve_exact(len - buf.len());
+    }
+    buf.resize(len, fill);
 }
