@@ -141,7 +141,8 @@ struct RunArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_path)]
     path: Vec<DataPath>,
 
-    /// Client: placement: free (scheduler decides) and/or same (both processes on one core).
+    /// Client: placement: free (scheduler decides), same (both processes on one core), split
+    /// (client and server on two different cores).
     #[arg(long, value_delimiter = ',', default_value = "free", value_parser = parse_pin)]
     pin: Vec<Placement>,
 

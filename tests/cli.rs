@@ -217,3 +217,36 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
     assert!(svg_text.contains("echo zero-copy") && svg_text.contains("wait block"));
     fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn split_placement_runs_and_labels_its_rows() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        println!("skipping: split placement needs two CPUs");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("peerpipe-cli-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("split.json");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_peer"))
+        .args(["--sizes", "8", "--dtype", "f64", "--path", "codec", "--handler", "echo-raw"])
+        .args([
+            "--wait",
+            "spin",
+            "--pin",
+            "split",
+            "--duration",
+            "5ms",
+            "--warmup",
+            "1ms",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report = peerpipe::report::export::read_json(&json).unwrap();
+    assert!(!report.rows.is_empty());
+    assert!(report.rows.iter().all(|row| row.pin == "split"));
+    assert!(report.baseline.iter().all(|b| b.pin == "split"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -31,6 +31,7 @@ pub fn process_cpu_time(pid: u32) -> Result<Duration> {
 #[derive(Debug)]
 pub struct Pinned {
     previous: CpuSet,
+    allowed: Vec<usize>,
 }
 
 impl Pinned {
@@ -40,11 +41,31 @@ impl Pinned {
     /// [`crate::Error::Sys`] when the affinity cannot be read or set.
     pub fn to_first_allowed_cpu() -> Result<Pinned> {
         let previous = sched_getaffinity(Pid::from_raw(0))?;
-        let first = (0..CpuSet::count()).find(|&cpu| previous.is_set(cpu).unwrap_or(false));
+        let allowed: Vec<usize> =
+            (0..CpuSet::count()).filter(|&cpu| previous.is_set(cpu).unwrap_or(false)).collect();
+        let pinned = Pinned { previous, allowed };
+        pinned.to_nth_allowed(0)?;
+        Ok(pinned)
+    }
+
+    /// Number of CPUs the thread was allowed before pinning.
+    pub fn allowed_cpus(&self) -> usize {
+        self.allowed.len()
+    }
+
+    /// Moves the calling thread to the `n`-th CPU it was allowed (wrapping around).
+    ///
+    /// # Errors
+    /// [`crate::Error::Sys`] when the affinity cannot be set.
+    pub fn to_nth_allowed(&self, n: usize) -> Result<()> {
+        let cpu = match self.allowed.len() {
+            0 => 0,
+            len => self.allowed[n % len],
+        };
         let mut only = CpuSet::new();
-        only.set(first.unwrap_or(0))?;
+        only.set(cpu)?;
         sched_setaffinity(Pid::from_raw(0), &only)?;
-        Ok(Pinned { previous })
+        Ok(())
     }
 }
 

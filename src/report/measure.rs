@@ -228,14 +228,11 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
     let mut rows = Vec::new();
     let mut pipe_size_granted = None;
     for &pin in &plan.pins {
-        let _pinned = match pin {
-            Placement::Same => Some(Pinned::to_first_allowed_cpu()?),
-            Placement::Free => None,
-        };
+        let placement = Placer::new(pin)?;
         for wait in plan.all_waits() {
             for bytes in plan.baseline_bytes(wait) {
                 progress.set_message(format!("baseline {bytes} B {wait} {pin}"));
-                baseline.push(measure_baseline(plan, bytes, wait, pin)?);
+                baseline.push(measure_baseline(plan, bytes, wait, &placement)?);
                 progress.inc(1);
             }
             let handlers: Vec<Option<&str>> = match plan.spawn {
@@ -244,11 +241,11 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
             };
             for handler in handlers {
                 let options = Options { wait, ..plan.options.clone() };
-                let mut peer = match (&plan.spawn, handler) {
-                    (Some(command), _) => Peer::spawn_shell(command, options)?,
-                    (None, Some(handler)) => Peer::spawn_server(&plan.peer_exe, handler, options)?,
+                let mut peer = placement.spawn(|| match (&plan.spawn, handler) {
+                    (Some(command), _) => Peer::spawn_shell(command, options),
+                    (None, Some(handler)) => Peer::spawn_server(&plan.peer_exe, handler, options),
                     (None, None) => unreachable!("handlers listed above"),
-                };
+                })?;
                 pipe_size_granted = peer.pipe_capacity().map(|c| c as u64).or(pipe_size_granted);
                 let handler_name = peer.server_hello().handler.clone().unwrap_or_default();
                 let expect = Expectation::for_handler(Some(&handler_name));
@@ -287,6 +284,43 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
         baseline,
         rows,
     })
+}
+
+/// Puts this thread and the servers it spawns where a [`Placement`] says. Servers inherit the
+/// spawning thread's affinity, so for `split` the thread moves to the second CPU to spawn and
+/// back to the first to measure.
+struct Placer {
+    placement: Placement,
+    pinned: Option<Pinned>,
+}
+
+impl Placer {
+    fn new(placement: Placement) -> Result<Placer> {
+        let pinned = match placement {
+            Placement::Free => None,
+            Placement::Same | Placement::Split => Some(Pinned::to_first_allowed_cpu()?),
+        };
+        if placement == Placement::Split && pinned.as_ref().is_some_and(|p| p.allowed_cpus() < 2) {
+            return Err(Error::InvalidArgument {
+                what: "pin",
+                reason: "split needs two CPUs, and this process may use only one".into(),
+            });
+        }
+        Ok(Placer { placement, pinned })
+    }
+
+    /// Runs `spawn` with the affinity the server must inherit.
+    fn spawn<T>(&self, spawn: impl FnOnce() -> Result<T>) -> Result<T> {
+        let split = self.pinned.as_ref().filter(|_| self.placement == Placement::Split);
+        if let Some(pinned) = split {
+            pinned.to_nth_allowed(1)?;
+        }
+        let spawned = spawn();
+        if let Some(pinned) = split {
+            pinned.to_nth_allowed(0)?;
+        }
+        spawned
+    }
 }
 
 /// One step of a row: a warm-up round trip (numbered) or a timed one.
@@ -330,14 +364,22 @@ fn time_rows(plan: &Plan, mut step: impl FnMut(Step) -> Result<u64>) -> Result<(
     Ok((repeat_p50, iterations))
 }
 
-fn measure_baseline(plan: &Plan, bytes: usize, wait: Wait, pin: Placement) -> Result<BaselineRow> {
-    let mut echo = RawEcho::spawn(
-        &plan.peer_exe,
-        bytes,
-        wait,
-        plan.options.pipe_capacity,
-        plan.options.timeout,
-    )?;
+fn measure_baseline(
+    plan: &Plan,
+    bytes: usize,
+    wait: Wait,
+    placement: &Placer,
+) -> Result<BaselineRow> {
+    let pin = placement.placement;
+    let mut echo = placement.spawn(|| {
+        RawEcho::spawn(
+            &plan.peer_exe,
+            bytes,
+            wait,
+            plan.options.pipe_capacity,
+            plan.options.timeout,
+        )
+    })?;
     let mut rtt = new_histogram();
     let (p50_repeats_ns, iterations) = time_rows(plan, |step| {
         let ns = echo.round_trip()?;

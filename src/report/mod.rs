@@ -80,6 +80,8 @@ pub enum Placement {
     Free,
     /// Both pinned to one core (the server inherits the client's affinity at spawn).
     Same,
+    /// Client and server pinned to two different cores: every wake-up crosses cores.
+    Split,
 }
 
 impl Placement {
@@ -88,6 +90,7 @@ impl Placement {
         match self {
             Placement::Free => "free",
             Placement::Same => "same",
+            Placement::Split => "split",
         }
     }
 }
@@ -104,9 +107,10 @@ impl FromStr for Placement {
         match text {
             "free" => Ok(Placement::Free),
             "same" => Ok(Placement::Same),
+            "split" => Ok(Placement::Split),
             _ => Err(Error::InvalidArgument {
                 what: "pin",
-                reason: format!("expected same or free, found {text:?}"),
+                reason: format!("expected free, same or split, found {text:?}"),
             }),
         }
     }
