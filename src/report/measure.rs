@@ -154,9 +154,12 @@ impl Plan {
     pub fn estimated_duration(&self) -> Duration {
         let per_row = match self.length {
             RowLength::Duration(d) => d,
-            RowLength::Iterations(n) => Duration::from_micros(20) * n as u32,
+            RowLength::Iterations(n) => {
+                Duration::from_micros(20).saturating_mul(u32::try_from(n).unwrap_or(u32::MAX))
+            }
         };
-        (per_row + self.warmup) * self.repeat.max(1) * self.steps() as u32
+        let rows = u32::try_from(self.steps()).unwrap_or(u32::MAX);
+        per_row.saturating_add(self.warmup).saturating_mul(self.repeat.max(1)).saturating_mul(rows)
     }
 
     fn record(&self) -> ConfigRecord {
