@@ -3,7 +3,7 @@
 //! `codec::PARALLEL_MIN_ELEMENTS`.
 //!
 //! ```text
-//! cargo bench --bench codec                 # everything (a few minutes)
+//! cargo bench --bench codec                 # everything (about 5 minutes)
 //! cargo bench --bench codec -- threshold    # only the rayon threshold sweep
 //! ```
 //!
@@ -18,10 +18,12 @@
 //! - `f64_f32/N`: 8·N bytes, i.e. counted on the f64 side. Narrowing (`Values::F64AsF32`, reads
 //!   8·N, writes 4·N) and widening (`ValuesMut::F64FromF32`, reads 4·N, writes 8·N).
 //! - `threshold/encode_f64`, `threshold/narrow`: serial vs rayon over a sweep of element counts,
-//!   throughput counted on the f64 side.
+//!   throughput counted on the f64 side, calls back to back (rayon's workers stay awake).
+//! - `threshold/encode_f64_idle`: the same f64 encode sweep with the pool idle for 1 ms before
+//!   each timed call, as between requests, so rayon pays for waking its workers.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use peerpipe::codec::{self, Parallelism, Values, ValuesMut};
@@ -31,8 +33,13 @@ use peerpipe::zerocopy;
 const SMALL: usize = 500;
 const LARGE: usize = 1 << 20;
 
-/// Element counts for the rayon threshold sweep: 16 Ki … 1 Mi.
-const SWEEP: [usize; 7] = [1 << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18, 1 << 19, 1 << 20];
+/// Element counts for the rayon threshold sweep: 16 Ki … 4 Mi (128 KiB … 32 MiB of f64).
+const SWEEP: [usize; 9] =
+    [1 << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18, 1 << 19, 1 << 20, 1 << 21, 1 << 22];
+
+/// Pause before each call in `threshold/encode_f64_idle`: long enough for rayon's idle workers
+/// to go to sleep (they yield ~32 times, microseconds, before sleeping).
+const IDLE: Duration = Duration::from_millis(1);
 
 const MODES: [(&str, Parallelism); 3] =
     [("serial", Parallelism::Serial), ("rayon", Parallelism::Rayon), ("auto", Parallelism::Auto)];
@@ -179,7 +186,7 @@ fn sizes(c: &mut Criterion) {
     f64_f32_group::<LARGE>(c);
 }
 
-/// Serial vs rayon over [`SWEEP`], with the same sizes' memcpy for scale.
+/// Serial vs rayon over [`SWEEP`]: the evidence for `codec::PARALLEL_MIN_ELEMENTS`.
 fn threshold(c: &mut Criterion) {
     let largest = *SWEEP.last().expect("non-empty sweep");
     let values = sample_f64(largest);
@@ -213,6 +220,34 @@ fn threshold(c: &mut Criterion) {
                         black_box(&mut out[..n * 4]),
                         *par,
                     )
+                })
+            });
+        }
+    }
+    group.finish();
+
+    // The same f64 encode after the pool has gone idle: in use, a conversion comes once per
+    // request, so rayon's workers are asleep and must be woken. Only the call is timed.
+    let mut group = c.benchmark_group("threshold/encode_f64_idle");
+    group.sample_size(20).measurement_time(Duration::from_secs(1));
+    for n in SWEEP {
+        group.throughput(Throughput::Bytes((n * 8) as u64));
+        for (name, par) in &MODES[..2] {
+            group.bench_with_input(BenchmarkId::new(*name, n), &n, |b, &n| {
+                b.iter_custom(|iters| {
+                    let mut timed = Duration::ZERO;
+                    for _ in 0..iters {
+                        std::thread::sleep(IDLE);
+                        let start = Instant::now();
+                        let done = codec::encode_into_with(
+                            Values::F64(black_box(&values[..n])),
+                            black_box(&mut out[..n * 8]),
+                            *par,
+                        );
+                        timed += start.elapsed();
+                        black_box(done).expect("sized buffer");
+                    }
+                    timed
                 })
             });
         }

@@ -22,9 +22,14 @@ use crate::frame::Dtype;
 
 /// Arrays with at least this many elements are converted on the rayon pool.
 ///
-/// Chosen from `cargo bench --bench codec -- threshold` on the 2-core development machine;
-/// the figures behind it are in `docs/PERFORMANCE.md` ("Rayon threshold").
-pub const PARALLEL_MIN_ELEMENTS: usize = 524_288;
+/// 1 Mi elements (8 MiB of f64), from `cargo bench --bench codec -- threshold` on the 2-core
+/// development machine. Called back to back, rayon wins from 256–512 Ki elements on (f64 encode
+/// 1.47×, narrowing 1.20× at 512 Ki; 1.99×/1.66× at 1 Mi). But a conversion comes once per
+/// request, after the pool has gone idle, and waking it then costs ~60–100 µs in this VM:
+/// from idle, f64 encode on rayon is slower at 512 Ki (median 0.88× of 5 runs), breaks even at
+/// 1 Mi (median 1.01×, runs 0.86–1.80×) and wins from 2 Mi (1.68–1.81×). The figures are in
+/// `docs/PERFORMANCE.md`, "Rayon threshold".
+pub const PARALLEL_MIN_ELEMENTS: usize = 1_048_576;
 
 /// Elements per parallel chunk: big enough that scheduling costs vanish, small enough to split.
 const PARALLEL_CHUNK_ELEMENTS: usize = 65_536;
