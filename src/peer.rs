@@ -344,30 +344,27 @@ impl Peer {
         }
         let seq = self.next_seq;
         let header = Header::data(seq, values.wire_dtype(), values.len() as u64).to_bytes();
-        let deadline;
-        let encode_ns;
-        let sent = match (self.options.path, zerocopy::wire_bytes(values)) {
-            (DataPath::ZeroCopy, Some(payload)) => {
-                // The payload goes out from the caller's memory: one writev of header + slice.
-                let encoded = Instant::now();
-                encode_ns = nanos_between(started, encoded);
-                deadline = Deadline::after_from(encoded, self.options.timeout);
-                self.transport.send_frame(&header, payload, deadline)
-            }
-            _ => {
-                // The codec writes the whole frame, laid out as on the wire, into the scratch
-                // buffer, which goes out with one plain write.
-                let frame_len = HEADER_LEN + wire_len + frame::padding_len(wire_len);
-                grow(&mut self.scratch, frame_len);
-                let frame = &mut self.scratch[..frame_len];
-                frame[..HEADER_LEN].copy_from_slice(&header);
-                codec::encode_into(values, &mut frame[HEADER_LEN..HEADER_LEN + wire_len])?;
-                frame[HEADER_LEN + wire_len..].fill(0);
-                let encoded = Instant::now();
-                encode_ns = nanos_between(started, encoded);
-                deadline = Deadline::after_from(encoded, self.options.timeout);
-                self.transport.send_bytes(frame, deadline)
-            }
+        // The payload goes out from the caller's memory (one writev of header + slice), or the
+        // codec writes the whole frame, laid out as on the wire, into the scratch buffer, which
+        // goes out with one plain write.
+        let zero_copy = match self.options.path {
+            DataPath::ZeroCopy => zerocopy::wire_bytes(values),
+            DataPath::Codec => None,
+        };
+        let frame_len = HEADER_LEN + wire_len + frame::padding_len(wire_len);
+        if zero_copy.is_none() {
+            grow(&mut self.scratch, frame_len);
+            let frame = &mut self.scratch[..frame_len];
+            frame[..HEADER_LEN].copy_from_slice(&header);
+            codec::encode_into(values, &mut frame[HEADER_LEN..HEADER_LEN + wire_len])?;
+            frame[HEADER_LEN + wire_len..].fill(0);
+        }
+        let encoded = Instant::now();
+        let encode_ns = nanos_between(started, encoded);
+        let deadline = Deadline::after_from(encoded, self.options.timeout);
+        let sent = match zero_copy {
+            Some(payload) => self.transport.send_frame(&header, payload, deadline),
+            None => self.transport.send_bytes(&self.scratch[..frame_len], deadline),
         };
         if let Err(e) = sent {
             let context = format!("while sending seq {seq}");

@@ -21,7 +21,7 @@ use nix::unistd::Pid;
 
 use common::{
     Watchdog, child_processes, client_hello, data_frame, is_our_child, peer_exe, read_frame, secs,
-    serialize,
+    serialize, wait_or_kill,
 };
 use peerpipe::frame::{DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Kind};
 use peerpipe::soak::{self, Client, HANDLERS};
@@ -101,22 +101,6 @@ fn a_server_killed_mid_soak_is_reported_as_killed_by_signal_9_well_within_the_ti
 // ---------------------------------------------------------------------------------------------
 // (b) A client that dies in the middle of a frame
 // ---------------------------------------------------------------------------------------------
-
-/// Waits up to `limit` for a child; kills it and panics if it takes longer.
-fn wait_or_kill(child: &mut std::process::Child, limit: Duration, what: &str) -> ExitStatus {
-    let until = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not exit within {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
 
 /// Plays a client on raw pipes: HELLO, 20 echoed requests, then `partial` (the start of a
 /// frame) and end of stream, as when the client process dies mid-write. Returns the server's
@@ -365,18 +349,10 @@ fn peer_soak_with_a_stopped_server_exits_1_naming_the_timeout_and_reaps_the_serv
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn peer soak");
-    let mut stdout = soak.stdout.take().expect("stdout");
-    let mut stderr = soak.stderr.take().expect("stderr");
-    let out = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let err = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
+    let stdout = soak.stdout.take().expect("stdout");
+    let stderr = soak.stderr.take().expect("stderr");
+    let out = common::read_on_thread(stdout);
+    let err = common::read_on_thread(stderr);
     let until = Instant::now() + secs(10);
     let server = loop {
         if let [server] = children_of(soak.id())[..] {

@@ -40,12 +40,8 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn peer --role server");
-        let mut stderr = child.stderr.take().expect("stderr pipe");
-        let stderr = thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
-            text
-        });
+        let stderr = child.stderr.take().expect("stderr pipe");
+        let stderr = common::read_on_thread(stderr);
         Server {
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),

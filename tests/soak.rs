@@ -3,13 +3,14 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Watchdog, child_processes, misbehaving_command, peer_exe, secs, serialize};
+use common::{
+    Watchdog, child_processes, misbehaving_command, peer_exe, secs, serialize, wait_or_kill,
+};
 use peerpipe::codec::Values;
 use peerpipe::server::{Handler, Request, Response, ServeOptions, serve};
 use peerpipe::soak::{self, Client, Mismatch, verify};
@@ -25,22 +26,6 @@ fn misbehaving_server_entry() {
     common::misbehaving_server_entry();
 }
 
-/// Waits up to `limit` for `child`; kills and reaps it and panics if it takes longer.
-fn wait_or_kill(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
-    let until = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not finish within {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Runs `peer ARGS`, returning its exit status, stdout and stderr; at most `limit`.
 fn run_peer(args: &[&str], limit: Duration) -> (ExitStatus, String, String) {
     let mut child = Command::new(peer_exe())
@@ -50,18 +35,10 @@ fn run_peer(args: &[&str], limit: Duration) -> (ExitStatus, String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn peer");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let err = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let out = common::read_on_thread(stdout);
+    let err = common::read_on_thread(stderr);
     let status = wait_or_kill(&mut child, limit, &format!("peer {}", args.join(" ")));
     (status, out.join().unwrap(), err.join().unwrap())
 }

@@ -8,7 +8,7 @@
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -503,4 +503,31 @@ fn noisy_echo(out: fs::File) -> ! {
     println!("noisy-echo: a stray print after stdio_transport");
     let result = serve(&mut transport, &mut Noisy(EchoRaw), &ServeOptions::default());
     std::process::exit(if result.is_ok() { 0 } else { 7 })
+}
+
+/// Reads `pipe` to the end on a thread (so a full pipe never blocks the child) and returns the
+/// text when joined.
+pub fn read_on_thread(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    })
+}
+
+/// Waits up to `limit` for `child` to exit; past it, kills and reaps it and fails the test
+/// naming `what`.
+pub fn wait_or_kill(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let until = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {limit:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
 }
