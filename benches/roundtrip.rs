@@ -15,7 +15,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::report::baseline::RawEcho;
-use peerpipe::{DataPath, Options, Peer, Wait};
+use peerpipe::{DataPath, Options, Peer, TransportKind, Wait};
 
 const PEER: &str = env!("CARGO_BIN_EXE_peer");
 
@@ -35,6 +35,7 @@ fn round_trips(c: &mut Criterion) {
             PEER.as_ref(),
             bytes,
             Wait::default(),
+            TransportKind::Pipe,
             Options::default().pipe_capacity,
             Some(Duration::from_secs(10)),
         )

@@ -4,7 +4,7 @@
 //! cargo bench --bench timeout
 //! ```
 //!
-//! Each iteration calls `PipeTransport::recv_exact` with `Deadline::after(Some(200 µs))` on an
+//! Each iteration calls `Transport::recv_exact` with `Deadline::after(Some(200 µs))` on an
 //! end whose peer never writes, checks that it ends in `Error::Timeout`, and records the time
 //! *beyond* the 200 µs (`iter_custom`), so the reported figures are the overshoot: how late the
 //! deadline fires. The issue asks that a 200 µs timeout not become a 1 ms or 10 ms sleep; the
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use peerpipe::Error;
-use peerpipe::transport::{Deadline, PipeTransport, Wait};
+use peerpipe::transport::{Deadline, Transport, Wait};
 
 const TIMEOUT: Duration = Duration::from_micros(200);
 
@@ -24,7 +24,7 @@ fn overshoot(c: &mut Criterion) {
     group.sample_size(100).measurement_time(Duration::from_secs(4));
     for wait in [Wait::Block, Wait::Spin, Wait::default()] {
         // The other end is kept open and silent: no data, no end of stream.
-        let (mut silent_peer_of, _silent) = PipeTransport::pair(wait).expect("pipe pair");
+        let (mut silent_peer_of, _silent) = Transport::pipe_pair(wait).expect("pipe pair");
         let mut buf = [0u8; 32];
         group.bench_function(wait.to_string(), |b| {
             b.iter_custom(|iters| {

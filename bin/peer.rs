@@ -12,9 +12,9 @@ use peerpipe::frame::DEFAULT_MAX_FRAME_BYTES;
 use peerpipe::peer::{DataPath, Options};
 use peerpipe::report::compare::{self, Thresholds};
 use peerpipe::report::measure::{self, Plan, RowLength};
-use peerpipe::report::{Placement, Workload, export, render};
+use peerpipe::report::{Placement, Workload, export, render, sync};
 use peerpipe::server::{self, ServeOptions};
-use peerpipe::transport::{DEFAULT_PIPE_CAPACITY, Wait};
+use peerpipe::transport::{DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, TransportKind, Wait};
 use peerpipe::units::parse_duration;
 use peerpipe::{Error, handlers};
 
@@ -73,12 +73,12 @@ struct SoakArgs {
     /// Wait strategy of both sides: block, spin, hybrid or hybrid:DUR.
     #[arg(long, default_value = "hybrid", value_parser = parse_wait)]
     wait: Wait,
-    /// Transport: pipe (the only one so far).
+    /// Transport of every pair: pipe, shm-sem or shm-ring.
     #[arg(long, default_value = "pipe", value_parser = parse_transport)]
-    transport: peerpipe::soak::Transport,
+    transport: TransportKind,
 }
 
-fn parse_transport(text: &str) -> Result<peerpipe::soak::Transport, String> {
+fn parse_transport(text: &str) -> Result<TransportKind, String> {
     text.parse().map_err(|e: Error| e.to_string())
 }
 
@@ -116,6 +116,27 @@ struct RunArgs {
     /// comma-separated list [default: all three up to 65536 elements, hybrid above].
     #[arg(long, value_delimiter = ',', value_parser = parse_wait)]
     wait: Vec<Wait>,
+
+    /// Transport: pipe, shm-sem (shared slots + semaphores) or shm-ring (shared rings + futex
+    /// wake-ups). As a client, a comma-separated list to measure side by side [default: pipe].
+    /// A shared-memory server must be spawned by a client of the same transport (it takes the
+    /// region as its stdin), so it cannot run over ssh.
+    #[arg(long, value_delimiter = ',', value_parser = parse_transport)]
+    transport: Vec<TransportKind>,
+
+    /// Client: bytes per direction of the shared-memory transports.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SHM_CAPACITY)]
+    shm_size: usize,
+
+    /// Client: measure and print only the synchronisation-cost table (ns per operation of the
+    /// primitives the transports use). The table is also part of every report that measures a
+    /// shared-memory transport.
+    #[arg(long)]
+    sync_costs: bool,
+
+    /// Client: operations per entry of the synchronisation-cost table.
+    #[arg(long, value_name = "N", default_value_t = sync::DEFAULT_OPERATIONS, value_parser = clap::value_parser!(u64).range(1..))]
+    sync_ops: u64,
 
     /// Server: act as the raw-bytes baseline instead: echo messages of exactly BYTES bytes with
     /// plain read/write, no framing.
@@ -270,7 +291,12 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
         [wait] => *wait,
         more => return Err(one_value_error("--wait", more.len())),
     };
-    let mut transport = server::stdio_transport(wait)?;
+    let kind = match args.transport.as_slice() {
+        [] => TransportKind::Pipe,
+        [kind] => *kind,
+        more => return Err(one_value_error("--transport", more.len())),
+    };
+    let mut transport = server::stdio_transport_of(kind, wait)?;
     if let Some(bytes) = args.raw_echo {
         server::serve_raw_echo(&mut transport, bytes as usize)?;
         return Ok(());
@@ -340,10 +366,22 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
             timeout: Some(args.timeout),
             max_frame_bytes: args.max_frame_bytes,
             pipe_capacity: Some(args.pipe_size),
+            shm_capacity: args.shm_size,
             ..Options::default()
         },
+        transports: if args.transport.is_empty() {
+            vec![TransportKind::Pipe]
+        } else {
+            args.transport.clone()
+        },
+        sync_operations: args.sync_ops,
         budget: args.budget,
     };
+    if args.sync_costs {
+        let costs = measure::measure_sync_costs(&plan)?;
+        sync::render(&costs, &mut io::stdout().lock())?;
+        return Ok(());
+    }
     let progress = measure::progress_bar(&plan);
     let report = measure::run(&plan, &progress)?;
     if let Some(path) = &args.json {
@@ -359,6 +397,10 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
     render::table(&report, &mut out)?;
     writeln!(out)?;
     render::verdict(&report, &mut out)?;
+    if !report.sync_costs.is_empty() {
+        writeln!(out)?;
+        sync::render(&report.sync_costs, &mut out)?;
+    }
     Ok(())
 }
 

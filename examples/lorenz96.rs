@@ -20,7 +20,7 @@ use peerpipe::report::baseline::RawEcho;
 use peerpipe::rhs::{Exchange, RemoteRhs};
 use peerpipe::server::{self, ServeOptions};
 use peerpipe::units::format_nanos;
-use peerpipe::{Error, Options, Result, Wait, handlers, lorenz96};
+use peerpipe::{Error, Options, Result, TransportKind, Wait, handlers, lorenz96};
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -182,7 +182,14 @@ fn run(args: &Args) -> Result<()> {
         Exchange::F64 => args.n * 8,
         Exchange::F64AsF32 => args.n * 4,
     };
-    let mut echo = RawEcho::spawn(&exe, bytes, args.wait, options.pipe_capacity, options.timeout)?;
+    let mut echo = RawEcho::spawn(
+        &exe,
+        bytes,
+        args.wait,
+        TransportKind::Pipe,
+        options.pipe_capacity,
+        options.timeout,
+    )?;
     let mut floor = Vec::with_capacity(stats.calls as usize);
     for _ in 0..stats.calls.min(20_000) {
         floor.push(echo.round_trip()?);

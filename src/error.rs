@@ -212,6 +212,14 @@ pub enum Error {
         detail: String,
     },
 
+    /// A shared-memory region is not what the protocol allows: wrong magic, version, kind or
+    /// layout, or a peer that announced positions or lengths outside the region.
+    #[error("shared-memory region invalid: {detail}")]
+    BadRegion {
+        /// What was expected and what was found.
+        detail: String,
+    },
+
     /// A command-line or configuration value could not be used.
     #[error("invalid {what}: {reason}")]
     InvalidArgument {

@@ -8,12 +8,14 @@
 //! - [`codec`]: the explicit little-endian codec, with f64↔f32 narrowing and widening and rayon
 //!   for large arrays. Pure; the oracle for everything else.
 //! - [`zerocopy`]: the caller's slice as the payload (bytemuck casts), with checked fallbacks.
-//! - [`transport`]: frames over a pair of non-blocking pipes, one `writev` out, read straight
-//!   into the destination in; the [`transport::Wait`] strategies (block, spin, hybrid) with
-//!   nanosecond deadlines.
+//! - [`transport`]: frames over a [`transport::Link`] — a pair of non-blocking pipes, or a
+//!   shared-memory region (`shm-sem`: slots and semaphores; `shm-ring`: lock-free rings and
+//!   futexes) — one vectored write out, read straight into the destination in; the
+//!   [`transport::Wait`] strategies (block, spin, hybrid) with nanosecond deadlines.
 //! - [`peer`]: the client — spawns a server, HELLO, typed calls with per-call timing, BYE,
 //!   reaping.
-//! - [`process`]: spawning a server on two pipes; terminating and reaping it.
+//! - [`process`]: spawning a server on two pipes (or a pipe and a shared region); terminating
+//!   and reaping it.
 //! - [`server`]: the loop that answers requests with any [`server::Handler`];
 //!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
 //! - [`report`]: the latency report — measures the matrix against a raw-bytes baseline,
@@ -25,8 +27,10 @@
 //! - [`units`]: durations as people type them (`250ms`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
 //!
-//! The crate contains no `unsafe` code.
-#![forbid(unsafe_code)]
+//! `unsafe` code lives in one private module, `sys` (the shared mapping, atomics inside it,
+//! process-shared semaphores, futexes), every block with a `// SAFETY:` comment; the crate
+//! root denies `unsafe_code` everywhere else.
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod codec;
@@ -40,6 +44,7 @@ pub mod report;
 pub mod rhs;
 pub mod server;
 pub mod soak;
+mod sys;
 pub mod transport;
 pub mod units;
 pub mod zerocopy;
@@ -47,4 +52,4 @@ pub mod zerocopy;
 pub use codec::{Values, ValuesMut};
 pub use error::{Error, Result};
 pub use peer::{CallTiming, DataPath, Options, Peer};
-pub use transport::Wait;
+pub use transport::{TransportKind, Wait};

@@ -15,10 +15,10 @@
 //! use peerpipe::handlers::Echo;
 //! use peerpipe::peer::{Options, Peer};
 //! use peerpipe::server::{serve, ServeOptions};
-//! use peerpipe::transport::{PipeTransport, Wait};
+//! use peerpipe::transport::{Transport, Wait};
 //!
 //! // A server on a thread; across processes use Peer::spawn or Peer::spawn_server.
-//! let (client_end, mut server_end) = PipeTransport::pair(Wait::Block)?;
+//! let (client_end, mut server_end) = Transport::pipe_pair(Wait::Block)?;
 //! let server = thread::spawn(move || serve(&mut server_end, &mut Echo::default(), &ServeOptions::default()));
 //!
 //! let mut peer = Peer::connect(client_end, Options::default())?;
@@ -43,8 +43,10 @@ use crate::codec::{self, Values, ValuesMut};
 use crate::error::{Error, Result};
 use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, HEADER_LEN, Header, Hello, Kind};
 pub use crate::process::describe_status;
-use crate::process::{ChildGuard, spawn_with_pipes};
-use crate::transport::{DEFAULT_PIPE_CAPACITY, Deadline, PipeTransport, Received, Wait};
+use crate::process::{ChildGuard, Spawn, spawn_with_transport};
+use crate::transport::{
+    DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, Deadline, Received, Transport, TransportKind, Wait,
+};
 use crate::zerocopy;
 
 /// Default timeout for the handshake and for each reply: 10 s.
@@ -104,6 +106,13 @@ pub struct Options {
     pub max_frame_bytes: u64,
     /// Pipe capacity to ask for when spawning; `None` keeps the system default. Default: 1 MiB.
     pub pipe_capacity: Option<usize>,
+    /// Transport to spawn servers on. Default: pipe. A shared-memory transport hands the
+    /// server the region as its stdin, so the server must be started with the same
+    /// `--transport` (as [`Peer::spawn_server`] does); it cannot cross machines.
+    pub transport: TransportKind,
+    /// Bytes per direction of a shared-memory transport. Default: 1 MiB
+    /// ([`DEFAULT_SHM_CAPACITY`]).
+    pub shm_capacity: usize,
     /// Zero-copy or codec. Default: zero-copy.
     pub path: DataPath,
 }
@@ -115,6 +124,8 @@ impl Default for Options {
             timeout: Some(DEFAULT_TIMEOUT),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             pipe_capacity: Some(DEFAULT_PIPE_CAPACITY),
+            transport: TransportKind::Pipe,
+            shm_capacity: DEFAULT_SHM_CAPACITY,
             path: DataPath::default(),
         }
     }
@@ -159,7 +170,7 @@ struct Pending {
 /// A conversation with a server.
 #[derive(Debug)]
 pub struct Peer {
-    transport: PipeTransport,
+    transport: Transport,
     child: Option<ChildGuard>,
     options: Options,
     server_hello: Hello,
@@ -181,11 +192,15 @@ impl Peer {
     /// and exchanges HELLOs. The pipes are created `O_CLOEXEC`, so no other child inherits
     /// them and the server's death is seen as end of stream.
     ///
+    /// With a shared-memory [`Options::transport`] the server's stdin is the memfd of the
+    /// region instead, and its stdout pipe stays open only so each side can tell when the
+    /// other dies; `command` must then start a server on the same transport.
+    ///
     /// # Errors
     /// [`Error::Io`] when the command cannot be started; any handshake error (the server is
     /// then terminated and reaped, and [`Error::PeerExited`] says how it ended if it died).
     pub fn spawn(command: Command, options: Options) -> Result<Peer> {
-        let (transport, child) = spawn_with_pipes(command, options.wait, options.pipe_capacity)?;
+        let (transport, child) = spawn_with_transport(command, &Spawn::from_options(&options))?;
         let mut peer = Peer::new(transport, Some(child), options);
         peer.handshake()?;
         Ok(peer)
@@ -202,7 +217,7 @@ impl Peer {
     }
 
     /// Spawns this crate's `peer` binary at `peer_exe` as `peer --role server --handler
-    /// HANDLER`, with the same wait strategy and frame limit as `options`.
+    /// HANDLER`, with the same wait strategy, frame limit and transport as `options`.
     ///
     /// # Errors
     /// As [`Peer::spawn`].
@@ -217,22 +232,24 @@ impl Peer {
             .arg("--wait")
             .arg(options.wait.to_string())
             .arg("--max-frame-bytes")
-            .arg(options.max_frame_bytes.to_string());
+            .arg(options.max_frame_bytes.to_string())
+            .arg("--transport")
+            .arg(options.transport.name());
         Peer::spawn(command, options)
     }
 
-    /// Talks to a server over an existing transport (e.g. one end of [`PipeTransport::pair`]),
+    /// Talks to a server over an existing transport (e.g. one end of [`Transport::pair`]),
     /// exchanging HELLOs first.
     ///
     /// # Errors
     /// Any handshake error.
-    pub fn connect(transport: PipeTransport, options: Options) -> Result<Peer> {
+    pub fn connect(transport: Transport, options: Options) -> Result<Peer> {
         let mut peer = Peer::new(transport, None, options);
         peer.handshake()?;
         Ok(peer)
     }
 
-    fn new(transport: PipeTransport, child: Option<ChildGuard>, options: Options) -> Peer {
+    fn new(transport: Transport, child: Option<ChildGuard>, options: Options) -> Peer {
         Peer {
             transport,
             child,
@@ -298,9 +315,21 @@ impl Peer {
         &self.server_hello
     }
 
-    /// The capacity of the smaller of the two pipes (bytes), when the transport is a pipe.
-    pub fn pipe_capacity(&self) -> Option<usize> {
-        self.transport.pipe_capacity()
+    /// Bytes that can be in flight in each direction: the smaller pipe's capacity, or the
+    /// shared ring or slot size; `None` when unknown.
+    pub fn capacity(&self) -> Option<usize> {
+        self.transport.capacity()
+    }
+
+    /// Most requests that may be in flight at once, when the transport bounds it by count
+    /// (`shm-sem`: 3, each at most [`Peer::capacity`] bytes); `None` when only bytes bound it.
+    pub fn max_in_flight(&self) -> Option<usize> {
+        self.transport.max_frames_in_flight()
+    }
+
+    /// Which transport this peer talks over.
+    pub fn transport_kind(&self) -> TransportKind {
+        self.transport.kind()
     }
 
     /// The server process's id, when this peer spawned one.
@@ -325,8 +354,9 @@ impl Peer {
 
     /// Sends one DATA request and returns its seq, without waiting for the reply. Several
     /// requests may be in flight; receive their replies in order with [`Peer::recv`]. The
-    /// replies of all requests in flight must fit in the pipe (see [`Peer::pipe_capacity`]),
-    /// because the server stops reading while its reply pipe is full.
+    /// replies of all requests in flight must fit in the pipe or ring (see
+    /// [`Peer::capacity`]), because the server stops reading while its reply pipe is full;
+    /// over `shm-sem` at most [`Peer::max_in_flight`] requests may be in flight.
     ///
     /// # Errors
     /// [`Error::FrameTooLarge`] when the payload exceeds the server's `max_frame_bytes` (nothing
@@ -670,7 +700,7 @@ mod tests {
     /// A fake server on a thread: answers HELLO, then answers the first request with an ERROR
     /// whose message is exactly as long as the expected reply (so the speculative read puts it
     /// in the caller's buffer), then echoes the second request.
-    fn fake_server(mut end: PipeTransport, message: &'static [u8]) -> std::thread::JoinHandle<()> {
+    fn fake_server(mut end: Transport, message: &'static [u8]) -> std::thread::JoinHandle<()> {
         std::thread::spawn(move || {
             let hello = Hello {
                 max_frame_bytes: 1 << 20,
@@ -704,7 +734,7 @@ mod tests {
     #[test]
     fn an_error_reply_as_long_as_the_expected_reply_keeps_its_message_and_the_peer() {
         for path in [DataPath::ZeroCopy, DataPath::Codec] {
-            let (client, server) = PipeTransport::pair(Wait::Block).unwrap();
+            let (client, server) = Transport::pipe_pair(Wait::Block).unwrap();
             let server = fake_server(server, b"no, sir!");
             let options = Options { path, ..Options::default() };
             let mut peer = Peer::connect(client, options).unwrap();

@@ -10,28 +10,63 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::error::Result;
-use crate::transport::{PipeTransport, Wait};
+use crate::peer::Options;
+use crate::transport::{ShmLink, Transport, TransportKind, Wait};
 
 /// How long a terminated server gets between SIGTERM and SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_millis(200);
 
-/// Spawns `command` with its stdin and stdout on two new `O_CLOEXEC` pipes (stderr inherited),
-/// asks for `pipe_capacity` bytes on both, and returns this side's transport and the child.
-pub(crate) fn spawn_with_pipes(
-    mut command: Command,
-    wait: Wait,
-    pipe_capacity: Option<usize>,
-) -> Result<(PipeTransport, ChildGuard)> {
-    let (child_stdin, our_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-    let (our_rx, child_stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-    let mut transport = PipeTransport::new(our_rx, our_tx, wait)?;
-    if let Some(bytes) = pipe_capacity {
-        transport.set_pipe_capacity(bytes)?;
+/// How to connect a spawned server.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Spawn {
+    pub(crate) wait: Wait,
+    pub(crate) transport: TransportKind,
+    /// Pipe capacity to ask for (pipes only); `None` keeps the system default.
+    pub(crate) pipe_capacity: Option<usize>,
+    /// Bytes per direction (shared memory only).
+    pub(crate) shm_capacity: usize,
+}
+
+impl Spawn {
+    pub(crate) fn from_options(options: &Options) -> Spawn {
+        Spawn {
+            wait: options.wait,
+            transport: options.transport,
+            pipe_capacity: options.pipe_capacity,
+            shm_capacity: options.shm_capacity,
+        }
     }
+}
+
+/// Spawns `command` (stderr inherited) and returns this side's transport and the child.
+///
+/// - pipe: the child's stdin and stdout are two new `O_CLOEXEC` pipes, with `pipe_capacity`
+///   asked for on both;
+/// - shared memory: a new region's memfd becomes the child's stdin and its stdout is a pipe
+///   that nobody writes to: it only tells each side when the other is gone.
+pub(crate) fn spawn_with_transport(
+    mut command: Command,
+    spawn: &Spawn,
+) -> Result<(Transport, ChildGuard)> {
+    let (our_rx, child_stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let (transport, child_stdin) = match spawn.transport {
+        TransportKind::Pipe => {
+            let (child_stdin, our_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+            let mut transport = Transport::pipe(our_rx, our_tx, spawn.wait)?;
+            if let Some(bytes) = spawn.pipe_capacity {
+                transport.set_capacity(bytes)?;
+            }
+            (transport, child_stdin)
+        }
+        shm => {
+            let (link, memfd) = ShmLink::create(shm, spawn.shm_capacity, our_rx)?;
+            (Transport::new(link, spawn.wait), memfd)
+        }
+    };
     command.stdin(Stdio::from(child_stdin)).stdout(Stdio::from(child_stdout));
     let child = command.spawn()?;
-    // The command holds the child's pipe ends; drop it so only the child keeps them, and the
-    // child's death shows up here as end of stream.
+    // The command holds the child's ends; drop it so only the child keeps them, and the
+    // child's death shows up here as end of stream (or a hung-up liveness pipe).
     drop(command);
     Ok((transport, ChildGuard { child }))
 }

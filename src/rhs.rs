@@ -11,11 +11,11 @@
 //! use peerpipe::handlers::Lorenz96;
 //! use peerpipe::rhs::RemoteRhs;
 //! use peerpipe::server::{serve, ServeOptions};
-//! use peerpipe::transport::PipeTransport;
+//! use peerpipe::transport::Transport;
 //! use peerpipe::{Options, Peer, Wait};
 //!
 //! // The derivative server; across processes use RemoteRhs::spawn_server(peer_exe, "lorenz96", ..).
-//! let (client_end, mut server_end) = PipeTransport::pair(Wait::default())?;
+//! let (client_end, mut server_end) = Transport::pipe_pair(Wait::default())?;
 //! let server = thread::spawn(move || serve(&mut server_end, &mut Lorenz96::default(), &ServeOptions::default()));
 //! let mut rhs = RemoteRhs::new(Peer::connect(client_end, Options::default())?);
 //!

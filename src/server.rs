@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::frame::{
     self, DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD,
 };
-use crate::transport::{Deadline, PipeTransport, Received};
+use crate::transport::{Deadline, Received, ShmLink, Transport, TransportKind};
 use crate::zerocopy::{self, AlignedBuf};
 
 /// How long the server waits for the client's HELLO, and for the rest of a frame once its
@@ -149,9 +149,9 @@ pub struct ServeSummary {
     pub ending: Ending,
 }
 
-/// Moves the protocol off stdin and stdout onto private descriptors and returns a transport
-/// over them, then points fd 1 at stderr and fd 0 at `/dev/null`, so a stray print from a
-/// handler or a library lands in the log instead of corrupting the stream.
+/// Moves the protocol off stdin and stdout onto private descriptors and returns a pipe
+/// transport over them, then points fd 1 at stderr and fd 0 at `/dev/null`, so a stray print
+/// from a handler or a library lands in the log instead of corrupting the stream.
 ///
 /// Call it once, at the start of a server process whose stdin and stdout are the client's
 /// pipes. The private descriptors are `O_CLOEXEC`.
@@ -159,7 +159,19 @@ pub struct ServeSummary {
 /// # Errors
 /// [`Error::Io`] or [`Error::Sys`] when a descriptor cannot be duplicated or `/dev/null`
 /// cannot be opened.
-pub fn stdio_transport(wait: crate::transport::Wait) -> Result<PipeTransport> {
+pub fn stdio_transport(wait: crate::transport::Wait) -> Result<Transport> {
+    stdio_transport_of(TransportKind::Pipe, wait)
+}
+
+/// [`stdio_transport`] for any transport kind. For a shared-memory kind the stdin is the
+/// region's memfd, handed over by a client that spawned this process with that transport
+/// (`Peer::spawn` with `Options::transport`); it is mapped and closed. The stdout pipe is
+/// kept (privately) only to tell the client's death from a slow client.
+///
+/// # Errors
+/// As [`stdio_transport`]; [`Error::BadRegion`] when stdin is not a region of `kind` (a
+/// pipe, say, because the client did not use shared memory).
+pub fn stdio_transport_of(kind: TransportKind, wait: crate::transport::Wait) -> Result<Transport> {
     use std::io;
     use std::os::fd::AsFd;
     // try_clone_to_owned duplicates with F_DUPFD_CLOEXEC.
@@ -167,7 +179,10 @@ pub fn stdio_transport(wait: crate::transport::Wait) -> Result<PipeTransport> {
     let tx = io::stdout().as_fd().try_clone_to_owned()?;
     nix::unistd::dup2_stdout(io::stderr())?;
     nix::unistd::dup2_stdin(std::fs::File::open("/dev/null")?)?;
-    PipeTransport::new(rx, tx, wait)
+    match kind {
+        TransportKind::Pipe => Transport::pipe(rx, tx, wait),
+        shm => Ok(Transport::new(ShmLink::attach(shm, rx, tx)?, wait)),
+    }
 }
 
 /// Runs the server side of one conversation over `transport` until BYE or end of stream.
@@ -177,7 +192,7 @@ pub fn stdio_transport(wait: crate::transport::Wait) -> Result<PipeTransport> {
 /// end of stream before HELLO or inside a frame ([`Error::Truncated`]), a timeout inside a
 /// frame, or an I/O failure.
 pub fn serve<H: Handler + ?Sized>(
-    transport: &mut PipeTransport,
+    transport: &mut Transport,
     handler: &mut H,
     options: &ServeOptions,
 ) -> Result<ServeSummary> {
@@ -186,7 +201,7 @@ pub fn serve<H: Handler + ?Sized>(
 }
 
 struct Server<'t, 'o> {
-    transport: &'t mut PipeTransport,
+    transport: &'t mut Transport,
     options: &'o ServeOptions,
     /// The client's `max_frame_bytes`, once its HELLO has been read.
     client_max: Option<u64>,
@@ -401,7 +416,7 @@ fn elapsed_ns(since: Instant) -> u64 {
 /// # Errors
 /// [`Error::InvalidArgument`] when `bytes` is 0; [`Error::Truncated`] when the stream ends
 /// inside a message; I/O errors.
-pub fn serve_raw_echo(transport: &mut PipeTransport, bytes: usize) -> Result<u64> {
+pub fn serve_raw_echo(transport: &mut Transport, bytes: usize) -> Result<u64> {
     if bytes == 0 {
         return Err(Error::InvalidArgument {
             what: "raw echo size",

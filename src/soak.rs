@@ -14,7 +14,7 @@
 //! answered ERROR). So `requests = verified + corrupted + reordered + lost`.
 //!
 //! Pipelined requests keep the bytes in flight each way under half the pipe capacity
-//! ([`Peer::pipe_capacity`]): a server stops reading while its reply pipe is full, so more
+//! ([`Peer::capacity`]): a server stops reading while its reply pipe is full, so more
 //! would deadlock (see [`Peer::send`]).
 //!
 //! All randomness comes from one seed ([`Config::seed`]; pair `i` derives its own), so a run
@@ -26,10 +26,10 @@
 //! use peerpipe::handlers::EchoRaw;
 //! use peerpipe::server::{serve, ServeOptions};
 //! use peerpipe::soak::Client;
-//! use peerpipe::transport::{PipeTransport, Wait};
+//! use peerpipe::transport::{Transport, Wait};
 //! use peerpipe::{Options, Peer};
 //!
-//! let (client_end, mut server_end) = PipeTransport::pair(Wait::Block)?;
+//! let (client_end, mut server_end) = Transport::pipe_pair(Wait::Block)?;
 //! let server = thread::spawn(move || serve(&mut server_end, &mut EchoRaw, &ServeOptions::default()));
 //! let mut client = Client::new(Peer::connect(client_end, Options::default())?, 7, 4096);
 //! client.run_until(Instant::now() + Duration::from_millis(20))?;
@@ -47,7 +47,6 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::str::FromStr;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -59,6 +58,7 @@ use crate::error::{Error, Result};
 use crate::frame::HEADER_LEN;
 use crate::peer::{DataPath, Options, Peer, describe_status};
 use crate::report::{Percentiles, new_histogram};
+use crate::transport::TransportKind;
 use crate::units::format_duration;
 
 /// Default length of a soak: 60 s.
@@ -114,53 +114,6 @@ pub fn rss_tolerance(start_bytes: u64) -> u64 {
 // Configuration
 // ---------------------------------------------------------------------------------------------
 
-/// How the pairs talk. Only pipes exist for now; shared-memory transports will be added here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Transport {
-    /// Two anonymous pipes per pair.
-    #[default]
-    Pipe,
-}
-
-impl Transport {
-    /// `pipe`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Transport::Pipe => "pipe",
-        }
-    }
-}
-
-impl fmt::Display for Transport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Transport {
-    type Err = Error;
-
-    /// Parses `pipe`; anything else is an error that says only pipes are available.
-    ///
-    /// ```
-    /// use peerpipe::soak::Transport;
-    /// assert_eq!("pipe".parse::<Transport>().unwrap(), Transport::Pipe);
-    /// assert!("shm".parse::<Transport>().unwrap_err().to_string().contains("only pipe"));
-    /// ```
-    fn from_str(text: &str) -> Result<Transport> {
-        match text {
-            "pipe" => Ok(Transport::Pipe),
-            _ => Err(Error::InvalidArgument {
-                what: "transport",
-                reason: format!(
-                    "only pipe is available (shared-memory transports are not implemented \
-                     yet), found {text:?}"
-                ),
-            }),
-        }
-    }
-}
-
 /// What a soak runs.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -174,8 +127,8 @@ pub struct Config {
     pub max_elements: usize,
     /// Seed of all randomness; pair `i` derives its own stream from it.
     pub seed: u64,
-    /// The transport.
-    pub transport: Transport,
+    /// The transport every pair talks over.
+    pub transport: TransportKind,
     /// Peer options: wait strategy, timeout per reply, frame limit, pipe capacity. The path
     /// is chosen at random per batch.
     pub options: Options,
@@ -190,7 +143,7 @@ impl Config {
             peers: 1,
             max_elements: DEFAULT_MAX_ELEMENTS,
             seed,
-            transport: Transport::Pipe,
+            transport: TransportKind::Pipe,
             options: Options::default(),
         }
     }
@@ -638,7 +591,8 @@ pub struct Stats {
     pub special_elements: u64,
     /// Batches of one request, then its reply.
     pub single_batches: u64,
-    /// Pipelined batches (2 to [`MAX_PIPELINE_DEPTH`] requests, then their replies).
+    /// Pipelined batches (2 to [`MAX_PIPELINE_DEPTH`] requests, or fewer when the transport
+    /// bounds them, then their replies).
     pub pipelined_batches: u64,
     /// Requests sent on the zero-copy path.
     pub zero_copy_requests: u64,
@@ -851,6 +805,8 @@ pub struct Client {
     max_elements: usize,
     /// Bytes allowed in flight each way in a pipelined batch; 0 disables pipelining.
     pipeline_budget: usize,
+    /// Deepest pipelined batch the transport allows (2 to [`MAX_PIPELINE_DEPTH`]).
+    max_depth: usize,
     slots: Vec<Slot>,
     stats: Stats,
     label: String,
@@ -859,9 +815,12 @@ pub struct Client {
 
 impl Client {
     /// A client of `peer` drawing from `seed`, sending up to `max_elements` elements per
-    /// request. Pipelining is enabled when the peer reports a pipe capacity.
+    /// request. Pipelining is enabled when the peer reports a capacity (and allows two or
+    /// more requests in flight).
     pub fn new(peer: Peer, seed: u64, max_elements: usize) -> Client {
-        let pipeline_budget = peer.pipe_capacity().map_or(0, |capacity| capacity / 2);
+        let max_depth = peer.max_in_flight().unwrap_or(MAX_PIPELINE_DEPTH).min(MAX_PIPELINE_DEPTH);
+        let pipeline_budget =
+            if max_depth < 2 { 0 } else { peer.capacity().map_or(0, |capacity| capacity / 2) };
         // Slot k takes part in batches of depth k + 1 and more, whose requests are at most
         // budget / (k + 1) bytes on the wire each, and twice that in memory (f64 narrowed).
         let mut slots = vec![Slot::new((max_elements * 8).max(pipeline_budget))];
@@ -873,6 +832,7 @@ impl Client {
             rng: Rng::new(seed),
             max_elements,
             pipeline_budget,
+            max_depth,
             slots,
             stats: Stats::new(),
             label: String::new(),
@@ -926,7 +886,7 @@ impl Client {
             }
         }
         if self.pipeline_budget > 0 {
-            let depth = MAX_PIPELINE_DEPTH;
+            let depth = self.max_depth;
             let cap = self.pipelined_frame_cap(depth);
             let plan: Vec<(ValueKind, usize)> = (0..depth)
                 .map(|k| {
@@ -958,7 +918,7 @@ impl Client {
     pub fn exchange(&mut self) -> Result<()> {
         let path = if self.rng.chance(2) { DataPath::ZeroCopy } else { DataPath::Codec };
         let depth = if self.pipeline_budget > 0 && self.rng.chance(2) {
-            2 + self.rng.below(MAX_PIPELINE_DEPTH as u64 - 1) as usize
+            2 + self.rng.below(self.max_depth as u64 - 1) as usize
         } else {
             1
         };
@@ -1201,8 +1161,10 @@ pub struct SoakReport {
     pub elapsed: Duration,
     /// Time spent warming up.
     pub warm_up: Duration,
-    /// The smallest pipe capacity granted to any pair, bytes.
+    /// The smallest capacity per direction (pipe, ring or slot) of any pair, bytes.
     pub pipe_capacity: Option<usize>,
+    /// Deepest pipelined batch the transport allows.
+    pub max_depth: usize,
     /// Bytes allowed in flight each way in a pipelined batch.
     pub pipeline_budget: usize,
     /// Per pair.
@@ -1262,10 +1224,11 @@ impl SoakReport {
         let c = &self.config;
         writeln!(
             out,
-            "ran {} after a {} warm-up; pipe capacity {}; pipelined batches keep under {} \
+            "ran {} after a {} warm-up; {} capacity {}; pipelined batches keep under {} \
              bytes in flight each way",
             format_duration(self.elapsed),
             format_duration(self.warm_up),
+            c.transport,
             self.pipe_capacity.map_or("unknown".to_owned(), |b| format!("{b} bytes")),
             self.pipeline_budget
         )?;
@@ -1328,11 +1291,12 @@ impl SoakReport {
         writeln!(out, "mix: {}", kinds.join(", "))?;
         writeln!(
             out,
-            "     {} single and {} pipelined batches (depth 2-{MAX_PIPELINE_DEPTH}); {} \
+            "     {} single and {} pipelined batches (depth 2-{}); {} \
              requests zero-copy, {} codec; {} special values sent (NaN payloads, signalling \
              NaNs, ±0, subnormals, ±inf)",
             t.single_batches,
             t.pipelined_batches,
+            self.max_depth,
             t.zero_copy_requests,
             t.codec_requests,
             t.special_elements
@@ -1487,9 +1451,16 @@ pub fn run(config: &Config) -> Result<SoakReport> {
     let mut peers = Vec::with_capacity(config.peers);
     for i in 0..config.peers {
         let handler = HANDLERS[i % HANDLERS.len()];
-        peers.push(Peer::spawn_server(&config.peer_exe, handler, config.options.clone())?);
+        let options = Options { transport: config.transport, ..config.options.clone() };
+        peers.push(Peer::spawn_server(&config.peer_exe, handler, options)?);
     }
-    let pipe_capacity = peers.iter().filter_map(Peer::pipe_capacity).min();
+    let pipe_capacity = peers.iter().filter_map(Peer::capacity).min();
+    let max_depth = peers
+        .iter()
+        .filter_map(Peer::max_in_flight)
+        .min()
+        .unwrap_or(MAX_PIPELINE_DEPTH)
+        .min(MAX_PIPELINE_DEPTH);
     let server_pids: Vec<Option<u32>> = peers.iter().map(Peer::server_pid).collect();
     // The workers and this thread meet four times: warm, go, done, measured.
     let gate = Gate::new(config.peers + 1);
@@ -1575,6 +1546,7 @@ pub fn run(config: &Config) -> Result<SoakReport> {
         elapsed,
         warm_up,
         pipe_capacity,
+        max_depth,
         pipeline_budget,
         pairs,
         total,
@@ -1760,12 +1732,5 @@ mod tests {
             assert!(!waiter.join().unwrap());
             assert!(!gate.wait());
         });
-    }
-
-    #[test]
-    fn transports_other_than_pipe_are_refused_clearly() {
-        let error = "shm-ring".parse::<Transport>().unwrap_err().to_string();
-        assert!(error.contains("only pipe is available"), "{error}");
-        assert!(error.contains("shm-ring"), "{error}");
     }
 }

@@ -70,6 +70,7 @@ fn report_with_p50(p50: u64) -> Report {
             ratio_to_baseline: Some(p50 as f64 / 80_000.0),
             p50_repeats_ns: vec![p50],
         }],
+        sync_costs: vec![],
     }
 }
 

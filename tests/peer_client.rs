@@ -13,7 +13,7 @@ use common::{
 };
 use peerpipe::codec::{self, Values, ValuesMut};
 use peerpipe::frame::{Dtype, HEADER_LEN, Header, Hello, Kind};
-use peerpipe::transport::{Deadline, PipeTransport};
+use peerpipe::transport::{Deadline, Transport};
 use peerpipe::{DataPath, Error, Options, Peer, Wait};
 
 /// The re-executed test binary plays a misbehaving server; see `common::misbehave`.
@@ -273,7 +273,7 @@ fn server_hello_and_pipe_capacity_are_reported() {
     assert_eq!(hello.handler.as_deref(), Some("lorenz96"));
     assert_eq!(hello.max_frame_bytes, 1 << 20, "spawn_server passes --max-frame-bytes");
     assert!(hello.implementation.as_deref().is_some_and(|i| i.starts_with("peerpipe ")));
-    let capacity = peer.pipe_capacity().expect("pipes have a capacity");
+    let capacity = peer.capacity().expect("pipes have a capacity");
     assert!(capacity >= 4096, "granted pipe capacity {capacity}");
     close_cleanly(peer);
 }
@@ -461,7 +461,7 @@ fn a_peer_over_a_transport_has_no_server_process() {
     let _watchdog = Watchdog::new(secs(20));
     use peerpipe::handlers::Echo;
     use peerpipe::server::{Ending, ServeOptions, serve};
-    let (client, mut server_end) = PipeTransport::pair(Wait::Block).expect("pair");
+    let (client, mut server_end) = Transport::pipe_pair(Wait::Block).expect("pair");
     let server = thread::spawn(move || {
         serve(&mut server_end, &mut Echo::default(), &ServeOptions::default())
     });
@@ -485,7 +485,7 @@ fn a_client_that_stops_reading_gets_a_timeout_not_a_hang_and_the_server_is_reape
     let timeout = secs(2);
     let mut peer = spawn("echo", Options { timeout: Some(timeout), ..Options::default() });
     let pid = peer.server_pid().expect("spawned");
-    let capacity = peer.pipe_capacity().expect("pipe capacity");
+    let capacity = peer.capacity().expect("pipe capacity");
     // Requests as large as a pipe: after a few, the reply pipe and the request pipe are both
     // full and the next send cannot complete.
     let request = vec![0.5; capacity / 8];
@@ -535,7 +535,7 @@ fn a_200us_timeout_on_a_silent_peer_ends_in_timeout_waiting_for_seq_1() {
     let payload_len = Header::parse(header, u64::MAX).expect("valid HELLO").count as usize;
     let payload = &hello[HEADER_LEN..HEADER_LEN + payload_len];
     for wait in [Wait::Block, Wait::Spin, Wait::default()] {
-        let (client, mut server_end) = PipeTransport::pair(wait).expect("pair");
+        let (client, mut server_end) = Transport::pipe_pair(wait).expect("pair");
         // The server's HELLO is in the pipe before the client starts, so the handshake needs
         // no waiting and the 200 µs all go to the reply that never comes.
         server_end.send_frame(header, payload, Deadline::NEVER).expect("pre-write HELLO");

@@ -91,10 +91,13 @@ fn report(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
             spawn: None,
             budget_ns: 150_000,
             pipe_size: 1 << 20,
+            transports: vec!["pipe".into()],
+            shm_size: 1 << 20,
             hybrid_spin_ns: 50_000,
         },
         baseline,
         rows,
+        sync_costs: vec![],
     }
 }
 
@@ -162,7 +165,10 @@ const PERCENTILE_KEYS: [&str; 6] = ["min", "p50", "p90", "p99", "p999", "max"];
 #[test]
 fn json_has_the_documented_keys_and_nesting() {
     let value = serde_json::to_value(sample()).expect("serialise");
-    assert_eq!(keys(&value), set(&["peerpipe", "machine", "config", "baseline", "rows"]));
+    assert_eq!(
+        keys(&value),
+        set(&["peerpipe", "machine", "config", "baseline", "rows", "sync_costs"])
+    );
     assert_eq!(value["peerpipe"], "0.1.0");
     assert!(value["machine"].is_object() && value["config"].is_object());
     assert_eq!(

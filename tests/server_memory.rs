@@ -53,7 +53,7 @@ use peerpipe::Error;
 use peerpipe::frame::{Dtype, Kind};
 use peerpipe::handlers;
 use peerpipe::server::{Ending, ServeOptions, ServeSummary, serve};
-use peerpipe::transport::{PipeTransport, Wait};
+use peerpipe::transport::{Transport, Wait};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -87,7 +87,7 @@ fn measure(handler: &str, input: &[u8]) -> Measured {
     let (server_rx, client_tx) = std::io::pipe().expect("pipe");
     let (mut client_rx, server_tx) = std::io::pipe().expect("pipe");
     let mut transport =
-        PipeTransport::new(server_rx.into(), server_tx.into(), Wait::Block).expect("transport");
+        Transport::pipe(server_rx.into(), server_tx.into(), Wait::Block).expect("transport");
     let mut handler = handlers::by_name(handler).expect("handler");
     let options =
         ServeOptions { max_frame_bytes: M as u64, frame_timeout: Some(Duration::from_secs(10)) };

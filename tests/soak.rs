@@ -14,7 +14,7 @@ use common::{
 use peerpipe::codec::Values;
 use peerpipe::server::{Handler, Request, Response, ServeOptions, serve};
 use peerpipe::soak::{self, Client, Mismatch, verify};
-use peerpipe::transport::{PipeTransport, Wait};
+use peerpipe::transport::{Transport, Wait};
 use peerpipe::{Error, Options, Peer};
 
 /// Tests that count or start child processes take this lock (nix's `FORK_MTX`).
@@ -60,10 +60,34 @@ fn number_before(text: &str, label: &str) -> u64 {
 
 #[test]
 fn peer_soak_for_3s_with_2_pairs_verifies_everything_and_exits_0() {
+    soak_for_3s_with_2_pairs("pipe");
+}
+
+#[test]
+fn peer_soak_over_shm_sem_verifies_everything_and_exits_0() {
+    soak_for_3s_with_2_pairs("shm-sem");
+}
+
+#[test]
+fn peer_soak_over_shm_ring_verifies_everything_and_exits_0() {
+    soak_for_3s_with_2_pairs("shm-ring");
+}
+
+fn soak_for_3s_with_2_pairs(transport: &str) {
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(40));
     let started = Instant::now();
-    let args = ["soak", "--duration", "3s", "--peers", "2", "--max-elements", "65536"];
+    let args = [
+        "soak",
+        "--duration",
+        "3s",
+        "--peers",
+        "2",
+        "--max-elements",
+        "65536",
+        "--transport",
+        transport,
+    ];
     let (status, stdout, stderr) = run_peer(&args, secs(30));
     let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
     assert_eq!(status.code(), Some(0), "{context}");
@@ -97,14 +121,15 @@ fn peer_soak_for_3s_with_2_pairs_verifies_everything_and_exits_0() {
         let (fds_start, fds_end) = (cells[cells.len() - 2], cells[cells.len() - 1]);
         assert_eq!(fds_start, fds_end, "descriptors flat in {row:?}");
     }
-    eprintln!("peer soak --duration 3s took {:?}", started.elapsed());
+    assert!(stdout.contains(&format!(" over {transport} ")), "{context}");
+    eprintln!("peer soak --duration 3s over {transport} took {:?}", started.elapsed());
 }
 
 #[test]
-fn peer_soak_refuses_a_transport_other_than_pipe_with_a_clear_error() {
+fn peer_soak_refuses_an_unknown_transport_naming_the_known_ones() {
     let (status, stdout, stderr) = run_peer(&["soak", "--transport", "shm"], secs(10));
     assert_eq!(status.code(), Some(2), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stderr.contains("only pipe is available"), "{stderr}");
+    assert!(stderr.contains("expected pipe, shm-sem or shm-ring"), "{stderr}");
     assert!(stdout.is_empty(), "{stdout}");
 }
 
@@ -212,7 +237,7 @@ impl Handler for FlipOneBit {
 #[test]
 fn a_server_that_flips_one_bit_is_counted_as_corrupted_and_nothing_else() {
     let _watchdog = Watchdog::new(secs(30));
-    let (client_end, mut server_end) = PipeTransport::pair(Wait::Block).expect("pipes");
+    let (client_end, mut server_end) = Transport::pipe_pair(Wait::Block).expect("pipes");
     let server = thread::spawn(move || {
         serve(&mut server_end, &mut FlipOneBit::default(), &ServeOptions::default())
     });
@@ -242,7 +267,7 @@ fn a_server_that_flips_one_bit_is_counted_as_corrupted_and_nothing_else() {
 #[test]
 fn an_echo_on_a_thread_soaks_clean() {
     let _watchdog = Watchdog::new(secs(30));
-    let (client_end, mut server_end) = PipeTransport::pair(Wait::Block).expect("pipes");
+    let (client_end, mut server_end) = Transport::pipe_pair(Wait::Block).expect("pipes");
     let server = thread::spawn(move || {
         let mut echo = peerpipe::handlers::Echo::default();
         serve(&mut server_end, &mut echo, &ServeOptions::default())

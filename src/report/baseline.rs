@@ -6,23 +6,24 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::process::{ChildGuard, spawn_with_pipes};
-use crate::transport::{Deadline, PipeTransport, Wait};
+use crate::process::{ChildGuard, Spawn, spawn_with_transport};
+use crate::transport::{DEFAULT_SHM_CAPACITY, Deadline, Transport, TransportKind, Wait};
 
 /// How long [`RawEcho::close`] waits for the server to exit after closing its input.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
-/// A `peer --role server --raw-echo BYTES` process and the pipes to it.
+/// A `peer --role server --raw-echo BYTES` process and the transport to it.
 #[derive(Debug)]
 pub struct RawEcho {
-    transport: Option<PipeTransport>,
+    transport: Option<Transport>,
     child: ChildGuard,
     message: Vec<u8>,
     timeout: Option<Duration>,
 }
 
 impl RawEcho {
-    /// Spawns `peer_exe --role server --raw-echo BYTES --wait WAIT`.
+    /// Spawns `peer_exe --role server --raw-echo BYTES --wait WAIT --transport TRANSPORT`
+    /// (shared memory with [`DEFAULT_SHM_CAPACITY`] per direction).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for 0 bytes; [`Error::Io`] when the binary cannot start.
@@ -30,6 +31,7 @@ impl RawEcho {
         peer_exe: &Path,
         bytes: usize,
         wait: Wait,
+        transport: TransportKind,
         pipe_capacity: Option<usize>,
         timeout: Option<Duration>,
     ) -> Result<RawEcho> {
@@ -44,8 +46,11 @@ impl RawEcho {
             .args(["--role", "server", "--raw-echo"])
             .arg(bytes.to_string())
             .arg("--wait")
-            .arg(wait.to_string());
-        let (transport, child) = spawn_with_pipes(command, wait, pipe_capacity)?;
+            .arg(wait.to_string())
+            .arg("--transport")
+            .arg(transport.name());
+        let spawn = Spawn { wait, transport, pipe_capacity, shm_capacity: DEFAULT_SHM_CAPACITY };
+        let (transport, child) = spawn_with_transport(command, &spawn)?;
         // A recognisable pattern, so a mangled echo would show.
         let message = (0..bytes).map(|i| (i % 251) as u8).collect();
         Ok(RawEcho { transport: Some(transport), child, message, timeout })

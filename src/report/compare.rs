@@ -110,7 +110,7 @@ impl Comparison {
 /// use peerpipe::report::compare::{Thresholds, compare};
 /// use peerpipe::report::{ConfigRecord, Machine, Report};
 /// let empty = Report { peerpipe: "0.1.0".into(), machine: Machine::default(),
-///     config: ConfigRecord::default(), baseline: vec![], rows: vec![] };
+///     config: ConfigRecord::default(), baseline: vec![], rows: vec![], sync_costs: vec![] };
 /// assert!(!compare(&empty, &empty, Thresholds::default()).differs());
 /// ```
 pub fn compare(a: &Report, b: &Report, thresholds: Thresholds) -> Comparison {

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::baseline::RawEcho;
 use super::cpu::{Pinned, process_cpu_time, thread_cpu_time};
+use super::sync::{self, SyncCost};
 use super::{
     BaselineRow, ConfigRecord, Expectation, Percentiles, Placement, Report, Row, Workload, machine,
     new_histogram, test_values, verify,
@@ -17,7 +18,7 @@ use crate::codec::{Values, ValuesMut};
 use crate::error::{Error, Result};
 use crate::lorenz96;
 use crate::peer::{CallTiming, DataPath, Options, Peer};
-use crate::transport::{DEFAULT_SPIN_BUDGET, Wait};
+use crate::transport::{DEFAULT_SPIN_BUDGET, TransportKind, Wait};
 
 /// Element counts measured by default.
 pub const DEFAULT_SIZES: [usize; 6] = [1, 8, 500, 1000, 65_536, 1_048_576];
@@ -77,8 +78,14 @@ pub struct Plan {
     pub warmup: Duration,
     /// Repeats per row (the spread of their p50s is the noise `compare` allows for).
     pub repeat: u32,
-    /// Timeout, frame limit and pipe capacity for every peer.
+    /// Timeout, frame limit, pipe and shared-memory capacity for every peer (its `wait` and
+    /// `transport` are set per row).
     pub options: Options,
+    /// Transports measured side by side (the raw-bytes baseline is always over pipes).
+    pub transports: Vec<TransportKind>,
+    /// Operations per entry of the synchronisation-cost table, measured when a shared-memory
+    /// transport is in the run.
+    pub sync_operations: u64,
     /// Budget per round trip for the verdict.
     pub budget: Duration,
 }
@@ -145,7 +152,10 @@ impl Plan {
         for wait in self.all_waits() {
             let sizes = self.sizes.iter().filter(|&&s| self.waits_for(s).contains(&wait)).count();
             steps += self.baseline_bytes(wait).len()
-                + sizes * self.workload_paths().len() * self.handler_count();
+                + sizes
+                    * self.workload_paths().len()
+                    * self.handler_count()
+                    * self.transports.len();
         }
         (steps * self.pins.len()) as u64
     }
@@ -184,6 +194,8 @@ impl Plan {
             spawn: self.spawn.clone(),
             budget_ns: self.budget.as_nanos() as u64,
             pipe_size: self.options.pipe_capacity.unwrap_or(0) as u64,
+            transports: self.transports.iter().map(|t| t.name().to_owned()).collect(),
+            shm_size: self.options.shm_capacity as u64,
             hybrid_spin_ns: self
                 .all_waits()
                 .iter()
@@ -215,10 +227,14 @@ pub fn progress_bar(plan: &Plan) -> ProgressBar {
 /// # Errors
 /// Any error of spawning, calling or verifying; the servers are terminated and reaped.
 pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
-    if plan.sizes.is_empty() || plan.workloads.is_empty() || plan.paths.is_empty() {
+    if plan.sizes.is_empty()
+        || plan.workloads.is_empty()
+        || plan.paths.is_empty()
+        || plan.transports.is_empty()
+    {
         return Err(Error::InvalidArgument {
             what: "plan",
-            reason: "needs at least one size, dtype and path".into(),
+            reason: "needs at least one size, dtype, path and transport".into(),
         });
     }
     if let RowLength::Iterations(0) = plan.length {
@@ -242,14 +258,18 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
                 Some(_) => vec![None],
                 None => plan.handlers.iter().map(|h| Some(h.as_str())).collect(),
             };
-            for handler in handlers {
-                let options = Options { wait, ..plan.options.clone() };
+            let servers =
+                handlers.iter().flat_map(|h| plan.transports.iter().map(move |t| (*h, *t)));
+            for (handler, transport) in servers {
+                let options = Options { wait, transport, ..plan.options.clone() };
                 let mut peer = placement.spawn(|| match (&plan.spawn, handler) {
                     (Some(command), _) => Peer::spawn_shell(command, options),
                     (None, Some(handler)) => Peer::spawn_server(&plan.peer_exe, handler, options),
                     (None, None) => unreachable!("handlers listed above"),
                 })?;
-                pipe_size_granted = peer.pipe_capacity().map(|c| c as u64).or(pipe_size_granted);
+                if transport == TransportKind::Pipe {
+                    pipe_size_granted = peer.capacity().map(|c| c as u64).or(pipe_size_granted);
+                }
                 let handler_name = peer.server_hello().handler.clone().unwrap_or_default();
                 let expect = Expectation::for_handler(Some(&handler_name));
                 for (workload, path) in plan.workload_paths() {
@@ -279,6 +299,12 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
             }
         }
     }
+    let sync_costs = if plan.transports.iter().any(TransportKind::is_shared_memory) {
+        progress.set_message("synchronisation costs");
+        measure_sync_costs(plan)?
+    } else {
+        Vec::new()
+    };
     progress.finish_and_clear();
     Ok(Report {
         peerpipe: env!("CARGO_PKG_VERSION").to_owned(),
@@ -286,7 +312,31 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
         config: plan.record(),
         baseline,
         rows,
+        sync_costs,
     })
+}
+
+/// The synchronisation-cost table: in-process primitives, then cross-process wake-ups with
+/// the server on the other core when there are two (`split`), else wherever it lands.
+///
+/// # Errors
+/// The errors of [`sync::measure_in_process`] and [`sync::measure_cross_process`].
+pub fn measure_sync_costs(plan: &Plan) -> Result<Vec<SyncCost>> {
+    let mut costs = sync::measure_in_process(plan.sync_operations)?;
+    let placement = Placer::new(Placement::Split).or_else(|_| Placer::new(Placement::Free))?;
+    costs.extend(sync::measure_cross_process(plan.sync_operations, |bytes, wait, transport| {
+        placement.spawn(|| {
+            RawEcho::spawn(
+                &plan.peer_exe,
+                bytes,
+                wait,
+                transport,
+                plan.options.pipe_capacity,
+                plan.options.timeout,
+            )
+        })
+    })?);
+    Ok(costs)
 }
 
 /// Puts this thread and the servers it spawns where a [`Placement`] says. Servers inherit the
@@ -379,6 +429,7 @@ fn measure_baseline(
             &plan.peer_exe,
             bytes,
             wait,
+            TransportKind::Pipe,
             plan.options.pipe_capacity,
             plan.options.timeout,
         )
@@ -525,7 +576,7 @@ fn measure_row(plan: &Plan, peer: &mut Peer, setup: &RowSetup, handler: &str) ->
         dtype: workload.name().to_owned(),
         elements: setup.elements as u64,
         bytes,
-        transport: "pipe".to_owned(),
+        transport: peer.transport_kind().name().to_owned(),
         path: setup.path.name().to_owned(),
         handler: handler.to_owned(),
         wait: setup.wait.to_string(),

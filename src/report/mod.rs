@@ -15,6 +15,7 @@ pub mod export;
 pub mod machine;
 pub mod measure;
 pub mod render;
+pub mod sync;
 
 use std::fmt;
 use std::str::FromStr;
@@ -220,7 +221,7 @@ pub struct Row {
     pub elements: u64,
     /// Payload bytes on the wire per request.
     pub bytes: u64,
-    /// Transport: `pipe`.
+    /// Transport: `pipe`, `shm-sem` or `shm-ring`.
     pub transport: String,
     /// `zero-copy` or `codec`.
     pub path: String,
@@ -342,6 +343,12 @@ pub struct ConfigRecord {
     pub budget_ns: u64,
     /// Pipe capacity requested.
     pub pipe_size: u64,
+    /// Transports measured (absent in reports from before shared memory: pipe only).
+    #[serde(default)]
+    pub transports: Vec<String>,
+    /// Bytes per direction of the shared-memory transports.
+    #[serde(default)]
+    pub shm_size: u64,
     /// Hybrid spin budget in nanoseconds.
     pub hybrid_spin_ns: u64,
 }
@@ -359,6 +366,10 @@ pub struct Report {
     pub baseline: Vec<BaselineRow>,
     /// Measured combinations.
     pub rows: Vec<Row>,
+    /// The synchronisation-cost table (measured when a shared-memory transport is in the run,
+    /// or alone with `--sync-costs`); empty otherwise and in reports from before it existed.
+    #[serde(default)]
+    pub sync_costs: Vec<sync::SyncCost>,
 }
 
 impl Report {

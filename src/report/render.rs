@@ -38,6 +38,7 @@ const LABEL_WIDTH: usize = 18;
 ///     config: ConfigRecord::default(),
 ///     baseline: vec![],
 ///     rows: vec![],
+///     sync_costs: vec![],
 /// };
 /// let mut out = Vec::new();
 /// render::table(&report, &mut out).unwrap();
@@ -247,7 +248,8 @@ impl Breakdown {
 /// # let base = BaselineRow { bytes: 8, wait: "block".into(), pin: "free".into(), iterations: 1,
 /// #     rtt_ns: p(60_000), p50_repeats_ns: vec![60_000] };
 /// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
-/// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()] };
+/// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()],
+/// #     sync_costs: vec![] };
 /// // A 100 µs round trip of which 10 µs is conversion, with a 60 µs wake-up at this wait:
 /// let b = render::breakdown(&report, &row);
 /// assert_eq!((b.converting_ns, b.moving_ns, b.waiting_ns), (10_000, 30_000, Some(60_000)));

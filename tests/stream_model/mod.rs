@@ -24,7 +24,7 @@ use peerpipe::frame::{Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOA
 use peerpipe::handlers;
 use peerpipe::lorenz96;
 use peerpipe::server::{Ending, ServeOptions, ServeSummary, serve};
-use peerpipe::transport::{PipeTransport, Wait};
+use peerpipe::transport::{Transport, Wait};
 
 /// The handlers the model knows.
 pub const HANDLERS: [&str; 3] = ["echo", "echo-raw", "lorenz96"];
@@ -68,7 +68,7 @@ pub fn options(max_frame_bytes: u64) -> ServeOptions {
 /// Runs `serve` with the handler `handler` on a thread, feeds it `input` as the client's byte
 /// stream, closes the client's output, and reads everything the server writes until it closes.
 ///
-/// The two pipes are made here rather than by `PipeTransport::pair` (which makes exactly such
+/// The two pipes are made here rather than by `Transport::pair` (which makes exactly such
 /// a pair) so that the client's write end can be closed on its own while its read end stays
 /// open: that is how a client ends its stream and still reads the replies. Writing `input`
 /// may meet `EPIPE` once the server has stopped reading; the caller's process must ignore
@@ -80,8 +80,8 @@ pub fn options(max_frame_bytes: u64) -> ServeOptions {
 pub fn run_server(handler: &str, input: &[u8], options: &ServeOptions) -> Run {
     let (server_rx, client_tx) = std::io::pipe().expect("pipe: client to server");
     let (mut client_rx, server_tx) = std::io::pipe().expect("pipe: server to client");
-    let mut transport = PipeTransport::new(server_rx.into(), server_tx.into(), Wait::Block)
-        .expect("server transport");
+    let mut transport =
+        Transport::pipe(server_rx.into(), server_tx.into(), Wait::Block).expect("server transport");
     let mut handler = handlers::by_name(handler).expect("a known handler");
     // Some(writer) while the input is still to be written.
     let client_tx = if input.len() <= PREWRITE_LIMIT {

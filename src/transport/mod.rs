@@ -1,31 +1,47 @@
-//! Moving frames over a pair of pipes, and waiting for them.
+//! Moving frames between two processes, and waiting for them.
 //!
-//! A [`PipeTransport`] owns one read end and one write end, both non-blocking, so every wait is
-//! an explicit choice of [`Wait`] strategy bounded by a deadline:
+//! A [`Transport`] moves wire-format frames over a [`Link`], a byte stream in each direction
+//! that can be read and written without waiting. Three links exist, chosen by
+//! [`TransportKind`]:
 //!
-//! - [`Wait::Block`] sleeps in the kernel (`ppoll` with a nanosecond timeout);
-//! - [`Wait::Spin`] retries the read without sleeping, burning its core;
+//! - `pipe` ([`pipe::PipeLink`]): two anonymous pipes, the default; works across `ssh`.
+//! - `shm-sem` ([`shm::ShmLink`]): a memfd shared with the child, one slot per direction
+//!   guarded by process-shared semaphores (empty / full).
+//! - `shm-ring` ([`shm::ShmLink`]): a memfd shared with the child, a single-producer
+//!   single-consumer ring per direction with futex wake-ups, so a writer fills while the
+//!   reader drains.
+//!
+//! Frames keep the same layout everywhere (the 32-byte header, payload and padding of wire
+//! format v1 are what travels through the shared region too), so the frame logic here is
+//! written once. Every wait is an explicit choice of [`Wait`] strategy bounded by a
+//! [`Deadline`]:
+//!
+//! - [`Wait::Block`] sleeps in the kernel (`ppoll` on a pipe, a futex or semaphore wait on
+//!   shared memory);
+//! - [`Wait::Spin`] retries without sleeping, burning its core;
 //! - [`Wait::Hybrid`] spins for a budget, then blocks. On a 2-core machine waking a blocked
 //!   reader costs tens of microseconds, so spinning a little first is the default.
 //!
-//! A frame goes out as one `writev` of header, payload and padding; the payload can be the
-//! caller's own memory. A frame comes in as the header, then the payload read straight into the
-//! destination buffer. This module knows nothing of handlers, peers or reports.
+//! A frame goes out as one vectored write of header, payload and padding; the payload can be
+//! the caller's own memory. A frame comes in as the header, then the payload read straight
+//! into the destination buffer. This module knows nothing of handlers, peers or reports.
+
+pub mod pipe;
+pub mod shm;
 
 use std::fmt;
 use std::io::{IoSlice, IoSliceMut};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, OFlag, fcntl};
-use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::time::TimeSpec;
 
 use crate::error::{Error, Result};
 use crate::frame::{HEADER_LEN, Header, Kind, check_padding, padding_len};
 use crate::units::{format_duration, parse_duration};
+
+pub use pipe::PipeLink;
+pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 
 /// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
@@ -142,6 +158,11 @@ impl Deadline {
         self.at.map(|at| at.saturating_duration_since(Instant::now()))
     }
 
+    /// The instant at which it passes, `None` for no deadline.
+    pub fn instant(&self) -> Option<Instant> {
+        self.at
+    }
+
     fn passed(&self, now: Instant) -> bool {
         self.at.is_some_and(|at| now >= at)
     }
@@ -157,11 +178,130 @@ pub fn timespec_for(remaining: Duration) -> TimeSpec {
     TimeSpec::from_duration(remaining)
 }
 
-/// Frames over two pipe ends: `rx` to read from, `tx` to write to.
+/// Which link a [`Transport`] runs over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum TransportKind {
+    /// Two anonymous pipes ([`PipeLink`]).
+    #[default]
+    Pipe,
+    /// A shared memfd, one slot per direction, process-shared semaphores ([`ShmLink`]).
+    ShmSem,
+    /// A shared memfd, a lock-free ring per direction, futex wake-ups ([`ShmLink`]).
+    ShmRing,
+}
+
+impl TransportKind {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [TransportKind; 3] =
+        [TransportKind::Pipe, TransportKind::ShmSem, TransportKind::ShmRing];
+
+    /// `pipe`, `shm-sem` or `shm-ring`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TransportKind::Pipe => "pipe",
+            TransportKind::ShmSem => "shm-sem",
+            TransportKind::ShmRing => "shm-ring",
+        }
+    }
+
+    /// Whether the link lives in shared memory (and so cannot cross machines).
+    pub fn is_shared_memory(&self) -> bool {
+        !matches!(self, TransportKind::Pipe)
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for TransportKind {
+    type Err = Error;
+
+    /// Parses `pipe`, `shm-sem` or `shm-ring`.
+    ///
+    /// ```
+    /// use peerpipe::transport::TransportKind;
+    /// assert_eq!("shm-ring".parse::<TransportKind>().unwrap(), TransportKind::ShmRing);
+    /// assert!("shm".parse::<TransportKind>().unwrap_err().to_string().contains("shm-sem"));
+    /// ```
+    fn from_str(text: &str) -> Result<TransportKind> {
+        TransportKind::ALL.into_iter().find(|kind| kind.name() == text).ok_or_else(|| {
+            Error::InvalidArgument {
+                what: "transport",
+                reason: format!("expected pipe, shm-sem or shm-ring, found {text:?}"),
+            }
+        })
+    }
+}
+
+/// Which way a [`Link`] waits: for bytes to read or for room to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Waiting for bytes from the peer.
+    Read,
+    /// Waiting for room to write.
+    Write,
+}
+
+/// A byte stream in each direction between two processes, that never waits unless asked to.
+///
+/// This is the transport abstraction: [`PipeLink`] and [`ShmLink`] implement it, and
+/// [`Transport`] builds frames, deadlines and wait strategies on top of it once. A link
+/// behaves like a pair of non-blocking pipes: bytes arrive in order, and the end of the
+/// stream (the peer closed its side or died) is seen only after every byte sent before it.
+pub trait Link: fmt::Debug + Send {
+    /// Which kind of link this is.
+    fn kind(&self) -> TransportKind;
+
+    /// Reads what is available now into `bufs`, in order, without waiting. Returns
+    /// `Some(0)` at the end of the stream, `None` when nothing is available yet.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] for system failures; [`Error::Corrupted`] when shared state announces
+    /// something impossible.
+    fn try_read(&mut self, bufs: &mut [IoSliceMut<'_>]) -> Result<Option<usize>>;
+
+    /// Writes what fits now from `bufs`, in order, without waiting. Returns `None` when
+    /// there is no room at all.
+    ///
+    /// # Errors
+    /// [`Error::PeerClosed`] when the reader is gone; [`Error::Sys`] for system failures.
+    fn try_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>>;
+
+    /// Sleeps until reading (or writing) may make progress or `until` passes. May return
+    /// early (the caller retries and checks its deadline), but must not sleep past `until`
+    /// by more than the system's timer slack.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] for system failures.
+    fn sleep(&mut self, direction: Direction, until: Option<Instant>) -> Result<()>;
+
+    /// Bytes that can be in flight in each direction without a reader (pipe or ring
+    /// capacity), when known.
+    fn capacity(&self) -> Option<usize>;
+
+    /// Most frames that may be in flight towards a peer that answers each one, when the
+    /// link bounds it by count rather than by bytes: a slot holds one frame whatever its
+    /// size. `None` (the default) when only [`Link::capacity`] bounds it.
+    fn max_frames_in_flight(&self) -> Option<usize> {
+        None
+    }
+
+    /// Asks for `bytes` of capacity in each direction and returns what was granted. Links
+    /// whose capacity is fixed when they are created return it unchanged.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] when the capacity cannot even be read back.
+    fn set_capacity(&mut self, bytes: usize) -> Result<usize>;
+}
+
+/// Frames over a [`Link`]: the one place where headers, payloads, padding, deadlines and
+/// wait strategies meet the bytes.
 #[derive(Debug)]
-pub struct PipeTransport {
-    rx: OwnedFd,
-    tx: OwnedFd,
+pub struct Transport {
+    link: Box<dyn Link>,
     wait: Wait,
     /// Bytes read ahead of the frame they belong to (a speculative read that guessed wrong);
     /// every read drains them first.
@@ -169,7 +309,7 @@ pub struct PipeTransport {
     pushback_read: usize,
 }
 
-/// What [`PipeTransport::recv_frame`] read.
+/// What [`Transport::recv_frame`] read.
 #[derive(Debug)]
 pub enum Received {
     /// The stream ended exactly at a frame boundary.
@@ -185,26 +325,60 @@ pub enum Received {
     Broken([u8; HEADER_LEN], Error),
 }
 
-impl PipeTransport {
-    /// Wraps a read end and a write end, switching both to non-blocking mode.
+impl Transport {
+    /// Frames over `link`, waiting with `wait`.
+    pub fn new(link: impl Link + 'static, wait: Wait) -> Transport {
+        Transport { link: Box::new(link), wait, pushback: Vec::new(), pushback_read: 0 }
+    }
+
+    /// Frames over a read end and a write end of two pipes (see [`PipeLink::new`]).
     ///
     /// # Errors
     /// [`Error::Sys`] when `fcntl` fails (e.g. a descriptor is not open).
-    pub fn new(rx: OwnedFd, tx: OwnedFd, wait: Wait) -> Result<PipeTransport> {
-        set_nonblocking(rx.as_fd())?;
-        set_nonblocking(tx.as_fd())?;
-        Ok(PipeTransport { rx, tx, wait, pushback: Vec::new(), pushback_read: 0 })
+    pub fn pipe(
+        rx: std::os::fd::OwnedFd,
+        tx: std::os::fd::OwnedFd,
+        wait: Wait,
+    ) -> Result<Transport> {
+        Ok(Transport::new(PipeLink::new(rx, tx)?, wait))
     }
 
-    /// Two connected transports in this process (two pipes, `O_CLOEXEC`): what one writes, the
-    /// other reads. Useful to run a server on a thread, in tests and examples.
+    /// Two connected pipe transports in this process: what one writes, the other reads.
+    /// Useful to run a server on a thread, in tests and examples.
     ///
     /// # Errors
     /// [`Error::Sys`] when the pipes cannot be created.
-    pub fn pair(wait: Wait) -> Result<(PipeTransport, PipeTransport)> {
-        let (a_rx, b_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        let (b_rx, a_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-        Ok((PipeTransport::new(a_rx, a_tx, wait)?, PipeTransport::new(b_rx, b_tx, wait)?))
+    pub fn pipe_pair(wait: Wait) -> Result<(Transport, Transport)> {
+        Transport::pair(TransportKind::Pipe, wait)
+    }
+
+    /// Two connected transports of `kind` in this process (the shared-memory kinds with
+    /// [`DEFAULT_SHM_CAPACITY`] per direction): the first is the client's end.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] when the pipes, memfd or mappings cannot be created.
+    pub fn pair(kind: TransportKind, wait: Wait) -> Result<(Transport, Transport)> {
+        let (a, b): (Box<dyn Link>, Box<dyn Link>) = match kind {
+            TransportKind::Pipe => {
+                let (a, b) = PipeLink::pair()?;
+                (Box::new(a), Box::new(b))
+            }
+            shm => {
+                let (a, b) = ShmLink::pair(shm, DEFAULT_SHM_CAPACITY)?;
+                (Box::new(a), Box::new(b))
+            }
+        };
+        Ok((Transport::from_box(a, wait), Transport::from_box(b, wait)))
+    }
+
+    /// Frames over an already boxed link.
+    pub fn from_box(link: Box<dyn Link>, wait: Wait) -> Transport {
+        Transport { link, wait, pushback: Vec::new(), pushback_read: 0 }
+    }
+
+    /// Which kind of link this transport runs over.
+    pub fn kind(&self) -> TransportKind {
+        self.link.kind()
     }
 
     /// The wait strategy.
@@ -217,38 +391,34 @@ impl PipeTransport {
         self.wait = wait;
     }
 
-    /// Asks the kernel for `bytes` of capacity on both pipes (`F_SETPIPE_SZ`) and returns the
-    /// smaller capacity granted. When the request is refused (above `/proc/sys/fs/pipe-max-size`
-    /// for an unprivileged user, or the descriptor is not a pipe) the capacity is left as it was.
+    /// Asks for `bytes` of capacity in each direction and returns the capacity granted: on
+    /// pipes `F_SETPIPE_SZ` (a refusal, e.g. above `/proc/sys/fs/pipe-max-size`, leaves the
+    /// capacity as it was); shared-memory capacity is fixed when the region is created.
     ///
     /// # Errors
-    /// [`Error::Sys`] only when the capacity cannot even be read back (`F_GETPIPE_SZ`), i.e. a
-    /// descriptor is not a pipe.
-    pub fn set_pipe_capacity(&mut self, bytes: usize) -> Result<usize> {
-        let request = i32::try_from(bytes).unwrap_or(i32::MAX);
-        let mut granted = usize::MAX;
-        for fd in [self.rx.as_fd(), self.tx.as_fd()] {
-            // Refusal (EPERM, EINVAL) is not fatal: the pipe keeps its current size.
-            let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(request));
-            let size = fcntl(fd, FcntlArg::F_GETPIPE_SZ)?;
-            granted = granted.min(size as usize);
-        }
-        Ok(granted)
+    /// [`Error::Sys`] only when the capacity cannot even be read back (`F_GETPIPE_SZ`), i.e.
+    /// a descriptor is not a pipe.
+    pub fn set_capacity(&mut self, bytes: usize) -> Result<usize> {
+        self.link.set_capacity(bytes)
     }
 
-    /// The current capacity of the smaller pipe, or `None` when a descriptor is not a pipe.
-    pub fn pipe_capacity(&self) -> Option<usize> {
-        let rx = fcntl(self.rx.as_fd(), FcntlArg::F_GETPIPE_SZ).ok()?;
-        let tx = fcntl(self.tx.as_fd(), FcntlArg::F_GETPIPE_SZ).ok()?;
-        Some(rx.min(tx) as usize)
+    /// See [`Link::max_frames_in_flight`].
+    pub fn max_frames_in_flight(&self) -> Option<usize> {
+        self.link.max_frames_in_flight()
+    }
+
+    /// Bytes that can be in flight in each direction (the smaller pipe's capacity, or the
+    /// ring or slot size), or `None` when unknown (a descriptor is not a pipe).
+    pub fn capacity(&self) -> Option<usize> {
+        self.link.capacity()
     }
 
     /// Writes one frame (header, payload, zero padding) with `writev`, handling partial writes
     /// and `EINTR`, waiting for room with the wait strategy until `deadline`.
     ///
     /// # Errors
-    /// [`Error::PeerClosed`] when the reader is gone (`EPIPE`; SIGPIPE is ignored by Rust
-    /// programs, so it is an error value, not a signal); [`Error::Timeout`] at the deadline,
+    /// [`Error::PeerClosed`] when the reader is gone (on pipes `EPIPE`; SIGPIPE is ignored
+    /// by Rust programs, so it is an error value, not a signal); [`Error::Timeout`] at the deadline,
     /// with part of the frame possibly written; [`Error::Sys`] for other failures.
     pub fn send_frame(
         &mut self,
@@ -268,7 +438,7 @@ impl PipeTransport {
     /// Writes `bytes` as they are, without framing: the raw-bytes baseline uses this.
     ///
     /// # Errors
-    /// As [`PipeTransport::send_frame`].
+    /// As [`Transport::send_frame`].
     pub fn send_bytes(&mut self, bytes: &[u8], deadline: Deadline) -> Result<()> {
         self.write_all_vectored(&mut [IoSlice::new(bytes)], deadline)
     }
@@ -278,26 +448,17 @@ impl PipeTransport {
         IoSlice::advance_slices(&mut remaining, 0);
         let mut spin_started = None;
         while !remaining.is_empty() {
-            // One buffer left: plain write(2), cheaper than writev(2) of one iovec.
-            let written = match &remaining[..] {
-                [one] => nix::unistd::write(self.tx.as_fd(), one),
-                more => nix::sys::uio::writev(self.tx.as_fd(), more),
-            };
-            match written {
-                Ok(written) => {
+            match self.link.try_write(remaining)? {
+                Some(written) => {
                     IoSlice::advance_slices(&mut remaining, written);
                     spin_started = None;
                 }
-                Err(Errno::EAGAIN) => self.wait_ready(
-                    self.tx.as_fd(),
-                    PollFlags::POLLOUT,
+                None => self.wait_ready(
+                    Direction::Write,
                     deadline,
                     &mut spin_started,
-                    "the peer to read (pipe full)",
+                    "the peer to read (pipe or ring full)",
                 )?,
-                Err(Errno::EINTR) => {}
-                Err(Errno::EPIPE) => return Err(Error::PeerClosed { context: "while sending" }),
-                Err(e) => return Err(e.into()),
             }
         }
         Ok(())
@@ -317,22 +478,19 @@ impl PipeTransport {
         }
         let mut spin_started = None;
         while filled < buf.len() {
-            match nix::unistd::read(self.rx.as_fd(), &mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => {
+            match self.link.try_read(&mut [IoSliceMut::new(&mut buf[filled..])])? {
+                Some(0) => break,
+                Some(n) => {
                     filled += n;
                     spin_started = None;
                     deadline = deadline.on_data();
                 }
-                Err(Errno::EAGAIN) => self.wait_ready(
-                    self.rx.as_fd(),
-                    PollFlags::POLLIN,
+                None => self.wait_ready(
+                    Direction::Read,
                     deadline,
                     &mut spin_started,
                     "data from the peer",
                 )?,
-                Err(Errno::EINTR) => {}
-                Err(e) => return Err(e.into()),
             }
         }
         Ok(filled)
@@ -358,13 +516,13 @@ impl PipeTransport {
     /// Only a valid DATA header is followed by its payload. When the header announces another
     /// length, is a control frame (HELLO, ERROR, BYE), or is not a valid header at all, the bytes
     /// read past it are kept and served first by the next read, and [`Received::Header`] is
-    /// returned: read the payload with [`PipeTransport::recv_payload`] after validating the
+    /// returned: read the payload with [`Transport::recv_payload`] after validating the
     /// header. Nothing is allocated or waited for on the strength of the unvalidated header:
     /// the guess is the caller's own buffer.
     ///
     /// # Errors
     /// [`Error::Truncated`] when the stream ends inside the header; the errors of
-    /// [`PipeTransport::recv_exact`]. A guessed frame whose payload or padding then fails is
+    /// [`Transport::recv_exact`]. A guessed frame whose payload or padding then fails is
     /// [`Received::Broken`]. On error the contents of `payload_guess` are unspecified.
     pub fn recv_frame(&mut self, payload_guess: &mut [u8], deadline: Deadline) -> Result<Received> {
         let pad = padding_len(payload_guess.len());
@@ -373,13 +531,13 @@ impl PipeTransport {
         self.recv_guessed(&mut target, deadline)
     }
 
-    /// Like [`PipeTransport::recv_frame`], into one contiguous buffer laid out as the frame is:
+    /// Like [`Transport::recv_frame`], into one contiguous buffer laid out as the frame is:
     /// the header in `frame[..32]`, a payload of `guess` bytes in `frame[32..32 + guess]`, its
     /// padding after it. One plain `read` fills it; a payload in an 8-byte-aligned `frame`
     /// stays 8-byte aligned, so it can be viewed in place.
     ///
     /// # Errors
-    /// As [`PipeTransport::recv_frame`]; [`Error::LengthMismatch`] when `frame` is shorter than
+    /// As [`Transport::recv_frame`]; [`Error::LengthMismatch`] when `frame` is shorter than
     /// `32 + guess + padding`.
     pub fn recv_frame_contiguous(
         &mut self,
@@ -398,8 +556,8 @@ impl PipeTransport {
         self.recv_guessed(&mut Contiguous { frame: &mut frame[..total], guess }, deadline)
     }
 
-    /// The guessed read behind [`PipeTransport::recv_frame`] and
-    /// [`PipeTransport::recv_frame_contiguous`].
+    /// The guessed read behind [`Transport::recv_frame`] and
+    /// [`Transport::recv_frame_contiguous`].
     fn recv_guessed(
         &mut self,
         target: &mut impl FrameTarget,
@@ -420,8 +578,8 @@ impl PipeTransport {
         let mut matched = false;
         let mut spin_started = None;
         while filled < total {
-            match target.read_from(self.rx.as_fd(), filled) {
-                Ok(0) => {
+            match target.read_from(self.link.as_mut(), filled)? {
+                Some(0) => {
                     let error = match filled {
                         0 => return Ok(Received::End),
                         got if got < HEADER_LEN => {
@@ -444,23 +602,20 @@ impl PipeTransport {
                     };
                     return Ok(Received::Broken(target.header(), error));
                 }
-                Ok(n) => {
+                Some(n) => {
                     filled += n;
                     spin_started = None;
                     deadline = deadline.on_data();
                 }
-                Err(Errno::EAGAIN) => {
+                None => {
                     self.wait_ready(
-                        self.rx.as_fd(),
-                        PollFlags::POLLIN,
+                        Direction::Read,
                         deadline,
                         &mut spin_started,
                         "data from the peer",
                     )?;
                     continue;
                 }
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
             }
             if !matched && filled >= HEADER_LEN {
                 // Only a valid DATA header that announces exactly the guessed length is
@@ -490,7 +645,7 @@ impl PipeTransport {
     ///
     /// # Errors
     /// [`Error::Truncated`] when the stream ends inside the header; the errors of
-    /// [`PipeTransport::recv_exact`].
+    /// [`Transport::recv_exact`].
     pub fn recv_header(&mut self, deadline: Deadline) -> Result<Option<[u8; HEADER_LEN]>> {
         let mut header = [0u8; HEADER_LEN];
         match self.recv_exact(&mut header, deadline)? {
@@ -509,7 +664,7 @@ impl PipeTransport {
     ///
     /// # Errors
     /// [`Error::Truncated`] naming the payload or the padding when the stream ends early;
-    /// [`Error::NonzeroPadding`]; the errors of [`PipeTransport::recv_exact`]. On error the
+    /// [`Error::NonzeroPadding`]; the errors of [`Transport::recv_exact`]. On error the
     /// contents of `payload` are unspecified.
     pub fn recv_payload(&mut self, payload: &mut [u8], deadline: Deadline) -> Result<()> {
         let got = self.recv_exact(payload, deadline)?;
@@ -533,11 +688,11 @@ impl PipeTransport {
         check_padding(padding)
     }
 
-    /// Called after `EAGAIN`: returns when the caller should retry, or the timeout error.
+    /// Called when the link could not make progress: returns when the caller should retry,
+    /// or the timeout error.
     fn wait_ready(
-        &self,
-        fd: BorrowedFd<'_>,
-        events: PollFlags,
+        &mut self,
+        direction: Direction,
         deadline: Deadline,
         spin_started: &mut Option<Instant>,
         waiting_for: &'static str,
@@ -556,20 +711,16 @@ impl PipeTransport {
             std::hint::spin_loop();
             return Ok(());
         }
-        let mut fds = [PollFd::new(fd, events)];
-        match ppoll(&mut fds, deadline.remaining().map(timespec_for), None) {
-            Ok(_) | Err(Errno::EINTR) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        self.link.sleep(direction, deadline.instant())
     }
 }
 
-/// Where a guessed frame is read to (see [`PipeTransport::recv_frame`]).
+/// Where a guessed frame is read to (see [`Transport::recv_frame`]).
 trait FrameTarget {
     /// The guessed payload length.
     fn guess(&self) -> usize;
-    /// One read into the frame's bytes from offset `filled` on.
-    fn read_from(&mut self, fd: BorrowedFd<'_>, filled: usize) -> nix::Result<usize>;
+    /// One read from `link` into the frame's bytes from offset `filled` on.
+    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>>;
     /// The header bytes (complete once 32 bytes have been read).
     fn header(&self) -> [u8; HEADER_LEN];
     /// Appends the first `extra` bytes read after the header to `out`.
@@ -591,7 +742,7 @@ impl FrameTarget for Split<'_> {
         self.payload.len()
     }
 
-    fn read_from(&mut self, fd: BorrowedFd<'_>, filled: usize) -> nix::Result<usize> {
+    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>> {
         let mut slices = [
             IoSliceMut::new(&mut self.header),
             IoSliceMut::new(self.payload),
@@ -599,7 +750,7 @@ impl FrameTarget for Split<'_> {
         ];
         let mut rest: &mut [IoSliceMut<'_>] = &mut slices;
         IoSliceMut::advance_slices(&mut rest, filled);
-        nix::sys::uio::readv(fd, rest)
+        link.try_read(rest)
     }
 
     fn header(&self) -> [u8; HEADER_LEN] {
@@ -628,8 +779,8 @@ impl FrameTarget for Contiguous<'_> {
         self.guess
     }
 
-    fn read_from(&mut self, fd: BorrowedFd<'_>, filled: usize) -> nix::Result<usize> {
-        nix::unistd::read(fd, &mut self.frame[filled..])
+    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>> {
+        link.try_read(&mut [IoSliceMut::new(&mut self.frame[filled..])])
     }
 
     fn header(&self) -> [u8; HEADER_LEN] {
@@ -645,12 +796,6 @@ impl FrameTarget for Contiguous<'_> {
     fn padding(&self) -> &[u8] {
         &self.frame[HEADER_LEN + self.guess..]
     }
-}
-
-fn set_nonblocking(fd: BorrowedFd<'_>) -> Result<()> {
-    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
-    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -672,8 +817,9 @@ mod tests {
         )
     }
 
-    fn pair_with(bytes: &[u8]) -> PipeTransport {
-        let (mut writer, reader) = PipeTransport::pair(Wait::Block).unwrap();
+    /// A reader of `kind` with `bytes` waiting in it, whose writer has closed.
+    fn pair_with(kind: TransportKind, bytes: &[u8]) -> Transport {
+        let (mut writer, reader) = Transport::pair(kind, Wait::Block).unwrap();
         writer.send_bytes(bytes, Deadline::NEVER).unwrap();
         drop(writer);
         reader
@@ -685,78 +831,99 @@ mod tests {
 
     #[test]
     fn a_right_guess_reads_the_whole_frame_into_the_guess() {
-        let mut rx = pair_with(&frame(7, b"hello"));
-        let mut guess = [0u8; 5];
-        match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
-            Received::Whole(raw) => assert_eq!(seq_of(&raw), 7),
-            other => panic!("expected Whole, got {other:?}"),
+        for kind in TransportKind::ALL {
+            let mut rx = pair_with(kind, &frame(7, b"hello"));
+            let mut guess = [0u8; 5];
+            match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
+                Received::Whole(raw) => assert_eq!(seq_of(&raw), 7),
+                other => panic!("expected Whole, got {other:?}"),
+            }
+            assert_eq!(&guess, b"hello");
+            assert!(matches!(rx.recv_frame(&mut guess, Deadline::NEVER).unwrap(), Received::End));
         }
-        assert_eq!(&guess, b"hello");
-        assert!(matches!(rx.recv_frame(&mut guess, Deadline::NEVER).unwrap(), Received::End));
     }
 
     #[test]
     fn a_wrong_guess_keeps_the_bytes_for_the_following_frames() {
-        // Three pipelined frames of other lengths than the guess: nothing may be lost.
-        let mut stream = frame(1, b"abc");
-        stream.extend(frame(2, &[9u8; 40]));
-        stream.extend(frame(3, b""));
-        let mut rx = pair_with(&stream);
-        let mut guess = [0u8; 100];
-        for (seq, payload) in [(1, &b"abc"[..]), (2, &[9u8; 40][..]), (3, &b""[..])] {
-            let raw = match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
-                Received::Header(raw) => raw,
-                other => panic!("seq {seq}: expected Header, got {other:?}"),
-            };
-            assert_eq!(seq_of(&raw), seq);
-            let mut body = vec![0u8; payload.len()];
-            rx.recv_payload(&mut body, Deadline::NEVER).unwrap();
-            assert_eq!(body, payload, "seq {seq}");
+        for kind in TransportKind::ALL {
+            // Three pipelined frames of other lengths than the guess: nothing may be lost.
+            let mut stream = frame(1, b"abc");
+            stream.extend(frame(2, &[9u8; 40]));
+            stream.extend(frame(3, b""));
+            let mut rx = pair_with(kind, &stream);
+            let mut guess = [0u8; 100];
+            for (seq, payload) in [(1, &b"abc"[..]), (2, &[9u8; 40][..]), (3, &b""[..])] {
+                let raw = match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
+                    Received::Header(raw) => raw,
+                    other => panic!("seq {seq}: expected Header, got {other:?}"),
+                };
+                assert_eq!(seq_of(&raw), seq);
+                let mut body = vec![0u8; payload.len()];
+                rx.recv_payload(&mut body, Deadline::NEVER).unwrap();
+                assert_eq!(body, payload, "seq {seq}");
+            }
+            assert!(matches!(rx.recv_frame(&mut guess, Deadline::NEVER).unwrap(), Received::End));
         }
-        assert!(matches!(rx.recv_frame(&mut guess, Deadline::NEVER).unwrap(), Received::End));
     }
 
     #[test]
     fn a_guessed_frame_with_bad_padding_is_broken_and_keeps_its_seq() {
-        let mut bytes = frame(5, b"abc");
-        *bytes.last_mut().unwrap() = 1;
-        let mut rx = pair_with(&bytes);
-        let mut guess = [0u8; 3];
-        match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
-            Received::Broken(raw, Error::NonzeroPadding { index: 4, found: 1 }) => {
-                assert_eq!(seq_of(&raw), 5)
+        for kind in TransportKind::ALL {
+            let mut bytes = frame(5, b"abc");
+            *bytes.last_mut().unwrap() = 1;
+            let mut rx = pair_with(kind, &bytes);
+            let mut guess = [0u8; 3];
+            match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
+                Received::Broken(raw, Error::NonzeroPadding { index: 4, found: 1 }) => {
+                    assert_eq!(seq_of(&raw), 5)
+                }
+                other => panic!("expected Broken, got {other:?}"),
             }
-            other => panic!("expected Broken, got {other:?}"),
         }
     }
 
     #[test]
     fn a_guessed_frame_cut_short_is_broken_and_says_how_much_arrived() {
-        let bytes = frame(6, &[1u8; 16]);
-        let mut rx = pair_with(&bytes[..HEADER_LEN + 10]);
-        let mut guess = [0u8; 16];
-        match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
-            Received::Broken(raw, Error::Truncated { what: "payload", expected: 16, got: 10 }) => {
-                assert_eq!(seq_of(&raw), 6)
+        for kind in TransportKind::ALL {
+            let bytes = frame(6, &[1u8; 16]);
+            let mut rx = pair_with(kind, &bytes[..HEADER_LEN + 10]);
+            let mut guess = [0u8; 16];
+            match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
+                Received::Broken(
+                    raw,
+                    Error::Truncated { what: "payload", expected: 16, got: 10 },
+                ) => {
+                    assert_eq!(seq_of(&raw), 6)
+                }
+                other => panic!("expected Broken, got {other:?}"),
             }
-            other => panic!("expected Broken, got {other:?}"),
         }
     }
 
     #[test]
     fn an_invalid_header_is_not_followed_even_when_its_length_matches() {
-        let mut bytes = frame(1, b"abcd");
-        bytes[0] = b'X';
-        let mut rx = pair_with(&bytes);
-        let mut guess = [0u8; 4];
-        assert!(matches!(rx.recv_frame(&mut guess, Deadline::NEVER).unwrap(), Received::Header(_)));
+        for kind in TransportKind::ALL {
+            let mut bytes = frame(1, b"abcd");
+            bytes[0] = b'X';
+            let mut rx = pair_with(kind, &bytes);
+            let mut guess = [0u8; 4];
+            assert!(matches!(
+                rx.recv_frame(&mut guess, Deadline::NEVER).unwrap(),
+                Received::Header(_)
+            ));
+        }
     }
 
     #[test]
     fn a_header_cut_short_is_truncated() {
-        let mut rx = pair_with(&frame(1, b"ab")[..20]);
-        let err = rx.recv_frame(&mut [0u8; 2], Deadline::NEVER).unwrap_err();
-        assert!(matches!(err, Error::Truncated { what: "header", expected: 32, got: 20 }), "{err}");
+        for kind in TransportKind::ALL {
+            let mut rx = pair_with(kind, &frame(1, b"ab")[..20]);
+            let err = rx.recv_frame(&mut [0u8; 2], Deadline::NEVER).unwrap_err();
+            assert!(
+                matches!(err, Error::Truncated { what: "header", expected: 32, got: 20 }),
+                "{err}"
+            );
+        }
     }
 
     #[test]

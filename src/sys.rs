@@ -1,0 +1,352 @@
+//! The crate's only `unsafe` code: a shared mapping, process-shared semaphores and futexes.
+//!
+//! Every other module is `unsafe`-free (the crate root denies `unsafe_code`; this module alone
+//! allows it). What lives here is the smallest set of operations the shared-memory transports
+//! need, each behind a safe, bounds-checked method:
+//!
+//! - [`Mapping`]: a `MAP_SHARED` mapping of a memfd, unmapped on drop. Its bytes are never
+//!   exposed as Rust references (another process writes them concurrently); they are copied
+//!   in and out with [`Mapping::write`] and [`Mapping::read`], and the synchronisation words
+//!   are lent out only as atomics ([`Mapping::atomic_u32`], [`Mapping::atomic_u64`]).
+//! - Process-shared POSIX semaphores living in the mapping ([`Mapping::sem_init`],
+//!   [`Mapping::sem_post`], [`Mapping::sem_try_wait`], [`Mapping::sem_wait_for`]).
+//! - [`futex_wait`] and [`futex_wake`] on a 32-bit atomic in the mapping (shared futexes: no
+//!   `FUTEX_PRIVATE_FLAG`, since the waiter and the waker are different processes).
+//!
+//! Offsets are checked against the mapping's length and alignment on every call; a bad offset
+//! is a bug in the caller (the layouts are computed, never read from the peer unchecked), so it
+//! panics rather than touching memory outside the mapping.
+//!
+//! About the memory model: Rust's model speaks of threads, not processes. Two processes that
+//! map the same pages and touch the synchronisation words only through atomics behave, on
+//! every platform Rust supports, like two threads sharing that memory; this is what every
+//! shared-memory IPC library relies on. The data bytes are handed over by acquire/release pairs
+//! on those words (or by the semaphores, which synchronise memory), so each byte range has one
+//! writer at a time. A misbehaving peer that ignores the protocol can make us copy garbage
+//! bytes, never read or write outside the mapping: every length and position taken from the
+//! shared memory is validated by the caller before use.
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::num::NonZeroUsize;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::memfd::{MFdFlags, memfd_create};
+use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
+use nix::time::{ClockId, clock_gettime};
+
+use crate::error::{Error, Result};
+
+/// Bytes reserved for one semaphore in a layout (glibc's `sem_t` is 32 bytes on 64-bit
+/// targets, 16 on 32-bit ones).
+pub(crate) const SEM_BYTES: usize = 32;
+const _: () = assert!(std::mem::size_of::<libc::sem_t>() <= SEM_BYTES);
+const _: () = assert!(std::mem::align_of::<libc::sem_t>() <= 8);
+
+/// A shared, read-write mapping of a whole memfd; unmapped on drop.
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: `Mapping` is a pointer to memory that stays mapped for its whole life and is only
+// accessed through atomics or bounds-checked copies; nothing in it is tied to a thread.
+unsafe impl Send for Mapping {}
+// SAFETY: as for `Send`: every access through `&Mapping` is an atomic operation or a copy,
+// which are sound to run from several threads (the transports never share one anyway).
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps the first `len` bytes of `fd` shared and read-write, with the pages faulted in
+    /// up front (`MAP_POPULATE`) so the first round trip does not pay for page faults.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `len == 0`; [`Error::Sys`] when `mmap` fails.
+    pub(crate) fn map_shared(fd: BorrowedFd<'_>, len: usize) -> Result<Mapping> {
+        let length = NonZeroUsize::new(len).ok_or_else(|| Error::InvalidArgument {
+            what: "shared mapping length",
+            reason: "must be at least 1 byte".into(),
+        })?;
+        // SAFETY: a fresh mapping chosen by the kernel (no address hint) cannot alias any Rust
+        // object; `fd` is a valid descriptor for the call's duration (it is borrowed).
+        let base = unsafe {
+            mmap(
+                None,
+                length,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED | MapFlags::MAP_POPULATE,
+                fd,
+                0,
+            )
+        }?;
+        Ok(Mapping { base: base.cast(), len })
+    }
+
+    /// A new private region of `len` bytes (a memfd nobody else has, closed once mapped), for
+    /// measuring these primitives inside one process.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] when the memfd or the mapping cannot be made.
+    pub(crate) fn private(len: usize) -> Result<Mapping> {
+        let fd = memfd_create(c"peerpipe-private", MFdFlags::MFD_CLOEXEC)?;
+        nix::unistd::ftruncate(&fd, len as i64)?;
+        Mapping::map_shared(fd.as_fd(), len)
+    }
+
+    /// Panics unless `offset..offset + size` lies inside the mapping and `offset` is a
+    /// multiple of `align`; returns the address.
+    fn at(&self, offset: usize, size: usize, align: usize) -> *mut u8 {
+        let end = offset.checked_add(size).expect("offset overflows");
+        assert!(end <= self.len, "{offset}..{end} outside a mapping of {} bytes", self.len);
+        assert!(offset.is_multiple_of(align), "offset {offset} not aligned to {align}");
+        // The mapping is page-aligned, so an aligned offset gives an aligned address.
+        // SAFETY: `offset + size <= len`, so the result stays inside the mapping.
+        unsafe { self.base.as_ptr().add(offset) }
+    }
+
+    /// The 32-bit atomic at `offset` (4-byte aligned).
+    ///
+    /// # Panics
+    /// When `offset` is out of bounds or misaligned.
+    pub(crate) fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
+        let ptr = self.at(offset, 4, 4).cast::<AtomicU32>();
+        // SAFETY: in bounds and aligned (checked by `at`); the mapping outlives the borrow;
+        // `AtomicU32` has the layout of `u32` and any bit pattern is valid; all accesses to
+        // this word, here and in the peer, are atomic.
+        unsafe { &*ptr }
+    }
+
+    /// The 64-bit atomic at `offset` (8-byte aligned).
+    ///
+    /// # Panics
+    /// When `offset` is out of bounds or misaligned.
+    pub(crate) fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        let ptr = self.at(offset, 8, 8).cast::<AtomicU64>();
+        // SAFETY: as for `atomic_u32`, with 8-byte size and alignment.
+        unsafe { &*ptr }
+    }
+
+    /// Copies `src` into the mapping at `offset`.
+    ///
+    /// # Panics
+    /// When the range is out of bounds.
+    pub(crate) fn write(&self, offset: usize, src: &[u8]) {
+        let dst = self.at(offset, src.len(), 1);
+        // SAFETY: the destination range is inside the mapping (checked) and cannot overlap
+        // `src`, a Rust slice, which never points into this mapping (no reference to its
+        // bytes is ever handed out). The protocol gives this side exclusive use of the range.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
+    }
+
+    /// Copies `dst.len()` bytes from the mapping at `offset` into `dst`.
+    ///
+    /// # Panics
+    /// When the range is out of bounds.
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) {
+        let src = self.at(offset, dst.len(), 1);
+        // SAFETY: the source range is inside the mapping (checked); `dst` is a Rust slice,
+        // never inside the mapping. Bytes are plain data: whatever the peer wrote is a valid
+        // `u8`.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) }
+    }
+
+    fn sem(&self, offset: usize) -> *mut libc::sem_t {
+        self.at(offset, SEM_BYTES, 8).cast()
+    }
+
+    /// Initialises a process-shared semaphore at `offset` with `value`. Only the creator of a
+    /// region does this, before any other process maps it.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] when `sem_init` fails.
+    pub(crate) fn sem_init(&self, offset: usize, value: u32) -> Result<()> {
+        // SAFETY: the semaphore's bytes are inside the mapping and aligned (checked); no other
+        // process uses them yet (the region has not been handed over).
+        let rc = unsafe { libc::sem_init(self.sem(offset), 1, value) };
+        Errno::result(rc)?;
+        Ok(())
+    }
+
+    /// Posts the semaphore at `offset`.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] when `sem_post` fails (`EOVERFLOW`, or `EINVAL` for bytes that are not
+    /// a semaphore, e.g. overwritten by a misbehaving peer).
+    pub(crate) fn sem_post(&self, offset: usize) -> Result<()> {
+        // SAFETY: in bounds and aligned (checked). glibc's semaphore operations are atomic
+        // operations on these bytes plus futex calls: whatever the bytes hold, they stay
+        // inside them.
+        let rc = unsafe { libc::sem_post(self.sem(offset)) };
+        Errno::result(rc)?;
+        Ok(())
+    }
+
+    /// Takes the semaphore at `offset` if it can be taken now; `Ok(false)` when it is zero.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] for failures other than `EAGAIN` and `EINTR`.
+    pub(crate) fn sem_try_wait(&self, offset: usize) -> Result<bool> {
+        // SAFETY: as for `sem_post`.
+        let rc = unsafe { libc::sem_trywait(self.sem(offset)) };
+        match Errno::result(rc) {
+            Ok(_) => Ok(true),
+            Err(Errno::EAGAIN | Errno::EINTR) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Waits up to `timeout` to take the semaphore at `offset`; `Ok(false)` when it was not
+    /// taken (timeout or signal).
+    ///
+    /// # Errors
+    /// [`Error::Sys`] for failures other than `ETIMEDOUT` and `EINTR`.
+    pub(crate) fn sem_wait_for(&self, offset: usize, timeout: Duration) -> Result<bool> {
+        // sem_timedwait takes an absolute CLOCK_REALTIME time.
+        let now = clock_gettime(ClockId::CLOCK_REALTIME)?;
+        let until = Duration::new(now.tv_sec() as u64, now.tv_nsec() as u32) + timeout;
+        let abstime = libc::timespec {
+            tv_sec: until.as_secs() as libc::time_t,
+            tv_nsec: until.subsec_nanos() as _,
+        };
+        // SAFETY: as for `sem_post`; `abstime` is a valid timespec on our stack.
+        let rc = unsafe { libc::sem_timedwait(self.sem(offset), &abstime) };
+        match Errno::result(rc) {
+            Ok(_) => Ok(true),
+            Err(Errno::ETIMEDOUT | Errno::EINTR | Errno::EAGAIN) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` are exactly what `mmap` returned; no reference into the mapping
+        // outlives `self` (atomics are borrowed from `&self`).
+        let result = unsafe { munmap(self.base.cast(), self.len) };
+        // munmap of a mapping we own fails only if the arguments are wrong: a bug.
+        debug_assert!(result.is_ok(), "munmap failed: {result:?}");
+    }
+}
+
+/// Sleeps while `word` holds `expected`, for at most `timeout`; returns on a wake-up, a
+/// change of value, the timeout or a signal (the caller re-checks its condition).
+///
+/// # Errors
+/// [`Error::Sys`] for failures other than `EAGAIN`, `ETIMEDOUT` and `EINTR`.
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) -> Result<()> {
+    let relative = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as _,
+    };
+    // SAFETY: `word` is a valid, aligned 32-bit atomic for the duration of the call; the
+    // timespec lives on our stack; FUTEX_WAIT only reads the word.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &relative as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+    match Errno::result(rc) {
+        Ok(_) => Ok(()),
+        Err(Errno::EAGAIN | Errno::ETIMEDOUT | Errno::EINTR) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Wakes up to `waiters` processes sleeping in [`futex_wait`] on `word`.
+///
+/// # Errors
+/// [`Error::Sys`] when the call fails.
+pub(crate) fn futex_wake(word: &AtomicU32, waiters: i32) -> Result<()> {
+    // SAFETY: `word` is a valid, aligned 32-bit atomic; FUTEX_WAKE does not touch memory.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            waiters,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+    Errno::result(rc)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    fn mapping(len: usize) -> Mapping {
+        Mapping::private(len).unwrap()
+    }
+
+    #[test]
+    fn bytes_written_are_read_back_and_atomics_share_the_memory() {
+        let m = mapping(4096);
+        m.write(100, b"hello");
+        let mut out = [0u8; 5];
+        m.read(100, &mut out);
+        assert_eq!(&out, b"hello");
+        m.atomic_u64(8).store(0x0102_0304_0506_0708, Ordering::SeqCst);
+        let mut raw = [0u8; 8];
+        m.read(8, &mut raw);
+        assert_eq!(u64::from_ne_bytes(raw), 0x0102_0304_0506_0708);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a mapping")]
+    fn a_range_past_the_end_panics_instead_of_touching_memory() {
+        let m = mapping(4096);
+        m.write(4090, &[0u8; 7]);
+    }
+
+    #[test]
+    #[should_panic(expected = "not aligned")]
+    fn a_misaligned_atomic_panics() {
+        let m = mapping(4096);
+        let _ = m.atomic_u64(4);
+    }
+
+    #[test]
+    fn semaphores_count_and_time_out() {
+        let m = mapping(4096);
+        m.sem_init(64, 1).unwrap();
+        assert!(m.sem_try_wait(64).unwrap());
+        assert!(!m.sem_try_wait(64).unwrap());
+        assert!(!m.sem_wait_for(64, Duration::from_millis(1)).unwrap());
+        m.sem_post(64).unwrap();
+        assert!(m.sem_wait_for(64, Duration::from_secs(1)).unwrap());
+    }
+
+    #[test]
+    fn a_futex_wait_returns_at_once_when_the_value_differs_and_wakes_on_wake() {
+        let m = mapping(4096);
+        let word = m.atomic_u32(0);
+        word.store(7, Ordering::SeqCst);
+        futex_wait(word, 8, Duration::from_secs(10)).unwrap(); // value differs: no sleep
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while word.load(Ordering::SeqCst) == 7 {
+                    futex_wait(word, 7, Duration::from_millis(100)).unwrap();
+                }
+            });
+            std::thread::sleep(Duration::from_millis(5));
+            word.store(9, Ordering::SeqCst);
+            futex_wake(word, 1).unwrap();
+        });
+        assert_eq!(word.load(Ordering::SeqCst), 9);
+    }
+}

@@ -1,0 +1,775 @@
+//! The shared-memory links: a memfd region mapped by both processes, one channel per direction.
+//!
+//! The client creates the region with `memfd_create` (no name in `/dev/shm`, so nothing is
+//! left behind by a crash), maps it, and hands the descriptor to the server as its stdin; the
+//! server maps it and closes the descriptor. Bytes travel exactly as over a pipe: the frames
+//! of wire format v1 (header, payload, padding) are what is written into the region, so the
+//! frame logic of [`super::Transport`] is shared with pipes.
+//!
+//! Two kinds of channel:
+//!
+//! - **`shm-sem`**: one slot per direction and two process-shared semaphores, `empty` (the
+//!   slot may be written, starts at 1) and `full` (a chunk is ready, starts at 0). A writer
+//!   takes `empty`, copies up to a slot of bytes and posts `full`; the reader takes `full`,
+//!   copies the chunk out and posts `empty`. With one request slot and one reply slot this is
+//!   the classic "three semaphores" exchange (empty, full, done = the reply slot's `full`),
+//!   with the reply slot's own `empty` added so frames larger than a slot can stream through.
+//! - **`shm-ring`**: a single-producer single-consumer byte ring per direction. The writer
+//!   owns `write_pos`, the reader `read_pos` (both count bytes since the start; their
+//!   difference is the fill level); each publishes its position with a release store that
+//!   the other side's acquire load pairs with, which hands over the bytes in between. A side
+//!   that has to sleep sets its `sleeping` word and sleeps on it with a futex; the other side
+//!   wakes it only when that word is set, so a spinning reader costs the writer no system
+//!   call. The sleeper stores its flag then re-reads the position, the waker stores the
+//!   position then reads the flag, all four sequentially consistent (Dekker's pattern): at
+//!   least one of them sees the other, so no wake-up is lost.
+//!
+//! Neither kind can learn from the memory that the peer died, so each side also holds one end
+//! of a pipe whose other end the peer holds (the child's stdout): when the peer dies, `poll`
+//! reports `POLLHUP` or `POLLERR` on it. A sleeping side wakes at least every
+//! [`LIVENESS_INTERVAL`] to look; a spinning side looks every few thousand empty polls. A peer
+//! that closes cleanly sets its `closed` flag and wakes the other side at once.
+//!
+//! All `unsafe` code (mapping, atomics in the region, semaphores, futexes) is in `crate::sys`.
+//! Everything read from the region is validated before use: a peer that scribbles on it gets
+//! [`Error::BadRegion`], never an out-of-bounds access.
+
+use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::Ordering::{Acquire, Release, SeqCst};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::memfd::{MFdFlags, memfd_create};
+use nix::sys::stat::{SFlag, fstat};
+
+use super::{Direction, Link, TransportKind};
+use crate::error::{Error, Result};
+use crate::sys::{Mapping, SEM_BYTES, futex_wait, futex_wake};
+
+/// Bytes per direction of a shared-memory link when none is asked for: 1 MiB, the same as the
+/// default pipe capacity, so the two compare like for like.
+pub const DEFAULT_SHM_CAPACITY: usize = 1 << 20;
+/// Smallest capacity per direction accepted: 4 KiB.
+pub const MIN_SHM_CAPACITY: usize = 4096;
+/// Largest capacity per direction accepted: 1 GiB.
+pub const MAX_SHM_CAPACITY: usize = 1 << 30;
+/// Longest a sleeping side goes without checking that its peer is alive.
+pub const LIVENESS_INTERVAL: Duration = Duration::from_millis(10);
+/// Requests that may be in flight over `shm-sem` (see `ShmLink::max_frames_in_flight`).
+const SLOT_FRAMES_IN_FLIGHT: usize = 3;
+/// Empty polls between two liveness checks while spinning (a check is one `poll` call).
+const POLLS_PER_LIVENESS_CHECK: u32 = 4096;
+
+/// First bytes of every region: "peerpipe shared memory, layout 1".
+const MAGIC: [u8; 8] = *b"PPSHM\x00v1";
+const LAYOUT_VERSION: u32 = 1;
+/// Region header: magic, version, kind, capacity, total length; padded to two cache lines.
+const REGION_HEADER: usize = 128;
+const OFF_MAGIC: usize = 0;
+const OFF_VERSION: usize = 8;
+const OFF_KIND: usize = 12;
+const OFF_CAPACITY: usize = 16;
+const OFF_TOTAL: usize = 24;
+
+// A channel: the writer's words in the first 128 bytes, the reader's in the next 128 (apart,
+// so the two sides do not fight over one cache line), then `capacity` bytes of data.
+/// Ring: bytes ever written (writer).
+const W_POS: usize = 0;
+/// Ring: 1 while the writer sleeps waiting for room (futex word).
+const W_SLEEPING: usize = 8;
+/// Slot: semaphore `empty`, posted by the reader, taken by the writer.
+const SEM_EMPTY: usize = 0;
+/// Slot: semaphore `full`, posted by the writer, taken by the reader.
+const SEM_FULL: usize = SEM_BYTES;
+/// Slot: length of the chunk in the slot.
+const CHUNK_LEN: usize = 2 * SEM_BYTES;
+/// Slot: 1 while the slot holds a chunk not yet taken (0 after `full` means "closed").
+const CHUNK_READY: usize = 2 * SEM_BYTES + 8;
+/// Both: 1 once the writer has closed its side.
+const W_CLOSED: usize = 120;
+/// Ring: bytes ever read (reader).
+const R_POS: usize = 128;
+/// Ring: 1 while the reader sleeps waiting for data (futex word).
+const R_SLEEPING: usize = 136;
+/// Both: 1 once the reader has closed its side.
+const R_CLOSED: usize = 248;
+/// Where the data starts.
+const DATA: usize = 256;
+const _: () = assert!(CHUNK_READY + 4 <= W_CLOSED && W_CLOSED + 4 <= R_POS);
+
+/// Bytes of a region with `capacity` bytes per direction (`capacity` a multiple of 64).
+fn region_len(capacity: usize) -> usize {
+    REGION_HEADER + 2 * (DATA + capacity)
+}
+
+fn kind_code(kind: TransportKind) -> u32 {
+    match kind {
+        TransportKind::Pipe => 0,
+        TransportKind::ShmSem => 1,
+        TransportKind::ShmRing => 2,
+    }
+}
+
+/// One end of a shared-memory link ([`TransportKind::ShmSem`] or [`TransportKind::ShmRing`]).
+#[derive(Debug)]
+pub struct ShmLink {
+    kind: TransportKind,
+    map: Mapping,
+    capacity: usize,
+    /// Offset of the channel this end writes.
+    tx: usize,
+    /// Offset of the channel this end reads.
+    rx: usize,
+    /// Ring: our own copies of the positions we own (never re-read from the region).
+    write_pos: u64,
+    read_pos: u64,
+    /// Slot: `empty` of the outgoing slot was taken by a sleep and not yet used.
+    holding_empty: bool,
+    /// Slot: `full` of the incoming slot was taken by a sleep and not yet used.
+    holding_full: bool,
+    /// Slot: the incoming chunk being copied out: (length, bytes already taken).
+    chunk: Option<(usize, usize)>,
+    /// The end of a pipe the peer holds the other end of; see the module docs.
+    liveness: OwnedFd,
+    idle_polls: u32,
+    peer_gone: bool,
+}
+
+impl ShmLink {
+    /// Creates a region of `kind` with `capacity` bytes per direction (rounded up to a
+    /// multiple of 64) and this process's end of it, the client's. Returns the memfd to hand
+    /// to the server (as its stdin when spawning: see `Peer::spawn`); `liveness` is this
+    /// side's end of a pipe whose other end the server holds (its stdout).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `Pipe` or a capacity outside
+    /// [`MIN_SHM_CAPACITY`]..=[`MAX_SHM_CAPACITY`]; [`Error::Sys`] when the memfd, its size,
+    /// the mapping or a semaphore cannot be made.
+    pub fn create(
+        kind: TransportKind,
+        capacity: usize,
+        liveness: OwnedFd,
+    ) -> Result<(ShmLink, OwnedFd)> {
+        if !kind.is_shared_memory() {
+            return Err(Error::InvalidArgument {
+                what: "shared-memory transport",
+                reason: "pipe is not a shared-memory transport".into(),
+            });
+        }
+        if !(MIN_SHM_CAPACITY..=MAX_SHM_CAPACITY).contains(&capacity) {
+            return Err(Error::InvalidArgument {
+                what: "shared-memory capacity",
+                reason: format!(
+                    "expected {MIN_SHM_CAPACITY} to {MAX_SHM_CAPACITY} bytes, found {capacity}"
+                ),
+            });
+        }
+        let capacity = capacity.next_multiple_of(64);
+        let len = region_len(capacity);
+        let fd = memfd_create(c"peerpipe-shm", MFdFlags::MFD_CLOEXEC)?;
+        nix::unistd::ftruncate(&fd, len as i64)?;
+        let map = Mapping::map_shared(fd.as_fd(), len)?;
+        // A new memfd reads as zeros: positions, flags and lengths start at 0.
+        map.write(OFF_MAGIC, &MAGIC);
+        map.write(OFF_VERSION, &LAYOUT_VERSION.to_ne_bytes());
+        map.write(OFF_KIND, &kind_code(kind).to_ne_bytes());
+        map.write(OFF_CAPACITY, &(capacity as u64).to_ne_bytes());
+        map.write(OFF_TOTAL, &(len as u64).to_ne_bytes());
+        let channels = [REGION_HEADER, REGION_HEADER + DATA + capacity];
+        if kind == TransportKind::ShmSem {
+            for channel in channels {
+                map.sem_init(channel + SEM_EMPTY, 1)?;
+                map.sem_init(channel + SEM_FULL, 0)?;
+            }
+        }
+        let link = ShmLink::new(kind, map, capacity, channels[0], channels[1], liveness);
+        Ok((link, fd))
+    }
+
+    /// Maps the region behind `fd` (made by [`ShmLink::create`] in the client) as the server's
+    /// end, checking that it is a region of `kind` and that its layout is consistent, then
+    /// closes `fd` (the mapping keeps the memory). `liveness` is the server's end of the pipe
+    /// whose other end the client holds.
+    ///
+    /// # Errors
+    /// [`Error::BadRegion`] naming what was expected and found when `fd` is not a regular
+    /// file (a pipe, say: the server was not started by a shared-memory client) or the
+    /// region's header or size do not match; [`Error::Sys`] when it cannot be mapped.
+    pub fn attach(kind: TransportKind, fd: OwnedFd, liveness: OwnedFd) -> Result<ShmLink> {
+        let stat = fstat(&fd)?;
+        let file_type = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
+        if file_type != SFlag::S_IFREG {
+            let found = match file_type {
+                SFlag::S_IFIFO => "a pipe",
+                SFlag::S_IFCHR => "a character device (a terminal or /dev/null?)",
+                SFlag::S_IFSOCK => "a socket",
+                _ => "not a regular file",
+            };
+            return Err(Error::BadRegion {
+                detail: format!(
+                    "expected a memfd from a shared-memory client on the server's stdin, found \
+                     {found}; start the server with `peer --transport {kind}` on the client side"
+                ),
+            });
+        }
+        let size = stat.st_size.max(0) as u64;
+        let smallest = region_len(MIN_SHM_CAPACITY) as u64;
+        let largest = region_len(MAX_SHM_CAPACITY.next_multiple_of(64)) as u64;
+        if !(smallest..=largest).contains(&size) {
+            return Err(Error::BadRegion {
+                detail: format!("expected {smallest} to {largest} bytes, found {size}"),
+            });
+        }
+        let map = Mapping::map_shared(fd.as_fd(), size as usize)?;
+        drop(fd);
+        let mut magic = [0u8; 8];
+        map.read(OFF_MAGIC, &mut magic);
+        if magic != MAGIC {
+            return Err(Error::BadRegion {
+                detail: format!("expected magic {MAGIC:02x?}, found {magic:02x?}"),
+            });
+        }
+        let version = read_u32(&map, OFF_VERSION);
+        if version != LAYOUT_VERSION {
+            return Err(Error::BadRegion {
+                detail: format!("expected layout version {LAYOUT_VERSION}, found {version}"),
+            });
+        }
+        let code = read_u32(&map, OFF_KIND);
+        if code != kind_code(kind) {
+            let found = TransportKind::ALL
+                .into_iter()
+                .find(|k| kind_code(*k) == code && k.is_shared_memory())
+                .map_or_else(|| format!("unknown kind {code}"), |k| k.to_string());
+            return Err(Error::BadRegion {
+                detail: format!("expected a {kind} region, found {found}"),
+            });
+        }
+        let capacity = read_u64(&map, OFF_CAPACITY);
+        let total = read_u64(&map, OFF_TOTAL);
+        let consistent = capacity.is_multiple_of(64)
+            && (MIN_SHM_CAPACITY as u64..=MAX_SHM_CAPACITY as u64 + 63).contains(&capacity)
+            && total == size
+            && region_len(capacity as usize) as u64 == size;
+        if !consistent {
+            return Err(Error::BadRegion {
+                detail: format!(
+                    "capacity {capacity} and total {total} do not describe a region of {size} \
+                     bytes"
+                ),
+            });
+        }
+        let capacity = capacity as usize;
+        let channels = [REGION_HEADER, REGION_HEADER + DATA + capacity];
+        Ok(ShmLink::new(kind, map, capacity, channels[1], channels[0], liveness))
+    }
+
+    /// Two connected ends in this process, each with its own mapping of one region, and a
+    /// pipe standing for the peer's liveness: the first end is the client's.
+    ///
+    /// # Errors
+    /// As [`ShmLink::create`] and [`ShmLink::attach`].
+    pub fn pair(kind: TransportKind, capacity: usize) -> Result<(ShmLink, ShmLink)> {
+        let (client_alive, server_alive) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (client, fd) = ShmLink::create(kind, capacity, client_alive)?;
+        let server = ShmLink::attach(kind, fd, server_alive)?;
+        Ok((client, server))
+    }
+
+    fn new(
+        kind: TransportKind,
+        map: Mapping,
+        capacity: usize,
+        tx: usize,
+        rx: usize,
+        liveness: OwnedFd,
+    ) -> ShmLink {
+        // Start from where the region is (zero for a new one); from here on these are ours.
+        let write_pos = map.atomic_u64(tx + W_POS).load(Acquire);
+        let read_pos = map.atomic_u64(rx + R_POS).load(Acquire);
+        ShmLink {
+            kind,
+            map,
+            capacity,
+            tx,
+            rx,
+            write_pos,
+            read_pos,
+            holding_empty: false,
+            holding_full: false,
+            chunk: None,
+            liveness,
+            idle_polls: 0,
+            peer_gone: false,
+        }
+    }
+
+    /// Bytes per direction.
+    pub fn shm_capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Whether the peer is gone: its end of the liveness pipe is closed. Latches.
+    fn check_peer(&mut self) -> bool {
+        if !self.peer_gone {
+            let mut fds = [PollFd::new(self.liveness.as_fd(), PollFlags::empty())];
+            if let Ok(n) = poll(&mut fds, PollTimeout::ZERO)
+                && n > 0
+            {
+                let events = fds[0].revents().unwrap_or(PollFlags::empty());
+                self.peer_gone = events.intersects(PollFlags::POLLHUP | PollFlags::POLLERR);
+            }
+        }
+        self.peer_gone
+    }
+
+    /// Counts an empty poll; every [`POLLS_PER_LIVENESS_CHECK`] of them, checks the peer.
+    fn idle_peer_gone(&mut self) -> bool {
+        self.idle_polls += 1;
+        if self.idle_polls >= POLLS_PER_LIVENESS_CHECK {
+            self.idle_polls = 0;
+            return self.check_peer();
+        }
+        self.peer_gone
+    }
+
+    fn data(&self, channel: usize) -> usize {
+        channel + DATA
+    }
+
+    fn ring_available(&self) -> Result<u64> {
+        let written = self.map.atomic_u64(self.rx + W_POS).load(Acquire);
+        let available = written.wrapping_sub(self.read_pos);
+        if available > self.capacity as u64 {
+            return Err(Error::BadRegion {
+                detail: format!(
+                    "the peer announced {available} bytes in a ring of {} (write position \
+                     {written}, read position {})",
+                    self.capacity, self.read_pos
+                ),
+            });
+        }
+        Ok(available)
+    }
+
+    fn ring_free(&self) -> Result<u64> {
+        let read = self.map.atomic_u64(self.tx + R_POS).load(Acquire);
+        let used = self.write_pos.wrapping_sub(read);
+        if used > self.capacity as u64 {
+            return Err(Error::BadRegion {
+                detail: format!(
+                    "the peer's read position {read} is outside the ring (write position {}, \
+                     capacity {})",
+                    self.write_pos, self.capacity
+                ),
+            });
+        }
+        Ok(self.capacity as u64 - used)
+    }
+
+    fn ring_read(&mut self, bufs: &mut [IoSliceMut<'_>]) -> Result<Option<usize>> {
+        let mut available = self.ring_available()?;
+        if available == 0 {
+            // The writer closes after its last byte; an Acquire load of the flag followed by
+            // a second look at the position sees every byte written before it.
+            let closed = self.map.atomic_u32(self.rx + W_CLOSED).load(Acquire) != 0;
+            if !closed && !self.idle_peer_gone() {
+                return Ok(None);
+            }
+            available = self.ring_available()?;
+            if available == 0 {
+                return Ok(Some(0));
+            }
+        }
+        self.idle_polls = 0;
+        let data = self.data(self.rx);
+        let mut total = 0usize;
+        for buf in bufs.iter_mut() {
+            let n = buf.len().min((available - total as u64) as usize);
+            let offset = ((self.read_pos + total as u64) % self.capacity as u64) as usize;
+            let first = n.min(self.capacity - offset);
+            self.map.read(data + offset, &mut buf[..first]);
+            self.map.read(data, &mut buf[first..n]);
+            total += n;
+            if total as u64 == available {
+                break;
+            }
+        }
+        self.read_pos += total as u64;
+        // SeqCst: a release of the bytes just read, and the first half of Dekker's pattern
+        // with the writer's `W_SLEEPING` (see the module docs).
+        self.map.atomic_u64(self.rx + R_POS).store(self.read_pos, SeqCst);
+        let sleeping = self.map.atomic_u32(self.rx + W_SLEEPING);
+        if sleeping.load(SeqCst) != 0 {
+            sleeping.store(0, SeqCst);
+            futex_wake(sleeping, 1)?;
+        }
+        Ok(Some(total))
+    }
+
+    fn ring_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+        if self.map.atomic_u32(self.tx + R_CLOSED).load(Acquire) != 0 {
+            return Err(Error::PeerClosed { context: "while sending" });
+        }
+        let free = self.ring_free()?;
+        if free == 0 {
+            if self.idle_peer_gone() {
+                return Err(Error::PeerClosed { context: "while sending" });
+            }
+            return Ok(None);
+        }
+        self.idle_polls = 0;
+        let data = self.data(self.tx);
+        let mut total = 0usize;
+        for buf in bufs {
+            let n = buf.len().min((free - total as u64) as usize);
+            let offset = ((self.write_pos + total as u64) % self.capacity as u64) as usize;
+            let first = n.min(self.capacity - offset);
+            self.map.write(data + offset, &buf[..first]);
+            self.map.write(data, &buf[first..n]);
+            total += n;
+            if total as u64 == free {
+                break;
+            }
+        }
+        self.write_pos += total as u64;
+        // SeqCst: a release of the bytes just written, and Dekker's pattern with the reader's
+        // `R_SLEEPING`.
+        self.map.atomic_u64(self.tx + W_POS).store(self.write_pos, SeqCst);
+        let sleeping = self.map.atomic_u32(self.tx + R_SLEEPING);
+        if sleeping.load(SeqCst) != 0 {
+            sleeping.store(0, SeqCst);
+            futex_wake(sleeping, 1)?;
+        }
+        Ok(Some(total))
+    }
+
+    /// Whether a ring wait in `direction` is over: bytes (or room) are there, or the other
+    /// side closed.
+    fn ring_ready(&self, direction: Direction) -> Result<bool> {
+        Ok(match direction {
+            Direction::Read => {
+                self.ring_available()? > 0
+                    || self.map.atomic_u32(self.rx + W_CLOSED).load(Acquire) != 0
+            }
+            Direction::Write => {
+                self.ring_free()? > 0 || self.map.atomic_u32(self.tx + R_CLOSED).load(Acquire) != 0
+            }
+        })
+    }
+
+    fn ring_sleep(&mut self, direction: Direction, until: Option<Instant>) -> Result<()> {
+        let word = match direction {
+            Direction::Read => self.rx + R_SLEEPING,
+            Direction::Write => self.tx + W_SLEEPING,
+        };
+        let flag = self.map.atomic_u32(word);
+        flag.store(1, SeqCst);
+        if self.ring_ready(direction)? {
+            flag.store(0, SeqCst);
+            return Ok(());
+        }
+        futex_wait(flag, 1, slice_until(until))?;
+        flag.store(0, SeqCst);
+        if !self.ring_ready(direction)? {
+            self.check_peer();
+        }
+        Ok(())
+    }
+
+    fn slot_take_chunk(&mut self) -> Result<Option<usize>> {
+        if self.map.atomic_u32(self.rx + CHUNK_READY).load(Acquire) == 0 {
+            if self.map.atomic_u32(self.rx + W_CLOSED).load(Acquire) != 0 {
+                // The close token: leave it for any later read, which also sees the end.
+                self.map.sem_post(self.rx + SEM_FULL)?;
+                return Ok(Some(0));
+            }
+            return Err(Error::BadRegion {
+                detail: "the peer posted `full` without a chunk in the slot".into(),
+            });
+        }
+        let len = read_u64_atomic(&self.map, self.rx + CHUNK_LEN);
+        if len == 0 || len > self.capacity as u64 {
+            return Err(Error::BadRegion {
+                detail: format!("expected a chunk of 1 to {} bytes, found {len}", self.capacity),
+            });
+        }
+        self.chunk = Some((len as usize, 0));
+        Ok(None)
+    }
+
+    fn slot_read(&mut self, bufs: &mut [IoSliceMut<'_>]) -> Result<Option<usize>> {
+        if self.chunk.is_none() {
+            let taken = std::mem::take(&mut self.holding_full)
+                || self.map.sem_try_wait(self.rx + SEM_FULL)?;
+            if !taken {
+                let closed = self.map.atomic_u32(self.rx + W_CLOSED).load(Acquire) != 0;
+                // A closing writer posts `full`, so `closed` alone means the token is coming.
+                if !closed && self.idle_peer_gone() {
+                    return Ok(Some(0));
+                }
+                return Ok(None);
+            }
+            self.idle_polls = 0;
+            if let Some(end) = self.slot_take_chunk()? {
+                return Ok(Some(end));
+            }
+        }
+        let (len, mut taken) = self.chunk.expect("a chunk was just taken");
+        let data = self.data(self.rx);
+        let mut total = 0;
+        for buf in bufs.iter_mut() {
+            let n = buf.len().min(len - taken);
+            self.map.read(data + taken, &mut buf[..n]);
+            taken += n;
+            total += n;
+            if taken == len {
+                break;
+            }
+        }
+        if taken == len {
+            self.chunk = None;
+            self.map.atomic_u32(self.rx + CHUNK_READY).store(0, Release);
+            self.map.sem_post(self.rx + SEM_EMPTY)?;
+        } else {
+            self.chunk = Some((len, taken));
+        }
+        Ok(Some(total))
+    }
+
+    fn slot_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+        if self.map.atomic_u32(self.tx + R_CLOSED).load(Acquire) != 0 {
+            return Err(Error::PeerClosed { context: "while sending" });
+        }
+        let taken = std::mem::take(&mut self.holding_empty)
+            || self.map.sem_try_wait(self.tx + SEM_EMPTY)?;
+        if !taken {
+            if self.idle_peer_gone() {
+                return Err(Error::PeerClosed { context: "while sending" });
+            }
+            return Ok(None);
+        }
+        self.idle_polls = 0;
+        let data = self.data(self.tx);
+        let mut total = 0;
+        for buf in bufs {
+            let n = buf.len().min(self.capacity - total);
+            self.map.write(data + total, &buf[..n]);
+            total += n;
+            if total == self.capacity {
+                break;
+            }
+        }
+        if total == 0 {
+            // Nothing to send: give the slot back untouched.
+            self.map.sem_post(self.tx + SEM_EMPTY)?;
+            return Ok(Some(0));
+        }
+        self.map.atomic_u64(self.tx + CHUNK_LEN).store(total as u64, SeqCst);
+        self.map.atomic_u32(self.tx + CHUNK_READY).store(1, Release);
+        self.map.sem_post(self.tx + SEM_FULL)?;
+        Ok(Some(total))
+    }
+
+    fn slot_sleep(&mut self, direction: Direction, until: Option<Instant>) -> Result<()> {
+        let (sem, holding) = match direction {
+            Direction::Read => (self.rx + SEM_FULL, &mut self.holding_full),
+            Direction::Write => (self.tx + SEM_EMPTY, &mut self.holding_empty),
+        };
+        if *holding {
+            return Ok(());
+        }
+        *holding = self.map.sem_wait_for(sem, slice_until(until))?;
+        if !*holding {
+            self.check_peer();
+        }
+        Ok(())
+    }
+}
+
+/// How long one sleep may last: until `until`, but never more than [`LIVENESS_INTERVAL`].
+fn slice_until(until: Option<Instant>) -> Duration {
+    match until {
+        Some(at) => at.saturating_duration_since(Instant::now()).min(LIVENESS_INTERVAL),
+        None => LIVENESS_INTERVAL,
+    }
+}
+
+fn read_u32(map: &Mapping, offset: usize) -> u32 {
+    let mut raw = [0u8; 4];
+    map.read(offset, &mut raw);
+    u32::from_ne_bytes(raw)
+}
+
+fn read_u64(map: &Mapping, offset: usize) -> u64 {
+    let mut raw = [0u8; 8];
+    map.read(offset, &mut raw);
+    u64::from_ne_bytes(raw)
+}
+
+fn read_u64_atomic(map: &Mapping, offset: usize) -> u64 {
+    map.atomic_u64(offset).load(Acquire)
+}
+
+impl Link for ShmLink {
+    fn kind(&self) -> TransportKind {
+        self.kind
+    }
+
+    fn try_read(&mut self, bufs: &mut [IoSliceMut<'_>]) -> Result<Option<usize>> {
+        match self.kind {
+            TransportKind::ShmSem => self.slot_read(bufs),
+            _ => self.ring_read(bufs),
+        }
+    }
+
+    fn try_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+        match self.kind {
+            TransportKind::ShmSem => self.slot_write(bufs),
+            _ => self.ring_write(bufs),
+        }
+    }
+
+    fn sleep(&mut self, direction: Direction, until: Option<Instant>) -> Result<()> {
+        match self.kind {
+            TransportKind::ShmSem => self.slot_sleep(direction, until),
+            _ => self.ring_sleep(direction, until),
+        }
+    }
+
+    fn capacity(&self) -> Option<usize> {
+        Some(self.capacity)
+    }
+
+    /// A slot holds one frame (of at most the capacity) whatever its size, so three requests
+    /// may be in flight: one whose reply waits in the reply slot, one whose reply the server
+    /// is writing, one in the request slot. A fourth would wait for the request slot while
+    /// the server waits for the reply slot: a deadlock. Rings are bounded by bytes only.
+    fn max_frames_in_flight(&self) -> Option<usize> {
+        (self.kind == TransportKind::ShmSem).then_some(SLOT_FRAMES_IN_FLIGHT)
+    }
+
+    fn set_capacity(&mut self, _bytes: usize) -> Result<usize> {
+        Ok(self.capacity)
+    }
+}
+
+impl Drop for ShmLink {
+    /// Closes both directions and wakes the peer, so it sees the end of the stream (after
+    /// every byte already written) at once instead of at its next liveness check.
+    fn drop(&mut self) {
+        self.map.atomic_u32(self.tx + W_CLOSED).store(1, Release);
+        self.map.atomic_u32(self.rx + R_CLOSED).store(1, Release);
+        // Best effort: the peer may be gone, and a failed wake only delays it.
+        match self.kind {
+            TransportKind::ShmSem => {
+                let _ = self.map.sem_post(self.tx + SEM_FULL);
+                let _ = self.map.sem_post(self.rx + SEM_EMPTY);
+            }
+            _ => {
+                let _ = futex_wake(self.map.atomic_u32(self.tx + R_SLEEPING), 1);
+                let _ = futex_wake(self.map.atomic_u32(self.rx + W_SLEEPING), 1);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_of_the_other_kind_is_refused_by_name() {
+        let (alive, _peer) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        let (_client, fd) = ShmLink::create(TransportKind::ShmSem, 4096, alive).unwrap();
+        let (_a, b) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        let err = ShmLink::attach(TransportKind::ShmRing, fd, b).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "shared-memory region invalid: expected a shm-ring region, found shm-sem"
+        );
+    }
+
+    #[test]
+    fn a_pipe_on_stdin_is_refused_with_a_hint() {
+        let (r, _w) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        let (_a, b) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        let err = ShmLink::attach(TransportKind::ShmRing, r, b).unwrap_err();
+        assert!(err.to_string().contains("found a pipe"), "{err}");
+    }
+
+    #[test]
+    fn capacities_outside_the_limits_are_refused() {
+        for capacity in [0, MIN_SHM_CAPACITY - 1, MAX_SHM_CAPACITY + 1] {
+            let (alive, _peer) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+            let err = ShmLink::create(TransportKind::ShmRing, capacity, alive).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument { .. }), "{capacity}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_reader_sees_impossible_positions_as_a_bad_region() {
+        let (client, mut server) = ShmLink::pair(TransportKind::ShmRing, 4096).unwrap();
+        // The client scribbles a write position far past the ring.
+        client.map.atomic_u64(client.tx + W_POS).store(1 << 40, SeqCst);
+        let mut buf = [0u8; 8];
+        let err = server.try_read(&mut [IoSliceMut::new(&mut buf)]).unwrap_err();
+        assert!(matches!(err, Error::BadRegion { .. }), "{err}");
+    }
+
+    #[test]
+    fn ring_bytes_wrap_around_the_end_in_order() {
+        let (mut a, mut b) = ShmLink::pair(TransportKind::ShmRing, 4096).unwrap();
+        let mut expected = Vec::new();
+        let mut got = Vec::new();
+        for round in 0..10u8 {
+            let chunk: Vec<u8> = (0..1500).map(|i| (i as u8).wrapping_mul(round + 1)).collect();
+            assert_eq!(a.try_write(&[IoSlice::new(&chunk)]).unwrap(), Some(1500));
+            expected.extend_from_slice(&chunk);
+            let mut buf = [0u8; 1500];
+            assert_eq!(b.try_read(&mut [IoSliceMut::new(&mut buf)]).unwrap(), Some(1500));
+            got.extend_from_slice(&buf);
+        }
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_full_ring_refuses_more_until_read() {
+        let (mut a, mut b) = ShmLink::pair(TransportKind::ShmRing, 4096).unwrap();
+        let big = vec![7u8; 5000];
+        assert_eq!(a.try_write(&[IoSlice::new(&big)]).unwrap(), Some(4096));
+        assert_eq!(a.try_write(&[IoSlice::new(&big)]).unwrap(), None);
+        let mut buf = vec![0u8; 100];
+        assert_eq!(b.try_read(&mut [IoSliceMut::new(&mut buf)]).unwrap(), Some(100));
+        assert_eq!(a.try_write(&[IoSlice::new(&big)]).unwrap(), Some(100));
+    }
+
+    #[test]
+    fn a_slot_streams_chunks_larger_frames_through() {
+        let (mut a, mut b) = ShmLink::pair(TransportKind::ShmSem, 4096).unwrap();
+        assert_eq!(a.try_write(&[IoSlice::new(&[1u8; 5000])]).unwrap(), Some(4096));
+        assert_eq!(a.try_write(&[IoSlice::new(&[1u8; 904])]).unwrap(), None, "slot still full");
+        let mut buf = vec![0u8; 5000];
+        assert_eq!(b.try_read(&mut [IoSliceMut::new(&mut buf)]).unwrap(), Some(4096));
+        assert_eq!(a.try_write(&[IoSlice::new(&[1u8; 904])]).unwrap(), Some(904));
+        assert_eq!(b.try_read(&mut [IoSliceMut::new(&mut buf[4096..])]).unwrap(), Some(904));
+        assert!(buf.iter().all(|&b| b == 1));
+    }
+
+    #[test]
+    fn a_dropped_end_reads_as_the_end_of_the_stream_after_its_bytes() {
+        for kind in [TransportKind::ShmSem, TransportKind::ShmRing] {
+            let (mut a, mut b) = ShmLink::pair(kind, 4096).unwrap();
+            a.try_write(&[IoSlice::new(b"last words")]).unwrap();
+            drop(a);
+            let mut buf = [0u8; 10];
+            assert_eq!(b.try_read(&mut [IoSliceMut::new(&mut buf)]).unwrap(), Some(10), "{kind}");
+            assert_eq!(&buf, b"last words");
+            assert_eq!(b.try_read(&mut [IoSliceMut::new(&mut buf)]).unwrap(), Some(0), "{kind}");
+            let err = b.try_write(&[IoSlice::new(b"x")]).unwrap_err();
+            assert!(matches!(err, Error::PeerClosed { .. }), "{kind}: {err}");
+        }
+    }
+}
