@@ -282,6 +282,13 @@ pub trait Link: fmt::Debug + Send {
     /// capacity), when known.
     fn capacity(&self) -> Option<usize>;
 
+    /// How many empty polls a spinning wait makes between two reads of the clock (for its
+    /// deadline and spin budget). 1 (the default) suits links whose poll is a system call;
+    /// a poll of shared memory costs nanoseconds, less than reading the clock.
+    fn spin_polls_per_clock_read(&self) -> u32 {
+        1
+    }
+
     /// Most frames that may be in flight towards a peer that answers each one, when the
     /// link bounds it by count rather than by bytes: a slot holds one frame whatever its
     /// size. `None` (the default) when only [`Link::capacity`] bounds it.
@@ -446,17 +453,17 @@ impl Transport {
     fn write_all_vectored(&mut self, slices: &mut [IoSlice<'_>], deadline: Deadline) -> Result<()> {
         let mut remaining = slices;
         IoSlice::advance_slices(&mut remaining, 0);
-        let mut spin_started = None;
+        let mut spin = Spinning::default();
         while !remaining.is_empty() {
             match self.link.try_write(remaining)? {
                 Some(written) => {
                     IoSlice::advance_slices(&mut remaining, written);
-                    spin_started = None;
+                    spin = Spinning::default();
                 }
                 None => self.wait_ready(
                     Direction::Write,
                     deadline,
-                    &mut spin_started,
+                    &mut spin,
                     "the peer to read (pipe or ring full)",
                 )?,
             }
@@ -476,21 +483,18 @@ impl Transport {
         if filled > 0 {
             deadline = deadline.on_data();
         }
-        let mut spin_started = None;
+        let mut spin = Spinning::default();
         while filled < buf.len() {
             match self.link.try_read(&mut [IoSliceMut::new(&mut buf[filled..])])? {
                 Some(0) => break,
                 Some(n) => {
                     filled += n;
-                    spin_started = None;
+                    spin = Spinning::default();
                     deadline = deadline.on_data();
                 }
-                None => self.wait_ready(
-                    Direction::Read,
-                    deadline,
-                    &mut spin_started,
-                    "data from the peer",
-                )?,
+                None => {
+                    self.wait_ready(Direction::Read, deadline, &mut spin, "data from the peer")?
+                }
             }
         }
         Ok(filled)
@@ -576,7 +580,7 @@ impl Transport {
         let total = HEADER_LEN + guess + pad;
         let mut filled = 0;
         let mut matched = false;
-        let mut spin_started = None;
+        let mut spin = Spinning::default();
         while filled < total {
             match target.read_from(self.link.as_mut(), filled)? {
                 Some(0) => {
@@ -604,16 +608,11 @@ impl Transport {
                 }
                 Some(n) => {
                     filled += n;
-                    spin_started = None;
+                    spin = Spinning::default();
                     deadline = deadline.on_data();
                 }
                 None => {
-                    self.wait_ready(
-                        Direction::Read,
-                        deadline,
-                        &mut spin_started,
-                        "data from the peer",
-                    )?;
+                    self.wait_ready(Direction::Read, deadline, &mut spin, "data from the peer")?;
                     continue;
                 }
             }
@@ -694,25 +693,43 @@ impl Transport {
         &mut self,
         direction: Direction,
         deadline: Deadline,
-        spin_started: &mut Option<Instant>,
+        spin: &mut Spinning,
         waiting_for: &'static str,
     ) -> Result<()> {
+        // While spinning on a link whose polls are cheap, the clock (tens of ns) is read only
+        // every few polls, so it does not delay noticing the data.
+        spin.polls += 1;
+        if spin.started.is_some()
+            && self.wait != Wait::Block
+            && spin.polls < self.link.spin_polls_per_clock_read()
+        {
+            std::hint::spin_loop();
+            return Ok(());
+        }
+        spin.polls = 0;
         let now = Instant::now();
         if deadline.passed(now) {
             return Err(deadline.error(waiting_for));
         }
-        let started = *spin_started.get_or_insert(now);
-        let spin = match self.wait {
+        let started = *spin.started.get_or_insert(now);
+        let keep_spinning = match self.wait {
             Wait::Block => false,
             Wait::Spin => true,
             Wait::Hybrid { spin } => now.duration_since(started) < spin,
         };
-        if spin {
+        if keep_spinning {
             std::hint::spin_loop();
             return Ok(());
         }
         self.link.sleep(direction, deadline.instant())
     }
+}
+
+/// Where a wait stands: when it started spinning and how many polls since the clock was read.
+#[derive(Debug, Default)]
+struct Spinning {
+    started: Option<Instant>,
+    polls: u32,
 }
 
 /// Where a guessed frame is read to (see [`Transport::recv_frame`]).

@@ -22,7 +22,11 @@
 //!   wakes it only when that word is set, so a spinning reader costs the writer no system
 //!   call. The sleeper stores its flag then re-reads the position, the waker stores the
 //!   position then reads the flag, all four sequentially consistent (Dekker's pattern): at
-//!   least one of them sees the other, so no wake-up is lost.
+//!   least one of them sees the other, so no wake-up is lost. Two refinements, both measured
+//!   (docs/PERFORMANCE.md): a read or write copies at most [`RING_GRANULE`] bytes before
+//!   publishing, so a large frame streams with both sides copying at once; and a writer that
+//!   finds the ring empty *rewinds* to offset 0 (announcing the skipped gap in `W_START`), so
+//!   small messages reuse the same cache lines instead of cycling through the whole ring.
 //!
 //! Neither kind can learn from the memory that the peer died, so each side also holds one end
 //! of a pipe whose other end the peer holds (the child's stdout): when the peer dies, `poll`
@@ -57,6 +61,13 @@ pub const MIN_SHM_CAPACITY: usize = 4096;
 pub const MAX_SHM_CAPACITY: usize = 1 << 30;
 /// Longest a sleeping side goes without checking that its peer is alive.
 pub const LIVENESS_INTERVAL: Duration = Duration::from_millis(10);
+/// Most bytes a ring read or write copies before publishing its position (or a quarter of
+/// the ring, if smaller): large frames then stream, the reader copying one piece out while
+/// the writer copies the next in.
+pub const RING_GRANULE: usize = 64 << 10;
+/// Empty polls of shared memory between two reads of the clock while spinning: a poll costs a
+/// few nanoseconds, a clock read tens, so the deadline is checked every few hundred ns.
+const SPIN_POLLS_PER_CLOCK_READ: u32 = 16;
 /// Requests that may be in flight over `shm-sem` (see `ShmLink::max_frames_in_flight`).
 const SLOT_FRAMES_IN_FLIGHT: usize = 3;
 /// Empty polls between two liveness checks while spinning (a check is one `poll` call).
@@ -73,31 +84,37 @@ const OFF_KIND: usize = 12;
 const OFF_CAPACITY: usize = 16;
 const OFF_TOTAL: usize = 24;
 
-// A channel: the writer's words in the first 128 bytes, the reader's in the next 128 (apart,
-// so the two sides do not fight over one cache line), then `capacity` bytes of data.
-/// Ring: bytes ever written (writer).
+// A channel: four 128-byte blocks of control words, then `capacity` bytes of data. Each block
+// is written by one side only, and the words read on every message (the positions) are kept
+// apart from those read only to decide whether to wake or stop (the flags), so that checking
+// a flag never pulls a line the other side is about to write. 128 bytes, not 64, because
+// CPUs fetch lines in adjacent pairs.
+/// Ring: bytes ever written (writer's block 0).
 const W_POS: usize = 0;
-/// Ring: 1 while the writer sleeps waiting for room (futex word).
-const W_SLEEPING: usize = 8;
-/// Slot: semaphore `empty`, posted by the reader, taken by the writer.
-const SEM_EMPTY: usize = 0;
-/// Slot: semaphore `full`, posted by the writer, taken by the reader.
-const SEM_FULL: usize = SEM_BYTES;
-/// Slot: length of the chunk in the slot.
-const CHUNK_LEN: usize = 2 * SEM_BYTES;
-/// Slot: 1 while the slot holds a chunk not yet taken (0 after `full` means "closed").
-const CHUNK_READY: usize = 2 * SEM_BYTES + 8;
-/// Both: 1 once the writer has closed its side.
-const W_CLOSED: usize = 120;
-/// Ring: bytes ever read (reader).
-const R_POS: usize = 128;
-/// Ring: 1 while the reader sleeps waiting for data (futex word).
-const R_SLEEPING: usize = 136;
-/// Both: 1 once the reader has closed its side.
-const R_CLOSED: usize = 248;
+/// Ring: where the writer last rewound to (block 0): the bytes from the reader's position up
+/// to here are a gap, not data (see `ShmLink::ring_write`).
+const W_START: usize = 8;
+/// Slot: semaphore `full`, posted by the writer, taken by the reader (block 0).
+const SEM_FULL: usize = 0;
+/// Slot: length of the chunk in the slot (block 0).
+const CHUNK_LEN: usize = SEM_BYTES;
+/// Slot: 1 while the slot holds a chunk not yet taken; 0 after `full` means "closed".
+const CHUNK_READY: usize = SEM_BYTES + 8;
+/// Both: 1 once the writer has closed its side (writer's block 1).
+const W_CLOSED: usize = 128;
+/// Ring: 1 while the writer sleeps waiting for room (futex word, block 1).
+const W_SLEEPING: usize = 132;
+/// Ring: bytes ever read (reader's block 2).
+const R_POS: usize = 256;
+/// Slot: semaphore `empty`, posted by the reader, taken by the writer (block 2).
+const SEM_EMPTY: usize = 256;
+/// Both: 1 once the reader has closed its side (reader's block 3).
+const R_CLOSED: usize = 384;
+/// Ring: 1 while the reader sleeps waiting for data (futex word, block 3).
+const R_SLEEPING: usize = 388;
 /// Where the data starts.
-const DATA: usize = 256;
-const _: () = assert!(CHUNK_READY + 4 <= W_CLOSED && W_CLOSED + 4 <= R_POS);
+const DATA: usize = 512;
+const _: () = assert!(CHUNK_READY + 4 <= W_CLOSED && SEM_EMPTY + SEM_BYTES <= R_CLOSED);
 
 /// Bytes of a region with `capacity` bytes per direction (`capacity` a multiple of 64).
 fn region_len(capacity: usize) -> usize {
@@ -118,6 +135,8 @@ pub struct ShmLink {
     kind: TransportKind,
     map: Mapping,
     capacity: usize,
+    /// Ring: most bytes copied per read or write (see [`RING_GRANULE`]).
+    granule: usize,
     /// Offset of the channel this end writes.
     tx: usize,
     /// Offset of the channel this end reads.
@@ -125,6 +144,8 @@ pub struct ShmLink {
     /// Ring: our own copies of the positions we own (never re-read from the region).
     write_pos: u64,
     read_pos: u64,
+    /// Ring: where this writer last rewound to (see `ring_write`).
+    write_start: u64,
     /// Slot: `empty` of the outgoing slot was taken by a sleep and not yet used.
     holding_empty: bool,
     /// Slot: `full` of the incoming slot was taken by a sleep and not yet used.
@@ -289,14 +310,17 @@ impl ShmLink {
         // Start from where the region is (zero for a new one); from here on these are ours.
         let write_pos = map.atomic_u64(tx + W_POS).load(Acquire);
         let read_pos = map.atomic_u64(rx + R_POS).load(Acquire);
+        let write_start = map.atomic_u64(tx + W_START).load(Acquire);
         ShmLink {
             kind,
             map,
             capacity,
+            granule: RING_GRANULE.min(capacity / 4),
             tx,
             rx,
             write_pos,
             read_pos,
+            write_start,
             holding_empty: false,
             holding_full: false,
             chunk: None,
@@ -339,8 +363,25 @@ impl ShmLink {
         channel + DATA
     }
 
-    fn ring_available(&self) -> Result<u64> {
+    /// Bytes waiting in the incoming ring. When the writer has rewound (the ring was empty
+    /// and it started over at offset 0), skips the gap first.
+    fn ring_available(&mut self) -> Result<u64> {
         let written = self.map.atomic_u64(self.rx + W_POS).load(Acquire);
+        if written != self.read_pos {
+            // Stored before `W_POS`, so the Acquire load above makes it visible.
+            let start = self.map.atomic_u64(self.rx + W_START).load(Acquire);
+            if start > self.read_pos && start <= written {
+                if start - self.read_pos >= self.capacity as u64 {
+                    return Err(Error::BadRegion {
+                        detail: format!(
+                            "the peer rewound from {} to {start}, more than a ring of {}",
+                            self.read_pos, self.capacity
+                        ),
+                    });
+                }
+                self.read_pos = start;
+            }
+        }
         let available = written.wrapping_sub(self.read_pos);
         if available > self.capacity as u64 {
             return Err(Error::BadRegion {
@@ -354,10 +395,12 @@ impl ShmLink {
         Ok(available)
     }
 
-    fn ring_free(&self) -> Result<u64> {
+    /// Bytes written to the outgoing ring and not yet read, from a fresh load of the reader's
+    /// position (a gap below the last rewind counts as read).
+    fn ring_used(&self) -> Result<u64> {
         let read = self.map.atomic_u64(self.tx + R_POS).load(Acquire);
-        let used = self.write_pos.wrapping_sub(read);
-        if used > self.capacity as u64 {
+        let used = self.write_pos.wrapping_sub(read.max(self.write_start));
+        if read > self.write_pos || used > self.capacity as u64 {
             return Err(Error::BadRegion {
                 detail: format!(
                     "the peer's read position {read} is outside the ring (write position {}, \
@@ -366,7 +409,7 @@ impl ShmLink {
                 ),
             });
         }
-        Ok(self.capacity as u64 - used)
+        Ok(used)
     }
 
     fn ring_read(&mut self, bufs: &mut [IoSliceMut<'_>]) -> Result<Option<usize>> {
@@ -384,6 +427,7 @@ impl ShmLink {
             }
         }
         self.idle_polls = 0;
+        let available = available.min(self.granule as u64);
         let data = self.data(self.rx);
         let mut total = 0usize;
         for buf in bufs.iter_mut() {
@@ -413,7 +457,22 @@ impl ShmLink {
         if self.map.atomic_u32(self.tx + R_CLOSED).load(Acquire) != 0 {
             return Err(Error::PeerClosed { context: "while sending" });
         }
-        let free = self.ring_free()?;
+        let used = self.ring_used()?;
+        let capacity = self.capacity as u64;
+        if used == 0
+            && !self.write_pos.is_multiple_of(capacity)
+            && bufs.iter().any(|b| !b.is_empty())
+        {
+            // The reader has taken everything: start over at offset 0 instead of moving on
+            // through the ring, so that small messages keep reusing the same cache lines (as
+            // a slot does) instead of cycling through the whole ring. The reader skips the
+            // gap when it sees `W_START` beyond its position.
+            self.write_pos = self.write_pos.next_multiple_of(capacity);
+            self.write_start = self.write_pos;
+            self.map.atomic_u64(self.tx + W_START).store(self.write_start, Release);
+        }
+        // After a rewind `used` is still 0: the reader has taken everything before the gap.
+        let free = capacity - used;
         if free == 0 {
             if self.idle_peer_gone() {
                 return Err(Error::PeerClosed { context: "while sending" });
@@ -421,6 +480,7 @@ impl ShmLink {
             return Ok(None);
         }
         self.idle_polls = 0;
+        let free = free.min(self.granule as u64);
         let data = self.data(self.tx);
         let mut total = 0usize;
         for buf in bufs {
@@ -448,14 +508,15 @@ impl ShmLink {
 
     /// Whether a ring wait in `direction` is over: bytes (or room) are there, or the other
     /// side closed.
-    fn ring_ready(&self, direction: Direction) -> Result<bool> {
+    fn ring_ready(&mut self, direction: Direction) -> Result<bool> {
         Ok(match direction {
             Direction::Read => {
                 self.ring_available()? > 0
                     || self.map.atomic_u32(self.rx + W_CLOSED).load(Acquire) != 0
             }
             Direction::Write => {
-                self.ring_free()? > 0 || self.map.atomic_u32(self.tx + R_CLOSED).load(Acquire) != 0
+                self.ring_used()? < self.capacity as u64
+                    || self.map.atomic_u32(self.tx + R_CLOSED).load(Acquire) != 0
             }
         })
     }
@@ -465,14 +526,13 @@ impl ShmLink {
             Direction::Read => self.rx + R_SLEEPING,
             Direction::Write => self.tx + W_SLEEPING,
         };
-        let flag = self.map.atomic_u32(word);
-        flag.store(1, SeqCst);
+        self.map.atomic_u32(word).store(1, SeqCst);
         if self.ring_ready(direction)? {
-            flag.store(0, SeqCst);
+            self.map.atomic_u32(word).store(0, SeqCst);
             return Ok(());
         }
-        futex_wait(flag, 1, slice_until(until))?;
-        flag.store(0, SeqCst);
+        futex_wait(self.map.atomic_u32(word), 1, slice_until(until))?;
+        self.map.atomic_u32(word).store(0, SeqCst);
         if !self.ring_ready(direction)? {
             self.check_peer();
         }
@@ -651,6 +711,10 @@ impl Link for ShmLink {
         (self.kind == TransportKind::ShmSem).then_some(SLOT_FRAMES_IN_FLIGHT)
     }
 
+    fn spin_polls_per_clock_read(&self) -> u32 {
+        SPIN_POLLS_PER_CLOCK_READ
+    }
+
     fn set_capacity(&mut self, _bytes: usize) -> Result<usize> {
         Ok(self.capacity)
     }
@@ -719,31 +783,67 @@ mod tests {
         assert!(matches!(err, Error::BadRegion { .. }), "{err}");
     }
 
+    /// Writes all of `bytes` with as many `try_write` calls as it takes (the ring copies at
+    /// most a granule per call); panics if the ring fills up.
+    fn write_all(link: &mut ShmLink, bytes: &[u8]) {
+        let mut done = 0;
+        while done < bytes.len() {
+            done += link.try_write(&[IoSlice::new(&bytes[done..])]).unwrap().expect("room");
+        }
+    }
+
+    fn read_exact(link: &mut ShmLink, buf: &mut [u8]) {
+        let mut done = 0;
+        while done < buf.len() {
+            done += link.try_read(&mut [IoSliceMut::new(&mut buf[done..])]).unwrap().expect("data");
+        }
+    }
+
     #[test]
     fn ring_bytes_wrap_around_the_end_in_order() {
         let (mut a, mut b) = ShmLink::pair(TransportKind::ShmRing, 4096).unwrap();
-        let mut expected = Vec::new();
-        let mut got = Vec::new();
-        for round in 0..10u8 {
-            let chunk: Vec<u8> = (0..1500).map(|i| (i as u8).wrapping_mul(round + 1)).collect();
-            assert_eq!(a.try_write(&[IoSlice::new(&chunk)]).unwrap(), Some(1500));
-            expected.extend_from_slice(&chunk);
-            let mut buf = [0u8; 1500];
-            assert_eq!(b.try_read(&mut [IoSliceMut::new(&mut buf)]).unwrap(), Some(1500));
-            got.extend_from_slice(&buf);
+        // One message always stays in the ring, so the writer never rewinds and the
+        // positions go round the end of the ring again and again.
+        let message = |round: u8| -> Vec<u8> { (0..1500).map(|i| (i as u8) ^ round).collect() };
+        write_all(&mut a, &message(0));
+        for round in 1..20u8 {
+            write_all(&mut a, &message(round));
+            let mut got = vec![0u8; 1500];
+            read_exact(&mut b, &mut got);
+            assert_eq!(got, message(round - 1), "round {round}");
         }
-        assert_eq!(got, expected);
+        assert!(a.write_pos > 4 * 4096, "the ring wrapped several times: {}", a.write_pos);
+    }
+
+    #[test]
+    fn an_emptied_ring_rewinds_to_offset_0_and_the_reader_skips_the_gap() {
+        let (mut a, mut b) = ShmLink::pair(TransportKind::ShmRing, 4096).unwrap();
+        for round in 0..5u8 {
+            write_all(&mut a, &[round; 700]);
+            assert_eq!(a.write_pos % 4096, 700, "round {round} starts at offset 0");
+            let mut got = [0u8; 700];
+            read_exact(&mut b, &mut got);
+            assert_eq!(got, [round; 700]);
+        }
+    }
+
+    #[test]
+    fn a_rewind_further_than_a_ring_is_a_bad_region() {
+        let (a, mut b) = ShmLink::pair(TransportKind::ShmRing, 4096).unwrap();
+        a.map.atomic_u64(a.tx + W_START).store(10_000, SeqCst);
+        a.map.atomic_u64(a.tx + W_POS).store(10_100, SeqCst);
+        let err = b.try_read(&mut [IoSliceMut::new(&mut [0u8; 8])]).unwrap_err();
+        assert!(err.to_string().contains("rewound from 0 to 10000"), "{err}");
     }
 
     #[test]
     fn a_full_ring_refuses_more_until_read() {
         let (mut a, mut b) = ShmLink::pair(TransportKind::ShmRing, 4096).unwrap();
-        let big = vec![7u8; 5000];
-        assert_eq!(a.try_write(&[IoSlice::new(&big)]).unwrap(), Some(4096));
-        assert_eq!(a.try_write(&[IoSlice::new(&big)]).unwrap(), None);
+        write_all(&mut a, &[7u8; 4096]);
+        assert_eq!(a.try_write(&[IoSlice::new(&[7u8; 10])]).unwrap(), None);
         let mut buf = vec![0u8; 100];
-        assert_eq!(b.try_read(&mut [IoSliceMut::new(&mut buf)]).unwrap(), Some(100));
-        assert_eq!(a.try_write(&[IoSlice::new(&big)]).unwrap(), Some(100));
+        read_exact(&mut b, &mut buf);
+        assert_eq!(a.try_write(&[IoSlice::new(&[7u8; 500])]).unwrap(), Some(100));
     }
 
     #[test]
