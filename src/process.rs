@@ -16,19 +16,29 @@ use crate::transport::{ShmLink, Transport, TransportKind, Wait};
 /// How long a terminated server gets between SIGTERM and SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_millis(200);
 
-/// How to connect a spawned server.
+/// How to connect a spawned server: the transport, its capacity and the wait strategy.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Spawn {
-    pub(crate) wait: Wait,
-    pub(crate) transport: TransportKind,
+pub struct Spawn {
+    /// How this side waits.
+    pub wait: Wait,
+    /// Pipe or shared memory.
+    pub transport: TransportKind,
     /// Pipe capacity to ask for (pipes only); `None` keeps the system default.
-    pub(crate) pipe_capacity: Option<usize>,
+    pub pipe_capacity: Option<usize>,
     /// Bytes per direction (shared memory only).
-    pub(crate) shm_capacity: usize,
+    pub shm_capacity: usize,
+}
+
+impl Default for Spawn {
+    /// As [`Options::default`]: hybrid wait, pipes of 1 MiB, 1 MiB of shared memory.
+    fn default() -> Spawn {
+        Spawn::from_options(&Options::default())
+    }
 }
 
 impl Spawn {
-    pub(crate) fn from_options(options: &Options) -> Spawn {
+    /// The connection settings of `options`.
+    pub fn from_options(options: &Options) -> Spawn {
         Spawn {
             wait: options.wait,
             transport: options.transport,
@@ -38,16 +48,19 @@ impl Spawn {
     }
 }
 
-/// Spawns `command` (stderr inherited) and returns this side's transport and the child.
+/// Spawns `command` (stderr inherited) connected by a transport, and returns this side's
+/// transport and the child, with no handshake: for callers that speak the protocol (or raw
+/// bytes) themselves, such as tests and baselines. The caller must reap the child.
 ///
 /// - pipe: the child's stdin and stdout are two new `O_CLOEXEC` pipes, with `pipe_capacity`
 ///   asked for on both;
-/// - shared memory: a new region's memfd becomes the child's stdin and its stdout is a pipe
+/// - shared memory: a new region's memfd becomes the child's stdin, and its stdout is a pipe
 ///   that nobody writes to: it only tells each side when the other is gone.
-pub(crate) fn spawn_with_transport(
-    mut command: Command,
-    spawn: &Spawn,
-) -> Result<(Transport, ChildGuard)> {
+///
+/// # Errors
+/// [`crate::Error::Sys`] when the pipes or the region cannot be made; [`crate::Error::Io`]
+/// when the command cannot be started.
+pub fn spawn_connected(mut command: Command, spawn: &Spawn) -> Result<(Transport, Child)> {
     let (our_rx, child_stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let (transport, child_stdin) = match spawn.transport {
         TransportKind::Pipe => {
@@ -68,6 +81,15 @@ pub(crate) fn spawn_with_transport(
     // The command holds the child's ends; drop it so only the child keeps them, and the
     // child's death shows up here as end of stream (or a hung-up liveness pipe).
     drop(command);
+    Ok((transport, child))
+}
+
+/// [`spawn_connected`], with the child in a guard that terminates and reaps it.
+pub(crate) fn spawn_with_transport(
+    command: Command,
+    spawn: &Spawn,
+) -> Result<(Transport, ChildGuard)> {
+    let (transport, child) = spawn_connected(command, spawn)?;
     Ok((transport, ChildGuard { child }))
 }
 

@@ -278,6 +278,14 @@ pub trait Link: fmt::Debug + Send {
     /// [`Error::Sys`] for system failures.
     fn sleep(&mut self, direction: Direction, until: Option<Instant>) -> Result<()>;
 
+    /// Ends this side's outgoing stream, as closing a pipe's write end does: the peer reads
+    /// the bytes already written, then the end of the stream. Reading goes on. Writing after
+    /// it fails with [`Error::PeerClosed`]; a second call does nothing.
+    ///
+    /// # Errors
+    /// [`Error::Sys`] when waking the peer fails.
+    fn shutdown_write(&mut self) -> Result<()>;
+
     /// Bytes that can be in flight in each direction without a reader (pipe or ring
     /// capacity), when known.
     fn capacity(&self) -> Option<usize>;
@@ -381,6 +389,15 @@ impl Transport {
     /// Frames over an already boxed link.
     pub fn from_box(link: Box<dyn Link>, wait: Wait) -> Transport {
         Transport { link, wait, pushback: Vec::new(), pushback_read: 0 }
+    }
+
+    /// Ends the outgoing stream (half-close): the peer sees the end of the stream after the
+    /// bytes already sent, while this side can still read its answers.
+    ///
+    /// # Errors
+    /// See [`Link::shutdown_write`].
+    pub fn shutdown_write(&mut self) -> Result<()> {
+        self.link.shutdown_write()
     }
 
     /// Which kind of link this transport runs over.
@@ -940,6 +957,53 @@ mod tests {
                 matches!(err, Error::Truncated { what: "header", expected: 32, got: 20 }),
                 "{err}"
             );
+        }
+    }
+
+    #[test]
+    fn shutdown_write_ends_one_direction_and_keeps_the_other() {
+        for kind in TransportKind::ALL {
+            let (mut a, mut b) = Transport::pair(kind, Wait::Block).unwrap();
+            a.send_bytes(b"last", Deadline::NEVER).unwrap();
+            a.shutdown_write().unwrap();
+            a.shutdown_write().unwrap();
+            let mut buf = [0u8; 8];
+            assert_eq!(b.recv_exact(&mut buf, Deadline::NEVER).unwrap(), 4, "{kind}");
+            assert_eq!(&buf[..4], b"last");
+            b.send_bytes(b"answer", Deadline::NEVER).unwrap();
+            let mut answer = [0u8; 6];
+            assert_eq!(a.recv_exact(&mut answer, Deadline::NEVER).unwrap(), 6, "{kind}");
+            assert_eq!(&answer, b"answer");
+            let err = a.send_bytes(b"more", Deadline::NEVER).unwrap_err();
+            assert!(matches!(err, Error::PeerClosed { .. }), "{kind}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_silent_peer_times_out_on_every_transport() {
+        for kind in TransportKind::ALL {
+            for wait in [Wait::Block, Wait::Spin, Wait::default()] {
+                let (mut a, _b) = Transport::pair(kind, wait).unwrap();
+                let started = Instant::now();
+                let deadline = Deadline::after(Some(Duration::from_millis(20)));
+                let err = a.recv_exact(&mut [0u8; 4], deadline).unwrap_err();
+                assert!(matches!(err, Error::Timeout { .. }), "{kind} {wait}: {err}");
+                assert!(started.elapsed() >= Duration::from_millis(20), "{kind} {wait}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_dropped_peer_is_the_end_of_the_stream_on_every_transport() {
+        for kind in TransportKind::ALL {
+            let (mut a, b) = Transport::pair(kind, Wait::Block).unwrap();
+            let reader = std::thread::spawn(move || {
+                let mut buf = [0u8; 4];
+                a.recv_exact(&mut buf, Deadline::after(Some(Duration::from_secs(10))))
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            drop(b);
+            assert_eq!(reader.join().unwrap().unwrap(), 0, "{kind}");
         }
     }
 

@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 #[derive(Debug)]
 pub struct PipeLink {
     rx: OwnedFd,
-    tx: OwnedFd,
+    /// `None` after [`Link::shutdown_write`].
+    tx: Option<OwnedFd>,
 }
 
 impl PipeLink {
@@ -26,7 +27,7 @@ impl PipeLink {
     pub fn new(rx: OwnedFd, tx: OwnedFd) -> Result<PipeLink> {
         set_nonblocking(rx.as_fd())?;
         set_nonblocking(tx.as_fd())?;
-        Ok(PipeLink { rx, tx })
+        Ok(PipeLink { rx, tx: Some(tx) })
     }
 
     /// Two connected links over two new `O_CLOEXEC` pipes.
@@ -62,10 +63,11 @@ impl Link for PipeLink {
     }
 
     fn try_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+        let tx = self.tx.as_ref().ok_or(Error::PeerClosed { context: "after shutdown_write" })?;
         loop {
             let written = match bufs {
-                [one] => nix::unistd::write(self.tx.as_fd(), one),
-                more => nix::sys::uio::writev(self.tx.as_fd(), more),
+                [one] => nix::unistd::write(tx.as_fd(), one),
+                more => nix::sys::uio::writev(tx.as_fd(), more),
             };
             return match written {
                 Ok(n) => Ok(Some(n)),
@@ -78,9 +80,11 @@ impl Link for PipeLink {
     }
 
     fn sleep(&mut self, direction: Direction, until: Option<Instant>) -> Result<()> {
-        let (fd, events) = match direction {
-            Direction::Read => (self.rx.as_fd(), PollFlags::POLLIN),
-            Direction::Write => (self.tx.as_fd(), PollFlags::POLLOUT),
+        let (fd, events) = match (direction, &self.tx) {
+            (Direction::Write, Some(tx)) => (tx.as_fd(), PollFlags::POLLOUT),
+            // Nothing to wait for once shut down: the next write reports it.
+            (Direction::Write, None) => return Ok(()),
+            (Direction::Read, _) => (self.rx.as_fd(), PollFlags::POLLIN),
         };
         let mut fds = [PollFd::new(fd, events)];
         let timeout = until.map(|at| timespec_for(at.saturating_duration_since(Instant::now())));
@@ -90,16 +94,24 @@ impl Link for PipeLink {
         }
     }
 
+    fn shutdown_write(&mut self) -> Result<()> {
+        // Dropping the only write end is what makes the reader see the end of the stream.
+        self.tx = None;
+        Ok(())
+    }
+
     fn capacity(&self) -> Option<usize> {
-        let rx = fcntl(self.rx.as_fd(), FcntlArg::F_GETPIPE_SZ).ok()?;
-        let tx = fcntl(self.tx.as_fd(), FcntlArg::F_GETPIPE_SZ).ok()?;
-        Some(rx.min(tx) as usize)
+        let rx = fcntl(self.rx.as_fd(), FcntlArg::F_GETPIPE_SZ).ok()? as usize;
+        match &self.tx {
+            Some(tx) => Some(rx.min(fcntl(tx.as_fd(), FcntlArg::F_GETPIPE_SZ).ok()? as usize)),
+            None => Some(rx),
+        }
     }
 
     fn set_capacity(&mut self, bytes: usize) -> Result<usize> {
         let request = i32::try_from(bytes).unwrap_or(i32::MAX);
         let mut granted = usize::MAX;
-        for fd in [self.rx.as_fd(), self.tx.as_fd()] {
+        for fd in std::iter::once(self.rx.as_fd()).chain(self.tx.as_ref().map(AsFd::as_fd)) {
             // Refusal (EPERM, EINVAL) is not fatal: the pipe keeps its current size.
             let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(request));
             let size = fcntl(fd, FcntlArg::F_GETPIPE_SZ)?;

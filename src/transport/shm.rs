@@ -156,6 +156,8 @@ pub struct ShmLink {
     liveness: OwnedFd,
     idle_polls: u32,
     peer_gone: bool,
+    /// [`Link::shutdown_write`] was called.
+    write_closed: bool,
 }
 
 impl ShmLink {
@@ -327,6 +329,7 @@ impl ShmLink {
             liveness,
             idle_polls: 0,
             peer_gone: false,
+            write_closed: false,
         }
     }
 
@@ -454,6 +457,9 @@ impl ShmLink {
     }
 
     fn ring_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+        if self.write_closed {
+            return Err(Error::PeerClosed { context: "after shutdown_write" });
+        }
         if self.map.atomic_u32(self.tx + R_CLOSED).load(Acquire) != 0 {
             return Err(Error::PeerClosed { context: "while sending" });
         }
@@ -600,6 +606,9 @@ impl ShmLink {
     }
 
     fn slot_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+        if self.write_closed {
+            return Err(Error::PeerClosed { context: "after shutdown_write" });
+        }
         if self.map.atomic_u32(self.tx + R_CLOSED).load(Acquire) != 0 {
             return Err(Error::PeerClosed { context: "while sending" });
         }
@@ -699,6 +708,10 @@ impl Link for ShmLink {
         }
     }
 
+    fn shutdown_write(&mut self) -> Result<()> {
+        self.close_outgoing()
+    }
+
     fn capacity(&self) -> Option<usize> {
         Some(self.capacity)
     }
@@ -720,23 +733,32 @@ impl Link for ShmLink {
     }
 }
 
+impl ShmLink {
+    /// Marks the outgoing channel closed and wakes its reader (once).
+    fn close_outgoing(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.write_closed, true) {
+            return Ok(());
+        }
+        self.map.atomic_u32(self.tx + W_CLOSED).store(1, Release);
+        match self.kind {
+            // The close token: `full` with no chunk ready.
+            TransportKind::ShmSem => self.map.sem_post(self.tx + SEM_FULL),
+            _ => futex_wake(self.map.atomic_u32(self.tx + R_SLEEPING), 1),
+        }
+    }
+}
+
 impl Drop for ShmLink {
     /// Closes both directions and wakes the peer, so it sees the end of the stream (after
     /// every byte already written) at once instead of at its next liveness check.
     fn drop(&mut self) {
-        self.map.atomic_u32(self.tx + W_CLOSED).store(1, Release);
-        self.map.atomic_u32(self.rx + R_CLOSED).store(1, Release);
         // Best effort: the peer may be gone, and a failed wake only delays it.
-        match self.kind {
-            TransportKind::ShmSem => {
-                let _ = self.map.sem_post(self.tx + SEM_FULL);
-                let _ = self.map.sem_post(self.rx + SEM_EMPTY);
-            }
-            _ => {
-                let _ = futex_wake(self.map.atomic_u32(self.tx + R_SLEEPING), 1);
-                let _ = futex_wake(self.map.atomic_u32(self.rx + W_SLEEPING), 1);
-            }
-        }
+        let _ = self.close_outgoing();
+        self.map.atomic_u32(self.rx + R_CLOSED).store(1, Release);
+        let _ = match self.kind {
+            TransportKind::ShmSem => self.map.sem_post(self.rx + SEM_EMPTY),
+            _ => futex_wake(self.map.atomic_u32(self.rx + W_SLEEPING), 1),
+        };
     }
 }
 
