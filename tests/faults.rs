@@ -1,6 +1,7 @@
-//! Faults injected under load, on the pipe transport: a server killed with SIGKILL in the middle
+//! Faults injected under load, on every transport: a server killed with SIGKILL in the middle
 //! of a soak, a client dying in the middle of a frame, and a server stopped with SIGSTOP. Each
-//! ends in a specific, prompt outcome, and no process is left behind.
+//! ends in a specific, prompt outcome, and no process is left behind. On shared memory nothing
+//! in the region tells a side that its peer died, so these are the tests of liveness checking.
 //!
 //! The tests count child processes, so they take `FORK_LOCK` and never run concurrently; each
 //! has a `Watchdog`. Random delays come from a seed printed by the test, to replay a failure.
@@ -8,7 +9,7 @@
 mod common;
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::sync::mpsc;
@@ -24,8 +25,10 @@ use common::{
     serialize, wait_or_kill,
 };
 use peerpipe::frame::{DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Kind};
+use peerpipe::process::{Spawn, spawn_connected};
 use peerpipe::soak::{self, Client, HANDLERS};
-use peerpipe::{Error, Options, Peer};
+use peerpipe::transport::{Deadline, Transport};
+use peerpipe::{Error, Options, Peer, TransportKind};
 
 static FORK_LOCK: Mutex<()> = Mutex::new(());
 
@@ -58,15 +61,16 @@ const KILL_TIMEOUT: Duration = secs(5);
 #[test]
 fn a_server_killed_mid_soak_is_reported_as_killed_by_signal_9_well_within_the_timeout() {
     let _lock = serialize(&FORK_LOCK);
-    let _watchdog = Watchdog::new(secs(40));
+    let _watchdog = Watchdog::new(secs(90));
     assert_eq!(child_processes(), [], "children before the test");
-    for handler in HANDLERS {
-        let options = Options { timeout: Some(KILL_TIMEOUT), ..Options::default() };
+    for (transport, handler) in TransportKind::ALL.iter().flat_map(|t| HANDLERS.map(|h| (*t, h))) {
+        let options = Options { timeout: Some(KILL_TIMEOUT), transport, ..Options::default() };
         let peer = Peer::spawn_server(peer_exe(), handler, options).expect("spawn");
+        let handler = format!("{handler} over {transport}");
         let pid = peer.server_pid().expect("spawned");
         let mut client = Client::new(peer, soak::seed_from_clock(), 262_144);
         client.warm_up().expect("warm up");
-        let killed = signal_later(pid, Signal::SIGKILL, random_delay(handler, 50, 500));
+        let killed = signal_later(pid, Signal::SIGKILL, random_delay(&handler, 50, 500));
 
         let error = client
             .run_until(Instant::now() + secs(30))
@@ -82,6 +86,10 @@ fn a_server_killed_mid_soak_is_reported_as_killed_by_signal_9_well_within_the_ti
             other => panic!("{handler}: expected PeerExited, got {other:?}"),
         }
         assert!(delay < KILL_TIMEOUT, "{handler}: noticed {delay:?} after the kill");
+        if transport.is_shared_memory() {
+            // A sleeping side checks its peer every LIVENESS_INTERVAL (10 ms).
+            assert!(delay < secs(1), "{handler}: noticed {delay:?} after the kill");
+        }
         let stats = client.stats().clone();
         assert_eq!((stats.corrupted, stats.reordered), (0, 0), "{handler}: {stats:?}");
         assert_eq!(stats.unaccounted(), 0, "{handler}: every request accounted for: {stats:?}");
@@ -102,39 +110,50 @@ fn a_server_killed_mid_soak_is_reported_as_killed_by_signal_9_well_within_the_ti
 // (b) A client that dies in the middle of a frame
 // ---------------------------------------------------------------------------------------------
 
-/// Plays a client on raw pipes: HELLO, 20 echoed requests, then `partial` (the start of a
-/// frame) and end of stream, as when the client process dies mid-write. Returns the server's
-/// exit status, its stderr, and the frames it wrote after the 20 replies.
-fn die_mid_frame(partial: &[u8]) -> (ExitStatus, String, Vec<common::RawFrame>) {
-    let mut server = Command::new(peer_exe())
-        .args(["--role", "server", "--handler", "echo"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn peer --role server");
-    let mut stdin = server.stdin.take().expect("stdin");
-    let mut stdout = server.stdout.take().expect("stdout");
+/// A connection to a spawned server as a byte stream, for the frame reader of `common`.
+struct Stream<'t>(&'t mut Transport);
+
+impl Read for Stream<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.recv_exact(buf, Deadline::after(Some(secs(10)))).map_err(std::io::Error::other)
+    }
+}
+
+/// Plays a client over `transport`: HELLO, 20 echoed requests, then `partial` (the start of
+/// a frame) and end of stream, as when the client process dies mid-write. Returns the
+/// server's exit status, its stderr, and the frames it wrote after the 20 replies.
+fn die_mid_frame(
+    transport: TransportKind,
+    partial: &[u8],
+) -> (ExitStatus, String, Vec<common::RawFrame>) {
+    let mut command = Command::new(peer_exe());
+    command
+        .args(["--role", "server", "--handler", "echo", "--transport", transport.name()])
+        .stderr(Stdio::piped());
+    let spawn = Spawn { transport, ..Spawn::default() };
+    let (mut link, mut server) = spawn_connected(command, &spawn).expect("spawn the server");
     let mut stderr = server.stderr.take().expect("stderr");
-    stdin.write_all(&client_hello(DEFAULT_MAX_FRAME_BYTES)).expect("write HELLO");
-    let hello = read_frame(&mut stdout).expect("read HELLO").expect("a HELLO");
+    let deadline = || Deadline::after(Some(secs(10)));
+    link.send_bytes(&client_hello(DEFAULT_MAX_FRAME_BYTES), deadline()).expect("write HELLO");
+    let hello = read_frame(&mut Stream(&mut link)).expect("read HELLO").expect("a HELLO");
     assert_eq!(hello.header.kind, Kind::Hello);
     for seq in 1..=20u64 {
         let values: Vec<f64> = (0..seq * 50).map(|i| i as f64 * 0.5 - 3.0).collect();
         let payload: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        stdin.write_all(&data_frame(seq, Dtype::F64, values.len() as u64, &payload)).unwrap();
-        let reply = read_frame(&mut stdout).expect("read a reply").expect("a reply");
+        let frame = data_frame(seq, Dtype::F64, values.len() as u64, &payload);
+        link.send_bytes(&frame, deadline()).expect("write a request");
+        let reply = read_frame(&mut Stream(&mut link)).expect("read a reply").expect("a reply");
         assert_eq!((reply.header.kind, reply.header.seq), (Kind::Data, seq));
         assert_eq!(reply.payload, payload, "echo of seq {seq}");
     }
     // A large partial write: the server reads it while we write.
-    stdin.write_all(partial).expect("write the partial frame");
-    drop(stdin);
+    link.send_bytes(partial, deadline()).expect("write the partial frame");
+    link.shutdown_write().expect("end the stream");
     let status = wait_or_kill(&mut server, secs(10), "the server after its client died");
     let mut text = String::new();
     stderr.read_to_string(&mut text).expect("read stderr");
     let mut frames = Vec::new();
-    while let Ok(Some(frame)) = read_frame(&mut stdout) {
+    while let Ok(Some(frame)) = read_frame(&mut Stream(&mut link)) {
         frames.push(frame);
     }
     (status, text, frames)
@@ -147,18 +166,20 @@ fn a_client_dying_mid_payload_makes_the_server_exit_2_naming_the_truncated_paylo
     // A header announcing 1,000,000 f64 (8,000,000 bytes), then 100,000 of them.
     let mut partial = Header::data(21, Dtype::F64, 1_000_000).to_bytes().to_vec();
     partial.extend(std::iter::repeat_n(0x3f, 100_000));
-    let (status, stderr, frames) = die_mid_frame(&partial);
-    assert_eq!(status.code(), Some(2), "{status:?}; stderr: {stderr}");
-    assert_eq!(
-        stderr.trim_end(),
-        "peer: error: truncated payload: got 100000 of 8000000 bytes",
-        "one clear line"
-    );
-    // Best effort, the server also told the (gone) client, addressed to the cut frame.
-    let [error] = &frames[..] else { panic!("one ERROR frame expected: {frames:?}") };
-    assert_eq!((error.header.kind, error.header.seq), (Kind::Error, 21));
-    assert!(error.text().contains("truncated payload"), "{}", error.text());
-    assert_eq!(child_processes(), [], "the server was reaped");
+    for transport in TransportKind::ALL {
+        let (status, stderr, frames) = die_mid_frame(transport, &partial);
+        assert_eq!(status.code(), Some(2), "{transport}: {status:?}; stderr: {stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            "peer: error: truncated payload: got 100000 of 8000000 bytes",
+            "{transport}: one clear line"
+        );
+        // Best effort, the server also told the (gone) client, addressed to the cut frame.
+        let [error] = &frames[..] else { panic!("{transport}: one ERROR frame: {frames:?}") };
+        assert_eq!((error.header.kind, error.header.seq), (Kind::Error, 21), "{transport}");
+        assert!(error.text().contains("truncated payload"), "{}", error.text());
+        assert_eq!(child_processes(), [], "{transport}: the server was reaped");
+    }
 }
 
 #[test]
@@ -166,14 +187,16 @@ fn a_client_dying_mid_header_makes_the_server_exit_2_naming_the_truncated_header
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(30));
     let header = Header::data(21, Dtype::F64, 1000).to_bytes();
-    let (status, stderr, _) = die_mid_frame(&header[..10]);
-    assert_eq!(status.code(), Some(2), "{status:?}; stderr: {stderr}");
-    assert_eq!(
-        stderr.trim_end(),
-        format!("peer: error: truncated header: got 10 of {HEADER_LEN} bytes"),
-        "one clear line"
-    );
-    assert_eq!(child_processes(), [], "the server was reaped");
+    for transport in TransportKind::ALL {
+        let (status, stderr, _) = die_mid_frame(transport, &header[..10]);
+        assert_eq!(status.code(), Some(2), "{transport}: {status:?}; stderr: {stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!("peer: error: truncated header: got 10 of {HEADER_LEN} bytes"),
+            "{transport}: one clear line"
+        );
+        assert_eq!(child_processes(), [], "{transport}: the server was reaped");
+    }
 }
 
 /// Processes whose parent is `parent`, by scanning `/proc/*/stat`.
@@ -219,13 +242,20 @@ fn reap_within(pid: u32, limit: Duration) -> Option<WaitStatus> {
 #[test]
 fn servers_of_a_soak_client_killed_mid_run_exit_by_themselves() {
     let _lock = serialize(&FORK_LOCK);
-    let _watchdog = Watchdog::new(secs(40));
+    let _watchdog = Watchdog::new(secs(90));
+    for transport in TransportKind::ALL {
+        servers_of_a_killed_soak_client_exit_by_themselves(transport);
+    }
+}
+
+fn servers_of_a_killed_soak_client_exit_by_themselves(transport: TransportKind) {
     // Orphans are re-parented to this process instead of init, so they can be waited for and
     // cannot linger unseen as zombies of an init that does not reap.
     nix::sys::prctl::set_child_subreaper(true).expect("become a child subreaper");
     let log = std::env::temp_dir().join(format!("peerpipe-faults-{}.log", std::process::id()));
     let mut client = Command::new(peer_exe())
         .args(["soak", "--duration", "60s", "--peers", "2", "--max-elements", "262144"])
+        .args(["--transport", transport.name()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(fs::File::create(&log).expect("create the log")))
@@ -242,7 +272,7 @@ fn servers_of_a_soak_client_killed_mid_run_exit_by_themselves() {
         if Instant::now() >= until {
             let _ = client.kill();
             let _ = client.wait();
-            panic!("peer soak did not start its 2 servers: {servers:?}");
+            panic!("{transport}: peer soak did not start its 2 servers: {servers:?}");
         }
         thread::sleep(Duration::from_millis(5));
     };
@@ -270,10 +300,14 @@ fn servers_of_a_soak_client_killed_mid_run_exit_by_themselves() {
                 stderr.contains("peer: error:"),
                 "server {server} exited with 2 without saying why: {stderr}"
             ),
-            other => panic!("server {server} of the killed client ended {other:?}; {stderr}"),
+            other => {
+                panic!(
+                    "{transport}: server {server} of the killed client ended {other:?}; {stderr}"
+                )
+            }
         }
     }
-    eprintln!("servers ended {endings:?}; their stderr: {stderr}");
+    eprintln!("{transport}: servers ended {endings:?}; their stderr: {stderr}");
     assert_eq!(child_processes(), [], "nothing left");
 }
 
@@ -297,9 +331,15 @@ impl Drop for ContinueOnDrop {
 #[test]
 fn a_stopped_server_makes_the_client_time_out_cleanly_and_is_reaped() {
     let _lock = serialize(&FORK_LOCK);
-    let _watchdog = Watchdog::new(secs(30));
+    let _watchdog = Watchdog::new(secs(60));
+    for transport in TransportKind::ALL {
+        a_stopped_server_times_out_cleanly(transport);
+    }
+}
+
+fn a_stopped_server_times_out_cleanly(transport: TransportKind) {
     assert_eq!(child_processes(), [], "children before the test");
-    let options = Options { timeout: Some(STOP_TIMEOUT), ..Options::default() };
+    let options = Options { timeout: Some(STOP_TIMEOUT), transport, ..Options::default() };
     let peer = Peer::spawn_server(peer_exe(), "echo", options).expect("spawn");
     let pid = peer.server_pid().expect("spawned");
     let _continue = ContinueOnDrop(pid);
@@ -335,7 +375,7 @@ fn a_stopped_server_makes_the_client_time_out_cleanly_and_is_reaped() {
     assert!(!is_our_child(pid), "server {pid} reaped");
     drop(client);
     assert_eq!(child_processes(), [], "no orphan or zombie");
-    eprintln!("timed out {delay:?} after the stop: {error}");
+    eprintln!("{transport}: timed out {delay:?} after the stop: {error}");
 }
 
 #[test]
