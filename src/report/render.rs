@@ -11,10 +11,27 @@ use std::cmp::Ordering;
 use std::io::{self, Write};
 
 use super::{BaselineRow, Report, Row, Workload};
+use crate::transport::TransportKind;
 use crate::units::format_nanos;
 
-/// Width of the label column of the table (`echo-raw zero-copy`).
-const LABEL_WIDTH: usize = 18;
+/// Column widths of the table: label (`echo-raw zero-copy`, or `echo-raw zero-copy ring`
+/// when shared-memory rows are present), rounds and MB/s; 120 columns either way.
+#[derive(Clone, Copy)]
+struct Widths {
+    label: usize,
+    rounds: usize,
+    rate: usize,
+}
+
+impl Widths {
+    fn of(report: &Report) -> Widths {
+        if report.rows.iter().any(|r| r.transport != "pipe") {
+            Widths { label: 23, rounds: 6, rate: 7 }
+        } else {
+            Widths { label: 18, rounds: 7, rate: 8 }
+        }
+    }
+}
 
 /// Writes the rows as an aligned table, at most 120 columns wide.
 ///
@@ -46,6 +63,7 @@ const LABEL_WIDTH: usize = 18;
 /// ```
 pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let order = Order::of(report);
+    let widths = Widths::of(report);
     let m = &report.machine;
     let bytes = |b: Option<u64>| b.map_or("unknown".to_owned(), |b| format!("{b} bytes"));
     writeln!(
@@ -92,7 +110,7 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             section = Some((pin, wait));
             writeln!(out)?;
             writeln!(out, "wait {wait}, pin {pin}")?;
-            header(out)?;
+            header(out, widths)?;
         }
         let mut rows: Vec<&Row> = report
             .rows
@@ -105,11 +123,11 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let bytes = rows.first().map_or(0, |r| r.bytes);
         writeln!(out, "{dtype} x {elements} ({})", format_bytes(bytes))?;
         match rows.first().and_then(|r| report.baseline_for(r)) {
-            Some(base) => baseline_line(out, base)?,
-            None => writeln!(out, "  {:<LABEL_WIDTH$} (not measured)", "baseline raw r/w")?,
+            Some(base) => baseline_line(out, base, widths)?,
+            None => writeln!(out, "  {:<w$} (not measured)", "baseline raw r/w", w = widths.label)?,
         }
         for row in rows {
-            row_line(out, row)?;
+            row_line(out, row, widths)?;
         }
     }
     let unused: Vec<&BaselineRow> = report
@@ -122,19 +140,20 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if !unused.is_empty() {
         writeln!(out)?;
         writeln!(out, "baselines without rows")?;
-        header(out)?;
+        header(out, widths)?;
         for base in unused {
             writeln!(out, "{} B, wait {}, pin {}", base.bytes, base.wait, base.pin)?;
-            baseline_line(out, base)?;
+            baseline_line(out, base, widths)?;
         }
     }
     Ok(())
 }
 
-fn header(out: &mut dyn Write) -> io::Result<()> {
+fn header(out: &mut dyn Write, widths: Widths) -> io::Result<()> {
+    let Widths { label: l, rounds: r, rate: m } = widths;
     writeln!(
         out,
-        "  {:<LABEL_WIDTH$} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
+        "  {:<l$} {:>r$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>m$} {:>6}",
         "handler  path",
         "rounds",
         "p50",
@@ -150,11 +169,12 @@ fn header(out: &mut dyn Write) -> io::Result<()> {
     )
 }
 
-fn baseline_line(out: &mut dyn Write, base: &BaselineRow) -> io::Result<()> {
+fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io::Result<()> {
+    let Widths { label: l, rounds: r, rate: m } = widths;
     let dash = "-";
     writeln!(
         out,
-        "  {:<LABEL_WIDTH$} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
+        "  {:<l$} {:>r$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>m$} {:>6}",
         "baseline raw r/w",
         base.iterations,
         ns(base.rtt_ns.p50),
@@ -170,15 +190,16 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow) -> io::Result<()> {
     )
 }
 
-fn row_line(out: &mut dyn Write, row: &Row) -> io::Result<()> {
-    let label = if row.transport == "pipe" {
-        format!("{:<8} {}", row.handler, row.path)
-    } else {
-        format!("{:<8} {} {}", row.handler, row.path, row.transport)
+fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
+    let Widths { label: l, rounds: r, rate: m } = widths;
+    // The label names the transport when it is not a pipe: `sem` or `ring`.
+    let label = match row.transport.strip_prefix("shm-") {
+        None => format!("{:<8} {}", row.handler, row.path),
+        Some(kind) => format!("{:<8} {:<9} {kind}", row.handler, row.path),
     };
     writeln!(
         out,
-        "  {:<LABEL_WIDTH$} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
+        "  {:<l$} {:>r$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>m$} {:>6}",
         label,
         row.iterations,
         ns(row.rtt_ns.p50),
@@ -263,7 +284,12 @@ pub fn breakdown(report: &Report, row: &Row) -> Breakdown {
         .saturating_add(row.server_ns.p50)
         .min(round_trip);
     let transfer = round_trip - converting;
-    let waiting = wake_up_ns(report, &row.wait, &row.pin).map(|w| w.min(transfer));
+    // The baselines are raw pipe round trips: their wake-up cost says nothing about waiting
+    // on shared memory, so shared-memory rows are not split.
+    let waiting = (row.transport == "pipe")
+        .then(|| wake_up_ns(report, &row.wait, &row.pin))
+        .flatten()
+        .map(|w| w.min(transfer));
     Breakdown {
         round_trip_ns: round_trip,
         converting_ns: converting,
@@ -365,9 +391,14 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     ns(b.moving_ns)
                 ),
             };
+            let transport = if best.transport == "pipe" {
+                String::new()
+            } else {
+                format!(" {}", best.transport)
+            };
             writeln!(
                 out,
-                "  {setting:<setting_width$} {:>7} = {parts} [{} {}]",
+                "  {setting:<setting_width$} {:>7} = {parts} [{} {}{transport}]",
                 ns(b.round_trip_ns),
                 best.handler,
                 best.path
@@ -376,9 +407,14 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let Some(best) = fastest(rows.iter().copied()) else { continue };
         let placement = if several_pins { format!(", {}", best.pin) } else { String::new() };
         let judged = judge(best.rtt_ns.p50, budget);
+        let transport = if best.transport == "pipe" {
+            String::new()
+        } else {
+            format!(" over {}", best.transport)
+        };
         writeln!(
             out,
-            "  fastest: {} {}, {}{placement}: p50 {}, p99 {}{judged}",
+            "  fastest: {} {}{transport}, {}{placement}: p50 {}, p99 {}{judged}",
             best.handler,
             best.path,
             best.wait,
@@ -389,6 +425,24 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             met.push(size_name);
         } else {
             missed.push(size_name);
+        }
+    }
+    let crossings = crossovers(report);
+    if !crossings.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "shared memory against pipes (p50 round trip, shared memory vs pipe):")?;
+        for crossing in &crossings {
+            let pin = if several_pins { format!(", {}", crossing.pin) } else { String::new() };
+            writeln!(
+                out,
+                "  {} {}{pin} ({} {} {}): {}",
+                crossing.transport,
+                crossing.wait,
+                crossing.dtype,
+                crossing.handler,
+                crossing.path,
+                crossing.describe()
+            )?;
         }
     }
     writeln!(out)?;
@@ -423,6 +477,136 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{line}")?;
     }
     Ok(())
+}
+
+/// Where a shared-memory transport starts to beat the pipe, for one wait strategy and
+/// placement, measured on one representative kind of row (see [`crossovers`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Crossover {
+    /// `shm-sem` or `shm-ring`.
+    pub transport: String,
+    /// Wait strategy of both.
+    pub wait: String,
+    /// Placement of both.
+    pub pin: String,
+    /// The rows compared: dtype, handler and path.
+    pub dtype: String,
+    /// Handler of the rows compared.
+    pub handler: String,
+    /// Path of the rows compared.
+    pub path: String,
+    /// Per measured size, ascending: (elements, shared-memory p50, pipe p50) in ns.
+    pub points: Vec<(u64, u64, u64)>,
+    /// The smallest size from which shared memory is faster at every larger measured size;
+    /// `None` when it is not faster at the largest.
+    pub wins_from: Option<u64>,
+}
+
+impl Crossover {
+    /// `wins from 500 elements, the smallest measured (...)`, in words, with every point.
+    pub fn describe(&self) -> String {
+        let points: Vec<String> = self
+            .points
+            .iter()
+            .map(|&(elements, shm, pipe)| {
+                format!(
+                    "{elements}: {} vs {} ({:.2}x)",
+                    ns(shm),
+                    ns(pipe),
+                    shm as f64 / pipe.max(1) as f64
+                )
+            })
+            .collect();
+        let smallest = self.points.first().map_or(0, |p| p.0);
+        let verdict = match self.wins_from {
+            Some(from) if from == smallest => {
+                format!("wins at every measured size, from {from} elements")
+            }
+            Some(from) => format!("crossover: wins from {from} elements, loses below"),
+            None if self.points.iter().all(|p| p.1 >= p.2) => {
+                "loses at every measured size".to_owned()
+            }
+            None => "loses at the largest measured size".to_owned(),
+        };
+        format!("{verdict}; {}", points.join(", "))
+    }
+}
+
+/// For each shared-memory transport, wait strategy and placement measured beside pipes: the
+/// crossover size from which shared memory is faster, comparing rows of one kind — f64 if
+/// measured, `echo-raw` if measured, `zero-copy` if measured (else the first of each) — at
+/// every size both have. Empty when the report has no shared-memory rows.
+pub fn crossovers(report: &Report) -> Vec<Crossover> {
+    let prefer = |wanted: &str, values: Vec<&str>| -> Option<String> {
+        values.iter().find(|v| **v == wanted).or(values.first()).map(|v| (*v).to_owned())
+    };
+    let distinct = |f: fn(&Row) -> &str| -> Vec<&str> {
+        let mut values: Vec<&str> = Vec::new();
+        for row in &report.rows {
+            if !values.contains(&f(row)) {
+                values.push(f(row));
+            }
+        }
+        values
+    };
+    let (Some(dtype), Some(handler), Some(path)) = (
+        prefer("f64", distinct(|r| &r.dtype)),
+        prefer("echo-raw", distinct(|r| &r.handler)),
+        prefer("zero-copy", distinct(|r| &r.path)),
+    ) else {
+        return Vec::new();
+    };
+    let of_kind = |r: &&Row| r.dtype == dtype && r.handler == handler && r.path == path;
+    let mut groups: Vec<(&str, &str, &str)> = Vec::new();
+    for row in report.rows.iter().filter(of_kind).filter(|r| r.transport != "pipe") {
+        let key = (row.transport.as_str(), row.wait.as_str(), row.pin.as_str());
+        if !groups.contains(&key) {
+            groups.push(key);
+        }
+    }
+    let order = Order::of(report);
+    groups.sort_by_key(|&(transport, wait, pin)| (transport, order.pin(pin), order.wait(wait)));
+    let mut out = Vec::new();
+    for (transport, wait, pin) in groups {
+        let find = |t: &str, elements: u64| {
+            report.rows.iter().filter(of_kind).find(|r| {
+                r.transport == t && r.wait == wait && r.pin == pin && r.elements == elements
+            })
+        };
+        let mut points: Vec<(u64, u64, u64)> = report
+            .rows
+            .iter()
+            .filter(of_kind)
+            .filter(|r| r.transport == transport && r.wait == wait && r.pin == pin)
+            .filter_map(|shm| {
+                find("pipe", shm.elements).map(|p| (shm.elements, shm.rtt_ns.p50, p.rtt_ns.p50))
+            })
+            .collect();
+        points.sort_unstable();
+        points.dedup_by_key(|p| p.0);
+        if points.is_empty() {
+            continue;
+        }
+        let mut wins_from = None;
+        for &(elements, shm, pipe) in points.iter().rev() {
+            if shm < pipe {
+                wins_from = Some(elements);
+            } else {
+                break;
+            }
+        }
+        out.push(Crossover {
+            transport: transport.to_owned(),
+            wait: wait.to_owned(),
+            pin: pin.to_owned(),
+            dtype: dtype.clone(),
+            handler: handler.clone(),
+            path: path.clone(),
+            points,
+            wins_from,
+        });
+    }
+    out
 }
 
 /// The row with the lowest p50 round trip (the first of equals).
@@ -483,14 +667,19 @@ impl<'a> Order<'a> {
         self.waits.iter().position(|&w| w == wait).unwrap_or(usize::MAX)
     }
 
-    fn compare_within_group(&self, a: &Row, b: &Row) -> Ordering {
-        (handler_rank(&a.handler), &a.handler, path_rank(&a.path), &a.path, &a.transport).cmp(&(
-            handler_rank(&b.handler),
-            &b.handler,
-            path_rank(&b.path),
-            &b.path,
-            &b.transport,
-        ))
+    fn compare_within_group(&self, a: &'a Row, b: &'a Row) -> Ordering {
+        let key = |r: &'a Row| {
+            let transport = TransportKind::ALL.iter().position(|t| t.name() == r.transport);
+            (
+                handler_rank(&r.handler),
+                &r.handler,
+                path_rank(&r.path),
+                &r.path,
+                transport,
+                &r.transport,
+            )
+        };
+        key(a).cmp(&key(b))
     }
 }
 
@@ -573,6 +762,85 @@ mod tests {
         assert_eq!(format_rate(1234.4), "1234");
         assert_eq!(format_rate(12.34), "12.3");
         assert_eq!(format_rate(0.0021), "0.002");
+    }
+
+    fn row(transport: &str, wait: &str, elements: u64, p50: u64) -> Row {
+        let p = super::super::Percentiles { p50, ..Default::default() };
+        Row {
+            dtype: "f64".into(),
+            elements,
+            bytes: elements * 8,
+            transport: transport.into(),
+            path: "zero-copy".into(),
+            handler: "echo-raw".into(),
+            wait: wait.into(),
+            pin: "split".into(),
+            iterations: 1,
+            rtt_ns: p,
+            transfer_ns: p,
+            encode_ns: Default::default(),
+            decode_ns: Default::default(),
+            server_ns: Default::default(),
+            client_cpu_ns: f64::NAN,
+            server_cpu_ns: f64::NAN,
+            mb_per_s: 0.0,
+            ratio_to_baseline: None,
+            p50_repeats_ns: vec![p50],
+        }
+    }
+
+    fn report_of(rows: Vec<Row>) -> Report {
+        Report {
+            peerpipe: "0".into(),
+            machine: Default::default(),
+            config: Default::default(),
+            baseline: vec![],
+            rows,
+            sync_costs: vec![],
+        }
+    }
+
+    #[test]
+    fn the_crossover_is_the_smallest_size_from_which_shared_memory_always_wins() {
+        let report = report_of(vec![
+            row("pipe", "block", 1, 40_000),
+            row("pipe", "block", 500, 42_000),
+            row("pipe", "block", 65_536, 300_000),
+            row("pipe", "block", 1_048_576, 6_000_000),
+            // Loses at 1, wins at 500, loses at 65536, wins at 1 Mi: the crossover is 1 Mi.
+            row("shm-ring", "block", 1, 45_000),
+            row("shm-ring", "block", 500, 41_000),
+            row("shm-ring", "block", 65_536, 310_000),
+            row("shm-ring", "block", 1_048_576, 1_200_000),
+            row("pipe", "spin", 500, 2_000),
+            row("shm-ring", "spin", 500, 1_000),
+            row("shm-sem", "spin", 500, 2_500),
+        ]);
+        let found = crossovers(&report);
+        let summary: Vec<(&str, &str, Option<u64>)> =
+            found.iter().map(|c| (c.transport.as_str(), c.wait.as_str(), c.wins_from)).collect();
+        assert_eq!(
+            summary,
+            [
+                ("shm-ring", "block", Some(1_048_576)),
+                ("shm-ring", "spin", Some(500)),
+                ("shm-sem", "spin", None)
+            ]
+        );
+        assert!(found[0].describe().starts_with("crossover: wins from 1048576 elements"));
+        assert!(found[1].describe().starts_with("wins at every measured size, from 500"));
+        assert!(found[2].describe().starts_with("loses at every measured size; 500: 2.50us"));
+        let mut out = Vec::new();
+        verdict(&report, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("shared memory against pipes"), "{text}");
+        assert!(text.contains("shm-ring block (f64 echo-raw zero-copy): crossover"), "{text}");
+    }
+
+    #[test]
+    fn a_report_without_shared_memory_has_no_crossover() {
+        let report = report_of(vec![row("pipe", "block", 500, 40_000)]);
+        assert!(crossovers(&report).is_empty());
     }
 
     #[test]
