@@ -359,8 +359,9 @@ impl Peer {
     /// over `shm-sem` at most [`Peer::max_in_flight`] requests may be in flight.
     ///
     /// # Errors
-    /// [`Error::FrameTooLarge`] when the payload exceeds the server's `max_frame_bytes` (nothing
-    /// is sent, the peer stays usable); [`Error::Timeout`] or [`Error::PeerClosed`] /
+    /// [`Error::FrameTooLarge`] when the payload exceeds the server's `max_frame_bytes`, and
+    /// [`Error::InvalidArgument`] when the transport's limit of requests in flight is reached
+    /// (nothing is sent, the peer stays usable); [`Error::Timeout`] or [`Error::PeerClosed`] /
     /// [`Error::PeerExited`] when the frame cannot be written (the server is then terminated).
     pub fn send(&mut self, values: Values<'_>) -> Result<u64> {
         self.check_open()?;
@@ -370,6 +371,19 @@ impl Peer {
             return Err(Error::FrameTooLarge {
                 payload_bytes: wire_len as u64,
                 max_frame_bytes: self.server_hello.max_frame_bytes,
+            });
+        }
+        if let Some(max) = self.transport.max_frames_in_flight()
+            && self.pending.len() >= max
+        {
+            return Err(Error::InvalidArgument {
+                what: "pipelining",
+                reason: format!(
+                    "{} allows at most {max} requests in flight and {} are; receive a reply \
+                     first",
+                    self.transport.kind(),
+                    self.pending.len()
+                ),
             });
         }
         let seq = self.next_seq;
@@ -687,6 +701,37 @@ fn nanos_between(start: Instant, end: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fourth_request_in_flight_over_shm_sem_is_refused_and_the_peer_stays_usable() {
+        use crate::handlers::Echo;
+        use crate::server::{ServeOptions, serve};
+        let (client, mut server) = Transport::pair(TransportKind::ShmSem, Wait::Block).unwrap();
+        let thread = std::thread::spawn(move || {
+            serve(&mut server, &mut Echo::default(), &ServeOptions::default())
+        });
+        let mut peer = Peer::connect(client, Options::default()).unwrap();
+        assert_eq!(peer.max_in_flight(), Some(3));
+        for i in 0..3 {
+            peer.send(Values::F64(&[f64::from(i)])).unwrap();
+        }
+        let err = peer.send(Values::F64(&[3.0])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid pipelining: shm-sem allows at most 3 requests in flight and 3 are; receive \
+             a reply first"
+        );
+        let mut reply = [0.0];
+        for i in 0..3 {
+            peer.recv(ValuesMut::F64(&mut reply)).unwrap();
+            assert_eq!(reply[0], f64::from(i));
+        }
+        peer.send(Values::F64(&[4.0])).unwrap();
+        peer.recv(ValuesMut::F64(&mut reply)).unwrap();
+        assert_eq!(reply[0], 4.0);
+        peer.close().unwrap();
+        thread.join().unwrap().unwrap();
+    }
 
     #[test]
     fn transfer_is_what_remains_of_the_round_trip() {
