@@ -51,6 +51,9 @@ use crate::zerocopy;
 
 /// Default timeout for the handshake and for each reply: 10 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Smallest zero-copy payload that [`Peer::call`] lends to a pipe with `vmsplice` instead of
+/// copying it (see docs/PERFORMANCE.md for the measurement behind it).
+pub const LEND_MIN_BYTES: usize = 256 << 10;
 /// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
 pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
@@ -364,6 +367,14 @@ impl Peer {
     /// (nothing is sent, the peer stays usable); [`Error::Timeout`] or [`Error::PeerClosed`] /
     /// [`Error::PeerExited`] when the frame cannot be written (the server is then terminated).
     pub fn send(&mut self, values: Values<'_>) -> Result<u64> {
+        self.send_with(values, false)
+    }
+
+    /// [`Peer::send`]; with `lend`, a large zero-copy payload may be lent to the transport
+    /// instead of copied (`vmsplice` on a pipe). Only [`Peer::call`] lends: it returns after
+    /// the reply, and a server replies only after reading the whole request, so the caller's
+    /// slice is not referred to by the pipe any more when the caller gets it back.
+    fn send_with(&mut self, values: Values<'_>, lend: bool) -> Result<u64> {
         self.check_open()?;
         let started = Instant::now();
         let wire_len = values.wire_len();
@@ -407,6 +418,9 @@ impl Peer {
         let encode_ns = nanos_between(started, encoded);
         let deadline = Deadline::after_from(encoded, self.options.timeout);
         let sent = match zero_copy {
+            Some(payload) if lend && payload.len() >= LEND_MIN_BYTES => {
+                self.transport.send_frame_lent(&header, payload, deadline)
+            }
             Some(payload) => self.transport.send_frame(&header, payload, deadline),
             None => self.transport.send_bytes(&self.scratch[..frame_len], deadline),
         };
@@ -555,7 +569,7 @@ impl Peer {
                 ),
             });
         }
-        self.send(values)?;
+        self.send_with(values, true)?;
         Ok(self.recv(dst)?.timing)
     }
 

@@ -12,6 +12,7 @@
 //!   [`Mapping::sem_post`], [`Mapping::sem_try_wait`], [`Mapping::sem_wait_for`]).
 //! - [`futex_wait`] and [`futex_wake`] on a 32-bit atomic in the mapping (shared futexes: no
 //!   `FUTEX_PRIVATE_FLAG`, since the waiter and the waker are different processes).
+//! - [`vmsplice_lend`]: sending into a pipe by lending pages instead of copying them.
 //!
 //! Offsets are checked against the mapping's length and alignment on every call; a bad offset
 //! is a bug in the caller (the layouts are computed, never read from the peer unchecked), so it
@@ -282,6 +283,30 @@ pub(crate) fn futex_wake(word: &AtomicU32, waiters: i32) -> Result<()> {
     };
     Errno::result(rc)?;
     Ok(())
+}
+
+/// Writes `bufs` into the pipe `fd` with `vmsplice(2)`: the pipe takes references to the
+/// pages instead of a copy of the bytes (`SPLICE_F_NONBLOCK`: `EAGAIN` when the pipe is full).
+///
+/// The reader gets the bytes that are in those pages *when it reads*, not when this returns.
+/// So the caller must leave the bytes untouched until it knows they have been read. peerpipe's
+/// client lends only a request's payload, and only inside `Peer::call`, which returns after
+/// the reply has arrived: a server answers only after reading its whole request, so by then
+/// the pipe no longer refers to the pages. Headers and padding, which live in temporaries, are
+/// never lent.
+///
+/// # Errors
+/// The `vmsplice` errno (`EAGAIN`, `EPIPE`, `EINTR`, ...).
+pub(crate) fn vmsplice_lend(
+    fd: BorrowedFd<'_>,
+    bufs: &[std::io::IoSlice<'_>],
+) -> nix::Result<usize> {
+    // SAFETY: the memory behind `bufs` is valid for the call (the slices borrow it). What
+    // `vmsplice` adds to `write` is that the pipe keeps referring to those pages after the
+    // call; the kernel holds its own references, so the pages stay valid even if freed, and a
+    // later modification can only change the bytes the reader sees, which the contract above
+    // rules out (see `Peer::call`). No Rust reference is invalidated.
+    unsafe { nix::fcntl::vmsplice(fd, bufs, nix::fcntl::SpliceFFlags::SPLICE_F_NONBLOCK) }
 }
 
 #[cfg(test)]

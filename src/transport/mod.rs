@@ -270,6 +270,16 @@ pub trait Link: fmt::Debug + Send {
     /// [`Error::PeerClosed`] when the reader is gone; [`Error::Sys`] for system failures.
     fn try_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>>;
 
+    /// Like [`Link::try_write`], but the link may keep referring to the bytes instead of
+    /// copying them (a pipe lends the pages with `vmsplice`): the caller must leave them
+    /// unchanged until the peer has read them. The default copies.
+    ///
+    /// # Errors
+    /// As [`Link::try_write`].
+    fn try_write_lent(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+        self.try_write(bufs)
+    }
+
     /// Sleeps until reading (or writing) may make progress or `until` passes. May return
     /// early (the caller retries and checks its deadline), but must not sleep past `until`
     /// by more than the system's timer slack.
@@ -456,7 +466,25 @@ impl Transport {
             IoSlice::new(payload),
             IoSlice::new(&ZEROS[..padding_len(payload.len())]),
         ];
-        self.write_all_vectored(&mut slices, deadline)
+        self.write_all(&mut slices, deadline, false)
+    }
+
+    /// [`Transport::send_frame`] for a caller that leaves `payload` untouched until the peer
+    /// has answered: the payload may be lent to the link instead of copied
+    /// ([`Link::try_write_lent`]; `vmsplice` on a pipe). Header and padding are copied.
+    ///
+    /// # Errors
+    /// As [`Transport::send_frame`].
+    pub fn send_frame_lent(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        payload: &[u8],
+        deadline: Deadline,
+    ) -> Result<()> {
+        const ZEROS: [u8; 8] = [0; 8];
+        self.write_all(&mut [IoSlice::new(header)], deadline, false)?;
+        self.write_all(&mut [IoSlice::new(payload)], deadline, true)?;
+        self.write_all(&mut [IoSlice::new(&ZEROS[..padding_len(payload.len())])], deadline, false)
     }
 
     /// Writes `bytes` as they are, without framing: the raw-bytes baseline uses this.
@@ -464,15 +492,26 @@ impl Transport {
     /// # Errors
     /// As [`Transport::send_frame`].
     pub fn send_bytes(&mut self, bytes: &[u8], deadline: Deadline) -> Result<()> {
-        self.write_all_vectored(&mut [IoSlice::new(bytes)], deadline)
+        self.write_all(&mut [IoSlice::new(bytes)], deadline, false)
     }
 
-    fn write_all_vectored(&mut self, slices: &mut [IoSlice<'_>], deadline: Deadline) -> Result<()> {
+    /// Writes all of `slices` (lent to the link when `lend`), waiting for room.
+    fn write_all(
+        &mut self,
+        slices: &mut [IoSlice<'_>],
+        deadline: Deadline,
+        lend: bool,
+    ) -> Result<()> {
         let mut remaining = slices;
         IoSlice::advance_slices(&mut remaining, 0);
         let mut spin = Spinning::default();
         while !remaining.is_empty() {
-            match self.link.try_write(remaining)? {
+            let written = if lend {
+                self.link.try_write_lent(remaining)?
+            } else {
+                self.link.try_write(remaining)?
+            };
+            match written {
                 Some(written) => {
                     IoSlice::advance_slices(&mut remaining, written);
                     spin = Spinning::default();

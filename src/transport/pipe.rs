@@ -79,6 +79,22 @@ impl Link for PipeLink {
         }
     }
 
+    /// Lends the pages with `vmsplice(2)` instead of copying them (see
+    /// `crate::sys::vmsplice_lend` for why that is sound only when the caller waits for the
+    /// answer before touching the bytes).
+    fn try_write_lent(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+        let tx = self.tx.as_ref().ok_or(Error::PeerClosed { context: "after shutdown_write" })?;
+        loop {
+            return match crate::sys::vmsplice_lend(tx.as_fd(), bufs) {
+                Ok(n) => Ok(Some(n)),
+                Err(Errno::EAGAIN) => Ok(None),
+                Err(Errno::EINTR) => continue,
+                Err(Errno::EPIPE) => Err(Error::PeerClosed { context: "while sending" }),
+                Err(e) => Err(e.into()),
+            };
+        }
+    }
+
     fn sleep(&mut self, direction: Direction, until: Option<Instant>) -> Result<()> {
         let (fd, events) = match (direction, &self.tx) {
             (Direction::Write, Some(tx)) => (tx.as_fd(), PollFlags::POLLOUT),
