@@ -1,58 +1,123 @@
-//! The real `peer --role server` binary, driven byte by byte over raw pipes: HELLO first,
-//! bit-exact echoes of every dtype and edge value, lorenz96 against the library, pipelining,
-//! every validation rule of `docs/PROTOCOL.md` §10 with its ERROR frame and exit status, end
-//! of stream at and inside a frame, BYE, a client that stops reading, and 8 MiB frames.
+//! The real `peer --role server` binary, driven byte by byte over every transport (`pipe`,
+//! `shm-sem`, `shm-ring`): HELLO first, bit-exact echoes of every dtype and edge value,
+//! lorenz96 against the library, pipelining, every validation rule of `docs/PROTOCOL.md` §10
+//! with its ERROR frame and exit status, end of stream at and inside a frame, BYE, a client
+//! that stops reading, and 8 MiB frames.
 //!
-//! The client side here is hand-written from the specification with `std::process` pipes, not
-//! the library's `Peer`, so a mistake shared by the library's client and server cannot hide.
+//! Each test is a function of the transport, run once per transport by [`per_transport!`]:
+//! `cargo test --test server_binary shm_ring` runs one transport, and a failure names its
+//! transport (`bad_magic_gets_error_with_the_headers_seq_and_exit_2::shm_sem`).
+//!
+//! The client side here is hand-written from the specification, not the library's `Peer`, so a
+//! mistake shared by the library's client and server cannot hide: frames are built and parsed
+//! by the helpers of `common`, and the library only moves the bytes, through the
+//! [`Transport`] that `peerpipe::process::spawn_connected` returns (for `pipe`, the server's
+//! stdin and stdout; for shared memory, the region handed over as the server's stdin).
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::{self, Read};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
-use std::thread::{self, JoinHandle};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use common::{
     RawFrame, Watchdog, bits32, bits64, bye, client_hello, control_frame, data_frame, f32_edges,
     f64_edges, peer_exe, pseudo_random_f64, raw_header, read_frame, secs,
 };
 use peerpipe::codec;
-use peerpipe::frame::{DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Hello, Kind};
+use peerpipe::error::Error;
+use peerpipe::frame::{
+    DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, padding_len,
+};
 use peerpipe::lorenz96;
+use peerpipe::process::{Spawn, spawn_connected};
+use peerpipe::transport::{Deadline, Transport, TransportKind};
 
-/// A `peer --role server` child with its stdin, stdout and stderr on pipes.
+/// Generates, for each test function `name(kind: TransportKind)` given, a module `name` of
+/// three tests, `pipe`, `shm_sem` and `shm_ring`, each running it over its transport (a module
+/// and a function may share a name).
+macro_rules! per_transport {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            use peerpipe::transport::TransportKind;
+
+            #[test]
+            fn pipe() {
+                super::$name(TransportKind::Pipe)
+            }
+
+            #[test]
+            fn shm_sem() {
+                super::$name(TransportKind::ShmSem)
+            }
+
+            #[test]
+            fn shm_ring() {
+                super::$name(TransportKind::ShmRing)
+            }
+        }
+    )+};
+}
+
+/// How long one read or write through the transport may wait for the server before the test
+/// fails with a timeout (the server's own frame timeout is 10 s).
+const IO_TIMEOUT: Duration = secs(20);
+
+fn io_deadline() -> Deadline {
+    Deadline::after(Some(IO_TIMEOUT))
+}
+
+/// `std::io::Read` over a transport, for `common::read_frame`: each read fills the whole
+/// buffer (waiting up to [`IO_TIMEOUT`]) unless the stream ends, so a short read, and then a
+/// read of 0 bytes, mean end of stream.
+struct TransportReader<'a>(&'a mut Transport);
+
+impl Read for TransportReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.recv_exact(buf, io_deadline()).map_err(|e| {
+            let kind = match e {
+                Error::Timeout { .. } => io::ErrorKind::TimedOut,
+                Error::PeerClosed { .. } => io::ErrorKind::BrokenPipe,
+                _ => io::ErrorKind::Other,
+            };
+            io::Error::new(kind, format!("read from the server: {e}"))
+        })
+    }
+}
+
+/// A `peer --role server --transport KIND` child, connected by a transport of that kind, with
+/// its stderr on a pipe.
 struct Server {
+    kind: TransportKind,
     child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: Option<ChildStdout>,
+    /// `None` once this side has closed both directions.
+    transport: Option<Transport>,
     stderr: Option<JoinHandle<String>>,
 }
 
 impl Server {
-    fn spawn(handler: &str, extra: &[&str]) -> Server {
-        let mut child = Command::new(peer_exe())
-            .args(["--role", "server", "--handler", handler])
+    fn spawn(kind: TransportKind, handler: &str, extra: &[&str]) -> Server {
+        let mut command = Command::new(peer_exe());
+        command
+            .args(["--role", "server", "--handler", handler, "--transport", kind.name()])
             .args(extra)
             .env("RUST_BACKTRACE", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn peer --role server");
-        let stderr = child.stderr.take().expect("stderr pipe");
+            .stderr(Stdio::piped());
+        // spawn_connected sets stdin and stdout only: the stderr pipe asked for here stays.
+        let (transport, mut child) =
+            spawn_connected(command, &Spawn { transport: kind, ..Spawn::default() })
+                .unwrap_or_else(|e| panic!("spawn peer --role server --transport {kind}: {e}"));
+        assert_eq!(transport.kind(), kind);
+        let stderr = child.stderr.take().expect("the server's stderr on a pipe");
         let stderr = common::read_on_thread(stderr);
-        Server {
-            stdin: child.stdin.take(),
-            stdout: child.stdout.take(),
-            stderr: Some(stderr),
-            child,
-        }
+        Server { kind, child, transport: Some(transport), stderr: Some(stderr) }
     }
 
     /// Spawns the server, reads its HELLO and sends a client HELLO.
-    fn handshake(handler: &str, extra: &[&str]) -> Server {
-        let mut server = Server::spawn(handler, extra);
+    fn handshake(kind: TransportKind, handler: &str, extra: &[&str]) -> Server {
+        let mut server = Server::spawn(kind, handler, extra);
         let hello = server.frame();
         assert_eq!(hello.header.kind, Kind::Hello);
         server.write(&client_hello(DEFAULT_MAX_FRAME_BYTES));
@@ -63,25 +128,44 @@ impl Server {
         self.child.id()
     }
 
+    fn transport(&mut self) -> &mut Transport {
+        self.transport.as_mut().expect("the transport is still open")
+    }
+
     /// Writes all of `bytes`; the server must be reading.
     fn write(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin still open");
-        stdin.write_all(bytes).expect("write to the server's stdin");
-        stdin.flush().expect("flush");
+        let kind = self.kind;
+        if let Err(e) = self.transport().send_bytes(bytes, io_deadline()) {
+            panic!("write {} bytes to the server over {kind}: {e}", bytes.len());
+        }
     }
 
     /// Writes `bytes`, tolerating a server that has already stopped reading (it may reject a
     /// header and exit before the rest arrives).
     fn write_lossy(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin still open");
-        if let Err(e) = stdin.write_all(bytes) {
-            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write to the server: {e}");
+        let kind = self.kind;
+        match self.transport().send_bytes(bytes, io_deadline()) {
+            Ok(()) | Err(Error::PeerClosed { .. }) => {}
+            Err(e) => panic!("write to the server over {kind}: {e}"),
         }
     }
 
-    /// Ends the client → server stream.
-    fn close_stdin(&mut self) {
-        self.stdin = None;
+    /// Ends the client → server stream (half-close: the replies can still be read).
+    fn shutdown_write(&mut self) {
+        let kind = self.kind;
+        if let Err(e) = self.transport().shutdown_write() {
+            panic!("shut down the client → server direction of {kind}: {e}");
+        }
+    }
+
+    /// Reads exactly `buf.len()` bytes, failing on end of stream.
+    fn read_exact(&mut self, buf: &mut [u8]) {
+        let kind = self.kind;
+        match self.transport().recv_exact(buf, io_deadline()) {
+            Ok(got) if got == buf.len() => {}
+            Ok(got) => panic!("end of stream over {kind} after {got} of {} bytes", buf.len()),
+            Err(e) => panic!("read from the server over {kind}: {e}"),
+        }
     }
 
     /// Reads the next frame, failing on end of stream or a malformed frame.
@@ -91,21 +175,21 @@ impl Server {
 
     /// Reads the next frame, `None` at end of stream.
     fn maybe_frame(&mut self) -> Option<RawFrame> {
-        let stdout = self.stdout.as_mut().expect("stdout still open");
-        read_frame(stdout).expect("a well-formed frame from the server")
+        let kind = self.kind;
+        read_frame(&mut TransportReader(self.transport()))
+            .unwrap_or_else(|e| panic!("a well-formed frame from the server over {kind}: {e}"))
     }
 
     /// Everything the server writes until end of stream, as raw bytes.
     fn rest(&mut self) -> Vec<u8> {
         let mut rest = Vec::new();
-        self.stdout.as_mut().expect("stdout still open").read_to_end(&mut rest).expect("read");
+        TransportReader(self.transport()).read_to_end(&mut rest).expect("read to end of stream");
         rest
     }
 
-    /// Closes our ends, waits for the server and returns its status and its stderr.
+    /// Closes our side, waits for the server and returns its status and its stderr.
     fn finish(mut self) -> (ExitStatus, String) {
-        self.stdin = None;
-        self.stdout = None;
+        self.transport = None;
         let status = self.child.wait().expect("wait for the server");
         let stderr = self.stderr.take().expect("stderr reader").join().expect("stderr reader");
         (status, stderr)
@@ -148,11 +232,18 @@ fn assert_error_frame(frame: &RawFrame, seq: u64, fragment: &str) {
 
 /// Sends `bytes` after the handshake (or before it, with `handshake = false`) and checks the
 /// case-B reaction: one ERROR with `seq`, end of stream, exit status 2, one stderr line.
-fn assert_violation(extra: &[&str], handshake: bool, bytes: &[u8], seq: u64, fragment: &str) {
+fn assert_violation(
+    kind: TransportKind,
+    extra: &[&str],
+    handshake: bool,
+    bytes: &[u8],
+    seq: u64,
+    fragment: &str,
+) {
     let mut server = if handshake {
-        Server::handshake("echo", extra)
+        Server::handshake(kind, "echo", extra)
     } else {
-        let mut server = Server::spawn("echo", extra);
+        let mut server = Server::spawn(kind, "echo", extra);
         assert_eq!(server.frame().header.kind, Kind::Hello);
         server
     };
@@ -176,12 +267,11 @@ fn f32_bytes(values: &[f32]) -> Vec<u8> {
 // HELLO and BYE
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn server_says_hello_first_naming_its_handler_and_implementation() {
+fn server_says_hello_first_naming_its_handler_and_implementation(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     for handler in ["echo", "echo-raw", "lorenz96"] {
         // Nothing is written before reading: the server must not wait for the client's HELLO.
-        let mut server = Server::spawn(handler, &[]);
+        let mut server = Server::spawn(kind, handler, &[]);
         let hello = server.frame();
         let header = hello.header;
         assert_eq!(&hello.raw[..4], b"PEER");
@@ -207,18 +297,16 @@ fn server_says_hello_first_naming_its_handler_and_implementation() {
     }
 }
 
-#[test]
-fn server_announces_its_max_frame_bytes() {
+fn server_announces_its_max_frame_bytes(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::spawn("echo", &["--max-frame-bytes", "1024"]);
+    let mut server = Server::spawn(kind, "echo", &["--max-frame-bytes", "1024"]);
     let hello = Hello::parse(&server.frame().payload).expect("valid HELLO");
     assert_eq!(hello.max_frame_bytes, 1024);
 }
 
-#[test]
-fn bye_gets_bye_with_the_same_seq_then_end_of_stream_and_exit_0() {
+fn bye_gets_bye_with_the_same_seq_then_end_of_stream_and_exit_0(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("echo", &[]);
+    let mut server = Server::handshake(kind, "echo", &[]);
     server.write(&data_frame(1, Dtype::F64, 1, &f64_bytes(&[2.0])));
     assert_eq!(server.frame().header.kind, Kind::Data);
     server.write(&bye(42));
@@ -233,23 +321,29 @@ fn bye_gets_bye_with_the_same_seq_then_end_of_stream_and_exit_0() {
         ),
         (Kind::Bye, Dtype::Bytes, 42, 0, 0)
     );
-    // Nothing after the BYE, even with our stdin still open.
+    // Nothing after the BYE, even with our side of the stream still open.
     assert!(server.rest().is_empty());
     let (status, stderr) = server.finish();
     assert_eq!(status.code(), Some(0), "{stderr:?}");
     assert!(stderr.is_empty(), "stderr after a clean BYE: {stderr:?}");
 }
 
-#[test]
-fn stdout_of_the_server_carries_only_frames_and_fd_1_points_at_stderr() {
+fn stdout_of_the_server_carries_only_frames_and_fd_1_points_at_stderr(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("echo", &[]);
-    // After start-up fd 1 of the server is its stderr, so a stray print cannot reach us.
+    let mut server = Server::handshake(kind, "echo", &[]);
+    // After start-up fd 1 of the server is its stderr, so a stray print cannot reach us: not
+    // on a pipe, where fd 1 was the stream, and not over shared memory either, where fd 1 was
+    // the pipe that only tells the client's death (kept privately), which nobody reads, so
+    // prints would fill it and block the server. Its stdin (the stream, or the region's
+    // memfd) is /dev/null.
     server.write(&data_frame(1, Dtype::Bytes, 3, b"abc"));
     assert_eq!(server.frame().payload, b"abc");
-    let fd1 = std::fs::read_link(format!("/proc/{}/fd/1", server.pid())).expect("server fd 1");
-    let fd2 = std::fs::read_link(format!("/proc/{}/fd/2", server.pid())).expect("server fd 2");
-    assert_eq!(fd1, fd2, "the server's fd 1 should be its stderr");
+    let fd = |n: u32| {
+        std::fs::read_link(format!("/proc/{}/fd/{n}", server.pid()))
+            .unwrap_or_else(|e| panic!("server fd {n}: {e}"))
+    };
+    assert_eq!(fd(1), fd(2), "the server's fd 1 should be its stderr");
+    assert_eq!(fd(0), std::path::Path::new("/dev/null"), "the server's fd 0");
     // And the stream is frames and nothing else, up to end of stream.
     server.write(&bye(2));
     assert_eq!(server.frame().header.kind, Kind::Bye);
@@ -289,9 +383,9 @@ fn edge_requests() -> Vec<(Dtype, u64, Vec<u8>)> {
     out
 }
 
-fn assert_echoes_every_edge_value(handler: &str) {
+fn assert_echoes_every_edge_value(kind: TransportKind, handler: &str) {
     let _watchdog = Watchdog::new(secs(30));
-    let mut server = Server::handshake(handler, &[]);
+    let mut server = Server::handshake(kind, handler, &[]);
     for (i, (dtype, count, payload)) in edge_requests().into_iter().enumerate() {
         let seq = 1000 + i as u64;
         server.write(&data_frame(seq, dtype, count, &payload));
@@ -310,20 +404,17 @@ fn assert_echoes_every_edge_value(handler: &str) {
     assert!(status.success(), "{stderr:?}");
 }
 
-#[test]
-fn echo_returns_every_dtype_and_edge_value_bit_for_bit() {
-    assert_echoes_every_edge_value("echo");
+fn echo_returns_every_dtype_and_edge_value_bit_for_bit(kind: TransportKind) {
+    assert_echoes_every_edge_value(kind, "echo");
 }
 
-#[test]
-fn echo_raw_returns_every_dtype_and_edge_value_bit_for_bit() {
-    assert_echoes_every_edge_value("echo-raw");
+fn echo_raw_returns_every_dtype_and_edge_value_bit_for_bit(kind: TransportKind) {
+    assert_echoes_every_edge_value(kind, "echo-raw");
 }
 
-#[test]
-fn echo_keeps_nan_payloads_and_signalling_nans_when_decoded_as_numbers() {
+fn echo_keeps_nan_payloads_and_signalling_nans_when_decoded_as_numbers(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("echo", &[]);
+    let mut server = Server::handshake(kind, "echo", &[]);
     let f64s = f64_edges();
     server.write(&data_frame(1, Dtype::F64, f64s.len() as u64, &f64_bytes(&f64s)));
     let back = codec::decode_f64(&server.frame().payload).expect("f64 payload");
@@ -334,11 +425,10 @@ fn echo_keeps_nan_payloads_and_signalling_nans_when_decoded_as_numbers() {
     assert_eq!(bits32(&back), bits32(&f32s));
 }
 
-#[test]
-fn every_wait_strategy_serves_the_same_bytes() {
+fn every_wait_strategy_serves_the_same_bytes(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     for wait in ["block", "spin", "hybrid", "hybrid:20us"] {
-        let mut server = Server::handshake("echo", &["--wait", wait]);
+        let mut server = Server::handshake(kind, "echo", &["--wait", wait]);
         let values = pseudo_random_f64(500, 3);
         server.write(&data_frame(5, Dtype::F64, 500, &f64_bytes(&values)));
         assert_eq!(server.frame().payload, f64_bytes(&values), "--wait {wait}");
@@ -353,10 +443,9 @@ fn every_wait_strategy_serves_the_same_bytes() {
 // lorenz96
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn lorenz96_matches_the_library_rhs_bit_for_bit() {
+fn lorenz96_matches_the_library_rhs_bit_for_bit(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("lorenz96", &[]);
+    let mut server = Server::handshake(kind, "lorenz96", &[]);
     let mut states = vec![
         vec![1.0, 2.0, 3.0, 4.0],
         [0xc01d333333333333u64, 0xbff0000000000000, 0xbffe666666666666, 0xc019333333333333]
@@ -387,10 +476,9 @@ fn lorenz96_matches_the_library_rhs_bit_for_bit() {
     }
 }
 
-#[test]
-fn lorenz96_rejects_f32_bytes_and_short_states_with_error_and_goes_on() {
+fn lorenz96_rejects_f32_bytes_and_short_states_with_error_and_goes_on(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("lorenz96", &[]);
+    let mut server = Server::handshake(kind, "lorenz96", &[]);
     let rejected: [(u64, Dtype, u64, Vec<u8>, &str); 5] = [
         (1, Dtype::F32, 4, f32_bytes(&[1.0, 2.0, 3.0, 4.0]), "f32"),
         (2, Dtype::F64, 3, f64_bytes(&[1.0, 2.0, 3.0]), "3"),
@@ -420,11 +508,10 @@ fn lorenz96_rejects_f32_bytes_and_short_states_with_error_and_goes_on() {
 // Pipelining and large frames
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn pipelined_requests_are_answered_in_order_with_their_seqs() {
+fn pipelined_requests_are_answered_in_order_with_their_seqs(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     for handler in ["echo", "echo-raw"] {
-        let mut server = Server::handshake(handler, &[]);
+        let mut server = Server::handshake(kind, handler, &[]);
         let mut sent = Vec::new();
         let mut burst = Vec::new();
         for i in 0..10u64 {
@@ -452,14 +539,13 @@ fn pipelined_requests_are_answered_in_order_with_their_seqs() {
 
 const LARGE: usize = 1 << 20; // 1,048,576 f64 = 8 MiB
 
-#[test]
-fn an_8_mib_request_and_its_8_mib_reply_pass_without_deadlock() {
+fn an_8_mib_request_and_its_8_mib_reply_pass_without_deadlock(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(40));
     for handler in ["echo", "echo-raw"] {
         let values = pseudo_random_f64(LARGE, 11);
         let payload = f64_bytes(&values);
         assert_eq!(payload.len(), 8 << 20);
-        let mut server = Server::handshake(handler, &[]);
+        let mut server = Server::handshake(kind, handler, &[]);
         // The whole request is written before anything is read: the server must read all of
         // it before writing its reply.
         server.write(&data_frame(1, Dtype::F64, LARGE as u64, &payload));
@@ -471,10 +557,9 @@ fn an_8_mib_request_and_its_8_mib_reply_pass_without_deadlock() {
     }
 }
 
-#[test]
-fn pipelined_8_mib_frames_flow_in_both_directions_at_once() {
+fn pipelined_8_mib_frames_flow_in_both_directions_at_once(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(40));
-    let mut server = Server::handshake("echo", &[]);
+    let mut server = Server::handshake(kind, "echo", &[]);
     let payloads: Vec<Vec<u8>> =
         (0..3).map(|seed| f64_bytes(&pseudo_random_f64(LARGE, 100 + seed))).collect();
     let frames: Vec<Vec<u8>> = payloads
@@ -482,21 +567,55 @@ fn pipelined_8_mib_frames_flow_in_both_directions_at_once() {
         .enumerate()
         .map(|(i, p)| data_frame(i as u64 + 1, Dtype::F64, LARGE as u64, p))
         .collect();
-    // A writer thread keeps sending while this thread reads: the server writes a reply while
-    // the next request is still arriving.
-    let mut stdin = server.stdin.take().expect("stdin");
-    let writer = thread::spawn(move || {
-        for frame in frames {
-            stdin.write_all(&frame).expect("write an 8 MiB request");
-        }
-        // Dropping stdin ends the stream at a frame boundary.
-    });
+    // The server writes a reply while the next request is still arriving. One transport cannot
+    // be written on one thread while another reads it, so this thread interleaves both, and
+    // the overlap is certain rather than likely: once the first bytes of reply i are here, the
+    // server has read all of request i, so the request channel is empty; while the server
+    // writes reply i (stalling whenever the reply channel is full), half a channel of request
+    // i + 1 goes out in pieces between reads of reply i, and waits there. Then the rest of reply
+    // i is read, and the rest of request i + 1 written while the server reads it.
+    let capacity = server.transport().capacity().expect("the transport's capacity");
+    // shm-sem holds one write per slot until the server reads again: one early piece fits.
+    let pieces = if kind == TransportKind::ShmSem { 1 } else { 4 };
+    let piece = capacity / 2 / pieces;
+    assert!(piece > 0 && piece * pieces < frames[1].len(), "capacity {capacity}");
+    server.write(&frames[0]);
     for (i, payload) in payloads.iter().enumerate() {
-        let reply = server.frame();
-        assert_eq!(reply.header.seq, i as u64 + 1);
+        let mut header = [0u8; HEADER_LEN];
+        server.read_exact(&mut header);
+        let len = Header::parse(&header, u64::MAX)
+            .and_then(|h| h.payload_bytes())
+            .unwrap_or_else(|e| panic!("reply {i}: {e}")) as usize;
+        let mut reply = vec![0u8; HEADER_LEN + len + padding_len(len)];
+        reply[..HEADER_LEN].copy_from_slice(&header);
+        let mut got = HEADER_LEN;
+        let mut sent = 0;
+        let next = frames.get(i + 1);
+        if let Some(next) = next {
+            let step = (reply.len() - got) / (pieces + 1);
+            for _ in 0..pieces {
+                server.write(&next[sent..sent + piece]);
+                sent += piece;
+                server.read_exact(&mut reply[got..got + step]);
+                got += step;
+            }
+        }
+        server.read_exact(&mut reply[got..]);
+        if let Some(next) = next {
+            server.write(&next[sent..]);
+        }
+        let reply = read_frame(&mut &reply[..])
+            .unwrap_or_else(|e| panic!("reply {i}: {e}"))
+            .expect("a whole reply");
+        let h = reply.header;
+        assert_eq!(
+            (h.kind, h.seq, h.dtype, h.count),
+            (Kind::Data, i as u64 + 1, Dtype::F64, LARGE as u64)
+        );
         assert!(&reply.payload == payload, "reply {i} differs");
     }
-    writer.join().expect("writer");
+    // The stream ends at a frame boundary.
+    server.shutdown_write();
     assert!(server.maybe_frame().is_none());
     let (status, stderr) = server.finish();
     assert!(status.success(), "{stderr:?}");
@@ -506,72 +625,65 @@ fn pipelined_8_mib_frames_flow_in_both_directions_at_once() {
 // Validation rules (PROTOCOL.md §10): ERROR with the header's seq, exit 2, one stderr line
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn bad_magic_gets_error_with_the_headers_seq_and_exit_2() {
+fn bad_magic_gets_error_with_the_headers_seq_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let header = raw_header(b"XEER", 1, 2, 2, 0, 7, 1, 0);
-    assert_violation(&[], true, &header, 7, "bad magic");
+    assert_violation(kind, &[], true, &header, 7, "bad magic");
 }
 
-#[test]
-fn bad_magic_as_the_first_frame_gets_error_and_exit_2() {
+fn bad_magic_as_the_first_frame_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let header = raw_header(b"peer", 1, 1, 0, 0, 3, 0, 0);
-    assert_violation(&[], false, &header, 3, "bad magic");
+    assert_violation(kind, &[], false, &header, 3, "bad magic");
 }
 
-#[test]
-fn unsupported_version_gets_error_and_exit_2() {
+fn unsupported_version_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let header = raw_header(b"PEER", 2, 2, 2, 0, 8, 1, 0);
-    assert_violation(&[], true, &header, 8, "unsupported version: expected 1, found 2");
+    assert_violation(kind, &[], true, &header, 8, "unsupported version: expected 1, found 2");
 }
 
-#[test]
-fn unknown_kind_gets_error_and_exit_2() {
+fn unknown_kind_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    for (kind, seq) in [(9u8, 9u64), (0, 90)] {
-        let header = raw_header(b"PEER", 1, kind, 0, 0, seq, 0, 0);
-        assert_violation(&[], true, &header, seq, &format!("unknown frame kind {kind}"));
+    for (frame_kind, seq) in [(9u8, 9u64), (0, 90)] {
+        let header = raw_header(b"PEER", 1, frame_kind, 0, 0, seq, 0, 0);
+        let fragment = format!("unknown frame kind {frame_kind}");
+        assert_violation(kind, &[], true, &header, seq, &fragment);
     }
 }
 
-#[test]
-fn unknown_dtype_gets_error_and_exit_2() {
+fn unknown_dtype_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let header = raw_header(b"PEER", 1, 2, 3, 0, 10, 1, 0);
-    assert_violation(&[], true, &header, 10, "unknown dtype 3");
+    assert_violation(kind, &[], true, &header, 10, "unknown dtype 3");
 }
 
-#[test]
-fn reserved_flags_get_error_and_exit_2() {
+fn reserved_flags_get_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let header = raw_header(b"PEER", 1, 2, 2, 1, 11, 1, 0);
-    assert_violation(&[], true, &header, 11, "reserved flags set: expected 0, found 0x01");
+    assert_violation(kind, &[], true, &header, 11, "reserved flags set: expected 0, found 0x01");
 }
 
-#[test]
-fn nonzero_padding_gets_error_and_exit_2() {
+fn nonzero_padding_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     // f32 × 3 = 12 bytes, then 4 bytes of padding with byte 2 set.
     let mut frame = raw_header(b"PEER", 1, 2, 1, 0, 12, 3, 0).to_vec();
     frame.extend(f32_bytes(&[1.0, 2.0, 3.0]));
     frame.extend([0, 0, 7, 0]);
-    assert_violation(&[], true, &frame, 12, "nonzero padding: byte 2 of the padding is 0x07");
+    assert_violation(kind, &[], true, &frame, 12, "nonzero padding: byte 2 of the padding is 0x07");
 }
 
-#[test]
-fn hello_with_a_numeric_dtype_gets_error_and_exit_2() {
+fn hello_with_a_numeric_dtype_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let header = raw_header(b"PEER", 1, 1, 2, 0, 13, 1, 0);
-    assert_violation(&[], false, &header, 13, "malformed HELLO frame");
+    assert_violation(kind, &[], false, &header, 13, "malformed HELLO frame");
 }
 
-#[test]
-fn bye_with_a_count_gets_error_and_exit_2() {
+fn bye_with_a_count_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let header = raw_header(b"PEER", 1, 4, 0, 0, 14, 3, 0);
     assert_violation(
+        kind,
         &[],
         true,
         &header,
@@ -580,19 +692,18 @@ fn bye_with_a_count_gets_error_and_exit_2() {
     );
 }
 
-#[test]
-fn length_overflow_gets_error_and_exit_2() {
+fn length_overflow_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let header = raw_header(b"PEER", 1, 2, 2, 0, 15, u64::MAX, 0);
-    assert_violation(&[], true, &header, 15, "payload length overflows u64");
+    assert_violation(kind, &[], true, &header, 15, "payload length overflows u64");
 }
 
-#[test]
-fn frame_larger_than_max_frame_bytes_gets_error_and_exit_2() {
+fn frame_larger_than_max_frame_bytes_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     // 129 f64 = 1032 bytes > 1024; only the header is sent: the server must not wait for it.
     let header = raw_header(b"PEER", 1, 2, 2, 0, 16, 129, 0);
     assert_violation(
+        kind,
         &["--max-frame-bytes", "1024"],
         true,
         &header,
@@ -601,53 +712,46 @@ fn frame_larger_than_max_frame_bytes_gets_error_and_exit_2() {
     );
 }
 
-#[test]
-fn a_payload_of_exactly_max_frame_bytes_is_accepted() {
+fn a_payload_of_exactly_max_frame_bytes_is_accepted(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("echo", &["--max-frame-bytes", "1024"]);
+    let mut server = Server::handshake(kind, "echo", &["--max-frame-bytes", "1024"]);
     let values = pseudo_random_f64(128, 5);
     server.write(&data_frame(1, Dtype::F64, 128, &f64_bytes(&values)));
     assert_eq!(server.frame().payload, f64_bytes(&values));
 }
 
-#[test]
-fn oversized_hello_gets_error_and_exit_2() {
+fn oversized_hello_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     // HELLO payloads are capped at 64 KiB whatever max_frame_bytes says.
     let header = raw_header(b"PEER", 1, 1, 0, 0, 0, 70_000, 0);
-    assert_violation(&[], false, &header, 0, "frame too large");
+    assert_violation(kind, &[], false, &header, 0, "frame too large");
 }
 
-#[test]
-fn data_before_hello_gets_error_and_exit_2() {
+fn data_before_hello_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let frame = data_frame(17, Dtype::F64, 1, &f64_bytes(&[1.0]));
-    assert_violation(&[], false, &frame, 17, "unexpected DATA frame: expected HELLO");
+    assert_violation(kind, &[], false, &frame, 17, "unexpected DATA frame: expected HELLO");
 }
 
-#[test]
-fn bye_before_hello_gets_error_and_exit_2() {
+fn bye_before_hello_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    assert_violation(&[], false, &bye(170), 170, "unexpected BYE frame: expected HELLO");
+    assert_violation(kind, &[], false, &bye(170), 170, "unexpected BYE frame: expected HELLO");
 }
 
-#[test]
-fn second_hello_gets_error_and_exit_2() {
+fn second_hello_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let hello = Hello { max_frame_bytes: 4096, handler: None, implementation: None };
     let frame = control_frame(Kind::Hello, 18, &hello.to_payload());
-    assert_violation(&[], true, &frame, 18, "unexpected HELLO frame: expected DATA or BYE");
+    assert_violation(kind, &[], true, &frame, 18, "unexpected HELLO frame: expected DATA or BYE");
 }
 
-#[test]
-fn error_from_the_client_gets_error_and_exit_2() {
+fn error_from_the_client_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let frame = control_frame(Kind::Error, 19, b"client says no");
-    assert_violation(&[], true, &frame, 19, "unexpected ERROR frame");
+    assert_violation(kind, &[], true, &frame, 19, "unexpected ERROR frame");
 }
 
-#[test]
-fn invalid_hello_payloads_get_error_and_exit_2() {
+fn invalid_hello_payloads_get_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(30));
     let cases: [(&[u8], &str); 5] = [
         (b"version=1\n", "missing required key max_frame_bytes"),
@@ -659,7 +763,7 @@ fn invalid_hello_payloads_get_error_and_exit_2() {
     for (i, (payload, fragment)) in cases.into_iter().enumerate() {
         let seq = 20 + i as u64;
         let frame = control_frame(Kind::Hello, seq, payload);
-        assert_violation(&[], false, &frame, seq, fragment);
+        assert_violation(kind, &[], false, &frame, seq, fragment);
     }
 }
 
@@ -667,16 +771,15 @@ fn invalid_hello_payloads_get_error_and_exit_2() {
 // End of stream (PROTOCOL.md §8)
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn end_of_stream_at_a_frame_boundary_after_hello_exits_0() {
+fn end_of_stream_at_a_frame_boundary_after_hello_exits_0(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     for requests in [0u64, 2] {
-        let mut server = Server::handshake("echo", &[]);
+        let mut server = Server::handshake(kind, "echo", &[]);
         for seq in 1..=requests {
             server.write(&data_frame(seq, Dtype::F32, 1, &f32_bytes(&[1.5])));
             assert_eq!(server.frame().header.seq, seq);
         }
-        server.close_stdin();
+        server.shutdown_write();
         assert!(server.maybe_frame().is_none());
         let (status, stderr) = server.finish();
         assert_eq!(status.code(), Some(0), "after {requests} requests: {stderr:?}");
@@ -684,12 +787,11 @@ fn end_of_stream_at_a_frame_boundary_after_hello_exits_0() {
     }
 }
 
-#[test]
-fn end_of_stream_inside_a_header_gets_error_seq_0_and_exit_2() {
+fn end_of_stream_inside_a_header_gets_error_seq_0_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("echo", &[]);
+    let mut server = Server::handshake(kind, "echo", &[]);
     server.write(&data_frame(31, Dtype::F64, 1, &f64_bytes(&[1.0]))[..10]);
-    server.close_stdin();
+    server.shutdown_write();
     let error = server.frame();
     assert_error_frame(&error, 0, "truncated header: got 10 of 32 bytes");
     assert!(server.maybe_frame().is_none());
@@ -697,79 +799,73 @@ fn end_of_stream_inside_a_header_gets_error_seq_0_and_exit_2() {
     assert_failed_with(status, &stderr, "truncated header: got 10 of 32 bytes");
 }
 
-#[test]
-fn end_of_stream_inside_a_payload_gets_error_with_its_seq_and_exit_2() {
+fn end_of_stream_inside_a_payload_gets_error_with_its_seq_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("echo", &[]);
+    let mut server = Server::handshake(kind, "echo", &[]);
     let frame = data_frame(21, Dtype::F64, 2, &f64_bytes(&[1.0, 2.0]));
     server.write(&frame[..HEADER_LEN + 4]);
-    server.close_stdin();
+    server.shutdown_write();
     let error = server.frame();
     assert_error_frame(&error, 21, "truncated payload: got 4 of 16 bytes");
     let (status, stderr) = server.finish();
     assert_failed_with(status, &stderr, "truncated payload: got 4 of 16 bytes");
 }
 
-#[test]
-fn end_of_stream_inside_the_padding_gets_error_with_its_seq_and_exit_2() {
+fn end_of_stream_inside_the_padding_gets_error_with_its_seq_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("echo", &[]);
+    let mut server = Server::handshake(kind, "echo", &[]);
     // f32 × 1 = 4 bytes of payload and 4 of padding; send 1 padding byte.
     let frame = data_frame(22, Dtype::F32, 1, &f32_bytes(&[1.0]));
     server.write(&frame[..HEADER_LEN + 5]);
-    server.close_stdin();
+    server.shutdown_write();
     let error = server.frame();
     assert_error_frame(&error, 22, "truncated padding: got 1 of 4 bytes");
     let (status, stderr) = server.finish();
     assert_failed_with(status, &stderr, "truncated padding: got 1 of 4 bytes");
 }
 
-#[test]
-fn end_of_stream_inside_the_clients_hello_gets_error_and_exit_2() {
+fn end_of_stream_inside_the_clients_hello_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::spawn("echo", &[]);
+    let mut server = Server::spawn(kind, "echo", &[]);
     assert_eq!(server.frame().header.kind, Kind::Hello);
     let hello = client_hello(DEFAULT_MAX_FRAME_BYTES);
     server.write(&hello[..HEADER_LEN + 5]);
-    server.close_stdin();
+    server.shutdown_write();
     let error = server.frame();
     assert_error_frame(&error, 0, "truncated payload: got 5 of");
     let (status, stderr) = server.finish();
     assert_failed_with(status, &stderr, "truncated payload: got 5 of");
 }
 
-#[test]
-fn end_of_stream_before_the_clients_hello_gets_error_seq_0_and_exit_2() {
+fn end_of_stream_before_the_clients_hello_gets_error_seq_0_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::spawn("echo", &[]);
+    let mut server = Server::spawn(kind, "echo", &[]);
     assert_eq!(server.frame().header.kind, Kind::Hello);
-    server.close_stdin();
+    server.shutdown_write();
     let error = server.maybe_frame().expect("an ERROR frame before end of stream (§8, §6 case B)");
     assert_error_frame(&error, 0, "truncated stream before HELLO: got 0 of 32 bytes");
     let (status, stderr) = server.finish();
     assert_failed_with(status, &stderr, "truncated stream before HELLO: got 0 of 32 bytes");
 }
 
-#[test]
-fn end_of_stream_inside_the_first_header_gets_error_seq_0_and_exit_2() {
+fn end_of_stream_inside_the_first_header_gets_error_seq_0_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::spawn("echo", &[]);
+    let mut server = Server::spawn(kind, "echo", &[]);
     assert_eq!(server.frame().header.kind, Kind::Hello);
     server.write(&client_hello(DEFAULT_MAX_FRAME_BYTES)[..10]);
-    server.close_stdin();
+    server.shutdown_write();
     let error = server.maybe_frame().expect("an ERROR frame before end of stream (§8, §6 case B)");
     assert_error_frame(&error, 0, "truncated header: got 10 of 32 bytes");
     let (status, stderr) = server.finish();
     assert_failed_with(status, &stderr, "truncated header: got 10 of 32 bytes");
 }
 
-#[test]
-fn end_of_stream_before_the_clients_hello_exits_2_naming_the_truncation() {
+fn end_of_stream_before_the_clients_hello_exits_2_naming_the_truncation(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     // The part of §8 the server does meet today: non-zero exit and a one-line message.
-    let mut server = Server::spawn("echo", &[]);
+    let mut server = Server::spawn(kind, "echo", &[]);
     assert_eq!(server.frame().header.kind, Kind::Hello);
-    server.close_stdin();
+    server.shutdown_write();
     let _ = server.rest();
     let (status, stderr) = server.finish();
     assert_failed_with(status, &stderr, "truncated stream before HELLO: got 0 of 32 bytes");
@@ -779,16 +875,71 @@ fn end_of_stream_before_the_clients_hello_exits_2_naming_the_truncation() {
 // A client that stops reading
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn a_client_that_closes_its_reading_end_makes_the_server_exit_2_not_die_of_sigpipe() {
+fn a_client_that_closes_its_reading_end_makes_the_server_exit_2_not_die_of_sigpipe(
+    kind: TransportKind,
+) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut server = Server::handshake("echo", &[]);
+    let mut server = Server::handshake(kind, "echo", &[]);
     server.write(&data_frame(1, Dtype::F64, 1, &f64_bytes(&[1.0])));
     assert_eq!(server.frame().header.seq, 1);
-    // Stop reading for good, then ask for more: the reply meets EPIPE.
-    server.stdout = None;
-    server.write_lossy(&data_frame(2, Dtype::F64, 1000, &f64_bytes(&pseudo_random_f64(1000, 2))));
+    // Ask for a reply twice as large as the reply channel, so that the server cannot finish it
+    // without this side reading; then stop reading for good. A transport closes its reading
+    // side only with its writing side, so both are closed, after the whole request is written:
+    // the server reads the request, and its reply meets EPIPE (a closed ring or slot over
+    // shared memory) before it could read the end of the stream.
+    let capacity = server.transport().capacity().expect("the transport's capacity");
+    let count = 2 * capacity / 8 + 1000;
+    let request = f64_bytes(&pseudo_random_f64(count, 2));
+    server.write(&data_frame(2, Dtype::F64, count as u64, &request));
+    server.transport = None;
     let (status, stderr) = server.finish();
     assert_eq!(status.signal(), None, "the server died of a signal: {status:?} {stderr:?}");
     assert_failed_with(status, &stderr, "closed");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Every test above, once per transport
+// ---------------------------------------------------------------------------------------------
+
+per_transport!(
+    server_says_hello_first_naming_its_handler_and_implementation,
+    server_announces_its_max_frame_bytes,
+    bye_gets_bye_with_the_same_seq_then_end_of_stream_and_exit_0,
+    stdout_of_the_server_carries_only_frames_and_fd_1_points_at_stderr,
+    echo_returns_every_dtype_and_edge_value_bit_for_bit,
+    echo_raw_returns_every_dtype_and_edge_value_bit_for_bit,
+    echo_keeps_nan_payloads_and_signalling_nans_when_decoded_as_numbers,
+    every_wait_strategy_serves_the_same_bytes,
+    lorenz96_matches_the_library_rhs_bit_for_bit,
+    lorenz96_rejects_f32_bytes_and_short_states_with_error_and_goes_on,
+    pipelined_requests_are_answered_in_order_with_their_seqs,
+    an_8_mib_request_and_its_8_mib_reply_pass_without_deadlock,
+    pipelined_8_mib_frames_flow_in_both_directions_at_once,
+    bad_magic_gets_error_with_the_headers_seq_and_exit_2,
+    bad_magic_as_the_first_frame_gets_error_and_exit_2,
+    unsupported_version_gets_error_and_exit_2,
+    unknown_kind_gets_error_and_exit_2,
+    unknown_dtype_gets_error_and_exit_2,
+    reserved_flags_get_error_and_exit_2,
+    nonzero_padding_gets_error_and_exit_2,
+    hello_with_a_numeric_dtype_gets_error_and_exit_2,
+    bye_with_a_count_gets_error_and_exit_2,
+    length_overflow_gets_error_and_exit_2,
+    frame_larger_than_max_frame_bytes_gets_error_and_exit_2,
+    a_payload_of_exactly_max_frame_bytes_is_accepted,
+    oversized_hello_gets_error_and_exit_2,
+    data_before_hello_gets_error_and_exit_2,
+    bye_before_hello_gets_error_and_exit_2,
+    second_hello_gets_error_and_exit_2,
+    error_from_the_client_gets_error_and_exit_2,
+    invalid_hello_payloads_get_error_and_exit_2,
+    end_of_stream_at_a_frame_boundary_after_hello_exits_0,
+    end_of_stream_inside_a_header_gets_error_seq_0_and_exit_2,
+    end_of_stream_inside_a_payload_gets_error_with_its_seq_and_exit_2,
+    end_of_stream_inside_the_padding_gets_error_with_its_seq_and_exit_2,
+    end_of_stream_inside_the_clients_hello_gets_error_and_exit_2,
+    end_of_stream_before_the_clients_hello_gets_error_seq_0_and_exit_2,
+    end_of_stream_inside_the_first_header_gets_error_seq_0_and_exit_2,
+    end_of_stream_before_the_clients_hello_exits_2_naming_the_truncation,
+    a_client_that_closes_its_reading_end_makes_the_server_exit_2_not_die_of_sigpipe,
+);
