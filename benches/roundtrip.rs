@@ -5,9 +5,10 @@
 //! cargo bench --bench roundtrip
 //! ```
 //!
-//! Group `rtt/<bytes>`: `raw` (plain read/write echo, the floor), then `Peer::call` with
-//! `echo-raw` and `echo` servers on the zero-copy and codec paths, all with the hybrid wait.
-//! Throughput is the payload bytes moved in both directions.
+//! Group `rtt/<bytes>`: `raw` (plain read/write echo over pipes, the floor; `raw-shm-ring`,
+//! the same over a shared ring), then `Peer::call` with `echo-raw` and `echo` servers on the
+//! zero-copy and codec paths, over each transport (`pipe`, `shm-sem`, `shm-ring`), all with
+//! the hybrid wait. Throughput is the payload bytes moved in both directions.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -19,8 +20,8 @@ use peerpipe::{DataPath, Options, Peer, TransportKind, Wait};
 
 const PEER: &str = env!("CARGO_BIN_EXE_peer");
 
-fn options(path: DataPath) -> Options {
-    Options { wait: Wait::default(), path, ..Options::default() }
+fn options(path: DataPath, transport: TransportKind) -> Options {
+    Options { wait: Wait::default(), path, transport, ..Options::default() }
 }
 
 fn round_trips(c: &mut Criterion) {
@@ -31,31 +32,37 @@ fn round_trips(c: &mut Criterion) {
         if elements > 10_000 {
             group.sample_size(20).measurement_time(Duration::from_secs(4));
         }
-        let mut raw = RawEcho::spawn(
-            PEER.as_ref(),
-            bytes,
-            Wait::default(),
-            TransportKind::Pipe,
-            Options::default().pipe_capacity,
-            Some(Duration::from_secs(10)),
-        )
-        .expect("spawn raw echo");
-        group.bench_function("raw", |b| b.iter(|| black_box(raw.round_trip().expect("raw"))));
-        raw.close().expect("close raw echo");
+        for (name, transport) in
+            [("raw", TransportKind::Pipe), ("raw-shm-ring", TransportKind::ShmRing)]
+        {
+            let mut raw = RawEcho::spawn(
+                PEER.as_ref(),
+                bytes,
+                Wait::default(),
+                transport,
+                Options::default().pipe_capacity,
+                Some(Duration::from_secs(10)),
+            )
+            .expect("spawn raw echo");
+            group.bench_function(name, |b| b.iter(|| black_box(raw.round_trip().expect("raw"))));
+            raw.close().expect("close raw echo");
+        }
 
         let state: Vec<f64> = (0..elements).map(|i| i as f64 * 0.5).collect();
         let mut reply = vec![0.0; elements];
-        for handler in ["echo-raw", "echo"] {
-            for path in [DataPath::ZeroCopy, DataPath::Codec] {
-                let mut peer = Peer::spawn_server(PEER, handler, options(path)).expect("spawn");
-                group.bench_function(format!("{handler}/{path}"), |b| {
-                    b.iter(|| {
-                        peer.call(Values::F64(&state), ValuesMut::F64(&mut reply)).expect("call")
-                    })
-                });
-                assert_eq!(reply, state);
-                peer.close().expect("close");
-            }
+        let servers = TransportKind::ALL.into_iter().flat_map(|t| {
+            ["echo-raw", "echo"].into_iter().flat_map(move |h| {
+                [DataPath::ZeroCopy, DataPath::Codec].into_iter().map(move |p| (t, h, p))
+            })
+        });
+        for (transport, handler, path) in servers {
+            let options = options(path, transport);
+            let mut peer = Peer::spawn_server(PEER, handler, options).expect("spawn");
+            group.bench_function(format!("{transport}/{handler}/{path}"), |b| {
+                b.iter(|| peer.call(Values::F64(&state), ValuesMut::F64(&mut reply)).expect("call"))
+            });
+            assert_eq!(reply, state);
+            peer.close().expect("close");
         }
         group.finish();
     }
