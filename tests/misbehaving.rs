@@ -1,22 +1,27 @@
 //! The client against servers that misbehave: each ends in its specific error within the
-//! timeout, and no process is left behind.
+//! timeout, and no process is left behind, on every transport.
 //!
 //! The misbehaving servers are this test binary re-executed (servo/ipc-channel's pattern):
 //! `misbehaving_server_entry` returns at once in a normal run, and plays the server named by
-//! `PEERPIPE_MISBEHAVE` when started by `common::misbehaving_command`. The tests count child
-//! processes, so they take `FORK_LOCK` and never run concurrently (nix's `FORK_MTX`).
+//! `PEERPIPE_MISBEHAVE` when started by `common::misbehaving_command_on`, over the transport
+//! named by `PEERPIPE_MISBEHAVE_TRANSPORT`. Each test is a function of the transport, run as
+//! `NAME::pipe`, `NAME::shm_sem` and `NAME::shm_ring` (see `per_transport!`). The tests count
+//! child processes, so they take `FORK_LOCK` and never run concurrently (nix's `FORK_MTX`).
 
+#[macro_use]
 mod common;
 
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use common::{
-    Watchdog, child_processes, misbehaving_command, misbehaving_shell_line, peer_exe, secs,
+    Watchdog, child_processes, misbehaving_command_on, misbehaving_shell_line_on, peer_exe, secs,
     serialize,
 };
 use peerpipe::frame::Dtype;
-use peerpipe::{Error, Options, Peer};
+use peerpipe::{Error, Options, Peer, TransportKind};
 
 static FORK_LOCK: Mutex<()> = Mutex::new(());
 
@@ -26,40 +31,61 @@ fn misbehaving_server_entry() {
     common::misbehaving_server_entry();
 }
 
-const TIMEOUT: std::time::Duration = secs(2);
+const TIMEOUT: Duration = secs(2);
 
-/// Spawns the misbehaving server `mode` and makes one call of four f64 values.
-fn one_call(mode: &str) -> peerpipe::Result<()> {
-    let options = Options { timeout: Some(TIMEOUT), ..Options::default() };
-    let mut peer = Peer::spawn(misbehaving_command(mode, None), options)?;
+fn options(kind: TransportKind) -> Options {
+    Options { timeout: Some(TIMEOUT), transport: kind, ..Options::default() }
+}
+
+/// Spawns the misbehaving server `mode` over `kind` and makes one call of four f64 values.
+fn one_call(kind: TransportKind, mode: &str) -> peerpipe::Result<()> {
+    let mut peer = Peer::spawn(misbehaving_command_on(kind, mode, None), options(kind))?;
     let mut reply = [0.0; 4];
     peer.call_f64(&[1.0, 2.0, 3.0, 4.0], &mut reply)?;
     peer.close()?;
     Ok(())
 }
 
-/// Runs `one_call(mode)` under the fork lock and a watchdog, checks that no child process is
-/// left (alive or zombie), and returns the error.
-fn misbehave(mode: &str) -> Error {
+/// Runs `one_call(kind, mode)` under the fork lock and a watchdog, checks that no child
+/// process is left (alive or zombie), and returns the error.
+fn misbehave(kind: TransportKind, mode: &str) -> Error {
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(20));
     assert_eq!(child_processes(), [], "children before the test");
-    let error = one_call(mode).expect_err("a misbehaving server must make the call fail");
-    assert_eq!(child_processes(), [], "{mode}: a child was left behind after {error}");
+    let error = one_call(kind, mode).expect_err("a misbehaving server must make the call fail");
+    assert_eq!(child_processes(), [], "{kind} {mode}: a child was left behind after {error}");
     error
 }
 
-#[test]
-fn a_server_that_exits_at_once_is_peer_exited_with_status_3() {
-    match misbehave("exit-3") {
+per_transport!(
+    a_server_that_exits_at_once_is_peer_exited_with_status_3,
+    a_server_that_never_says_hello_times_out,
+    a_server_that_hangs_after_hello_times_out_waiting_for_seq_1,
+    a_server_that_sends_garbage_is_bad_magic,
+    a_reply_with_the_wrong_seq_is_a_seq_mismatch,
+    a_reply_with_the_wrong_count_is_a_count_mismatch,
+    a_reply_with_the_wrong_dtype_is_a_dtype_mismatch,
+    a_hello_in_place_of_a_reply_is_an_unexpected_kind,
+    a_server_that_sends_half_a_frame_and_exits_is_peer_exited_naming_the_truncation,
+    a_server_that_sends_half_a_hello_header_and_exits_is_peer_exited_naming_the_truncation,
+    a_server_killed_mid_run_is_peer_exited_killed_by_signal_9,
+    a_server_killed_while_the_client_waits_is_reported_well_before_the_timeout,
+    a_server_whose_handler_prints_to_stdout_still_speaks_clean_frames,
+    the_client_binary_names_a_seq_mismatch_in_one_line_and_exits_2,
+    the_client_binary_names_a_killed_server_in_one_line_and_exits_2,
+    the_client_binary_names_a_timeout_in_one_line_and_exits_2,
+    the_client_binary_names_an_early_exit_in_one_line_and_exits_2,
+);
+
+fn a_server_that_exits_at_once_is_peer_exited_with_status_3(kind: TransportKind) {
+    match misbehave(kind, "exit-3") {
         Error::PeerExited { status, .. } => assert_eq!(status, "exited with status 3"),
         other => panic!("{other:?}"),
     }
 }
 
-#[test]
-fn a_server_that_never_says_hello_times_out() {
-    match misbehave("silent") {
+fn a_server_that_never_says_hello_times_out(kind: TransportKind) {
+    match misbehave(kind, "silent") {
         Error::Timeout { waiting_for, after } => {
             assert_eq!(after, TIMEOUT);
             assert!(waiting_for.contains("HELLO"), "{waiting_for:?}");
@@ -68,9 +94,8 @@ fn a_server_that_never_says_hello_times_out() {
     }
 }
 
-#[test]
-fn a_server_that_hangs_after_hello_times_out_waiting_for_seq_1() {
-    match misbehave("hang-after-hello") {
+fn a_server_that_hangs_after_hello_times_out_waiting_for_seq_1(kind: TransportKind) {
+    match misbehave(kind, "hang-after-hello") {
         Error::Timeout { waiting_for, after } => {
             assert_eq!(after, TIMEOUT);
             assert!(waiting_for.contains("reply to seq 1"), "{waiting_for:?}");
@@ -79,49 +104,45 @@ fn a_server_that_hangs_after_hello_times_out_waiting_for_seq_1() {
     }
 }
 
-#[test]
-fn a_server_that_sends_garbage_is_bad_magic() {
-    match misbehave("garbage") {
+fn a_server_that_sends_garbage_is_bad_magic(kind: TransportKind) {
+    match misbehave(kind, "garbage") {
         Error::BadMagic { found } => assert_eq!(&found, b"this"),
         other => panic!("{other:?}"),
     }
 }
 
-#[test]
-fn a_reply_with_the_wrong_seq_is_a_seq_mismatch() {
-    match misbehave("wrong-seq") {
+fn a_reply_with_the_wrong_seq_is_a_seq_mismatch(kind: TransportKind) {
+    match misbehave(kind, "wrong-seq") {
         Error::SeqMismatch { expected: 1, found: 2 } => {}
         other => panic!("{other:?}"),
     }
 }
 
-#[test]
-fn a_reply_with_the_wrong_count_is_a_count_mismatch() {
-    match misbehave("wrong-count") {
+fn a_reply_with_the_wrong_count_is_a_count_mismatch(kind: TransportKind) {
+    match misbehave(kind, "wrong-count") {
         Error::CountMismatch { seq: 1, expected: 4, found: 3 } => {}
         other => panic!("{other:?}"),
     }
 }
 
-#[test]
-fn a_reply_with_the_wrong_dtype_is_a_dtype_mismatch() {
-    match misbehave("wrong-dtype") {
+fn a_reply_with_the_wrong_dtype_is_a_dtype_mismatch(kind: TransportKind) {
+    match misbehave(kind, "wrong-dtype") {
         Error::DtypeMismatch { seq: 1, expected: Dtype::F64, found: Dtype::F32 } => {}
         other => panic!("{other:?}"),
     }
 }
 
-#[test]
-fn a_hello_in_place_of_a_reply_is_an_unexpected_kind() {
-    match misbehave("hello-reply") {
+fn a_hello_in_place_of_a_reply_is_an_unexpected_kind(kind: TransportKind) {
+    match misbehave(kind, "hello-reply") {
         Error::UnexpectedKind { found: peerpipe::frame::Kind::Hello, .. } => {}
         other => panic!("{other:?}"),
     }
 }
 
-#[test]
-fn a_server_that_sends_half_a_frame_and_exits_is_peer_exited_naming_the_truncation() {
-    match misbehave("half-frame") {
+fn a_server_that_sends_half_a_frame_and_exits_is_peer_exited_naming_the_truncation(
+    kind: TransportKind,
+) {
+    match misbehave(kind, "half-frame") {
         Error::PeerExited { status, context } => {
             assert_eq!(status, "exited with status 0");
             assert!(context.contains("truncated payload: got 13 of 32 bytes"), "{context:?}");
@@ -131,9 +152,10 @@ fn a_server_that_sends_half_a_frame_and_exits_is_peer_exited_naming_the_truncati
     }
 }
 
-#[test]
-fn a_server_that_sends_half_a_hello_header_and_exits_is_peer_exited_naming_the_truncation() {
-    match misbehave("half-header") {
+fn a_server_that_sends_half_a_hello_header_and_exits_is_peer_exited_naming_the_truncation(
+    kind: TransportKind,
+) {
+    match misbehave(kind, "half-header") {
         Error::PeerExited { status, context } => {
             assert_eq!(status, "exited with status 0");
             assert!(context.contains("truncated header: got 10 of 32 bytes"), "{context:?}");
@@ -143,9 +165,8 @@ fn a_server_that_sends_half_a_hello_header_and_exits_is_peer_exited_naming_the_t
     }
 }
 
-#[test]
-fn a_server_killed_mid_run_is_peer_exited_killed_by_signal_9() {
-    match misbehave("killed") {
+fn a_server_killed_mid_run_is_peer_exited_killed_by_signal_9(kind: TransportKind) {
+    match misbehave(kind, "killed") {
         Error::PeerExited { status, context } => {
             assert!(status.contains("killed by signal 9"), "{status:?}");
             assert!(context.contains("seq 1"), "{context:?}");
@@ -154,14 +175,59 @@ fn a_server_killed_mid_run_is_peer_exited_killed_by_signal_9() {
     }
 }
 
-#[test]
-fn a_server_whose_handler_prints_to_stdout_still_speaks_clean_frames() {
+/// A server that has said HELLO and read the request is SIGKILLed from outside while the
+/// client waits for the reply: the client must see its death (over shared memory, through the
+/// liveness pipe it checks at least every 10 ms while sleeping) and say how it died, long
+/// before its own timeout.
+fn a_server_killed_while_the_client_waits_is_reported_well_before_the_timeout(kind: TransportKind) {
+    const KILL_AFTER: Duration = Duration::from_millis(300);
+    let timeout = secs(6);
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(30));
+    assert_eq!(child_processes(), [], "children before the test");
+    let options = Options { timeout: Some(timeout), ..options(kind) };
+    let mut peer = Peer::spawn(misbehaving_command_on(kind, "hang-after-hello", None), options)
+        .expect("spawn a server that answers HELLO and nothing else");
+    assert_eq!(peer.transport_kind(), kind);
+    let pid = nix::unistd::Pid::from_raw(peer.server_pid().expect("spawned") as i32);
+    // The server stays our (unreaped) child until the peer reaps it, so the pid cannot be
+    // reused before the kill.
+    let killer = thread::spawn(move || {
+        thread::sleep(KILL_AFTER);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("SIGKILL the server");
+        Instant::now()
+    });
+    let started = Instant::now();
+    let result = peer.call_f64(&[1.0, 2.0, 3.0, 4.0], &mut [0.0; 4]);
+    let done = Instant::now();
+    let killed_at = killer.join().expect("killer thread");
+    let elapsed = done - started;
+    let noticed_after = done.saturating_duration_since(killed_at);
+    eprintln!("{kind}: the death was reported {noticed_after:?} after the kill");
+    match result {
+        Err(Error::PeerExited { status, context }) => {
+            assert!(status.contains("killed by signal 9"), "{kind}: {status:?}");
+            assert!(context.contains("reply to seq 1"), "{kind}: {context:?}");
+        }
+        other => panic!("{kind}: expected the server's death, got {other:?} after {elapsed:?}"),
+    }
+    assert!(
+        elapsed < timeout / 2,
+        "{kind}: the death was reported {elapsed:?} into a call with a timeout of {timeout:?} \
+         ({noticed_after:?} after the kill)"
+    );
+    drop(peer);
+    assert_eq!(child_processes(), [], "{kind}: a child was left behind");
+}
+
+fn a_server_whose_handler_prints_to_stdout_still_speaks_clean_frames(kind: TransportKind) {
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(20));
-    let options = Options { timeout: Some(TIMEOUT), ..Options::default() };
-    let log = std::env::temp_dir().join(format!("peerpipe-noisy-echo-{}.log", std::process::id()));
+    let log =
+        std::env::temp_dir().join(format!("peerpipe-noisy-echo-{}-{kind}.log", std::process::id()));
     let mut peer =
-        Peer::spawn(misbehaving_command("noisy-echo", Some(&log)), options).expect("spawn");
+        Peer::spawn(misbehaving_command_on(kind, "noisy-echo", Some(&log)), options(kind))
+            .expect("spawn");
     assert_eq!(peer.server_hello().handler.as_deref(), Some("noisy-echo"));
     let values = common::f64_edges();
     let mut reply = vec![0.0; values.len()];
@@ -185,30 +251,36 @@ fn a_server_whose_handler_prints_to_stdout_still_speaks_clean_frames() {
 // The `peer --role client` binary against misbehaving servers
 // ---------------------------------------------------------------------------------------------
 
-/// Runs `peer --role client --spawn CMD` against the misbehaving server `mode` and returns its
-/// stderr after checking exit status 2, a single `peer: error: ` line, no panic or backtrace,
-/// and no process left behind.
-fn client_binary_against(mode: &str) -> String {
+/// Runs `peer --role client --transport KIND --spawn CMD` against the misbehaving server
+/// `mode` and returns its stderr after checking exit status 2, a single `peer: error: ` line,
+/// no panic or backtrace, and no process left behind.
+fn client_binary_against(kind: TransportKind, mode: &str) -> String {
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(20));
     let output = Command::new(peer_exe())
-        .args(["--role", "client", "--timeout", "1s", "--iters", "3", "--sizes", "4", "--spawn"])
-        .arg(misbehaving_shell_line(mode, Some(std::path::Path::new("/dev/null"))))
+        .args(["--role", "client", "--timeout", "1s", "--iters", "3", "--sizes", "4"])
+        .args(["--transport", kind.name(), "--spawn"])
+        .arg(misbehaving_shell_line_on(kind, mode, Some(std::path::Path::new("/dev/null"))))
         .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null())
         .output()
         .expect("run peer --role client");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.code(), Some(2), "{mode}: {:?}, stderr {stderr:?}", output.status);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{kind} {mode}: {:?}, stderr {stderr:?}",
+        output.status
+    );
     let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "{mode}: expected one stderr line, got {stderr:?}");
-    assert!(lines[0].starts_with("peer: error: "), "{mode}: {:?}", lines[0]);
+    assert_eq!(lines.len(), 1, "{kind} {mode}: expected one stderr line, got {stderr:?}");
+    assert!(lines[0].starts_with("peer: error: "), "{kind} {mode}: {:?}", lines[0]);
     assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr:?}");
     // The client reaped its server before exiting, so nothing was re-parented to us either.
     assert_eq!(child_processes(), []);
     assert!(
         !server_still_running(mode),
-        "{mode}: a misbehaving server outlived `peer --role client`"
+        "{kind} {mode}: a misbehaving server outlived `peer --role client`"
     );
     lines[0].to_owned()
 }
@@ -228,26 +300,25 @@ fn server_still_running(mode: &str) -> bool {
     })
 }
 
-#[test]
-fn the_client_binary_names_a_seq_mismatch_in_one_line_and_exits_2() {
-    let line = client_binary_against("wrong-seq");
-    assert!(line.contains("seq mismatch: expected reply to seq 1, found seq 2"), "{line:?}");
+fn the_client_binary_names_a_seq_mismatch_in_one_line_and_exits_2(kind: TransportKind) {
+    let line = client_binary_against(kind, "wrong-seq");
+    assert!(
+        line.contains("seq mismatch: expected reply to seq 1, found seq 2"),
+        "{kind}: {line:?}"
+    );
 }
 
-#[test]
-fn the_client_binary_names_a_killed_server_in_one_line_and_exits_2() {
-    let line = client_binary_against("killed");
-    assert!(line.contains("killed by signal 9"), "{line:?}");
+fn the_client_binary_names_a_killed_server_in_one_line_and_exits_2(kind: TransportKind) {
+    let line = client_binary_against(kind, "killed");
+    assert!(line.contains("killed by signal 9"), "{kind}: {line:?}");
 }
 
-#[test]
-fn the_client_binary_names_a_timeout_in_one_line_and_exits_2() {
-    let line = client_binary_against("hang-after-hello");
-    assert!(line.contains("timed out after 1s waiting for the reply to seq 1"), "{line:?}");
+fn the_client_binary_names_a_timeout_in_one_line_and_exits_2(kind: TransportKind) {
+    let line = client_binary_against(kind, "hang-after-hello");
+    assert!(line.contains("timed out after 1s waiting for the reply to seq 1"), "{kind}: {line:?}");
 }
 
-#[test]
-fn the_client_binary_names_an_early_exit_in_one_line_and_exits_2() {
-    let line = client_binary_against("exit-3");
-    assert!(line.contains("exited with status 3"), "{line:?}");
+fn the_client_binary_names_an_early_exit_in_one_line_and_exits_2(kind: TransportKind) {
+    let line = client_binary_against(kind, "exit-3");
+    assert!(line.contains("exited with status 3"), "{kind}: {line:?}");
 }

@@ -1,19 +1,23 @@
 //! The library's client, `Peer`, against the real `peer --role server` binary: typed calls for
 //! every `Values`/`ValuesMut` combination on both data paths, timing, pipelining, ERROR
 //! replies, closing and dropping, a client that stops reading, and timeouts.
+//!
+//! Every test is a function of the transport, run as `NAME::pipe`, `NAME::shm_sem` and
+//! `NAME::shm_ring` (see `per_transport!`): the server is spawned with `--transport KIND`.
 
+#[macro_use]
 mod common;
 
 use std::thread;
 use std::time::Duration;
 
 use common::{
-    Watchdog, bits32, bits64, f32_edges, f64_edges, misbehaving_shell_line, peer_exe,
+    Watchdog, bits32, bits64, f32_edges, f64_edges, misbehaving_shell_line_on, peer_exe,
     pseudo_random_f64, secs,
 };
 use peerpipe::codec::{self, Values, ValuesMut};
 use peerpipe::frame::{Dtype, HEADER_LEN, Header, Hello, Kind};
-use peerpipe::transport::{Deadline, Transport};
+use peerpipe::transport::{Deadline, Transport, TransportKind};
 use peerpipe::{DataPath, Error, Options, Peer, Wait};
 
 /// The re-executed test binary plays a misbehaving server; see `common::misbehave`.
@@ -22,12 +26,21 @@ fn misbehaving_server_entry() {
     common::misbehaving_server_entry();
 }
 
-fn options(path: DataPath) -> Options {
-    Options { path, timeout: Some(secs(10)), ..Options::default() }
+fn options(kind: TransportKind, path: DataPath) -> Options {
+    Options { path, transport: kind, timeout: Some(secs(10)), ..Options::default() }
+}
+
+/// The default options, on `kind`.
+fn on(kind: TransportKind) -> Options {
+    Options { transport: kind, ..Options::default() }
 }
 
 fn spawn(handler: &str, options: Options) -> Peer {
-    Peer::spawn_server(peer_exe(), handler, options).expect("spawn peer --role server")
+    let kind = options.transport;
+    let peer = Peer::spawn_server(peer_exe(), handler, options)
+        .unwrap_or_else(|e| panic!("spawn peer --role server --transport {kind}: {e}"));
+    assert_eq!(peer.transport_kind(), kind);
+    peer
 }
 
 /// Closes the peer and asserts the server exited with status 0.
@@ -35,6 +48,31 @@ fn close_cleanly(peer: Peer) {
     let status = peer.close().expect("close").expect("a spawned server has an exit status");
     assert!(status.success(), "server exit status {status:?}");
 }
+
+per_transport!(
+    every_values_combination_round_trips_bit_exact_on_both_paths,
+    call_f64_returns_nan_payloads_and_signed_zeros_bit_for_bit,
+    mismatched_buffer_dtype_is_a_dtype_mismatch_naming_both_and_the_server_is_reaped,
+    a_call_after_a_failed_call_reports_the_earlier_failure,
+    send_after_a_failed_call_reports_the_earlier_failure,
+    mismatched_buffer_length_is_a_count_mismatch_naming_both,
+    eight_mib_calls_round_trip_on_both_paths,
+    every_wait_strategy_completes_calls,
+    server_hello_and_capacity_are_reported,
+    a_request_above_the_servers_limit_is_refused_before_sending_and_the_peer_stays_usable,
+    call_timing_fields_are_consistent,
+    recv_reports_the_seq_it_answers_and_its_timing,
+    pipelined_sends_then_recvs_come_back_in_order,
+    close_with_replies_in_flight_discards_them_and_exits_cleanly,
+    an_error_reply_becomes_remote_with_the_servers_message_and_the_peer_stays_usable,
+    an_error_reply_in_a_pipeline_is_matched_to_its_request,
+    close_returns_the_servers_successful_exit_status_and_reaps_it,
+    dropping_a_peer_without_close_reaps_the_server,
+    a_peer_over_a_transport_has_no_server_process,
+    a_client_that_stops_reading_gets_a_timeout_not_a_hang_and_the_server_is_reaped,
+    a_200us_timeout_on_a_spawned_server_that_never_answers_ends_in_timeout,
+    a_200us_timeout_on_a_silent_peer_ends_in_timeout_waiting_for_seq_1,
+);
 
 // ---------------------------------------------------------------------------------------------
 // Round trips
@@ -107,15 +145,14 @@ fn dst_wire_dtype(kind: &str) -> Dtype {
     }
 }
 
-#[test]
-fn every_values_combination_round_trips_bit_exact_on_both_paths() {
+fn every_values_combination_round_trips_bit_exact_on_both_paths(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(30));
     let f64s = f64_values();
     let f32s = f32_values();
     let bytes: Vec<u8> = (0..=255u8).rev().collect();
     for handler in ["echo", "echo-raw"] {
         for path in [DataPath::ZeroCopy, DataPath::Codec] {
-            let mut peer = spawn(handler, options(path));
+            let mut peer = spawn(handler, options(kind, path));
             for src in [
                 Values::Bytes(&bytes),
                 Values::F32(&f32s),
@@ -155,11 +192,10 @@ fn every_values_combination_round_trips_bit_exact_on_both_paths() {
     }
 }
 
-#[test]
-fn call_f64_returns_nan_payloads_and_signed_zeros_bit_for_bit() {
+fn call_f64_returns_nan_payloads_and_signed_zeros_bit_for_bit(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     for path in [DataPath::ZeroCopy, DataPath::Codec] {
-        let mut peer = spawn("echo", options(path));
+        let mut peer = spawn("echo", options(kind, path));
         let values = f64_values();
         let mut reply = vec![0.0; values.len()];
         peer.call_f64(&values, &mut reply).expect("call_f64");
@@ -168,8 +204,9 @@ fn call_f64_returns_nan_payloads_and_signed_zeros_bit_for_bit() {
     }
 }
 
-#[test]
-fn mismatched_buffer_dtype_is_a_dtype_mismatch_naming_both_and_the_server_is_reaped() {
+fn mismatched_buffer_dtype_is_a_dtype_mismatch_naming_both_and_the_server_is_reaped(
+    kind: TransportKind,
+) {
     let _watchdog = Watchdog::new(secs(40));
     let f64s = [1.0, 2.0];
     let f32s = [1.0f32, 2.0];
@@ -180,7 +217,7 @@ fn mismatched_buffer_dtype_is_a_dtype_mismatch_naming_both_and_the_server_is_rea
         {
             for dst_kind in DST_KINDS.into_iter().filter(|k| dst_wire_dtype(k) != src.wire_dtype())
             {
-                let mut peer = spawn("echo", options(path));
+                let mut peer = spawn("echo", options(kind, path));
                 let pid = peer.server_pid().expect("spawned");
                 match call_into(&mut peer, src, dst_kind) {
                     Err(Error::DtypeMismatch { seq: 1, expected, found }) => {
@@ -194,20 +231,18 @@ fn mismatched_buffer_dtype_is_a_dtype_mismatch_naming_both_and_the_server_is_rea
     }
 }
 
-#[test]
-fn a_call_after_a_failed_call_reports_the_earlier_failure() {
+fn a_call_after_a_failed_call_reports_the_earlier_failure(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("echo", options(DataPath::ZeroCopy));
+    let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
     let failed = peer.call(Values::F64(&[1.0]), ValuesMut::F32(&mut [0.0]));
     assert!(matches!(failed, Err(Error::DtypeMismatch { .. })), "{failed:?}");
     let again = peer.call_f64(&[1.0], &mut [0.0]);
     assert!(matches!(again, Err(Error::PeerClosed { .. })), "{again:?}");
 }
 
-#[test]
-fn send_after_a_failed_call_reports_the_earlier_failure() {
+fn send_after_a_failed_call_reports_the_earlier_failure(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("echo", options(DataPath::ZeroCopy));
+    let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
     let failed = peer.call(Values::F64(&[1.0]), ValuesMut::F32(&mut [0.0]));
     assert!(matches!(failed, Err(Error::DtypeMismatch { .. })), "{failed:?}");
     let again = peer.send(Values::F64(&[1.0]));
@@ -221,10 +256,9 @@ fn send_after_a_failed_call_reports_the_earlier_failure() {
     assert!(peer.close().is_ok());
 }
 
-#[test]
-fn mismatched_buffer_length_is_a_count_mismatch_naming_both() {
+fn mismatched_buffer_length_is_a_count_mismatch_naming_both(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("echo", options(DataPath::ZeroCopy));
+    let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
     let mut reply = [0.0; 3];
     match peer.call_f64(&[1.0, 2.0, 3.0, 4.0], &mut reply) {
         Err(e @ Error::CountMismatch { seq: 1, expected: 3, found: 4 }) => {
@@ -234,12 +268,11 @@ fn mismatched_buffer_length_is_a_count_mismatch_naming_both() {
     }
 }
 
-#[test]
-fn eight_mib_calls_round_trip_on_both_paths() {
+fn eight_mib_calls_round_trip_on_both_paths(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(40));
     let values = pseudo_random_f64(1 << 20, 21);
     for path in [DataPath::ZeroCopy, DataPath::Codec] {
-        let mut peer = spawn("echo", options(path));
+        let mut peer = spawn("echo", options(kind, path));
         let mut reply = vec![0.0; values.len()];
         for _ in 0..2 {
             reply.fill(0.0);
@@ -250,11 +283,10 @@ fn eight_mib_calls_round_trip_on_both_paths() {
     }
 }
 
-#[test]
-fn every_wait_strategy_completes_calls() {
+fn every_wait_strategy_completes_calls(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     for wait in [Wait::Block, Wait::Spin, Wait::default(), Wait::Hybrid { spin: Duration::ZERO }] {
-        let mut peer = spawn("echo-raw", Options { wait, ..options(DataPath::ZeroCopy) });
+        let mut peer = spawn("echo-raw", Options { wait, ..options(kind, DataPath::ZeroCopy) });
         let values = pseudo_random_f64(500, 1);
         let mut reply = vec![0.0; 500];
         for _ in 0..20 {
@@ -265,23 +297,37 @@ fn every_wait_strategy_completes_calls() {
     }
 }
 
-#[test]
-fn server_hello_and_pipe_capacity_are_reported() {
+/// The server's HELLO, and the capacity of the transport: what the kernel granted for a
+/// pipe; for shared memory the ring or slot size asked for, rounded up to a multiple of 64
+/// (and a count limit on `shm-sem`).
+fn server_hello_and_capacity_are_reported(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let peer = spawn("lorenz96", Options { max_frame_bytes: 1 << 20, ..Options::default() });
+    let shm_capacity = 5000;
+    let peer = spawn("lorenz96", Options { max_frame_bytes: 1 << 20, shm_capacity, ..on(kind) });
     let hello = peer.server_hello();
     assert_eq!(hello.handler.as_deref(), Some("lorenz96"));
     assert_eq!(hello.max_frame_bytes, 1 << 20, "spawn_server passes --max-frame-bytes");
     assert!(hello.implementation.as_deref().is_some_and(|i| i.starts_with("peerpipe ")));
-    let capacity = peer.capacity().expect("pipes have a capacity");
-    assert!(capacity >= 4096, "granted pipe capacity {capacity}");
+    let capacity = peer.capacity().expect("every transport has a capacity");
+    match kind {
+        TransportKind::Pipe => assert!(capacity >= 4096, "granted pipe capacity {capacity}"),
+        _ => assert_eq!(capacity, shm_capacity.next_multiple_of(64), "{kind} capacity"),
+    }
+    let expected_in_flight = (kind == TransportKind::ShmSem).then_some(3);
+    assert_eq!(peer.max_in_flight(), expected_in_flight, "{kind}");
+    // A request and reply larger than a small region stream through it.
+    let mut peer = peer;
+    let state = pseudo_random_f64(1000, 3);
+    let mut d = vec![0.0; state.len()];
+    peer.call_f64(&state, &mut d).expect("a call of 8000 bytes");
     close_cleanly(peer);
 }
 
-#[test]
-fn a_request_above_the_servers_limit_is_refused_before_sending_and_the_peer_stays_usable() {
+fn a_request_above_the_servers_limit_is_refused_before_sending_and_the_peer_stays_usable(
+    kind: TransportKind,
+) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("echo", Options { max_frame_bytes: 1024, ..Options::default() });
+    let mut peer = spawn("echo", Options { max_frame_bytes: 1024, ..on(kind) });
     let big = vec![1.0; 129];
     match peer.call_f64(&big, &mut vec![0.0; 129]) {
         Err(Error::FrameTooLarge { payload_bytes: 1032, max_frame_bytes: 1024 }) => {}
@@ -297,11 +343,10 @@ fn a_request_above_the_servers_limit_is_refused_before_sending_and_the_peer_stay
 // Timing
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn call_timing_fields_are_consistent() {
+fn call_timing_fields_are_consistent(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     for path in [DataPath::ZeroCopy, DataPath::Codec] {
-        let mut peer = spawn("echo", options(path));
+        let mut peer = spawn("echo", options(kind, path));
         let values = pseudo_random_f64(4096, 2);
         let mut reply = vec![0.0; values.len()];
         let mut narrowed = vec![0.0; values.len()];
@@ -327,10 +372,9 @@ fn call_timing_fields_are_consistent() {
     }
 }
 
-#[test]
-fn recv_reports_the_seq_it_answers_and_its_timing() {
+fn recv_reports_the_seq_it_answers_and_its_timing(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("echo", options(DataPath::ZeroCopy));
+    let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
     let seq = peer.send(Values::F64(&[1.0, 2.0])).expect("send");
     let mut reply = [0.0; 2];
     let received = peer.recv(ValuesMut::F64(&mut reply)).expect("recv");
@@ -344,40 +388,50 @@ fn recv_reports_the_seq_it_answers_and_its_timing() {
 // Pipelining
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn pipelined_sends_then_recvs_come_back_in_order() {
+fn pipelined_sends_then_recvs_come_back_in_order(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     for path in [DataPath::ZeroCopy, DataPath::Codec] {
-        let mut peer = spawn("echo", options(path));
+        let mut peer = spawn("echo", options(kind, path));
         let requests: Vec<Vec<f64>> =
             (0..32).map(|i| pseudo_random_f64(1 + 97 * i, i as u64)).collect();
-        let mut seqs = Vec::new();
-        for (i, request) in requests.iter().enumerate() {
-            seqs.push(peer.send(Values::F64(request)).expect("send"));
-            assert_eq!(peer.in_flight(), i + 1);
+        // All 32 in flight at once (about 400 KB, within a pipe or ring of 1 MiB); over
+        // shm-sem, whose slots bound the count, as many as it allows, window after window.
+        let window = peer.max_in_flight().unwrap_or(requests.len());
+        assert!(window >= 2, "{kind}: a window of {window} pipelines nothing");
+        for batch in requests.chunks(window) {
+            let mut seqs = Vec::new();
+            for (i, request) in batch.iter().enumerate() {
+                seqs.push(peer.send(Values::F64(request)).expect("send"));
+                assert_eq!(peer.in_flight(), i + 1);
+            }
+            let pending = peer.call_f64(&[1.0], &mut [0.0]);
+            assert!(
+                matches!(pending, Err(Error::InvalidArgument { what: "call", .. })),
+                "{pending:?}"
+            );
+            for (request, seq) in batch.iter().zip(&seqs) {
+                let mut reply = vec![0.0; request.len()];
+                let received = peer.recv(ValuesMut::F64(&mut reply)).expect("recv");
+                assert_eq!(received.seq, *seq);
+                assert_eq!(bits64(&reply), bits64(request), "{kind} {path}: seq {seq}");
+            }
+            assert_eq!(peer.in_flight(), 0);
         }
-        let pending = peer.call_f64(&[1.0], &mut [0.0]);
-        assert!(matches!(pending, Err(Error::InvalidArgument { what: "call", .. })), "{pending:?}");
-        for (request, seq) in requests.iter().zip(&seqs) {
-            let mut reply = vec![0.0; request.len()];
-            let received = peer.recv(ValuesMut::F64(&mut reply)).expect("recv");
-            assert_eq!(received.seq, *seq);
-            assert_eq!(bits64(&reply), bits64(request));
-        }
-        assert_eq!(peer.in_flight(), 0);
         let nothing = peer.recv(ValuesMut::F64(&mut []));
         assert!(matches!(nothing, Err(Error::InvalidArgument { what: "recv", .. })), "{nothing:?}");
         close_cleanly(peer);
     }
 }
 
-#[test]
-fn close_with_replies_in_flight_discards_them_and_exits_cleanly() {
+fn close_with_replies_in_flight_discards_them_and_exits_cleanly(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("echo", options(DataPath::ZeroCopy));
-    for i in 0..5 {
-        peer.send(Values::F64(&pseudo_random_f64(100, i))).expect("send");
+    let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
+    // Five, or as many as shm-sem's slots allow.
+    let in_flight = peer.max_in_flight().unwrap_or(5).min(5);
+    for i in 0..in_flight {
+        peer.send(Values::F64(&pseudo_random_f64(100, i as u64))).expect("send");
     }
+    assert_eq!(peer.in_flight(), in_flight);
     close_cleanly(peer);
 }
 
@@ -385,10 +439,11 @@ fn close_with_replies_in_flight_discards_them_and_exits_cleanly() {
 // ERROR replies
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn an_error_reply_becomes_remote_with_the_servers_message_and_the_peer_stays_usable() {
+fn an_error_reply_becomes_remote_with_the_servers_message_and_the_peer_stays_usable(
+    kind: TransportKind,
+) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("lorenz96", options(DataPath::ZeroCopy));
+    let mut peer = spawn("lorenz96", options(kind, DataPath::ZeroCopy));
     let pid = peer.server_pid().expect("spawned");
     match peer.call_f64(&[1.0, 2.0, 3.0], &mut [0.0; 3]) {
         Err(Error::Remote { seq: 1, message }) => {
@@ -408,10 +463,10 @@ fn an_error_reply_becomes_remote_with_the_servers_message_and_the_peer_stays_usa
     close_cleanly(peer);
 }
 
-#[test]
-fn an_error_reply_in_a_pipeline_is_matched_to_its_request() {
+fn an_error_reply_in_a_pipeline_is_matched_to_its_request(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("lorenz96", options(DataPath::Codec));
+    let mut peer = spawn("lorenz96", options(kind, DataPath::Codec));
+    assert!(peer.max_in_flight().is_none_or(|n| n >= 3), "{kind}: three requests in flight");
     let good = [1.0, 2.0, 3.0, 4.0];
     peer.send(Values::F64(&good)).unwrap();
     peer.send(Values::F64(&good[..2])).unwrap();
@@ -429,10 +484,9 @@ fn an_error_reply_in_a_pipeline_is_matched_to_its_request() {
 // Lifecycle
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn close_returns_the_servers_successful_exit_status_and_reaps_it() {
+fn close_returns_the_servers_successful_exit_status_and_reaps_it(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("echo", options(DataPath::ZeroCopy));
+    let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
     let pid = peer.server_pid().expect("spawned");
     assert!(common::is_our_child(pid));
     peer.call_f64(&[1.0], &mut [0.0]).expect("call");
@@ -441,32 +495,31 @@ fn close_returns_the_servers_successful_exit_status_and_reaps_it() {
     assert!(!common::is_our_child(pid), "server {pid} not reaped by close");
 }
 
-#[test]
-fn dropping_a_peer_without_close_reaps_the_server() {
+fn dropping_a_peer_without_close_reaps_the_server(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let mut peer = spawn("echo", options(DataPath::ZeroCopy));
+    let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
     let pid = peer.server_pid().expect("spawned");
     peer.call_f64(&[1.0], &mut [0.0]).expect("call");
     drop(peer);
     assert!(!common::is_our_child(pid), "server {pid} still our child after drop");
     // Dropped before any call, too.
-    let peer = spawn("echo-raw", options(DataPath::Codec));
+    let peer = spawn("echo-raw", options(kind, DataPath::Codec));
     let pid = peer.server_pid().expect("spawned");
     drop(peer);
     assert!(!common::is_our_child(pid), "server {pid} still our child after drop");
 }
 
-#[test]
-fn a_peer_over_a_transport_has_no_server_process() {
+fn a_peer_over_a_transport_has_no_server_process(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     use peerpipe::handlers::Echo;
     use peerpipe::server::{Ending, ServeOptions, serve};
-    let (client, mut server_end) = Transport::pipe_pair(Wait::Block).expect("pair");
+    let (client, mut server_end) = Transport::pair(kind, Wait::Block).expect("pair");
     let server = thread::spawn(move || {
         serve(&mut server_end, &mut Echo::default(), &ServeOptions::default())
     });
-    let mut peer = Peer::connect(client, Options::default()).expect("connect");
+    let mut peer = Peer::connect(client, on(kind)).expect("connect");
     assert_eq!(peer.server_pid(), None);
+    assert_eq!(peer.transport_kind(), kind);
     let mut reply = [0.0; 2];
     peer.call_f64(&[f64::NAN, -0.0], &mut reply).expect("call");
     assert_eq!(bits64(&reply), bits64(&[f64::NAN, -0.0]));
@@ -479,15 +532,16 @@ fn a_peer_over_a_transport_has_no_server_process() {
 // Timeouts: a client that stops reading, a server that never answers
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn a_client_that_stops_reading_gets_a_timeout_not_a_hang_and_the_server_is_reaped() {
+fn a_client_that_stops_reading_gets_a_timeout_not_a_hang_and_the_server_is_reaped(
+    kind: TransportKind,
+) {
     let _watchdog = Watchdog::new(secs(30));
     let timeout = secs(2);
-    let mut peer = spawn("echo", Options { timeout: Some(timeout), ..Options::default() });
+    let mut peer = spawn("echo", Options { timeout: Some(timeout), ..on(kind) });
     let pid = peer.server_pid().expect("spawned");
-    let capacity = peer.capacity().expect("pipe capacity");
-    // Requests as large as a pipe: after a few, the reply pipe and the request pipe are both
-    // full and the next send cannot complete.
+    let capacity = peer.capacity().expect("pipe, ring or slot capacity");
+    // Requests as large as a pipe (ring, slot): after a few, the reply direction and the
+    // request direction are both full and the next send cannot complete.
     let request = vec![0.5; capacity / 8];
     let mut result = Ok(0);
     for _ in 0..16 {
@@ -508,11 +562,10 @@ fn a_client_that_stops_reading_gets_a_timeout_not_a_hang_and_the_server_is_reape
     assert!(matches!(after, Err(Error::PeerClosed { .. })), "{after:?}");
 }
 
-#[test]
-fn a_200us_timeout_on_a_spawned_server_that_never_answers_ends_in_timeout() {
+fn a_200us_timeout_on_a_spawned_server_that_never_answers_ends_in_timeout(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let line = misbehaving_shell_line("hang-after-hello", None);
-    let options = Options { timeout: Some(Duration::from_micros(200)), ..Options::default() };
+    let line = misbehaving_shell_line_on(kind, "hang-after-hello", None);
+    let options = Options { timeout: Some(Duration::from_micros(200)), ..on(kind) };
     // The server prints a valid HELLO and never answers; whether the 200 µs pass during the
     // handshake or while waiting for the reply, the outcome is a timeout. How long it took is
     // measured in benches/timeout.rs, not asserted here.
@@ -527,20 +580,19 @@ fn a_200us_timeout_on_a_spawned_server_that_never_answers_ends_in_timeout() {
     assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
 }
 
-#[test]
-fn a_200us_timeout_on_a_silent_peer_ends_in_timeout_waiting_for_seq_1() {
+fn a_200us_timeout_on_a_silent_peer_ends_in_timeout_waiting_for_seq_1(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let hello = common::server_hello("silent");
     let header: &[u8; HEADER_LEN] = hello[..HEADER_LEN].try_into().expect("32 bytes");
     let payload_len = Header::parse(header, u64::MAX).expect("valid HELLO").count as usize;
     let payload = &hello[HEADER_LEN..HEADER_LEN + payload_len];
     for wait in [Wait::Block, Wait::Spin, Wait::default()] {
-        let (client, mut server_end) = Transport::pipe_pair(wait).expect("pair");
+        let (client, mut server_end) = Transport::pair(kind, wait).expect("pair");
         // The server's HELLO is in the pipe before the client starts, so the handshake needs
-        // no waiting and the 200 µs all go to the reply that never comes.
+        // no waiting and the 200 µs all go to the reply that never comes (over shm-sem, to
+        // room for the request: the client's unread HELLO holds the request slot).
         server_end.send_frame(header, payload, Deadline::NEVER).expect("pre-write HELLO");
-        let options =
-            Options { wait, timeout: Some(Duration::from_micros(200)), ..Options::default() };
+        let options = Options { wait, timeout: Some(Duration::from_micros(200)), ..on(kind) };
         let mut peer = Peer::connect(client, options).expect("handshake from a pre-written HELLO");
         match peer.call_f64(&[1.0], &mut [0.0]) {
             Err(Error::Timeout { waiting_for, after }) => {

@@ -4,7 +4,7 @@
 //! with its ERROR frame and exit status, end of stream at and inside a frame, BYE, a client
 //! that stops reading, and 8 MiB frames.
 //!
-//! Each test is a function of the transport, run once per transport by [`per_transport!`]:
+//! Each test is a function of the transport, run once per transport by `per_transport!` (in `common`):
 //! `cargo test --test server_binary shm_ring` runs one transport, and a failure names its
 //! transport (`bad_magic_gets_error_with_the_headers_seq_and_exit_2::shm_sem`).
 //!
@@ -14,6 +14,7 @@
 //! [`Transport`] that `peerpipe::process::spawn_connected` returns (for `pipe`, the server's
 //! stdin and stdout; for shared memory, the region handed over as the server's stdin).
 
+#[macro_use]
 mod common;
 
 use std::io::{self, Read};
@@ -34,32 +35,6 @@ use peerpipe::frame::{
 use peerpipe::lorenz96;
 use peerpipe::process::{Spawn, spawn_connected};
 use peerpipe::transport::{Deadline, Transport, TransportKind};
-
-/// Generates, for each test function `name(kind: TransportKind)` given, a module `name` of
-/// three tests, `pipe`, `shm_sem` and `shm_ring`, each running it over its transport (a module
-/// and a function may share a name).
-macro_rules! per_transport {
-    ($($name:ident),+ $(,)?) => {$(
-        mod $name {
-            use peerpipe::transport::TransportKind;
-
-            #[test]
-            fn pipe() {
-                super::$name(TransportKind::Pipe)
-            }
-
-            #[test]
-            fn shm_sem() {
-                super::$name(TransportKind::ShmSem)
-            }
-
-            #[test]
-            fn shm_ring() {
-                super::$name(TransportKind::ShmRing)
-            }
-        }
-    )+};
-}
 
 /// How long one read or write through the transport may wait for the server before the test
 /// fails with a timeout (the server's own frame timeout is 10 s).

@@ -14,9 +14,15 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use peerpipe::frame::{self, Dtype, HEADER_LEN, Header, Hello, Kind, encode_frame};
+use peerpipe::transport::{Deadline, Transport, TransportKind, Wait};
 
 /// Environment variable that turns `misbehaving_server_entry` into a server.
 pub const MISBEHAVE_VAR: &str = "PEERPIPE_MISBEHAVE";
+
+/// Environment variable naming the transport a misbehaving server speaks (`pipe`, `shm-sem` or
+/// `shm-ring`; `pipe` when unset). The client must spawn it with the same
+/// `Options::transport`.
+pub const TRANSPORT_VAR: &str = "PEERPIPE_MISBEHAVE_TRANSPORT";
 
 /// Environment variable naming the pid of the test process that started a misbehaving server,
 /// so a test can find its own servers (and only those) anywhere in `/proc`.
@@ -85,6 +91,30 @@ impl Drop for Watchdog {
             let _ = thread.join();
         }
     }
+}
+
+/// Generates, for each `name` given, a module `name` of three tests, `pipe`, `shm_sem` and
+/// `shm_ring`, each calling the function `name(kind: TransportKind)` of the enclosing module
+/// with its transport (a module and a function may share a name), so that a failure names
+/// the transport (`name::shm_ring`) and `cargo test shm_sem` runs one transport.
+#[allow(unused_macros)]
+macro_rules! per_transport {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn pipe() {
+                super::$name(peerpipe::transport::TransportKind::Pipe)
+            }
+            #[test]
+            fn shm_sem() {
+                super::$name(peerpipe::transport::TransportKind::ShmSem)
+            }
+            #[test]
+            fn shm_ring() {
+                super::$name(peerpipe::transport::TransportKind::ShmRing)
+            }
+        }
+    )+};
 }
 
 /// `Duration::from_secs`, shorter.
@@ -364,15 +394,27 @@ pub fn bits32(values: &[f32]) -> Vec<u32> {
 // ---------------------------------------------------------------------------------------------
 
 /// A shell command line that re-executes the current test binary as the misbehaving server
-/// `mode`: `exec` keeps the pid (so terminating it leaves no grandchild), fd 3 carries the
-/// protocol out, and the test harness's own printing on fd 1 goes to `/dev/null` so it cannot
-/// reach the client. With `stderr_to`, the child's stderr goes to that file.
+/// `mode` over pipes; see [`misbehaving_shell_line_on`].
 pub fn misbehaving_shell_line(mode: &str, stderr_to: Option<&Path>) -> String {
+    misbehaving_shell_line_on(TransportKind::Pipe, mode, stderr_to)
+}
+
+/// A shell command line that re-executes the current test binary as the misbehaving server
+/// `mode` speaking `kind` (the client must spawn it with the same transport): `exec` keeps
+/// the pid (so terminating it leaves no grandchild), fd 3 carries the protocol out (over
+/// shared memory: the liveness pipe), and the test harness's own printing on fd 1 goes to
+/// `/dev/null` so it cannot reach the client. With `stderr_to`, the child's stderr goes to
+/// that file.
+pub fn misbehaving_shell_line_on(
+    kind: TransportKind,
+    mode: &str,
+    stderr_to: Option<&Path>,
+) -> String {
     let exe = std::env::current_exe().expect("current_exe");
     let stderr = stderr_to.map_or(String::new(), |path| format!(" 2>{}", shell_quote(path)));
     format!(
-        "exec env {MISBEHAVE_VAR}={mode} {OWNER_VAR}={owner} {exe} misbehaving_server_entry \
-         --exact --nocapture -q 3>&1 1>/dev/null{stderr}",
+        "exec env {MISBEHAVE_VAR}={mode} {TRANSPORT_VAR}={kind} {OWNER_VAR}={owner} {exe} \
+         misbehaving_server_entry --exact --nocapture -q 3>&1 1>/dev/null{stderr}",
         owner = std::process::id(),
         exe = shell_quote(&exe),
     )
@@ -384,19 +426,33 @@ fn shell_quote(path: &Path) -> String {
     format!("'{text}'")
 }
 
-/// `sh -c LINE` for [`misbehaving_shell_line`], ready for `Peer::spawn`.
+/// `sh -c LINE` for [`misbehaving_shell_line`] (pipes), ready for `Peer::spawn`.
 pub fn misbehaving_command(mode: &str, stderr_to: Option<&Path>) -> Command {
+    misbehaving_command_on(TransportKind::Pipe, mode, stderr_to)
+}
+
+/// `sh -c LINE` for [`misbehaving_shell_line_on`], ready for `Peer::spawn` with
+/// `Options { transport: kind, .. }`.
+pub fn misbehaving_command_on(
+    kind: TransportKind,
+    mode: &str,
+    stderr_to: Option<&Path>,
+) -> Command {
     let mut command = Command::new("sh");
-    command.arg("-c").arg(misbehaving_shell_line(mode, stderr_to));
+    command.arg("-c").arg(misbehaving_shell_line_on(kind, mode, stderr_to));
     command
 }
 
 /// Body of each test binary's `misbehaving_server_entry` test: returns at once in a normal
-/// test run; when started by [`misbehaving_command`], plays the server `mode` on stdin and
-/// fd 3, then exits the process.
+/// test run; when started by [`misbehaving_command`], plays the server `mode` on the transport
+/// named by [`TRANSPORT_VAR`], then exits the process.
 pub fn misbehaving_server_entry() {
     let Ok(mode) = std::env::var(MISBEHAVE_VAR) else { return };
-    misbehave(&mode)
+    let kind = match std::env::var(TRANSPORT_VAR) {
+        Ok(name) => name.parse().unwrap_or_else(|e| panic!("{TRANSPORT_VAR}={name:?}: {e}")),
+        Err(_) => TransportKind::Pipe,
+    };
+    misbehave(kind, &mode)
 }
 
 fn protocol_out() -> fs::File {
@@ -404,47 +460,108 @@ fn protocol_out() -> fs::File {
     fs::OpenOptions::new().write(true).open("/dev/fd/3").expect("open the protocol pipe /dev/fd/3")
 }
 
-/// Reads stdin until end of stream (the client went away), then exits: a server that says
-/// nothing more but leaves when its client does, even if the test binary was aborted.
-fn linger() -> ! {
-    let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
+/// Makes fd 3 (the client's pipe, moved out of the way of the harness's printing) this
+/// process's stdout again, as it is for a real server, so `stdio_transport_of` finds it there.
+fn protocol_pipe_to_stdout() {
+    let out = protocol_out();
+    nix::unistd::dup2_stdout(&out).expect("dup2 the protocol pipe onto fd 1");
+}
+
+/// The misbehaving server's end of the conversation, as a byte stream.
+enum ServerWire {
+    /// The client's frames come on stdin and go out on fd 3.
+    Pipe(fs::File),
+    /// A shared-memory transport from `stdio_transport_of`: the region was stdin, the
+    /// liveness pipe fd 3 (moved to fd 1 first).
+    Shm(Transport),
+}
+
+impl ServerWire {
+    fn open(kind: TransportKind) -> ServerWire {
+        if !kind.is_shared_memory() {
+            return ServerWire::Pipe(protocol_out());
+        }
+        protocol_pipe_to_stdout();
+        let transport = peerpipe::server::stdio_transport_of(kind, Wait::Block)
+            .unwrap_or_else(|e| panic!("stdio_transport_of({kind}): {e}"));
+        ServerWire::Shm(transport)
+    }
+}
+
+impl Read for ServerWire {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            ServerWire::Pipe(_) => io::stdin().lock().read(buf),
+            // Fills `buf` or stops at the end of the stream: enough for `read_frame`, and a
+            // client that dies is seen through the liveness pipe.
+            ServerWire::Shm(transport) => {
+                transport.recv_exact(buf, Deadline::NEVER).map_err(io::Error::other)
+            }
+        }
+    }
+}
+
+impl Write for ServerWire {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            ServerWire::Pipe(out) => out.write(buf),
+            ServerWire::Shm(transport) => {
+                let deadline = Deadline::after(Some(Duration::from_secs(10)));
+                transport.send_bytes(buf, deadline).map_err(io::Error::other)?;
+                Ok(buf.len())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Reads until end of stream (the client went away), then exits: a server that says nothing
+/// more but leaves when its client does, even if the test binary was aborted.
+fn linger(wire: &mut ServerWire) -> ! {
+    let _ = io::copy(wire, &mut io::sink());
     std::process::exit(0)
 }
 
-fn read_client_frame() -> RawFrame {
-    match read_frame(&mut io::stdin().lock()) {
+fn read_client_frame(wire: &mut ServerWire) -> RawFrame {
+    match read_frame(wire) {
         Ok(Some(frame)) => frame,
         // The client gave up already: nothing left to do.
         _ => std::process::exit(0),
     }
 }
 
-fn misbehave(mode: &str) -> ! {
-    let mut out = protocol_out();
+fn misbehave(kind: TransportKind, mode: &str) -> ! {
     match mode {
         "exit-3" => std::process::exit(3),
-        "noisy-echo" => noisy_echo(out),
-        "silent" => linger(),
+        "noisy-echo" => noisy_echo(kind),
+        _ => {}
+    }
+    let mut wire = ServerWire::open(kind);
+    match mode {
+        "silent" => linger(&mut wire),
         "garbage" => {
-            let _ = out.write_all(b"this is not a frame of wire format v1, it is just text\n");
-            linger()
+            let _ = wire.write_all(b"this is not a frame of wire format v1, it is just text\n");
+            linger(&mut wire)
         }
         "half-header" => {
             // Wait for the client's HELLO first: exiting before the client has written it would
             // make the client's write fail (EPIPE) before it reads the truncated header.
-            let _ = read_client_frame();
-            let _ = out.write_all(&server_hello("misbehaving")[..10]);
+            let _ = read_client_frame(&mut wire);
+            let _ = wire.write_all(&server_hello("misbehaving")[..10]);
             std::process::exit(0)
         }
         _ => {}
     }
-    out.write_all(&server_hello("misbehaving")).expect("write HELLO");
+    wire.write_all(&server_hello("misbehaving")).expect("write HELLO");
     if mode == "hang-after-hello" {
-        linger();
+        linger(&mut wire);
     }
-    let hello = read_client_frame();
+    let hello = read_client_frame(&mut wire);
     assert_eq!(hello.header.kind, Kind::Hello, "the client's first frame");
-    let request = read_client_frame();
+    let request = read_client_frame(&mut wire);
     let Header { seq, dtype, count, .. } = request.header;
     let payload = &request.payload;
     let reply = match mode {
@@ -465,7 +582,7 @@ fn misbehave(mode: &str) -> ! {
         }
         "half-frame" => {
             let full = data_frame(seq, dtype, count, payload);
-            let _ = out.write_all(&full[..HEADER_LEN + 13]);
+            let _ = wire.write_all(&full[..HEADER_LEN + 13]);
             std::process::exit(0)
         }
         "killed" => {
@@ -475,15 +592,18 @@ fn misbehave(mode: &str) -> ! {
         }
         other => panic!("unknown {MISBEHAVE_VAR} mode {other:?}"),
     };
-    let _ = out.write_all(&reply);
-    linger()
+    let _ = wire.write_all(&reply);
+    linger(&mut wire)
 }
 
 /// A well-behaved echo server whose handler prints to stdout: after
-/// `peerpipe::server::stdio_transport` the prints must land on stderr, not in the stream.
-fn noisy_echo(out: fs::File) -> ! {
+/// `peerpipe::server::stdio_transport` (or `stdio_transport_of` for shared memory) the prints
+/// must land on stderr, not in the stream.
+fn noisy_echo(kind: TransportKind) -> ! {
     use peerpipe::handlers::EchoRaw;
-    use peerpipe::server::{Handler, Request, Response, ServeOptions, serve, stdio_transport};
+    use peerpipe::server::{
+        Handler, Request, Response, ServeOptions, serve, stdio_transport, stdio_transport_of,
+    };
 
     struct Noisy(EchoRaw);
     impl Handler for Noisy {
@@ -496,10 +616,11 @@ fn noisy_echo(out: fs::File) -> ! {
         }
     }
 
-    // Make the protocol pipe this process's stdout, as it is for a real server.
-    nix::unistd::dup2_stdout(&out).expect("dup2 the protocol pipe onto fd 1");
-    drop(out);
-    let mut transport = stdio_transport(peerpipe::Wait::Block).expect("stdio_transport");
+    protocol_pipe_to_stdout();
+    let mut transport = match kind {
+        TransportKind::Pipe => stdio_transport(Wait::Block).expect("stdio_transport"),
+        shm => stdio_transport_of(shm, Wait::Block).expect("stdio_transport_of"),
+    };
     println!("noisy-echo: a stray print after stdio_transport");
     let result = serve(&mut transport, &mut Noisy(EchoRaw), &ServeOptions::default());
     std::process::exit(if result.is_ok() { 0 } else { 7 })
