@@ -1,5 +1,6 @@
 //! The server loop fed arbitrary client streams: valid conversations, and valid frames mixed
-//! with corruptions. `serve` runs on a thread over two pipes (see `stream_model::run_server`);
+//! with corruptions. `serve` runs on a thread over two pipes or a shared-memory region, the
+//! transport drawn for each case (see `stream_model::run_server_on`);
 //! the test writes the stream, closes its end, and reads everything the server writes.
 //!
 //! What is asserted, for every stream:
@@ -27,10 +28,11 @@ mod stream_model;
 use common::{F32_EDGE_BITS, F64_EDGE_BITS, Watchdog, client_hello, control_frame, secs};
 use peerpipe::frame::{self, Dtype, HEADER_LEN, Header, Hello, Kind};
 use peerpipe::server::{Ending, ServeSummary};
+use peerpipe::transport::TransportKind;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
-use stream_model::{HANDLERS, Run, check, options, parse_output, predict, run_server};
+use stream_model::{HANDLERS, Run, check, options, parse_output, predict, run_server_on};
 
 /// The server's limit in most cases: 1 MiB, as `peer` would be started for tests.
 const MAX: u64 = 1 << 20;
@@ -285,11 +287,16 @@ fn corrupt(bytes: &mut Vec<u8>, spans: &[Span], corruptions: &[Corruption]) {
 // ---------------------------------------------------------------------------------------------
 
 /// Runs the server on `input` and checks the run against the model.
-fn run_and_check(handler: &str, input: &[u8], max: u64) -> Result<Run, TestCaseError> {
-    let run = run_server(handler, input, &options(max));
+fn run_and_check(
+    transport: TransportKind,
+    handler: &str,
+    input: &[u8],
+    max: u64,
+) -> Result<Run, TestCaseError> {
+    let run = run_server_on(transport, handler, input, &options(max));
     if let Err(why) = check(handler, input, max, &run) {
         return Err(TestCaseError::fail(format!(
-            "handler {handler}, max_frame_bytes {max}, input {} bytes: {why}",
+            "{transport}, handler {handler}, max_frame_bytes {max}, input {} bytes: {why}",
             input.len()
         )));
     }
@@ -322,12 +329,13 @@ proptest! {
 
     #[test]
     fn a_valid_conversation_gets_one_reply_per_request_in_order_and_bit_exact(
+        transport in select(&TransportKind::ALL[..]),
         handler in select(&HANDLERS[..]),
         conversation in conversation(),
     ) {
         let _watchdog = Watchdog::new(secs(30));
         let (input, _) = conversation.bytes();
-        let run = run_and_check(handler, &input, MAX)?;
+        let run = run_and_check(transport, handler, &input, MAX)?;
 
         // The same, stated without the model.
         let frames = parse_output(&run.output).map_err(TestCaseError::fail)?;
@@ -356,6 +364,7 @@ proptest! {
 
     #[test]
     fn a_corrupted_stream_ends_in_error_or_cleanly_before_the_corruption_matters(
+        transport in select(&TransportKind::ALL[..]),
         handler in select(&HANDLERS[..]),
         max in prop_oneof![3 => Just(MAX), 1 => Just(256u64), 1 => Just(72u64)],
         conversation in conversation(),
@@ -364,30 +373,32 @@ proptest! {
         let _watchdog = Watchdog::new(secs(30));
         let (mut input, spans) = conversation.bytes();
         corrupt(&mut input, &spans, &corruptions);
-        let run = run_and_check(handler, &input, max)?;
+        let run = run_and_check(transport, handler, &input, max)?;
         check_ending(&run)?;
         prop_assert_eq!(run.result.is_ok(), predict(handler, &input, max).is_clean());
     }
 
     #[test]
     fn garbage_after_a_valid_hello_ends_in_error_or_cleanly(
+        transport in select(&TransportKind::ALL[..]),
         handler in select(&HANDLERS[..]),
         garbage in vec(any::<u8>(), 0..600),
     ) {
         let _watchdog = Watchdog::new(secs(30));
         let mut input = client_hello(u64::MAX);
         input.extend_from_slice(&garbage);
-        let run = run_and_check(handler, &input, MAX)?;
+        let run = run_and_check(transport, handler, &input, MAX)?;
         check_ending(&run)?;
     }
 
     #[test]
     fn garbage_from_the_first_byte_ends_in_error(
+        transport in select(&TransportKind::ALL[..]),
         handler in select(&HANDLERS[..]),
         garbage in vec(any::<u8>(), 0..600),
     ) {
         let _watchdog = Watchdog::new(secs(30));
-        let run = run_and_check(handler, &garbage, MAX)?;
+        let run = run_and_check(transport, handler, &garbage, MAX)?;
         check_ending(&run)?;
         // Arbitrary bytes are not a HELLO (a 1-in-2^32 magic aside, then much more).
         prop_assert!(run.result.is_err() || garbage.starts_with(b"PEER"));
@@ -415,11 +426,12 @@ fn every_fixture_frame_gets_the_modelled_answer() {
         let bytes = std::fs::read(&path).expect("read fixture");
         let mut after_hello = client_hello(u64::MAX);
         after_hello.extend_from_slice(&bytes);
-        for handler in HANDLERS {
+        for (transport, handler) in TransportKind::ALL.iter().flat_map(|t| HANDLERS.map(|h| (t, h)))
+        {
             for input in [&bytes, &after_hello] {
-                let run = run_server(handler, input, &options(MAX));
+                let run = run_server_on(*transport, handler, input, &options(MAX));
                 if let Err(why) = check(handler, input, MAX, &run) {
-                    panic!("{}, handler {handler}: {why}", path.display());
+                    panic!("{}, {transport}, handler {handler}: {why}", path.display());
                 }
             }
         }
@@ -443,8 +455,10 @@ fn a_long_pipelined_stream_of_changing_sizes_is_answered_in_order() {
     }
     input.extend(common::bye(9999));
     assert!(input.len() > 4 * 65536, "the stream should exceed a default pipe several times");
-    for handler in ["echo", "echo-raw"] {
-        let run = run_and_check(handler, &input, MAX).unwrap_or_else(|e| panic!("{e}"));
+    for (transport, handler) in
+        TransportKind::ALL.iter().flat_map(|t| ["echo", "echo-raw"].map(|h| (*t, h)))
+    {
+        let run = run_and_check(transport, handler, &input, MAX).unwrap_or_else(|e| panic!("{e}"));
         let summary = run.result.expect("a valid conversation");
         assert_eq!(summary, ServeSummary { replies: expected, rejected: 0, ending: Ending::Bye });
     }

@@ -24,7 +24,7 @@ use peerpipe::frame::{Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOA
 use peerpipe::handlers;
 use peerpipe::lorenz96;
 use peerpipe::server::{Ending, ServeOptions, ServeSummary, serve};
-use peerpipe::transport::{Transport, Wait};
+use peerpipe::transport::{Deadline, Transport, TransportKind, Wait};
 
 /// The handlers the model knows.
 pub const HANDLERS: [&str; 3] = ["echo", "echo-raw", "lorenz96"];
@@ -111,6 +111,53 @@ pub fn run_server(handler: &str, input: &[u8], options: &ServeOptions) -> Run {
         let result = server.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         read.expect("read the server's output");
         result
+    });
+    Run { result, output }
+}
+
+/// [`run_server`] over any transport. Over shared memory the client's end is one
+/// [`Transport`]: the whole input is written first (it must fit in the ring or slot, so the
+/// write never waits), then the client's direction is shut down and the output read to its
+/// end.
+///
+/// # Panics
+/// As [`run_server`]; when the input does not fit in the shared region.
+pub fn run_server_on(
+    kind: TransportKind,
+    handler: &str,
+    input: &[u8],
+    options: &ServeOptions,
+) -> Run {
+    if kind == TransportKind::Pipe {
+        return run_server(handler, input, options);
+    }
+    let (mut client, mut transport) = Transport::pair(kind, Wait::Block).expect("a transport pair");
+    let capacity = client.capacity().expect("a shared region has a capacity");
+    assert!(
+        input.len() <= capacity,
+        "input of {} bytes over a {capacity}-byte {kind}",
+        input.len()
+    );
+    let mut handler = handlers::by_name(handler).expect("a known handler");
+    let deadline = || Deadline::after(Some(Duration::from_secs(10)));
+    let mut output = Vec::new();
+    let result = thread::scope(|scope| {
+        let server = scope.spawn(move || serve(&mut transport, &mut handler, options));
+        match client.send_bytes(input, deadline()) {
+            // The server may have stopped reading (and closed) first: expected, as EPIPE is.
+            Ok(()) | Err(Error::PeerClosed { .. }) => {}
+            Err(e) => panic!("write the input over {kind}: {e}"),
+        }
+        client.shutdown_write().expect("end the input");
+        let mut chunk = vec![0u8; 64 << 10];
+        loop {
+            let got = client.recv_exact(&mut chunk, deadline()).expect("read the server's output");
+            output.extend_from_slice(&chunk[..got]);
+            if got < chunk.len() {
+                break;
+            }
+        }
+        server.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
     Run { result, output }
 }
