@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo run --release --example lorenz96                       # n = 500, 2000 steps, hybrid wait
 //! cargo run --release --example lorenz96 -- --dtype f64-as-f32 # narrowed: reports the deviation
+//! cargo run --release --example lorenz96 -- --transport shm-ring # over shared memory
 //! ```
 //!
 //! The server is `peer --role server --handler lorenz96` when the `peer` binary sits next to
@@ -36,6 +37,9 @@ struct Args {
     /// Wait strategy of both processes: block, spin, hybrid or hybrid:DUR.
     #[arg(long, default_value = "hybrid", value_parser = parse_wait)]
     wait: Wait,
+    /// Transport of the exchange (and of the raw floor): pipe, shm-sem or shm-ring.
+    #[arg(long, default_value = "pipe", value_parser = parse_transport)]
+    transport: TransportKind,
     /// f64 (bit-exact) or f64-as-f32 (narrowed on the wire; the deviation is reported).
     #[arg(long, default_value = "f64")]
     dtype: String,
@@ -57,6 +61,10 @@ fn parse_wait(text: &str) -> std::result::Result<Wait, String> {
     text.parse().map_err(|e: Error| e.to_string())
 }
 
+fn parse_transport(text: &str) -> std::result::Result<TransportKind, String> {
+    text.parse().map_err(|e: Error| e.to_string())
+}
+
 fn main() {
     let args = Args::parse();
     let result = if args.role.as_deref() == Some("server") { serve(&args) } else { run(&args) };
@@ -68,7 +76,7 @@ fn main() {
 
 /// This example as a server: the library's own handlers, exactly as `peer --role server`.
 fn serve(args: &Args) -> Result<()> {
-    let mut transport = server::stdio_transport(args.wait)?;
+    let mut transport = server::stdio_transport_of(args.transport, args.wait)?;
     if let Some(bytes) = args.raw_echo {
         server::serve_raw_echo(&mut transport, bytes)?;
         return Ok(());
@@ -166,7 +174,7 @@ fn run(args: &Args) -> Result<()> {
         }
     };
     let (exe, server_name) = server_exe(args)?;
-    let options = Options { wait: args.wait, ..Options::default() };
+    let options = Options { wait: args.wait, transport: args.transport, ..Options::default() };
 
     // Local: the derivative in this process.
     let (local, local_s) = integrate(args, |x, d| lorenz96::rhs(x, lorenz96::FORCING, d))?;
@@ -186,7 +194,7 @@ fn run(args: &Args) -> Result<()> {
         &exe,
         bytes,
         args.wait,
-        TransportKind::Pipe,
+        args.transport,
         options.pipe_capacity,
         options.timeout,
     )?;
@@ -218,9 +226,10 @@ fn run(args: &Args) -> Result<()> {
         args.steps
     );
     println!(
-        "server: {} ({}), wait {}, exchange {}",
+        "server: {} ({}), transport {}, wait {}, exchange {}",
         exe.display(),
         server_name,
+        args.transport,
         args.wait,
         args.dtype
     );
@@ -239,7 +248,7 @@ fn run(args: &Args) -> Result<()> {
         format_nanos(overhead_p99 as f64)
     );
     println!(
-        "raw read/write floor for {bytes} bytes, same wait: p50 {} (overhead p50 / floor = {:.2}x)",
+        "raw floor for {bytes} bytes, same transport and wait: p50 {} (overhead p50 / floor = {:.2}x)",
         format_nanos(floor_p50 as f64),
         overhead_p50 as f64 / floor_p50.max(1) as f64
     );
@@ -255,7 +264,7 @@ fn run(args: &Args) -> Result<()> {
     println!(
         "{{\"n\":{},\"steps\":{},\"callbacks\":{},\"local_s\":{:.6},\"remote_s\":{:.6},\
          \"overhead_per_callback_ns\":{:.0},\"overhead_p50_ns\":{},\"overhead_p99_ns\":{},\
-         \"p50_callback_ns\":{},\"p99_callback_ns\":{},\"baseline_p50_ns\":{},\"max_abs_diff\":{:?},\"wait\":\"{}\",\"dtype\":\"{}\"}}",
+         \"p50_callback_ns\":{},\"p99_callback_ns\":{},\"baseline_p50_ns\":{},\"max_abs_diff\":{:?},\"wait\":\"{}\",\"transport\":\"{}\",\"dtype\":\"{}\"}}",
         args.n,
         args.steps,
         callbacks,
@@ -269,6 +278,7 @@ fn run(args: &Args) -> Result<()> {
         floor_p50,
         max_abs_diff,
         args.wait.name(),
+        args.transport,
         args.dtype
     );
     if exchange == Exchange::F64 && !identical {

@@ -178,7 +178,7 @@ impl Config {
     /// The command line that replays this run.
     pub fn replay_command(&self) -> String {
         format!(
-            "peer soak --seed {} --duration {} --peers {} --max-elements {} --wait {}{}",
+            "peer soak --seed {} --duration {} --peers {} --max-elements {} --wait {}{}{}",
             self.seed,
             format_duration(self.duration),
             self.peers,
@@ -187,6 +187,10 @@ impl Config {
             self.options
                 .timeout
                 .map_or(String::new(), |t| format!(" --timeout {}", format_duration(t))),
+            match self.transport {
+                TransportKind::Pipe => String::new(),
+                other => format!(" --transport {other}"),
+            },
         )
     }
 }

@@ -122,6 +122,9 @@ fn soak_for_3s_with_2_pairs(transport: &str) {
         assert_eq!(fds_start, fds_end, "descriptors flat in {row:?}");
     }
     assert!(stdout.contains(&format!(" over {transport} ")), "{context}");
+    if transport != "pipe" {
+        assert!(stdout.contains(&format!("--transport {transport})")), "replayable: {context}");
+    }
     eprintln!("peer soak --duration 3s over {transport} took {:?}", started.elapsed());
 }
 
