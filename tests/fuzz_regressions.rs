@@ -58,7 +58,7 @@ fn bug_an_announced_max_frame_bytes_of_0_caps_error_messages_at_0() {
 /// §10: a receiver checks the kind (step 10) before it reads payload and padding
 /// (steps 11–12), and "never reads the payload of a frame that failed steps 2–10". After a
 /// request of P payload bytes the server reads the next frame guessing it also has P bytes
-/// (`Server::run` → `Transport::recv_frame_contiguous`, src/transport.rs `recv_guessed`,
+/// (`Server::run` → `Transport::recv_frame_contiguous`, src/transport/mod.rs `recv_guessed`,
 /// which follows any header valid under `u64::MAX` whose length matches the guess, unless
 /// read-ahead bytes are pending). A HELLO or ERROR frame of exactly P bytes is then read
 /// before its kind is checked, and when its payload is cut short or its padding is nonzero

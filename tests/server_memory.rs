@@ -13,7 +13,7 @@
 //! above: peak ≤ what was live before + `bytes_allocated`. (A moving `realloc` briefly holds
 //! old and new block inside the system allocator; no counting allocator sees that.)
 //!
-//! The bounds, from reading src/server.rs, src/transport.rs, src/zerocopy.rs and
+//! The bounds, from reading src/server.rs, src/transport/mod.rs, src/zerocopy.rs and
 //! src/handlers.rs, for little-endian targets:
 //!
 //! - `serve` keeps one request buffer (`AlignedBuf`, a `Vec<u64>`) sized to the header, the
