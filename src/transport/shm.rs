@@ -233,7 +233,8 @@ impl ShmLink {
             return Err(Error::BadRegion {
                 detail: format!(
                     "expected a memfd from a shared-memory client on the server's stdin, found \
-                     {found}; start the server with `peer --transport {kind}` on the client side"
+                     {found}; a {kind} server must be spawned by a client of the same \
+                     transport (e.g. `peer --transport {kind}`), on the same machine"
                 ),
             });
         }
