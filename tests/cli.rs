@@ -251,3 +251,70 @@ fn split_placement_runs_and_labels_its_rows() {
     assert!(report.baseline.iter().all(|b| b.pin == "split"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_run_over_every_transport_labels_its_rows_names_the_crossover_and_prints_sync_costs() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("transports");
+    let json = dir.join("run.json");
+    let out = peer(&[
+        "--transport",
+        "pipe,shm-sem,shm-ring",
+        "--sizes",
+        "8,500",
+        "--dtype",
+        "f64",
+        "--path",
+        "zero-copy",
+        "--handler",
+        "echo-raw",
+        "--wait",
+        "hybrid",
+        "--duration",
+        "5ms",
+        "--warmup",
+        "1ms",
+        "--sync-ops",
+        "2000",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for label in ["echo-raw zero-copy      ", "echo-raw zero-copy sem", "echo-raw zero-copy ring"] {
+        assert!(text.contains(label), "{label:?} missing:\n{text}");
+    }
+    assert!(text.contains("shared memory against pipes"), "{text}");
+    for crossing in ["shm-sem hybrid (f64 echo-raw zero-copy): ", "shm-ring hybrid (f64"] {
+        assert!(text.contains(crossing), "{crossing:?} missing:\n{text}");
+    }
+    assert!(text.contains("Synchronisation costs"), "{text}");
+    assert!(text.contains("cross-process wake-up (shm-ring, block)"), "{text}");
+    // The table stays within 120 columns with the longer shared-memory labels.
+    for line in text.lines().filter(|l| l.starts_with("  echo") || l.starts_with("  baseline")) {
+        assert!(line.chars().count() <= 120, "{} columns: {line}", line.chars().count());
+    }
+
+    let report = export::read_json(&json).expect("the JSON reads back");
+    let mut transports: Vec<&str> = report.rows.iter().map(|r| r.transport.as_str()).collect();
+    transports.sort_unstable();
+    transports.dedup();
+    assert_eq!(transports, ["pipe", "shm-ring", "shm-sem"]);
+    assert_eq!(report.rows.len(), 6, "3 transports x 2 sizes");
+    assert_eq!(report.config.transports, ["pipe", "shm-sem", "shm-ring"]);
+    assert_eq!(report.sync_costs.len(), 8);
+    assert!(report.sync_costs.iter().all(|c| c.ns_per_op > 0.0 && c.operations >= 2000));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn sync_costs_alone_prints_only_the_table() {
+    let _watchdog = Watchdog::new(secs(60));
+    let out = peer(&["--sync-costs", "--sync-ops", "2000"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "Synchronisation costs (mean per operation):", "{text}");
+    assert_eq!(lines.len(), 9, "a heading and 8 entries:\n{text}");
+    assert!(lines.iter().all(|l| !l.contains("baseline")), "{text}");
+}
