@@ -43,6 +43,7 @@ fn report_with_p50(p50: u64) -> Report {
         config: ConfigRecord::default(),
         baseline: vec![BaselineRow {
             bytes: 4000,
+            transport: "pipe".into(),
             wait: "hybrid".into(),
             pin: "free".into(),
             iterations: 100,

@@ -58,6 +58,7 @@ fn row(dtype: &str, elements: u64, handler: &str, path: &str, wait: &str, rtt: u
 fn base(bytes: u64, wait: &str, p50: u64) -> BaselineRow {
     BaselineRow {
         bytes,
+        transport: "pipe".into(),
         wait: wait.into(),
         pin: "free".into(),
         iterations: 2000,
@@ -183,7 +184,7 @@ fn json_has_the_documented_keys_and_nesting() {
         // The documented keys, plus the deliberate extras pin, iterations and p50_repeats_ns.
         assert_eq!(
             keys(b),
-            set(&["bytes", "wait", "pin", "iterations", "rtt_ns", "p50_repeats_ns"]),
+            set(&["bytes", "transport", "wait", "pin", "iterations", "rtt_ns", "p50_repeats_ns"]),
             "{b}"
         );
         assert!(b["bytes"].is_u64() && b["wait"].is_string());

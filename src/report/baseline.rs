@@ -35,6 +35,21 @@ impl RawEcho {
         pipe_capacity: Option<usize>,
         timeout: Option<Duration>,
     ) -> Result<RawEcho> {
+        let spawn = Spawn { wait, transport, pipe_capacity, shm_capacity: DEFAULT_SHM_CAPACITY };
+        RawEcho::spawn_with(peer_exe, bytes, &spawn, timeout)
+    }
+
+    /// [`RawEcho::spawn`] with every connection setting given, the shared-memory capacity
+    /// included.
+    ///
+    /// # Errors
+    /// As [`RawEcho::spawn`].
+    pub fn spawn_with(
+        peer_exe: &Path,
+        bytes: usize,
+        spawn: &Spawn,
+        timeout: Option<Duration>,
+    ) -> Result<RawEcho> {
         if bytes == 0 {
             return Err(Error::InvalidArgument {
                 what: "baseline size",
@@ -46,11 +61,10 @@ impl RawEcho {
             .args(["--role", "server", "--raw-echo"])
             .arg(bytes.to_string())
             .arg("--wait")
-            .arg(wait.to_string())
+            .arg(spawn.wait.to_string())
             .arg("--transport")
-            .arg(transport.name());
-        let spawn = Spawn { wait, transport, pipe_capacity, shm_capacity: DEFAULT_SHM_CAPACITY };
-        let (transport, child) = spawn_with_transport(command, &spawn)?;
+            .arg(spawn.transport.name());
+        let (transport, child) = spawn_with_transport(command, spawn)?;
         // A recognisable pattern, so a mangled echo would show.
         let message = (0..bytes).map(|i| (i % 251) as u8).collect();
         Ok(RawEcho { transport: Some(transport), child, message, timeout })

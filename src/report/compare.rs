@@ -1,7 +1,7 @@
 //! Comparing two reports against their measured noise.
 //!
 //! Rows of A and B are matched by (dtype, elements, path, handler, wait, pin, transport),
-//! baselines by (bytes, wait, pin). A matched pair differs when its p50 moved by more than the
+//! baselines by (bytes, transport, wait, pin). A matched pair differs when its p50 moved by more than the
 //! absolute threshold, more than the relative threshold (percent of A's p50), and more than the
 //! noise: the larger spread of p50 across `--repeat` runs recorded in either file.
 
@@ -158,8 +158,8 @@ fn row_key(row: &Row) -> RowKey<'_> {
     (&row.dtype, row.elements, &row.path, &row.handler, &row.wait, &row.pin, &row.transport)
 }
 
-fn baseline_key(base: &BaselineRow) -> (u64, &str, &str) {
-    (base.bytes, &base.wait, &base.pin)
+fn baseline_key(base: &BaselineRow) -> (u64, &str, &str, &str) {
+    (base.bytes, &base.transport, &base.wait, &base.pin)
 }
 
 fn row_label(row: &Row) -> String {
@@ -172,7 +172,9 @@ fn row_label(row: &Row) -> String {
 }
 
 fn baseline_label(base: &BaselineRow) -> String {
-    format!("baseline {} B, wait {}, pin {}", base.bytes, base.wait, base.pin)
+    let transport =
+        if base.transport == "pipe" { String::new() } else { format!(" ({})", base.transport) };
+    format!("baseline {} B{transport}, wait {}, pin {}", base.bytes, base.wait, base.pin)
 }
 
 fn noise(repeats: &[u64], spread: u64) -> Option<u64> {

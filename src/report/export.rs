@@ -125,7 +125,7 @@ fn baseline_csv(base: &BaselineRow) -> String {
         String::new(),
         String::new(),
         base.bytes.to_string(),
-        "pipe".to_owned(),
+        csv_field(&base.transport),
         "raw".to_owned(),
         "baseline".to_owned(),
         csv_field(&base.wait),
@@ -408,8 +408,12 @@ fn svg_string(report: &Report) -> PlotResult<String> {
                 .axis_desc_style(("sans-serif", 14))
                 .draw()?;
 
-            let mut bases: Vec<&BaselineRow> =
-                report.baseline.iter().filter(|b| b.pin == pin && b.wait == wait).collect();
+            // The plot's floor is the raw pipe: the line every series is read against.
+            let mut bases: Vec<&BaselineRow> = report
+                .baseline
+                .iter()
+                .filter(|b| b.pin == pin && b.wait == wait && b.transport == "pipe")
+                .collect();
             bases.sort_by_key(|b| b.bytes);
             let black = BLACK.stroke_width(4);
             chart.draw_series(LineSeries::new(

@@ -18,6 +18,7 @@ use crate::codec::{Values, ValuesMut};
 use crate::error::{Error, Result};
 use crate::lorenz96;
 use crate::peer::{CallTiming, DataPath, Options, Peer};
+use crate::process::Spawn;
 use crate::transport::{DEFAULT_SPIN_BUDGET, TransportKind, Wait};
 
 /// Element counts measured by default.
@@ -81,7 +82,7 @@ pub struct Plan {
     /// Timeout, frame limit, pipe and shared-memory capacity for every peer (its `wait` and
     /// `transport` are set per row).
     pub options: Options,
-    /// Transports measured side by side (the raw-bytes baseline is always over pipes).
+    /// Transports measured side by side, each against its own raw-bytes baseline.
     pub transports: Vec<TransportKind>,
     /// Operations per entry of the synchronisation-cost table, measured when a shared-memory
     /// transport is in the run.
@@ -151,11 +152,9 @@ impl Plan {
         let mut steps = 0;
         for wait in self.all_waits() {
             let sizes = self.sizes.iter().filter(|&&s| self.waits_for(s).contains(&wait)).count();
-            steps += self.baseline_bytes(wait).len()
-                + sizes
-                    * self.workload_paths().len()
-                    * self.handler_count()
-                    * self.transports.len();
+            steps += (self.baseline_bytes(wait).len()
+                + sizes * self.workload_paths().len() * self.handler_count())
+                * self.transports.len();
         }
         (steps * self.pins.len()) as u64
     }
@@ -221,8 +220,8 @@ pub fn progress_bar(plan: &Plan) -> ProgressBar {
     bar
 }
 
-/// Runs the whole plan: for each placement and wait strategy, the baselines of every byte count
-/// needed, then every handler × workload × path × size row.
+
+
 ///
 /// # Errors
 /// Any error of spawning, calling or verifying; the servers are terminated and reaped.
@@ -250,9 +249,11 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
         let placement = Placer::new(pin)?;
         for wait in plan.all_waits() {
             for bytes in plan.baseline_bytes(wait) {
-                progress.set_message(format!("baseline {bytes} B {wait} {pin}"));
-                baseline.push(measure_baseline(plan, bytes, wait, &placement)?);
-                progress.inc(1);
+                for &transport in &plan.transports {
+                    progress.set_message(format!("baseline {bytes} B {transport} {wait} {pin}"));
+                    baseline.push(measure_baseline(plan, bytes, transport, wait, &placement)?);
+                    progress.inc(1);
+                }
             }
             let handlers: Vec<Option<&str>> = match plan.spawn {
                 Some(_) => vec![None],
@@ -286,6 +287,7 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
                             .iter()
                             .find(|b: &&BaselineRow| {
                                 b.bytes == row.bytes.max(1)
+                                    && b.transport == row.transport
                                     && b.wait == row.wait
                                     && b.pin == row.pin
                             })
@@ -420,17 +422,21 @@ fn time_rows(plan: &Plan, mut step: impl FnMut(Step) -> Result<u64>) -> Result<(
 fn measure_baseline(
     plan: &Plan,
     bytes: usize,
+    transport: TransportKind,
     wait: Wait,
     placement: &Placer,
 ) -> Result<BaselineRow> {
     let pin = placement.placement;
     let mut echo = placement.spawn(|| {
-        RawEcho::spawn(
+        RawEcho::spawn_with(
             &plan.peer_exe,
             bytes,
-            wait,
-            TransportKind::Pipe,
-            plan.options.pipe_capacity,
+            &Spawn {
+                wait,
+                transport,
+                pipe_capacity: plan.options.pipe_capacity,
+                shm_capacity: plan.options.shm_capacity,
+            },
             plan.options.timeout,
         )
     })?;
@@ -447,6 +453,7 @@ fn measure_baseline(
     echo.close()?;
     Ok(BaselineRow {
         bytes: bytes as u64,
+        transport: transport.name().to_owned(),
         wait: wait.to_string(),
         pin: pin.name().to_owned(),
         iterations,

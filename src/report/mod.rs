@@ -195,11 +195,16 @@ pub fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// The raw-bytes floor for one byte count, wait strategy and placement.
+/// The raw-bytes floor for one byte count, transport, wait strategy and placement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BaselineRow {
     /// Bytes moved each way per round trip.
     pub bytes: u64,
+    /// Transport of the raw echo: `pipe` (plain `read`/`write`), `shm-sem` or `shm-ring` (the
+    /// same bytes through the link, no framing). Absent in reports from before shared
+    /// memory: `pipe`.
+    #[serde(default = "pipe_name")]
+    pub transport: String,
     /// Wait strategy of both sides.
     pub wait: String,
     /// Placement: `free` or `same`.
@@ -252,7 +257,8 @@ pub struct Row {
     /// Payload megabytes (10^6) moved per second, both directions, at the p50 round trip.
     #[serde(with = "nan_as_null")]
     pub mb_per_s: f64,
-    /// p50 round trip / p50 of the baseline with the same bytes, wait and placement.
+    /// p50 round trip / p50 of the baseline with the same bytes, transport, wait and
+    /// placement.
     pub ratio_to_baseline: Option<f64>,
     /// p50 round trip of each repeat (`--repeat`); one entry without repeats.
     pub p50_repeats_ns: Vec<u64>,
@@ -287,6 +293,10 @@ mod nan_as_null {
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
         Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
     }
+}
+
+fn pipe_name() -> String {
+    "pipe".to_owned()
 }
 
 fn spread(values: &[u64]) -> u64 {
@@ -373,11 +383,14 @@ pub struct Report {
 }
 
 impl Report {
-    /// The baseline with the same bytes, wait and placement as `row`.
+    /// The baseline with the same bytes, transport, wait and placement as `row`.
     pub fn baseline_for(&self, row: &Row) -> Option<&BaselineRow> {
-        self.baseline
-            .iter()
-            .find(|b| b.bytes == row.bytes && b.wait == row.wait && b.pin == row.pin)
+        self.baseline.iter().find(|b| {
+            b.bytes == row.bytes.max(1)
+                && b.transport == row.transport
+                && b.wait == row.wait
+                && b.pin == row.pin
+        })
     }
 }
 

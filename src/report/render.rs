@@ -83,8 +83,8 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "cpu: CPU time (user + system) per round trip. ratio: p50 / p50 of the raw read/write \
-         baseline (same bytes, wait, pin)."
+        "cpu: CPU time (user + system) per round trip. ratio: p50 / p50 of the raw baseline \
+         (same bytes, transport, wait, pin)."
     )?;
     if report.rows.is_empty() {
         writeln!(out, "(no rows measured)")?;
@@ -122,9 +122,24 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         rows.sort_by(|a, b| order.compare_within_group(a, b));
         let bytes = rows.first().map_or(0, |r| r.bytes);
         writeln!(out, "{dtype} x {elements} ({})", format_bytes(bytes))?;
-        match rows.first().and_then(|r| report.baseline_for(r)) {
-            Some(base) => baseline_line(out, base, widths)?,
-            None => writeln!(out, "  {:<w$} (not measured)", "baseline raw r/w", w = widths.label)?,
+        // The raw floor of each transport in the group, in the rows' transport order.
+        let mut floors: Vec<&Row> = Vec::new();
+        for row in &rows {
+            if !floors.iter().any(|f| f.transport == row.transport) {
+                floors.push(row);
+            }
+        }
+        floors.sort_by_key(|r| transport_rank(&r.transport));
+        for row in floors {
+            match report.baseline_for(row) {
+                Some(base) => baseline_line(out, base, widths)?,
+                None => writeln!(
+                    out,
+                    "  {:<w$} (not measured)",
+                    baseline_label(&row.transport),
+                    w = widths.label
+                )?,
+            }
         }
         for row in rows {
             row_line(out, row, widths)?;
@@ -133,16 +148,18 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let unused: Vec<&BaselineRow> = report
         .baseline
         .iter()
-        .filter(|b| {
-            !report.rows.iter().any(|r| r.bytes == b.bytes && r.wait == b.wait && r.pin == b.pin)
-        })
+        .filter(|b| !report.rows.iter().any(|r| report.baseline_for(r) == Some(*b)))
         .collect();
     if !unused.is_empty() {
         writeln!(out)?;
         writeln!(out, "baselines without rows")?;
         header(out, widths)?;
         for base in unused {
-            writeln!(out, "{} B, wait {}, pin {}", base.bytes, base.wait, base.pin)?;
+            writeln!(
+                out,
+                "{} B, {}, wait {}, pin {}",
+                base.bytes, base.transport, base.wait, base.pin
+            )?;
             baseline_line(out, base, widths)?;
         }
     }
@@ -175,7 +192,7 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io:
     writeln!(
         out,
         "  {:<l$} {:>r$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>m$} {:>6}",
-        "baseline raw r/w",
+        baseline_label(&base.transport),
         base.iterations,
         ns(base.rtt_ns.p50),
         ns(base.rtt_ns.p99),
@@ -215,6 +232,18 @@ fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
             .filter(|r| r.is_finite())
             .map_or("-".to_owned(), |r| format!("{r:.2}x")),
     )
+}
+
+/// `baseline raw r/w` for pipes, `baseline raw sem` / `baseline raw ring` for shared memory.
+fn baseline_label(transport: &str) -> String {
+    match transport.strip_prefix("shm-") {
+        Some(kind) => format!("baseline raw {kind}"),
+        None => "baseline raw r/w".to_owned(),
+    }
+}
+
+fn transport_rank(transport: &str) -> usize {
+    TransportKind::ALL.iter().position(|t| t.name() == transport).unwrap_or(usize::MAX)
 }
 
 /// Where the p50 round trip of one row goes, in nanoseconds; the three parts add up to
@@ -266,7 +295,8 @@ impl Breakdown {
 /// #     decode_ns: p(3_000), server_ns: p(3_000), client_cpu_ns: f64::NAN,
 /// #     server_cpu_ns: f64::NAN, mb_per_s: 80.0, ratio_to_baseline: None,
 /// #     p50_repeats_ns: vec![100_000] };
-/// # let base = BaselineRow { bytes: 8, wait: "block".into(), pin: "free".into(), iterations: 1,
+/// # let base = BaselineRow { bytes: 8, transport: "pipe".into(), wait: "block".into(),
+/// #     pin: "free".into(), iterations: 1,
 /// #     rtt_ns: p(60_000), p50_repeats_ns: vec![60_000] };
 /// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
 /// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()],
@@ -284,12 +314,7 @@ pub fn breakdown(report: &Report, row: &Row) -> Breakdown {
         .saturating_add(row.server_ns.p50)
         .min(round_trip);
     let transfer = round_trip - converting;
-    // The baselines are raw pipe round trips: their wake-up cost says nothing about waiting
-    // on shared memory, so shared-memory rows are not split.
-    let waiting = (row.transport == "pipe")
-        .then(|| wake_up_ns(report, &row.wait, &row.pin))
-        .flatten()
-        .map(|w| w.min(transfer));
+    let waiting = wake_up_ns(report, &row.transport, &row.wait, &row.pin).map(|w| w.min(transfer));
     Breakdown {
         round_trip_ns: round_trip,
         converting_ns: converting,
@@ -298,12 +323,12 @@ pub fn breakdown(report: &Report, row: &Row) -> Breakdown {
     }
 }
 
-/// The p50 of the smallest-bytes baseline at this wait and placement.
-fn wake_up_ns(report: &Report, wait: &str, pin: &str) -> Option<u64> {
+/// The p50 of the smallest-bytes baseline of this transport at this wait and placement.
+fn wake_up_ns(report: &Report, transport: &str, wait: &str, pin: &str) -> Option<u64> {
     report
         .baseline
         .iter()
-        .filter(|b| b.wait == wait && b.pin == pin)
+        .filter(|b| b.transport == transport && b.wait == wait && b.pin == pin)
         .min_by_key(|b| b.bytes)
         .map(|b| b.rtt_ns.p50)
 }
