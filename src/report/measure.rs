@@ -220,8 +220,8 @@ pub fn progress_bar(plan: &Plan) -> ProgressBar {
     bar
 }
 
-
-
+/// Runs the whole plan: for each placement and wait strategy, the baselines of every byte count
+/// needed over every transport, then every handler × transport × workload × path × size row.
 ///
 /// # Errors
 /// Any error of spawning, calling or verifying; the servers are terminated and reaped.
