@@ -1,9 +1,10 @@
 //! The client side: a [`Peer`] is a conversation with a server process (or thread) that
 //! answers arrays with arrays.
 //!
-//! A peer is spawned from any command with its stdin and stdout on two anonymous pipes, greets
-//! it with HELLO, and then offers typed calls that send from the caller's slice and receive into
-//! the caller's buffer. Once buffers are warm a call allocates nothing.
+//! A peer is spawned from any command with its stdin and stdout on two anonymous pipes (or,
+//! with [`Options::transport`] set to a shared-memory kind, with a shared region as its stdin),
+//! greets it with HELLO, and then offers typed calls that send from the caller's slice and
+//! receive into the caller's buffer. Once buffers are warm a call allocates nothing.
 //!
 //! Lifecycle: [`Peer::close`] (or dropping the peer) sends BYE, waits briefly for the server to
 //! answer and exit, and reaps it. On any error other than an ERROR reply the server is
