@@ -1,6 +1,7 @@
 //! Runs the Python clients of `examples/clients/` against the real `peer` binary:
 //! the stdlib example client (Lorenz-96 bit for bit), the numpy variant (which
-//! skips itself when numpy is missing) and the protocol conformance check.
+//! skips itself when numpy is missing), the protocol conformance check, and the
+//! stdlib shared-memory client (`--transport shm-ring`, Linux x86-64 only).
 //!
 //! They are skipped, with a printed reason, only when no `python3` is on PATH.
 
@@ -137,4 +138,19 @@ fn conformance_check_passes() {
         "unexpected last line: {last:?}\n{}",
         run.stdout
     );
+}
+
+/// The stdlib `shm-ring` client, written from PROTOCOL.md §13 alone: memfd region, echo
+/// round trips bit for bit (including frames larger than the ring), BYE, exit status 0.
+/// Run with the default 64 KiB ring and with the smallest ring §13 allows.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn shm_ring_client_round_trips_bit_for_bit() {
+    for args in [&[][..], &["--capacity", "4096"][..]] {
+        let Some(run) = run_python("python_shm_client.py", args) else {
+            return;
+        };
+        assert_success("python_shm_client.py", &run);
+        assert!(run.stdout.starts_with("ok: shm-ring"), "unexpected summary: {}", run.stdout);
+    }
 }
