@@ -1,4 +1,5 @@
-//! How far past a 200 µs timeout a receive on a silent peer returns, per wait strategy.
+//! How far past a 200 µs timeout a receive on a silent peer returns, per transport and wait
+//! strategy.
 //!
 //! ```text
 //! cargo bench --bench timeout
@@ -15,18 +16,21 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use peerpipe::Error;
-use peerpipe::transport::{Deadline, Transport, Wait};
+use peerpipe::transport::{Deadline, Transport, TransportKind, Wait};
 
 const TIMEOUT: Duration = Duration::from_micros(200);
 
 fn overshoot(c: &mut Criterion) {
     let mut group = c.benchmark_group("recv_timeout_overshoot_past_200us");
     group.sample_size(100).measurement_time(Duration::from_secs(4));
-    for wait in [Wait::Block, Wait::Spin, Wait::default()] {
+    let cases = TransportKind::ALL
+        .into_iter()
+        .flat_map(|t| [Wait::Block, Wait::Spin, Wait::default()].map(move |w| (t, w)));
+    for (transport, wait) in cases {
         // The other end is kept open and silent: no data, no end of stream.
-        let (mut silent_peer_of, _silent) = Transport::pipe_pair(wait).expect("pipe pair");
+        let (mut silent_peer_of, _silent) = Transport::pair(transport, wait).expect("pair");
         let mut buf = [0u8; 32];
-        group.bench_function(wait.to_string(), |b| {
+        group.bench_function(format!("{transport}/{wait}"), |b| {
             b.iter_custom(|iters| {
                 let mut late = Duration::ZERO;
                 for _ in 0..iters {
