@@ -1,5 +1,6 @@
 //! Steady state allocates nothing: once buffers are warm, a round trip — `Peer::call` on both
-//! paths and every dtype, and `RemoteRhs::eval` — makes zero heap allocations in this process.
+//! paths and every dtype, over every transport, and `RemoteRhs::eval` — makes zero heap
+//! allocations in this process.
 //!
 //! The counting allocator is process-wide, so this file holds one test and the measured loops
 //! run on the test's own thread with nothing else active in the process.
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::rhs::{Exchange, RemoteRhs};
-use peerpipe::{DataPath, Options, Peer, Wait};
+use peerpipe::{DataPath, Options, Peer, TransportKind, Wait};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -17,11 +18,12 @@ static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 const WARM: usize = 50;
 const MEASURED: usize = 1000;
 
-fn options(path: DataPath) -> Options {
+fn options(path: DataPath, transport: TransportKind) -> Options {
     Options {
         wait: Wait::default(),
         timeout: Some(Duration::from_secs(10)),
         path,
+        transport,
         ..Options::default()
     }
 }
@@ -48,8 +50,13 @@ fn round_trips_allocate_nothing_once_warm() {
     let mut out = vec![0.0f64; 500];
     let mut out32 = vec![0.0f32; 500];
 
-    for path in [DataPath::ZeroCopy, DataPath::Codec] {
-        let mut peer = Peer::spawn_server(exe, "echo", options(path)).expect("spawn echo server");
+    let cases = TransportKind::ALL
+        .into_iter()
+        .flat_map(|t| [DataPath::ZeroCopy, DataPath::Codec].map(move |p| (t, p)));
+    for (transport, path) in cases {
+        let mut peer =
+            Peer::spawn_server(exe, "echo", options(path, transport)).expect("spawn echo server");
+        let path = format!("{path} over {transport}");
         let counts = allocations_in_steady_state(|| {
             peer.call(Values::F64(&state), ValuesMut::F64(&mut out)).expect("f64 call");
         });
@@ -74,7 +81,8 @@ fn round_trips_allocate_nothing_once_warm() {
 
     for exchange in [Exchange::F64, Exchange::F64AsF32] {
         let handler = if exchange == Exchange::F64 { "lorenz96" } else { "lorenz96-f32" };
-        let mut rhs = RemoteRhs::spawn_server(exe, handler, options(DataPath::ZeroCopy))
+        let options = options(DataPath::ZeroCopy, TransportKind::Pipe);
+        let mut rhs = RemoteRhs::spawn_server(exe, handler, options)
             .expect("spawn lorenz96 server")
             .with_exchange(exchange);
         let counts = allocations_in_steady_state(|| {
