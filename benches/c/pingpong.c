@@ -1,7 +1,7 @@
 /* Plain C pipe ping-pong: the reference the raw-bytes baseline of `peer` is held against.
  *
  * Build: gcc -O2 -o /tmp/pingpong benches/c/pingpong.c
- * Run:   /tmp/pingpong BYTES ITERS block|spin|hybrid [spin_us]
+ * Run:   [VMSPLICE=1] /tmp/pingpong BYTES ITERS block|spin|hybrid [spin_us]
  * Prints: bytes=.. wait=.. iters=.. p50_ns=.. p99_ns=.. min_ns=..
  *
  * Two processes (fork), two pipes of 1 MiB (F_SETPIPE_SZ). The parent writes BYTES bytes, the
@@ -9,6 +9,11 @@
  * `block` readers sleep in read(2); with `spin` the pipes are O_NONBLOCK and readers retry
  * read(2) until data arrives; `hybrid` spins up to spin_us (default 50) and then sleeps in
  * poll(2) -- the same three strategies peerpipe implements.
+ *
+ * VMSPLICE=1 (the experiment of issue 6, item 4): both writers send with vmsplice(2), which
+ * maps the sender's pages into the pipe instead of copying them; the line then ends with
+ * `send=vmsplice`. It is safe here only because each side waits for the other's answer (which
+ * proves its bytes were read out of the pipe) before it touches its buffer again.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,10 +57,13 @@ static void read_all(int fd, char *buf, size_t len) {
     }
 }
 
+static int use_vmsplice;
+
 static void write_all(int fd, const char *buf, size_t len) {
     size_t put = 0;
     while (put < len) {
-        ssize_t n = write(fd, buf + put, len - put);
+        struct iovec iov = { (void *)(buf + put), len - put };
+        ssize_t n = use_vmsplice ? vmsplice(fd, &iov, 1, 0) : write(fd, buf + put, len - put);
         if (n > 0) { put += n; continue; }
         if (errno == EINTR) continue;
         if (errno != EAGAIN) { perror("write"); exit(1); }
@@ -84,7 +93,10 @@ int main(int argc, char **argv) {
             fcntl(down[i], F_SETFL, O_NONBLOCK);
         }
     }
-    char *buf = calloc(bytes, 1);
+    use_vmsplice = getenv("VMSPLICE") && !strcmp(getenv("VMSPLICE"), "1");
+    /* Page-aligned, so that vmsplice can lend whole pages. */
+    char *buf = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    memset(buf, 0, bytes);
     pid_t child = fork();
     if (child == 0) {
         close(up[1]); close(down[0]);
@@ -102,7 +114,7 @@ int main(int argc, char **argv) {
     close(up[1]);
     waitpid(child, 0, 0);
     qsort(rtt, iters, sizeof(long), cmp);
-    printf("bytes=%zu wait=%s iters=%ld p50_ns=%ld p99_ns=%ld min_ns=%ld\n", bytes, argv[3], iters,
-           rtt[iters / 2], rtt[iters * 99 / 100], rtt[0]);
+    printf("bytes=%zu wait=%s iters=%ld p50_ns=%ld p99_ns=%ld min_ns=%ld%s\n", bytes, argv[3], iters,
+           rtt[iters / 2], rtt[iters * 99 / 100], rtt[0], use_vmsplice ? " send=vmsplice" : "");
     return 0;
 }

@@ -46,6 +46,9 @@ pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 /// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
+/// The zero bytes padding is cut from (a frame pads to a multiple of 8).
+const ZERO_PADDING: [u8; 8] = [0; 8];
+
 /// Pipe capacity requested by default: 1 MiB (Linux's default `pipe-max-size`).
 pub const DEFAULT_PIPE_CAPACITY: usize = 1 << 20;
 
@@ -460,11 +463,10 @@ impl Transport {
         payload: &[u8],
         deadline: Deadline,
     ) -> Result<()> {
-        const ZEROS: [u8; 8] = [0; 8];
         let mut slices = [
             IoSlice::new(header),
             IoSlice::new(payload),
-            IoSlice::new(&ZEROS[..padding_len(payload.len())]),
+            IoSlice::new(&ZERO_PADDING[..padding_len(payload.len())]),
         ];
         self.write_all(&mut slices, deadline, false)
     }
@@ -481,10 +483,10 @@ impl Transport {
         payload: &[u8],
         deadline: Deadline,
     ) -> Result<()> {
-        const ZEROS: [u8; 8] = [0; 8];
+        let padding = &ZERO_PADDING[..padding_len(payload.len())];
         self.write_all(&mut [IoSlice::new(header)], deadline, false)?;
         self.write_all(&mut [IoSlice::new(payload)], deadline, true)?;
-        self.write_all(&mut [IoSlice::new(&ZEROS[..padding_len(payload.len())])], deadline, false)
+        self.write_all(&mut [IoSlice::new(padding)], deadline, false)
     }
 
     /// Writes `bytes` as they are, without framing: the raw-bytes baseline uses this.
