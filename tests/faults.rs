@@ -21,13 +21,13 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use common::{
-    Watchdog, child_processes, client_hello, data_frame, is_our_child, peer_exe, read_frame, secs,
-    serialize, wait_or_kill,
+    TransportReader, Watchdog, child_processes, client_hello, data_frame, is_our_child, peer_exe,
+    read_frame, secs, serialize, wait_or_kill,
 };
 use peerpipe::frame::{DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Kind};
 use peerpipe::process::{Spawn, spawn_connected};
 use peerpipe::soak::{self, Client, HANDLERS};
-use peerpipe::transport::{Deadline, Transport};
+use peerpipe::transport::Deadline;
 use peerpipe::{Error, Options, Peer, TransportKind};
 
 static FORK_LOCK: Mutex<()> = Mutex::new(());
@@ -110,15 +110,6 @@ fn a_server_killed_mid_soak_is_reported_as_killed_by_signal_9_well_within_the_ti
 // (b) A client that dies in the middle of a frame
 // ---------------------------------------------------------------------------------------------
 
-/// A connection to a spawned server as a byte stream, for the frame reader of `common`.
-struct Stream<'t>(&'t mut Transport);
-
-impl Read for Stream<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.0.recv_exact(buf, Deadline::after(Some(secs(10)))).map_err(std::io::Error::other)
-    }
-}
-
 /// Plays a client over `transport`: HELLO, 20 echoed requests, then `partial` (the start of
 /// a frame) and end of stream, as when the client process dies mid-write. Returns the
 /// server's exit status, its stderr, and the frames it wrote after the 20 replies.
@@ -135,14 +126,18 @@ fn die_mid_frame(
     let mut stderr = server.stderr.take().expect("stderr");
     let deadline = || Deadline::after(Some(secs(10)));
     link.send_bytes(&client_hello(DEFAULT_MAX_FRAME_BYTES), deadline()).expect("write HELLO");
-    let hello = read_frame(&mut Stream(&mut link)).expect("read HELLO").expect("a HELLO");
+    let hello = read_frame(&mut TransportReader(&mut link, secs(10)))
+        .expect("read HELLO")
+        .expect("a HELLO");
     assert_eq!(hello.header.kind, Kind::Hello);
     for seq in 1..=20u64 {
         let values: Vec<f64> = (0..seq * 50).map(|i| i as f64 * 0.5 - 3.0).collect();
         let payload: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let frame = data_frame(seq, Dtype::F64, values.len() as u64, &payload);
         link.send_bytes(&frame, deadline()).expect("write a request");
-        let reply = read_frame(&mut Stream(&mut link)).expect("read a reply").expect("a reply");
+        let reply = read_frame(&mut TransportReader(&mut link, secs(10)))
+            .expect("read a reply")
+            .expect("a reply");
         assert_eq!((reply.header.kind, reply.header.seq), (Kind::Data, seq));
         assert_eq!(reply.payload, payload, "echo of seq {seq}");
     }
@@ -153,7 +148,7 @@ fn die_mid_frame(
     let mut text = String::new();
     stderr.read_to_string(&mut text).expect("read stderr");
     let mut frames = Vec::new();
-    while let Ok(Some(frame)) = read_frame(&mut Stream(&mut link)) {
+    while let Ok(Some(frame)) = read_frame(&mut TransportReader(&mut link, secs(10))) {
         frames.push(frame);
     }
     (status, text, frames)

@@ -17,15 +17,15 @@
 #[macro_use]
 mod common;
 
-use std::io::{self, Read};
+use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use common::{
-    RawFrame, Watchdog, bits32, bits64, bye, client_hello, control_frame, data_frame, f32_edges,
-    f64_edges, peer_exe, pseudo_random_f64, raw_header, read_frame, secs,
+    RawFrame, TransportReader, Watchdog, bits32, bits64, bye, client_hello, control_frame,
+    data_frame, f32_edges, f64_edges, peer_exe, pseudo_random_f64, raw_header, read_frame, secs,
 };
 use peerpipe::codec;
 use peerpipe::error::Error;
@@ -42,24 +42,6 @@ const IO_TIMEOUT: Duration = secs(20);
 
 fn io_deadline() -> Deadline {
     Deadline::after(Some(IO_TIMEOUT))
-}
-
-/// `std::io::Read` over a transport, for `common::read_frame`: each read fills the whole
-/// buffer (waiting up to [`IO_TIMEOUT`]) unless the stream ends, so a short read, and then a
-/// read of 0 bytes, mean end of stream.
-struct TransportReader<'a>(&'a mut Transport);
-
-impl Read for TransportReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.recv_exact(buf, io_deadline()).map_err(|e| {
-            let kind = match e {
-                Error::Timeout { .. } => io::ErrorKind::TimedOut,
-                Error::PeerClosed { .. } => io::ErrorKind::BrokenPipe,
-                _ => io::ErrorKind::Other,
-            };
-            io::Error::new(kind, format!("read from the server: {e}"))
-        })
-    }
 }
 
 /// A `peer --role server --transport KIND` child, connected by a transport of that kind, with
@@ -151,14 +133,16 @@ impl Server {
     /// Reads the next frame, `None` at end of stream.
     fn maybe_frame(&mut self) -> Option<RawFrame> {
         let kind = self.kind;
-        read_frame(&mut TransportReader(self.transport()))
+        read_frame(&mut TransportReader(self.transport(), IO_TIMEOUT))
             .unwrap_or_else(|e| panic!("a well-formed frame from the server over {kind}: {e}"))
     }
 
     /// Everything the server writes until end of stream, as raw bytes.
     fn rest(&mut self) -> Vec<u8> {
         let mut rest = Vec::new();
-        TransportReader(self.transport()).read_to_end(&mut rest).expect("read to end of stream");
+        TransportReader(self.transport(), IO_TIMEOUT)
+            .read_to_end(&mut rest)
+            .expect("read to end of stream");
         rest
     }
 

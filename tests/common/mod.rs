@@ -443,6 +443,25 @@ pub fn misbehaving_command_on(
     command
 }
 
+/// `std::io::Read` over a transport, for [`read_frame`]: each read fills the whole buffer,
+/// waiting up to the given timeout, unless the stream ends, so a short read, and then a read
+/// of 0 bytes, mean end of stream. Timeouts and a closed peer map to `TimedOut` and
+/// `BrokenPipe`.
+pub struct TransportReader<'a>(pub &'a mut Transport, pub Duration);
+
+impl Read for TransportReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.recv_exact(buf, Deadline::after(Some(self.1))).map_err(|e| {
+            let kind = match e {
+                peerpipe::Error::Timeout { .. } => io::ErrorKind::TimedOut,
+                peerpipe::Error::PeerClosed { .. } => io::ErrorKind::BrokenPipe,
+                _ => io::ErrorKind::Other,
+            };
+            io::Error::new(kind, format!("read from the peer: {e}"))
+        })
+    }
+}
+
 /// Body of each test binary's `misbehaving_server_entry` test: returns at once in a normal
 /// test run; when started by [`misbehaving_command`], plays the server `mode` on the transport
 /// named by [`TRANSPORT_VAR`], then exits the process.
