@@ -334,11 +334,6 @@ impl ShmLink {
         }
     }
 
-    /// Bytes per direction.
-    pub fn shm_capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// Whether the peer is gone: its end of the liveness pipe is closed. Latches.
     fn check_peer(&mut self) -> bool {
         if !self.peer_gone {
@@ -557,7 +552,7 @@ impl ShmLink {
                 detail: "the peer posted `full` without a chunk in the slot".into(),
             });
         }
-        let len = read_u64_atomic(&self.map, self.rx + CHUNK_LEN);
+        let len = self.map.atomic_u64(self.rx + CHUNK_LEN).load(Acquire);
         if len == 0 || len > self.capacity as u64 {
             return Err(Error::BadRegion {
                 detail: format!("expected a chunk of 1 to {} bytes, found {len}", self.capacity),
@@ -677,10 +672,6 @@ fn read_u64(map: &Mapping, offset: usize) -> u64 {
     let mut raw = [0u8; 8];
     map.read(offset, &mut raw);
     u64::from_ne_bytes(raw)
-}
-
-fn read_u64_atomic(map: &Mapping, offset: usize) -> u64 {
-    map.atomic_u64(offset).load(Acquire)
 }
 
 impl Link for ShmLink {
