@@ -346,3 +346,51 @@ pub fn decode_f32_as_f64(src: &[u8]) -> Result<Vec<f64>> {
     decode_into(src, ValuesMut::F64FromF32(&mut out))?;
     Ok(out)
 }
+
+/// f64 edge values as bit patterns, which the tests and `peer soak` send on purpose: signed
+/// zeros, subnormals, extremes, infinities and NaNs with payloads, quiet and signalling, of
+/// both signs, and a value below f32's subnormals (it narrows to 0).
+pub const F64_EDGE_BITS: [u64; 20] = [
+    0x0000_0000_0000_0000, // +0.0
+    0x8000_0000_0000_0000, // -0.0
+    0x3ff0_0000_0000_0000, // 1.0
+    0xbff0_0000_0000_0000, // -1.0
+    0x0000_0000_0000_0001, // smallest subnormal
+    0x800f_ffff_ffff_ffff, // largest negative subnormal
+    0x0010_0000_0000_0000, // MIN_POSITIVE
+    0x7fef_ffff_ffff_ffff, // MAX
+    0xffef_ffff_ffff_ffff, // MIN
+    0x7ff0_0000_0000_0000, // +inf
+    0xfff0_0000_0000_0000, // -inf
+    0x7ff8_0000_0000_0000, // quiet NaN
+    0x7ff8_0000_0000_0001, // quiet NaN with payload
+    0xfff8_0000_0000_0000, // negative quiet NaN
+    0x7ff0_0000_0000_0001, // signalling NaN
+    0x7ff4_0000_0000_0000, // signalling NaN, high payload bit
+    0xfff0_0000_dead_beef, // negative signalling NaN with payload
+    0xffff_ffff_ffff_ffff, // all ones (a NaN)
+    0x000f_ffff_ffff_ffff, // largest subnormal
+    0x3690_0000_0000_0000, // 2^-150: below f32's subnormals, narrows to 0
+];
+
+/// f32 edge values as bit patterns, likewise.
+pub const F32_EDGE_BITS: [u32; 18] = [
+    0x0000_0000, // +0.0
+    0x8000_0000, // -0.0
+    0x3f80_0000, // 1.0
+    0xc020_0000, // -2.5
+    0x0000_0001, // smallest subnormal
+    0x807f_ffff, // largest negative subnormal
+    0x0080_0000, // MIN_POSITIVE
+    0x7f7f_ffff, // MAX
+    0x7f80_0000, // +inf
+    0xff80_0000, // -inf
+    0x7fc0_0000, // quiet NaN
+    0x7fc0_0001, // quiet NaN with payload
+    0xffc0_0000, // negative quiet NaN
+    0x7f80_0001, // signalling NaN
+    0x7fa0_0000, // signalling NaN, high payload bit
+    0xff80_beef, // negative signalling NaN with payload
+    0xffff_ffff, // all ones (a NaN)
+    0x007f_ffff, // largest subnormal
+];

@@ -53,7 +53,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 
-use crate::codec::{Values, ValuesMut};
+use crate::codec::{F32_EDGE_BITS, F64_EDGE_BITS, Values, ValuesMut};
 use crate::error::{Error, Result};
 use crate::frame::HEADER_LEN;
 use crate::peer::{DataPath, Options, Peer, describe_status};
@@ -254,50 +254,6 @@ impl Rng {
     }
 }
 
-/// f64 bit patterns every soak sends on purpose.
-const F64_SPECIALS: [u64; 19] = [
-    0x0000_0000_0000_0000, // +0.0
-    0x8000_0000_0000_0000, // -0.0
-    0x3ff0_0000_0000_0000, // 1.0
-    0x0000_0000_0000_0001, // smallest subnormal
-    0x000f_ffff_ffff_ffff, // largest subnormal
-    0x800f_ffff_ffff_ffff, // largest negative subnormal
-    0x0010_0000_0000_0000, // MIN_POSITIVE
-    0x7fef_ffff_ffff_ffff, // MAX
-    0xffef_ffff_ffff_ffff, // MIN
-    0x7ff0_0000_0000_0000, // +inf
-    0xfff0_0000_0000_0000, // -inf
-    0x7ff8_0000_0000_0000, // quiet NaN
-    0x7ff8_0000_0000_0001, // quiet NaN with payload
-    0xfff8_0000_0000_0000, // negative quiet NaN
-    0x7ff0_0000_0000_0001, // signalling NaN
-    0x7ff4_0000_0000_0000, // signalling NaN, high payload bit
-    0xfff0_0000_dead_beef, // negative signalling NaN with payload
-    0xffff_ffff_ffff_ffff, // all ones (a NaN)
-    0x3690_0000_0000_0000, // 2^-150: below f32's subnormals, narrows to 0
-];
-
-/// f32 bit patterns every soak sends on purpose.
-const F32_SPECIALS: [u32; 17] = [
-    0x0000_0000, // +0.0
-    0x8000_0000, // -0.0
-    0x3f80_0000, // 1.0
-    0x0000_0001, // smallest subnormal
-    0x007f_ffff, // largest subnormal
-    0x807f_ffff, // largest negative subnormal
-    0x0080_0000, // MIN_POSITIVE
-    0x7f7f_ffff, // MAX
-    0x7f80_0000, // +inf
-    0xff80_0000, // -inf
-    0x7fc0_0000, // quiet NaN
-    0x7fc0_0001, // quiet NaN with payload
-    0xffc0_0000, // negative quiet NaN
-    0x7f80_0001, // signalling NaN
-    0x7fa0_0000, // signalling NaN, high payload bit
-    0xff80_beef, // negative signalling NaN with payload
-    0xffff_ffff, // all ones (a NaN)
-];
-
 const F64_EXP: u64 = 0x7ff0_0000_0000_0000;
 const F64_MANT: u64 = 0x000f_ffff_ffff_ffff;
 const F64_SIGN: u64 = 1 << 63;
@@ -305,14 +261,14 @@ const F32_EXP: u32 = 0x7f80_0000;
 const F32_MANT: u32 = 0x007f_ffff;
 const F32_SIGN: u32 = 1 << 31;
 
-/// One random f64 bit pattern: 1/8 from [`F64_SPECIALS`], 1/16 a random subnormal, 1/16 a
+/// One random f64 bit pattern: 1/8 from [`F64_EDGE_BITS`], 1/16 a random subnormal, 1/16 a
 /// random NaN (quiet or signalling, any payload, either sign), 3/8 arbitrary bits, the rest
 /// ordinary numbers in [-1000, 1000). Returns the bits and whether they were chosen as special.
 fn random_f64_bits(rng: &mut Rng) -> (u64, bool) {
     let r = rng.next_u64();
     let sign = r & F64_SIGN;
     match r & 15 {
-        0 | 1 => (F64_SPECIALS[((r >> 8) % F64_SPECIALS.len() as u64) as usize], true),
+        0 | 1 => (F64_EDGE_BITS[((r >> 8) % F64_EDGE_BITS.len() as u64) as usize], true),
         2 => (sign | ((r >> 4) & F64_MANT), true),
         3 => (sign | F64_EXP | ((r >> 4) & F64_MANT).max(1), true),
         4..=9 => (rng.next_u64(), false),
@@ -325,7 +281,7 @@ fn random_f32_bits(rng: &mut Rng) -> (u32, bool) {
     let r = rng.next_u64();
     let sign = (r >> 32) as u32 & F32_SIGN;
     match r & 15 {
-        0 | 1 => (F32_SPECIALS[((r >> 8) % F32_SPECIALS.len() as u64) as usize], true),
+        0 | 1 => (F32_EDGE_BITS[((r >> 8) % F32_EDGE_BITS.len() as u64) as usize], true),
         2 => (sign | ((r >> 4) as u32 & F32_MANT), true),
         3 => (sign | F32_EXP | ((r >> 4) as u32 & F32_MANT).max(1), true),
         4..=9 => ((r >> 32) as u32, false),
