@@ -1,9 +1,12 @@
 //! Unit and negative tests of `peerpipe::frame`: exact header bytes, every validation rule and
 //! the error variant it produces, padding, truncation, and HELLO payloads.
 //!
-//! Headers under test are built by hand with [`raw_header`], not with `Header::to_bytes`, so a
-//! mistake in the encoder cannot hide the same mistake in the decoder.
+//! Headers under test are built by hand with `common::raw_header`, not with `Header::to_bytes`,
+//! so a mistake in the encoder cannot hide the same mistake in the decoder.
 
+mod common;
+
+use common::raw_header;
 use peerpipe::Error;
 use peerpipe::frame::{
     self, DEFAULT_MAX_FRAME_BYTES, Dtype, FRAME_ALIGN, HEADER_LEN, Header, Hello, Kind,
@@ -11,30 +14,6 @@ use peerpipe::frame::{
 };
 
 const LIMIT: u64 = 1024;
-
-/// 32 header bytes laid out field by field from the specification.
-#[allow(clippy::too_many_arguments)]
-fn raw_header(
-    magic: &[u8; 4],
-    version: u8,
-    kind: u8,
-    dtype: u8,
-    flags: u8,
-    seq: u64,
-    count: u64,
-    aux: u64,
-) -> [u8; HEADER_LEN] {
-    let mut out = [0u8; HEADER_LEN];
-    out[..4].copy_from_slice(magic);
-    out[4] = version;
-    out[5] = kind;
-    out[6] = dtype;
-    out[7] = flags;
-    out[8..16].copy_from_slice(&seq.to_le_bytes());
-    out[16..24].copy_from_slice(&count.to_le_bytes());
-    out[24..32].copy_from_slice(&aux.to_le_bytes());
-    out
-}
 
 /// A valid header with the given kind, dtype and count.
 fn good(kind: u8, dtype: u8, count: u64) -> [u8; HEADER_LEN] {
