@@ -177,33 +177,43 @@ fn baseline_label(base: &BaselineRow) -> String {
     format!("baseline {} B{transport}, wait {}, pin {}", base.bytes, base.wait, base.pin)
 }
 
-fn noise(repeats: &[u64], spread: u64) -> Option<u64> {
-    (repeats.len() > 1).then_some(spread)
+/// A p50 and, when it was repeated, its noise (the spread of the repeats).
+fn measured(p50: u64, repeats: &[u64], spread: u64) -> (u64, Option<u64>) {
+    (p50, (repeats.len() > 1).then_some(spread))
 }
 
 fn pair(a: &Row, b: &Row, thresholds: Thresholds) -> Pair {
-    let a_noise = noise(&a.p50_repeats_ns, a.p50_spread_ns());
-    let b_noise = noise(&b.p50_repeats_ns, b.p50_spread_ns());
-    Pair {
-        label: row_label(a),
-        a_p50_ns: a.rtt_ns.p50,
-        b_p50_ns: b.rtt_ns.p50,
-        a_noise_ns: a_noise,
-        b_noise_ns: b_noise,
-        outcome: judge(a.rtt_ns.p50, b.rtt_ns.p50, a_noise.max(b_noise).unwrap_or(0), thresholds),
-    }
+    judged(
+        row_label(a),
+        measured(a.rtt_ns.p50, &a.p50_repeats_ns, a.p50_spread_ns()),
+        measured(b.rtt_ns.p50, &b.p50_repeats_ns, b.p50_spread_ns()),
+        thresholds,
+    )
 }
 
 fn base_pair(a: &BaselineRow, b: &BaselineRow, thresholds: Thresholds) -> Pair {
-    let a_noise = noise(&a.p50_repeats_ns, a.p50_spread_ns());
-    let b_noise = noise(&b.p50_repeats_ns, b.p50_spread_ns());
+    judged(
+        baseline_label(a),
+        measured(a.rtt_ns.p50, &a.p50_repeats_ns, a.p50_spread_ns()),
+        measured(b.rtt_ns.p50, &b.p50_repeats_ns, b.p50_spread_ns()),
+        thresholds,
+    )
+}
+
+fn judged(
+    label: String,
+    (a_p50_ns, a_noise_ns): (u64, Option<u64>),
+    (b_p50_ns, b_noise_ns): (u64, Option<u64>),
+    thresholds: Thresholds,
+) -> Pair {
+    let noise = a_noise_ns.max(b_noise_ns).unwrap_or(0);
     Pair {
-        label: baseline_label(a),
-        a_p50_ns: a.rtt_ns.p50,
-        b_p50_ns: b.rtt_ns.p50,
-        a_noise_ns: a_noise,
-        b_noise_ns: b_noise,
-        outcome: judge(a.rtt_ns.p50, b.rtt_ns.p50, a_noise.max(b_noise).unwrap_or(0), thresholds),
+        label,
+        a_p50_ns,
+        b_p50_ns,
+        a_noise_ns,
+        b_noise_ns,
+        outcome: judge(a_p50_ns, b_p50_ns, noise, thresholds),
     }
 }
 
