@@ -356,7 +356,7 @@ pub enum Received {
 impl Transport {
     /// Frames over `link`, waiting with `wait`.
     pub fn new(link: impl Link + 'static, wait: Wait) -> Transport {
-        Transport { link: Box::new(link), wait, pushback: Vec::new(), pushback_read: 0 }
+        Transport::from_box(Box::new(link), wait)
     }
 
     /// Frames over a read end and a write end of two pipes (see [`PipeLink::new`]).
