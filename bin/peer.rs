@@ -23,7 +23,13 @@ use peerpipe::{Error, handlers};
 ///
 /// With no arguments, `peer` runs the round-trip latency report: it spawns servers, measures
 /// every combination of dtype, size, path, handler and wait strategy against a raw-bytes
-/// baseline measured in the same run, and prints a table and a verdict.
+/// floor, and prints a table and a verdict.
+///
+/// Ratios are paired: a floor and the rows that move the same bytes are measured in rounds
+/// (--rounds), each round one short burst of each in a random order, and a row's ratio is the
+/// median over rounds of its p50 over the floor's p50 in the same round, with a 95 %
+/// confidence interval. A machine that changes speed during the run moves both sides of a
+/// round together, so the ratios hold still even when absolute times do not.
 #[derive(Debug, Parser)]
 #[command(name = "peer", version, args_conflicts_with_subcommands = true)]
 struct Cli {
@@ -36,9 +42,15 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Compare two `--json` reports: list rows whose p50 differ by more than both thresholds
-    /// and more than the noise recorded in either file. Exit 0 when nothing differs, 1 when
-    /// something does, 2 on error.
+    /// Compare two `--json` reports. Exit 0 when nothing differs, 1 when something does, 2 on
+    /// error.
+    ///
+    /// By default (--mode paired) each row is judged by its ratio to its own floor from the
+    /// same run, so two runs taken while the machine ran at different speeds compare
+    /// correctly: a row differs when the 95 % intervals of its two ratios do not overlap and
+    /// the change, converted to time at the floors' mean p50, exceeds both thresholds.
+    /// --mode absolute compares p50 round trips instead, allowing for the spread of each
+    /// row's per-round p50s.
     Compare(CompareArgs),
 
     /// Soak: client–server pairs exchange random arrays, every reply verified bit for bit.
@@ -91,9 +103,18 @@ struct CompareArgs {
     /// Absolute threshold: differences smaller than this are not reported.
     #[arg(long, default_value = "10us", value_parser = parse_timeout)]
     abs: Duration,
-    /// Relative threshold in percent of A's p50.
+    /// Relative threshold in percent of A's p50 (or of A's ratio).
     #[arg(long, default_value_t = 10.0, value_parser = parse_percent)]
     rel: f64,
+    /// paired: judge each row's ratio to its same-run floor; absolute: judge p50 round trips.
+    #[arg(long, value_enum, default_value_t = CompareMode::Paired)]
+    mode: CompareMode,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum CompareMode {
+    Paired,
+    Absolute,
 }
 
 #[derive(Debug, Args)]
@@ -148,6 +169,13 @@ struct RunArgs {
     #[arg(long, value_name = "CMD")]
     spawn: Option<String>,
 
+    /// Busy-wait DUR before answering each request, counted in server time: a known
+    /// difference for checking the report's sensitivity on your machine (run once without,
+    /// once with, then `peer compare`). As a client, passed to every handler server it spawns
+    /// (not to the raw floors); with --spawn, give it to the server command instead.
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
+    server_delay: Option<Duration>,
+
     /// Client: element counts per request [default: 1,8,500,1000,65536,1048576].
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
     sizes: Vec<usize>,
@@ -162,29 +190,40 @@ struct RunArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_path)]
     path: Vec<DataPath>,
 
-    /// Client: placement: free (scheduler decides), same (both processes on one core), split
-    /// (client and server on two different cores).
-    #[arg(long, value_delimiter = ',', default_value = "free", value_parser = parse_pin)]
+    /// Client: placement, a comma-separated list: free (the scheduler decides), same (both
+    /// processes on one core), split (client and server on two different cores) [default:
+    /// split on a machine with two or more cores, else free]. split is the default because
+    /// with free the scheduler sometimes keeps client and server on one core for a whole
+    /// process lifetime, differently for each server process, so a floor and a row could be
+    /// measured on one core and on two: the per-round CPUs in the JSON show it.
+    #[arg(long, value_delimiter = ',', value_parser = parse_pin)]
     pin: Vec<Placement>,
 
-    /// Client: timed round trips per row (instead of --duration).
+    /// Client: timed round trips per row, over all its rounds (instead of --duration).
     #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
     iters: Option<u64>,
 
-    /// Client: time per row [default: 150ms; 30ms with --quick].
+    /// Client: timed time per row, over all its rounds [default: 150ms; 30ms with --quick].
     #[arg(long, value_parser = parse_nonzero_duration)]
     duration: Option<Duration>,
 
-    /// Client: warm-up time per row before timing (at least 3 round trips).
+    /// Client: warm-up time per row before its first round (at least 3 round trips).
     #[arg(long, default_value = "20ms", value_parser = parse_timeout)]
     warmup: Duration,
 
-    /// Client: run each row K times and record the spread of p50 across repeats (the noise that
-    /// `peer compare` allows for).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    repeat: u32,
+    /// Client: rounds per group. Each round gives the floor and every row of the same bytes,
+    /// transport, wait and placement one burst (--duration / N) in a random order; a row's
+    /// ratio is the median of its per-round ratios, with a 95 % interval (needs 6 rounds or
+    /// more) [default: 20; 10 with --quick].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(measure::MAX_ROUNDS)))]
+    rounds: Option<u32>,
 
-    /// Client: a quick run: f64 only, sizes 1,500,65536,1048576, 30ms per row.
+    /// Client: seed of the order of bursts within each round [default: from the clock]; it is
+    /// recorded in the JSON as config.order_seed.
+    #[arg(long)]
+    seed: Option<u64>,
+
+    /// Client: a quick run: f64 only, sizes 1,500,65536,1048576, 30ms per row in 10 rounds.
     #[arg(long)]
     quick: bool,
 
@@ -310,7 +349,11 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
         what: "handler",
         reason: format!("unknown handler {name:?}"),
     })?;
-    let options = ServeOptions { max_frame_bytes: args.max_frame_bytes, ..ServeOptions::default() };
+    let options = ServeOptions {
+        max_frame_bytes: args.max_frame_bytes,
+        delay: args.server_delay.unwrap_or_default(),
+        ..ServeOptions::default()
+    };
     server::serve(&mut transport, &mut handler, &options)?;
     Ok(())
 }
@@ -342,9 +385,18 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         (None, None, true) => RowLength::Duration(measure::QUICK_ROW_DURATION),
         (None, None, false) => RowLength::Duration(measure::DEFAULT_ROW_DURATION),
     };
+    if args.spawn.is_some() && args.server_delay.is_some() {
+        return Err(Error::InvalidArgument {
+            what: "--server-delay",
+            reason: "applies to the servers this binary spawns; with --spawn, pass \
+                     --server-delay to the server command itself"
+                .into(),
+        });
+    }
     let plan = Plan {
         peer_exe: std::env::current_exe()?,
         spawn: args.spawn.clone(),
+        server_delay: args.server_delay.unwrap_or_default(),
         sizes,
         workloads,
         paths: if args.path.is_empty() {
@@ -358,10 +410,19 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
             args.handler.clone()
         },
         waits: (!args.wait.is_empty()).then(|| args.wait.clone()),
-        pins: args.pin.clone(),
+        pins: if args.pin.is_empty() {
+            vec![measure::default_placement()]
+        } else {
+            args.pin.clone()
+        },
         length,
         warmup: args.warmup,
-        repeat: args.repeat,
+        rounds: args.rounds.unwrap_or(if args.quick {
+            measure::QUICK_ROUNDS
+        } else {
+            measure::DEFAULT_ROUNDS
+        }),
+        order_seed: args.seed.unwrap_or_else(peerpipe::soak::seed_from_clock),
         options: Options {
             timeout: Some(args.timeout),
             max_frame_bytes: args.max_frame_bytes,
@@ -407,7 +468,12 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
 fn run_compare(args: &CompareArgs) -> peerpipe::Result<ExitCode> {
     let a = export::read_json(&args.a)?;
     let b = export::read_json(&args.b)?;
-    let comparison = compare::compare(&a, &b, Thresholds { abs: args.abs, rel_pct: args.rel });
+    let mode = match args.mode {
+        CompareMode::Paired => compare::Mode::Paired,
+        CompareMode::Absolute => compare::Mode::Absolute,
+    };
+    let comparison =
+        compare::compare(&a, &b, Thresholds { abs: args.abs, rel_pct: args.rel }, mode);
     compare::render(&comparison, &mut io::stdout().lock())?;
     Ok(if comparison.differs() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

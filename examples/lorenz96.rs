@@ -46,6 +46,10 @@ struct Args {
     /// The `peer` binary to use as the server.
     #[arg(long)]
     peer: Option<PathBuf>,
+    /// Steps per segment: after each, a burst of the raw floor is measured, and the overhead
+    /// ratio is the median over segments of (segment overhead p50 / floor p50).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    floor_every: u64,
     /// Server mode (used when this example serves itself): same flags as `peer`.
     #[arg(long, hide = true)]
     role: Option<String>,
@@ -56,6 +60,11 @@ struct Args {
     #[arg(long, hide = true)]
     max_frame_bytes: Option<u64>,
 }
+
+/// Right-hand-side evaluations per RK4 step.
+const CALLS_PER_STEP: usize = 4;
+/// Timed round trips per floor burst.
+const FLOOR_BURST: usize = 200;
 
 fn parse_wait(text: &str) -> std::result::Result<Wait, String> {
     text.parse().map_err(|e: Error| e.to_string())
@@ -179,18 +188,14 @@ fn run(args: &Args) -> Result<()> {
     // Local: the derivative in this process.
     let (local, local_s) = integrate(args, |x, d| lorenz96::rhs(x, lorenz96::FORCING, d))?;
 
-    // Remote: the same formula in the server, one round trip per RK4 stage.
-    let mut rhs = RemoteRhs::spawn_server(&exe, handler, options.clone())?.with_exchange(exchange);
-    let (remote, remote_s) = integrate(args, |x, d| rhs.eval(x, d).map(drop))?;
-    let stats = rhs.stats().clone();
-    rhs.close()?;
-
-    // The floor: the same bytes moved by plain read/write with the same wait.
+    // The floor: the same bytes moved by plain read/write with the same wait, measured in a
+    // burst after every segment of steps, so that each segment's overhead is judged against
+    // what moving its bytes cost at the same moment.
     let bytes = match exchange {
         Exchange::F64 => args.n * 8,
         Exchange::F64AsF32 => args.n * 4,
     };
-    let mut echo = RawEcho::spawn(
+    let echo = RawEcho::spawn(
         &exe,
         bytes,
         args.wait,
@@ -198,14 +203,18 @@ fn run(args: &Args) -> Result<()> {
         options.pipe_capacity,
         options.timeout,
     )?;
-    let mut floor = Vec::with_capacity(stats.calls as usize);
-    for _ in 0..stats.calls.min(20_000) {
-        floor.push(echo.round_trip()?);
-    }
-    echo.verify()?;
-    echo.close()?;
-    floor.sort_unstable();
-    let floor_p50 = peerpipe::report::nearest_rank(&floor, 0.5);
+
+    // Remote: the same formula in the server, one round trip per RK4 stage.
+    let mut rhs = RemoteRhs::spawn_server(&exe, handler, options.clone())?
+        .with_exchange(exchange)
+        .with_paired_floor(echo, CALLS_PER_STEP * args.floor_every as usize, FLOOR_BURST)?;
+    let (remote, remote_s) = integrate(args, |x, d| rhs.eval(x, d).map(drop))?;
+    let stats = rhs.stats().clone();
+    rhs.close()?;
+    // The floor bursts ran inside the remote integration's wall time: take them out.
+    let remote_s = remote_s - stats.floor_wall_ns as f64 * 1e-9;
+    let floor_p50 = stats.floor_p50_ns().unwrap_or(0);
+    let ratio = stats.overhead_ratio();
 
     let max_abs_diff =
         local.iter().zip(&remote).map(|(a, b)| (a - b).abs()).fold(0.0f64, |m, d| m.max(d));
@@ -247,11 +256,22 @@ fn run(args: &Args) -> Result<()> {
         format_nanos(overhead_p50 as f64),
         format_nanos(overhead_p99 as f64)
     );
-    println!(
-        "raw floor for {bytes} bytes, same transport and wait: p50 {} (overhead p50 / floor = {:.2}x)",
-        format_nanos(floor_p50 as f64),
-        overhead_p50 as f64 / floor_p50.max(1) as f64
-    );
+    match ratio {
+        Some(r) => println!(
+            "raw floor for {bytes} bytes, same transport and wait: p50 {}; overhead / floor \
+             {:.2}x [95% {:.2}-{:.2}], paired over {} segments of {} steps",
+            format_nanos(floor_p50 as f64),
+            r.median,
+            r.ci[0],
+            r.ci[1],
+            stats.segments.len(),
+            args.floor_every
+        ),
+        None => println!(
+            "raw floor: no segment of {} steps completed (fewer steps than that)",
+            args.floor_every
+        ),
+    }
     match exchange {
         Exchange::F64 if identical => {
             println!("trajectories: bit-identical over {} steps", args.steps)
@@ -264,7 +284,9 @@ fn run(args: &Args) -> Result<()> {
     println!(
         "{{\"n\":{},\"steps\":{},\"callbacks\":{},\"local_s\":{:.6},\"remote_s\":{:.6},\
          \"overhead_per_callback_ns\":{:.0},\"overhead_p50_ns\":{},\"overhead_p99_ns\":{},\
-         \"p50_callback_ns\":{},\"p99_callback_ns\":{},\"baseline_p50_ns\":{},\"max_abs_diff\":{:?},\"wait\":\"{}\",\"transport\":\"{}\",\"dtype\":\"{}\"}}",
+         \"p50_callback_ns\":{},\"p99_callback_ns\":{},\"baseline_p50_ns\":{},\
+         \"overhead_ratio\":{},\"overhead_ratio_ci\":{},\"segments\":{},\
+         \"max_abs_diff\":{:?},\"wait\":\"{}\",\"transport\":\"{}\",\"dtype\":\"{}\"}}",
         args.n,
         args.steps,
         callbacks,
@@ -276,6 +298,9 @@ fn run(args: &Args) -> Result<()> {
         p50,
         p99,
         floor_p50,
+        ratio.map_or("null".to_owned(), |r| format!("{:.4}", r.median)),
+        ratio.map_or("null".to_owned(), |r| format!("[{:.4},{:.4}]", r.ci[0], r.ci[1])),
+        stats.segments.len(),
         max_abs_diff,
         args.wait.name(),
         args.transport,

@@ -24,6 +24,8 @@
 //!   every reply verified bit for bit, memory and descriptors compared at start and end.
 //! - [`rhs`]: a remote right-hand side for integrators — `eval(&state, &mut derivative)`.
 //! - [`lorenz96`]: the model's right-hand side in its one fixed evaluation order.
+//! - `rng` (private): the deterministic random numbers of `peer soak` and the report's
+//!   order of measurement.
 //! - [`units`]: durations as people type them (`250ms`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
 //!
@@ -42,6 +44,7 @@ pub mod peer;
 pub mod process;
 pub mod report;
 pub mod rhs;
+mod rng;
 pub mod server;
 pub mod soak;
 mod sys;

@@ -230,6 +230,23 @@ impl Peer {
         handler: &str,
         options: Options,
     ) -> Result<Peer> {
+        let command = Peer::server_command(peer_exe, handler, &options);
+        Peer::spawn(command, options)
+    }
+
+    /// The command [`Peer::spawn_server`] runs: `peer_exe --role server --handler HANDLER`
+    /// with the wait strategy, frame limit and transport of `options`, for a caller that adds
+    /// server flags of its own (such as `--server-delay`) before [`Peer::spawn`].
+    ///
+    /// # Examples
+    /// ```
+    /// use peerpipe::{Options, Peer};
+    /// let command = Peer::server_command("peer", "echo", &Options::default());
+    /// let args: Vec<_> = command.get_args().map(|a| a.to_str().unwrap()).collect();
+    /// assert_eq!(args[..4], ["--role", "server", "--handler", "echo"]);
+    /// assert!(args.contains(&"--transport"));
+    /// ```
+    pub fn server_command(peer_exe: impl AsRef<Path>, handler: &str, options: &Options) -> Command {
         let mut command = Command::new(peer_exe.as_ref());
         command
             .args(["--role", "server", "--handler", handler])
@@ -239,7 +256,7 @@ impl Peer {
             .arg(options.max_frame_bytes.to_string())
             .arg("--transport")
             .arg(options.transport.name());
-        Peer::spawn(command, options)
+        command
     }
 
     /// Talks to a server over an existing transport (e.g. one end of [`Transport::pair`]),

@@ -93,6 +93,17 @@ pub(crate) fn spawn_with_transport(
     Ok((transport, ChildGuard { child }))
 }
 
+/// Stops process `pid` (`SIGSTOP`) so that it takes no CPU while another pair is measured; a
+/// process that is already gone is no error (its absence shows at its next round trip).
+pub(crate) fn pause(pid: u32) {
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGSTOP);
+}
+
+/// Continues a process stopped by [`pause`] (`SIGCONT`); harmless for one that runs.
+pub(crate) fn resume(pid: u32) {
+    let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
+}
+
 /// `exited with status 3` or `was killed by signal 9 (SIGKILL)`.
 pub fn describe_status(status: ExitStatus) -> String {
     if let Some(code) = status.code() {

@@ -36,12 +36,16 @@
 //! ```
 
 use std::path::Path;
+use std::time::Instant;
 
 use hdrhistogram::Histogram;
 
 use crate::codec::{Values, ValuesMut};
 use crate::error::{Error, Result};
 use crate::peer::{CallTiming, Options, Peer};
+use crate::process::{pause, resume};
+use crate::report::baseline::RawEcho;
+use crate::report::pairing::{PairedRatio, paired_ratio};
 
 /// How the state and derivative travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -72,6 +76,21 @@ pub struct RhsStats {
     pub round_trips: Histogram<u64>,
     /// Distribution of the cost of going remote per call: round trip − server time.
     pub overheads: Histogram<u64>,
+    /// With a paired floor ([`RemoteRhs::with_paired_floor`]): one entry per segment of
+    /// calls, its overhead p50 beside the p50 of the floor burst that followed it.
+    pub segments: Vec<FloorSegment>,
+    /// Wall time spent in floor bursts, ns: not part of any call, but part of the caller's
+    /// wall time.
+    pub floor_wall_ns: u64,
+}
+
+/// One segment of calls and the floor burst measured right after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FloorSegment {
+    /// p50 of the segment's overheads (round trip − server time), ns.
+    pub overhead_p50_ns: u64,
+    /// p50 of the floor burst, ns.
+    pub floor_p50_ns: u64,
 }
 
 impl RhsStats {
@@ -85,6 +104,8 @@ impl RhsStats {
             round_trip_ns: 0,
             round_trips: crate::report::new_histogram(),
             overheads: crate::report::new_histogram(),
+            segments: Vec::new(),
+            floor_wall_ns: 0,
         }
     }
 
@@ -115,6 +136,87 @@ impl RhsStats {
     pub fn overhead_quantile_ns(&self, q: f64) -> u64 {
         self.overheads.value_at_quantile(q)
     }
+
+    /// The paired overhead ratio: the median over segments of (the segment's overhead p50 ÷
+    /// the p50 of the floor burst measured right after it), with its 95 % interval; `None`
+    /// without a paired floor or before the first segment is complete.
+    pub fn overhead_ratio(&self) -> Option<PairedRatio> {
+        let overheads: Vec<u64> = self.segments.iter().map(|s| s.overhead_p50_ns).collect();
+        let floors: Vec<u64> = self.segments.iter().map(|s| s.floor_p50_ns).collect();
+        paired_ratio(&overheads, &floors)
+    }
+
+    /// The median of the floor bursts' p50s, ns; `None` without segments.
+    pub fn floor_p50_ns(&self) -> Option<u64> {
+        let mut floors: Vec<u64> = self.segments.iter().map(|s| s.floor_p50_ns).collect();
+        floors.sort_unstable();
+        (!floors.is_empty()).then(|| crate::report::nearest_rank(&floors, 0.5))
+    }
+}
+
+/// A raw floor measured in bursts between segments of calls (see
+/// [`RemoteRhs::with_paired_floor`]).
+#[derive(Debug)]
+struct PairedFloor {
+    echo: RawEcho,
+    /// Calls per segment.
+    every: usize,
+    /// Timed round trips per floor burst.
+    burst: usize,
+    /// Overheads of the current segment (capacity `every`: no allocation per call).
+    overheads: Vec<u64>,
+    /// Round trips of the current floor burst (capacity `burst`).
+    floor: Vec<u64>,
+}
+
+/// Untimed round trips at the start of each floor burst, after the floor server was resumed.
+const FLOOR_SETTLE_ROUND_TRIPS: usize = 3;
+
+impl PairedFloor {
+    /// Records one call's overhead; after `every` calls, stops the derivative server, runs a
+    /// floor burst and records the segment.
+    fn record(
+        &mut self,
+        overhead_ns: u64,
+        server_pid: Option<u32>,
+        stats: &mut RhsStats,
+    ) -> Result<()> {
+        self.overheads.push(overhead_ns);
+        if self.overheads.len() < self.every {
+            return Ok(());
+        }
+        let started = Instant::now();
+        if let Some(pid) = server_pid {
+            pause(pid);
+        }
+        resume(self.echo.server_pid());
+        let burst = self.burst();
+        pause(self.echo.server_pid());
+        if let Some(pid) = server_pid {
+            resume(pid);
+        }
+        stats.floor_wall_ns += started.elapsed().as_nanos() as u64;
+        let floor_p50_ns = burst?;
+        self.overheads.sort_unstable();
+        let overhead_p50_ns = crate::report::nearest_rank(&self.overheads, 0.5);
+        self.overheads.clear();
+        stats.segments.push(FloorSegment { overhead_p50_ns, floor_p50_ns });
+        Ok(())
+    }
+
+    /// One burst of the floor: its p50 in ns.
+    fn burst(&mut self) -> Result<u64> {
+        for _ in 0..FLOOR_SETTLE_ROUND_TRIPS {
+            self.echo.round_trip()?;
+        }
+        self.floor.clear();
+        for _ in 0..self.burst {
+            self.floor.push(self.echo.round_trip()?);
+        }
+        self.echo.verify()?;
+        self.floor.sort_unstable();
+        Ok(crate::report::nearest_rank(&self.floor, 0.5))
+    }
 }
 
 /// A derivative evaluated by a server process, called like a local function.
@@ -124,6 +226,7 @@ pub struct RemoteRhs {
     exchange: Exchange,
     last: CallTiming,
     stats: RhsStats,
+    floor: Option<PairedFloor>,
 }
 
 impl RemoteRhs {
@@ -134,6 +237,7 @@ impl RemoteRhs {
             exchange: Exchange::F64,
             last: CallTiming::default(),
             stats: RhsStats::new(),
+            floor: None,
         }
     }
 
@@ -154,6 +258,44 @@ impl RemoteRhs {
     pub fn with_exchange(mut self, exchange: Exchange) -> RemoteRhs {
         self.exchange = exchange;
         self
+    }
+
+    /// Measures the cost of going remote against a raw floor paired with it in time: after
+    /// every `every_calls` calls, the derivative server is stopped (`SIGSTOP`) while `echo` —
+    /// a raw echo of the exchange's bytes, see [`RawEcho::spawn`] — runs a burst of
+    /// `burst_round_trips` round trips, and the segment's overhead p50 is recorded beside the
+    /// burst's p50 ([`RhsStats::segments`], [`RhsStats::overhead_ratio`]). The floor server is
+    /// stopped between bursts, so neither server takes a core from the other. The bursts add
+    /// wall time to the calls that end a segment ([`RhsStats::floor_wall_ns`]), not to their
+    /// timing. [`RemoteRhs::close`] closes the floor too.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `every_calls` or `burst_round_trips` is zero.
+    pub fn with_paired_floor(
+        mut self,
+        echo: RawEcho,
+        every_calls: usize,
+        burst_round_trips: usize,
+    ) -> Result<RemoteRhs> {
+        if every_calls == 0 || burst_round_trips == 0 {
+            return Err(Error::InvalidArgument {
+                what: "paired floor",
+                reason: format!(
+                    "needs at least 1 call per segment and 1 round trip per burst, found \
+                     {every_calls} and {burst_round_trips}"
+                ),
+            });
+        }
+        pause(echo.server_pid());
+        self.stats.segments.reserve(64);
+        self.floor = Some(PairedFloor {
+            echo,
+            every: every_calls,
+            burst: burst_round_trips,
+            overheads: Vec::with_capacity(every_calls),
+            floor: Vec::with_capacity(burst_round_trips),
+        });
+        Ok(self)
     }
 
     /// Evaluates the derivative of `state` into `derivative`: one round trip, no allocation
@@ -180,6 +322,10 @@ impl RemoteRhs {
         };
         self.last = timing;
         self.stats.add(&timing);
+        if let Some(floor) = &mut self.floor {
+            let overhead = timing.round_trip_ns.saturating_sub(timing.server_ns);
+            floor.record(overhead, self.peer.server_pid(), &mut self.stats)?;
+        }
         Ok(timing)
     }
 
@@ -198,11 +344,17 @@ impl RemoteRhs {
         &self.peer
     }
 
-    /// Says BYE and reaps the server.
+    /// Says BYE and reaps the server, and closes the paired floor if there is one.
     ///
     /// # Errors
-    /// As [`Peer::close`].
+    /// As [`Peer::close`], then as [`RawEcho::close`].
     pub fn close(self) -> Result<()> {
-        self.peer.close().map(drop)
+        let closed = self.peer.close().map(drop);
+        if let Some(floor) = self.floor {
+            resume(floor.echo.server_pid());
+            closed?;
+            return floor.echo.close();
+        }
+        closed
     }
 }

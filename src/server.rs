@@ -118,6 +118,10 @@ pub struct ServeOptions {
     /// Deadline for the client's HELLO and for completing a frame whose header has arrived;
     /// `None` waits forever. Default: [`DEFAULT_FRAME_TIMEOUT`].
     pub frame_timeout: Option<Duration>,
+    /// Busy-wait this long after each request has arrived, before the handler sees it; it is
+    /// part of the server time the reply reports. A known difference for calibrating a
+    /// measurement (`peer --server-delay`). Default: zero.
+    pub delay: Duration,
 }
 
 impl Default for ServeOptions {
@@ -125,6 +129,7 @@ impl Default for ServeOptions {
         ServeOptions {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             frame_timeout: Some(DEFAULT_FRAME_TIMEOUT),
+            delay: Duration::ZERO,
         }
     }
 }
@@ -263,6 +268,7 @@ impl Server<'_, '_> {
                 count: header.count,
                 payload: &self.request.as_bytes()[payload],
             };
+            spin_until(started + self.options.delay);
             let reply = match handler.handle(request) {
                 Ok(response) => wire_form(response, &mut encoded),
                 Err(message) => Err(message),
@@ -403,6 +409,13 @@ fn truncate_message(message: &str, max: usize) -> &[u8] {
         end -= 1;
     }
     &message.as_bytes()[..end]
+}
+
+/// Busy-waits until `at`: a sleep would add the timer slack and a wake-up to the delay.
+fn spin_until(at: Instant) {
+    while Instant::now() < at {
+        std::hint::spin_loop();
+    }
 }
 
 fn elapsed_ns(since: Instant) -> u64 {

@@ -46,9 +46,11 @@ fn report_with_p50(p50: u64) -> Report {
             transport: "pipe".into(),
             wait: "hybrid".into(),
             pin: "free".into(),
+            lent: false,
             iterations: 100,
             rtt_ns: Percentiles { p50: 80_000, ..p },
-            p50_repeats_ns: vec![80_000],
+            rounds: vec![],
+            shared_core_share: None,
         }],
         rows: vec![Row {
             dtype: "f64".into(),
@@ -69,7 +71,9 @@ fn report_with_p50(p50: u64) -> Report {
             server_cpu_ns: f64::NAN,
             mb_per_s: 8.0,
             ratio_to_baseline: Some(p50 as f64 / 80_000.0),
-            p50_repeats_ns: vec![p50],
+            ratio_ci: None,
+            rounds: vec![],
+            shared_core_share: None,
         }],
         sync_costs: vec![],
     }
@@ -110,6 +114,107 @@ fn compare_exits_1_when_a_row_differs_beyond_the_thresholds() {
     fs::remove_dir_all(dir).ok();
 }
 
+/// A report of one row with a paired ratio: its floor's p50, the row's ratio to it and the
+/// interval of that ratio.
+fn paired_report(floor_p50: u64, ratio: f64, ci: [f64; 2]) -> Report {
+    let mut report = report_with_p50((floor_p50 as f64 * ratio) as u64);
+    report.baseline[0].rtt_ns.p50 = floor_p50;
+    report.baseline[0].bytes = 4000;
+    report.rows[0].ratio_to_baseline = Some(ratio);
+    report.rows[0].ratio_ci = Some(ci);
+    report
+}
+
+fn write(dir: &Path, name: &str, report: &Report) -> String {
+    let path = dir.join(name);
+    export::write_json(report, &path).expect("write a report");
+    path.to_str().expect("UTF-8 temp path").to_owned()
+}
+
+#[test]
+fn compare_judges_paired_ratios_so_a_slower_machine_is_not_a_difference() {
+    let dir = temp_dir("compare-paired");
+    // B ran while the machine was twice as slow: every time doubled, the ratio did not.
+    let a = write(&dir, "a.json", &paired_report(2_000, 1.40, [1.38, 1.42]));
+    let b = write(&dir, "b.json", &paired_report(4_000, 1.41, [1.38, 1.44]));
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("nothing differs"), "{text}");
+    assert!(text.contains("floors: B/A of their p50 ranged 2.00x-2.00x"), "{text}");
+    // Judged by absolute time, the same two files differ.
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5", "--mode", "absolute"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_reports_a_paired_change_with_how_much_and_how_sure() {
+    let dir = temp_dir("compare-paired-differs");
+    // 1.40 -> 1.65 of a 2 us floor: +500 ns, +17.9 %, the intervals 0.2 apart.
+    let a = write(&dir, "a.json", &paired_report(2_000, 1.40, [1.38, 1.42]));
+    let b = write(&dir, "b.json", &paired_report(2_000, 1.65, [1.62, 1.68]));
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    let line = text.lines().find(|l| l.starts_with("f64 x 500 echo zero-copy")).expect(&text);
+    for cell in ["1.400x [1.380, 1.420]", "1.650x [1.620, 1.680]", "+500ns", "+17.9%"] {
+        assert!(line.contains(cell), "{cell} missing from {line}");
+    }
+    assert!(line.contains("intervals 0.200x apart"), "{line}");
+    // The same move with overlapping intervals is not sure enough to report.
+    let unsure = write(&dir, "unsure.json", &paired_report(2_000, 1.65, [1.30, 1.80]));
+    let out = peer(&["compare", &a, &unsure, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn server_delay_is_server_time_and_recorded_but_refused_with_spawn() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("server-delay");
+    let json = dir.join("delay.json");
+    let out = peer(&[
+        "--sizes",
+        "8",
+        "--dtype",
+        "f64",
+        "--path",
+        "codec",
+        "--handler",
+        "echo",
+        "--wait",
+        "block",
+        "--duration",
+        "20ms",
+        "--warmup",
+        "1ms",
+        "--rounds",
+        "4",
+        "--server-delay",
+        "300us",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = export::read_json(&json).unwrap();
+    assert_eq!(report.config.server_delay_ns, 300_000);
+    assert_eq!(report.config.rounds, 4);
+    let row = &report.rows[0];
+    assert_eq!(row.rounds.len(), 4);
+    // The busy-wait is part of the server time the replies report, and of the round trip.
+    assert!(row.server_ns.min >= 300_000, "{:?}", row.server_ns);
+    assert!(row.rtt_ns.min >= 300_000, "{:?}", row.rtt_ns);
+    // The floor has no delay: it stays far below.
+    let floor = report.baseline.iter().find(|b| b.bytes == 64).unwrap();
+    assert!(floor.rtt_ns.p50 < 300_000, "{:?}", floor.rtt_ns);
+
+    let out = peer(&["--spawn", "peer --role server", "--server-delay", "1us"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("pass --server-delay to the server command"), "{}", stderr(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn compare_exits_2_naming_a_missing_file() {
     let dir = temp_dir("compare-missing");
@@ -138,7 +243,7 @@ fn compare_exits_2_naming_a_file_that_is_not_json() {
 
 #[test]
 fn bad_flags_exit_2_with_a_clear_message() {
-    let cases: [(&[&str], &[&str]); 8] = [
+    let cases: [(&[&str], &[&str]); 10] = [
         (&["--dtype", "f16"], &["--dtype", "f16", "expected f64, f32 or f64-as-f32"]),
         (&["--iters", "0"], &["--iters", "0 is not in 1.."]),
         (&["--duration", "fast"], &["--duration", "missing number", "expected e.g. 500us"]),
@@ -147,6 +252,8 @@ fn bad_flags_exit_2_with_a_clear_message() {
         (&["--sizes", "0"], &["--sizes", "expected a positive element count"]),
         (&["--frobnicate"], &["unexpected argument '--frobnicate'"]),
         (&["compare", "a.json", "b.json", "--rel", "lots"], &["--rel", "expected a percentage"]),
+        (&["--rounds", "0"], &["--rounds", "0 is not in 1..=1000"]),
+        (&["compare", "a.json", "b.json", "--mode", "loose"], &["--mode", "paired, absolute"]),
     ];
     for (args, expected) in cases {
         let out = peer(args);
@@ -189,7 +296,9 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("wait block, pin free"), "{text}");
+    // No --pin: split on a machine with two cores or more, else free.
+    let pin = peerpipe::report::measure::default_placement();
+    assert!(text.contains(&format!("wait block, pin {pin}")), "{text}");
     assert!(text.contains("f64 x 8 (64 B)"), "{text}");
     assert!(text.contains("baseline raw r/w"), "{text}");
     assert!(text.contains("echo     zero-copy"), "{text}");
@@ -206,6 +315,13 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
         ("zero-copy", "echo", "block")
     );
     assert!(row.iterations >= 1 && row.rtt_ns.p50 > 0);
+    // Paired by default: 20 rounds, each with the floor's p50 of the same round.
+    assert_eq!(report.config.rounds, peerpipe::report::measure::DEFAULT_ROUNDS);
+    assert_eq!(row.rounds.len(), 20);
+    assert!(row.rounds.iter().all(|r| r.floor_p50_ns.is_some_and(|f| f > 0)));
+    let [lo, hi] = row.ratio_ci.expect("a 95% interval");
+    let ratio = row.ratio_to_baseline.expect("a paired ratio");
+    assert!(lo <= ratio && ratio <= hi, "{lo} <= {ratio} <= {hi}");
     assert!(report.baseline.iter().any(|b| b.bytes == 64 && b.wait == "block"));
     assert_eq!(report.config.sizes, vec![8]);
 
@@ -230,7 +346,8 @@ fn split_placement_runs_and_labels_its_rows() {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("split.json");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_peer"))
-        .args(["--sizes", "8", "--dtype", "f64", "--path", "codec", "--handler", "echo-raw"])
+        .args(["--sizes", "8", "--dtype", "f64", "--path", "codec,zero-copy"])
+        .args(["--handler", "echo-raw,echo"])
         .args([
             "--wait",
             "spin",
@@ -250,6 +367,17 @@ fn split_placement_runs_and_labels_its_rows() {
     assert!(!report.rows.is_empty());
     assert!(report.rows.iter().all(|row| row.pin == "split"));
     assert!(report.baseline.iter().all(|b| b.pin == "split"));
+    // Four rows and their floor took turns with three spinning servers, the idle ones
+    // stopped: every server came back to answer BYE (the run would fail otherwise), and every
+    // round records the client on the first allowed CPU and its server on the second.
+    assert_eq!(report.rows.len(), 4);
+    let rounds = report.rows.iter().flat_map(|r| &r.rounds);
+    let cpus: std::collections::BTreeSet<(Option<u32>, Option<u32>)> =
+        rounds.map(|r| (r.client_cpu, r.server_cpu)).collect();
+    assert_eq!(cpus.len(), 1, "one placement throughout: {cpus:?}");
+    let (client, server) = cpus.into_iter().next().unwrap();
+    assert!(client.is_some() && server.is_some() && client != server, "{client:?} {server:?}");
+    assert!(report.rows.iter().all(|r| r.shared_core_share == Some(0.0)));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

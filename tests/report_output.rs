@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use peerpipe::report::compare::{self, Outcome, Thresholds};
+use peerpipe::report::compare::{self, Mode, Outcome, Thresholds};
 use peerpipe::report::{
-    BaselineRow, ConfigRecord, Machine, Percentiles, Report, Row, export, render,
+    BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row, export, render,
 };
 use serde_json::Value;
 
@@ -51,7 +51,9 @@ fn row(dtype: &str, elements: u64, handler: &str, path: &str, wait: &str, rtt: u
         server_cpu_ns: rtt as f64 * 0.5,
         mb_per_s: 2.0 * (elements * width) as f64 / rtt as f64 * 1e3,
         ratio_to_baseline: Some(1.25),
-        p50_repeats_ns: vec![rtt],
+        ratio_ci: Some([1.2, 1.3]),
+        rounds: rounds(rtt, Some(rtt * 4 / 5)),
+        shared_core_share: Some(0.0),
     }
 }
 
@@ -61,10 +63,24 @@ fn base(bytes: u64, wait: &str, p50: u64) -> BaselineRow {
         transport: "pipe".into(),
         wait: wait.into(),
         pin: "free".into(),
+        lent: false,
         iterations: 2000,
         rtt_ns: pct(p50),
-        p50_repeats_ns: vec![p50],
+        rounds: rounds(p50, None),
+        shared_core_share: Some(0.0),
     }
+}
+
+/// Three rounds around `p50` (±5 %), on CPUs 0 and 1.
+fn rounds(p50: u64, floor: Option<u64>) -> Vec<Round> {
+    [p50 * 95 / 100, p50, p50 * 105 / 100]
+        .map(|p50_ns| Round {
+            p50_ns,
+            floor_p50_ns: floor,
+            client_cpu: Some(0),
+            server_cpu: Some(1),
+        })
+        .to_vec()
 }
 
 fn report(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
@@ -88,7 +104,9 @@ fn report(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
             iterations: None,
             duration_ns: Some(150_000_000),
             warmup_ns: 20_000_000,
-            repeat: 1,
+            rounds: 3,
+            order_seed: 7,
+            server_delay_ns: 0,
             spawn: None,
             budget_ns: 150_000,
             pipe_size: 1 << 20,
@@ -181,12 +199,24 @@ fn json_has_the_documented_keys_and_nesting() {
     let baseline = value["baseline"].as_array().expect("baseline is an array");
     assert_eq!(baseline.len(), 6);
     for b in baseline {
-        // The documented keys, plus the deliberate extras pin, iterations and p50_repeats_ns.
+        // The documented keys (README, JSON shape).
         assert_eq!(
             keys(b),
-            set(&["bytes", "transport", "wait", "pin", "iterations", "rtt_ns", "p50_repeats_ns"]),
+            set(&[
+                "bytes",
+                "transport",
+                "wait",
+                "pin",
+                "lent",
+                "iterations",
+                "rtt_ns",
+                "rounds",
+                "shared_core_share"
+            ]),
             "{b}"
         );
+        // A floor's rounds carry no floor of their own.
+        assert_eq!(keys(&b["rounds"][0]), set(&["p50_ns", "client_cpu", "server_cpu"]));
         assert!(b["bytes"].is_u64() && b["wait"].is_string());
         assert_eq!(keys(&b["rtt_ns"]), set(&PERCENTILE_KEYS));
         assert!(PERCENTILE_KEYS.iter().all(|k| b["rtt_ns"][k].is_u64()));
@@ -217,9 +247,15 @@ fn json_has_the_documented_keys_and_nesting() {
         "ratio_to_baseline",
     ];
     let mut expected = set(&documented);
-    expected.extend(set(&["transport", "p50_repeats_ns"]));
+    expected.extend(set(&["transport", "ratio_ci", "rounds", "shared_core_share"]));
     for r in rows {
         assert_eq!(keys(r), expected, "{r}");
+        assert_eq!(
+            keys(&r["rounds"][0]),
+            set(&["p50_ns", "floor_p50_ns", "client_cpu", "server_cpu"]),
+            "{r}"
+        );
+        assert_eq!(r["ratio_ci"].as_array().map(Vec::len), Some(2), "{r}");
         for phase in ["rtt_ns", "transfer_ns", "encode_ns", "decode_ns", "server_ns"] {
             assert_eq!(keys(&r[phase]), set(&PERCENTILE_KEYS), "{phase}");
         }
@@ -548,9 +584,14 @@ fn verdict_without_a_budget_does_not_judge() {
 // compare
 // ---------------------------------------------------------------------------------------------
 
-fn one_row(p50: u64, repeats: Vec<u64>) -> Report {
+/// One row with the given per-round p50s and no paired ratio: judged by its p50.
+fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
     let mut r = row("f64", 500, "echo", "codec", "hybrid", p50);
-    r.p50_repeats_ns = repeats;
+    r.ratio_ci = None;
+    r.rounds = round_p50s
+        .into_iter()
+        .map(|p50_ns| Round { p50_ns, floor_p50_ns: None, client_cpu: None, server_cpu: None })
+        .collect();
     report(vec![], vec![r])
 }
 
@@ -561,8 +602,12 @@ fn thresholds(abs_us: u64, rel_pct: f64) -> Thresholds {
 #[test]
 fn a_difference_below_the_absolute_threshold_is_not_reported() {
     // 5 µs on 100 µs: 5 % clears a 1 % threshold but not 10 µs.
-    let c =
-        compare::compare(&one_row(100_000, vec![]), &one_row(105_000, vec![]), thresholds(10, 1.0));
+    let c = compare::compare(
+        &one_row(100_000, vec![]),
+        &one_row(105_000, vec![]),
+        thresholds(10, 1.0),
+        Mode::Absolute,
+    );
     assert_eq!(c.rows[0].outcome, Outcome::WithinAbs);
     assert!(!c.differs());
 }
@@ -574,6 +619,7 @@ fn a_difference_below_the_relative_threshold_is_not_reported() {
         &one_row(1_000_000, vec![]),
         &one_row(1_050_000, vec![]),
         thresholds(10, 10.0),
+        Mode::Absolute,
     );
     assert_eq!(c.rows[0].outcome, Outcome::WithinRel);
     assert!(!c.differs());
@@ -584,12 +630,12 @@ fn a_difference_within_the_noise_of_either_file_is_not_reported() {
     // 30 µs on 100 µs clears 10 µs and 10 %, but B's repeats spread over 40 µs.
     let a = one_row(100_000, vec![100_000]);
     let b = one_row(130_000, vec![100_000, 140_000]);
-    let c = compare::compare(&a, &b, thresholds(10, 10.0));
+    let c = compare::compare(&a, &b, thresholds(10, 10.0), Mode::Absolute);
     assert_eq!(c.rows[0].outcome, Outcome::WithinNoise);
     assert_eq!((c.rows[0].a_noise_ns, c.rows[0].b_noise_ns), (None, Some(40_000)));
     assert!(!c.differs());
     // The noise of A counts too.
-    let c = compare::compare(&b, &a, thresholds(10, 10.0));
+    let c = compare::compare(&b, &a, thresholds(10, 10.0), Mode::Absolute);
     assert_eq!(c.rows[0].outcome, Outcome::WithinNoise);
 }
 
@@ -597,7 +643,7 @@ fn a_difference_within_the_noise_of_either_file_is_not_reported() {
 fn a_difference_beyond_all_three_is_reported_side_by_side() {
     let a = one_row(100_000, vec![99_000, 101_000]);
     let b = one_row(150_000, vec![148_000, 153_000]);
-    let c = compare::compare(&a, &b, thresholds(10, 10.0));
+    let c = compare::compare(&a, &b, thresholds(10, 10.0), Mode::Absolute);
     assert_eq!(c.rows[0].outcome, Outcome::Differs);
     assert!(c.differs());
     assert_eq!(c.rows[0].difference_ns(), 50_000);
@@ -616,7 +662,7 @@ fn compare_matches_rows_and_baselines_by_key_and_counts_the_rest() {
     b.rows.remove(3);
     b.rows.push(row("f32", 500, "echo", "codec", "spin", 30_000));
     b.baseline[0].rtt_ns.p50 = 500_000; // 8 B block: 50 µs → 500 µs
-    let c = compare::compare(&a, &b, Thresholds::default());
+    let c = compare::compare(&a, &b, Thresholds::default(), Mode::Absolute);
     assert_eq!(c.rows.len(), a.rows.len() - 1);
     assert_eq!(c.baselines.len(), a.baseline.len());
     assert_eq!(c.only_in_a.len(), 1);
@@ -627,7 +673,41 @@ fn compare_matches_rows_and_baselines_by_key_and_counts_the_rest() {
     assert!(text.contains("compared 15 rows and 6 baselines: 1 differ; 1 only in A, 1 only in B."));
     assert!(text.contains("only in B: f32 x 500 echo codec, wait spin, pin free"), "{text}");
 
-    let same = compare::compare(&a, &a, Thresholds::default());
+    let same = compare::compare(&a, &a, Thresholds::default(), Mode::Absolute);
     assert!(!same.differs());
     assert!(text_of(|out| compare::render(&same, out)).contains("nothing differs"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// pairing in the table
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn each_group_shows_its_floor_spread_and_the_ratio_interval() {
+    let text = text_of(|out| render::table(&sample(), out));
+    // base(4000, "block", 60_000) has rounds at 57us, 60us, 63us.
+    let group = text.lines().find(|l| l.starts_with("f64 x 500 (4000 B)")).expect(&text);
+    assert!(group.contains("floor p50 per round 57us..63us (1.11x)"), "{group}");
+    // Pinned free: how often client and server shared a core (never, in the sample).
+    assert!(group.contains("one core in up to 0% of rounds"), "{group}");
+    assert!(text.contains("ratio: paired - the median over 3 rounds"), "{text}");
+    let row = text.lines().find(|l| l.contains("echo     codec")).expect(&text);
+    assert!(row.trim_end().ends_with("1.25x 1.20-1.30"), "{row}");
+    // A steady machine gets no speed-change note.
+    assert!(!text.contains("changed speed"), "{text}");
+}
+
+#[test]
+fn a_floor_that_changed_speed_across_rounds_is_named_at_the_top() {
+    let mut report = sample();
+    let floor = report.baseline.iter_mut().find(|b| b.bytes == 4000 && b.wait == "spin").unwrap();
+    floor.rounds[2].p50_ns = 64_000; // 15.2us, 16us, 64us: 4.2x
+    let text = text_of(|out| render::table(&report, out));
+    let note = text.lines().find(|l| l.starts_with("note: the 4000 B floor")).expect(&text);
+    assert!(note.contains("(pipe, spin, free) ranged 15.2us..64us (4.2x)"), "{note}");
+    assert!(note.contains("ratios are paired and hold, absolute times do not"), "{note}");
+    // The note comes before the first group.
+    let note_at = text.find("note: the 4000 B floor").unwrap();
+    assert!(note_at < text.find("f64 x 500").unwrap());
+    assert_eq!(render::speed_change(&sample()), None);
 }

@@ -89,8 +89,11 @@ fn measure(handler: &str, input: &[u8]) -> Measured {
     let mut transport =
         Transport::pipe(server_rx.into(), server_tx.into(), Wait::Block).expect("transport");
     let mut handler = handlers::by_name(handler).expect("handler");
-    let options =
-        ServeOptions { max_frame_bytes: M as u64, frame_timeout: Some(Duration::from_secs(10)) };
+    let options = ServeOptions {
+        max_frame_bytes: M as u64,
+        frame_timeout: Some(Duration::from_secs(10)),
+        ..ServeOptions::default()
+    };
     // Replies are as large as requests; the rest is HELLO and ERROR frames.
     let mut output = vec![0u8; input.len() + (256 << 10)];
     let mut filled = 0;

@@ -1,11 +1,14 @@
 //! The raw-bytes floor: the same pair of processes moving the same bytes with plain
-//! `read`/`write`, no framing, no conversion, with the same wait strategy.
+//! `read`/`write`, no framing, no conversion, with the same wait strategy — and, from
+//! [`LEND_MIN_BYTES`] on a pipe, with the client's pages lent by `vmsplice` as
+//! [`crate::Peer::call`] lends them, so that the floor is never slower than the product.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::peer::LEND_MIN_BYTES;
 use crate::process::{ChildGuard, Spawn, spawn_with_transport};
 use crate::transport::{DEFAULT_SHM_CAPACITY, Deadline, Transport, TransportKind, Wait};
 
@@ -19,6 +22,7 @@ pub struct RawEcho {
     child: ChildGuard,
     message: Vec<u8>,
     timeout: Option<Duration>,
+    lend: bool,
 }
 
 impl RawEcho {
@@ -67,12 +71,24 @@ impl RawEcho {
         let (transport, child) = spawn_with_transport(command, spawn)?;
         // A recognisable pattern, so a mangled echo would show.
         let message = (0..bytes).map(|i| (i % 251) as u8).collect();
-        Ok(RawEcho { transport: Some(transport), child, message, timeout })
+        let lend = spawn.transport == TransportKind::Pipe && bytes >= LEND_MIN_BYTES;
+        Ok(RawEcho { transport: Some(transport), child, message, timeout, lend })
     }
 
     /// The server's process id.
     pub fn server_pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Bytes moved each way per round trip.
+    pub fn bytes(&self) -> usize {
+        self.message.len()
+    }
+
+    /// True when the message is lent to the pipe (`vmsplice`) rather than copied into it: on
+    /// a pipe from [`LEND_MIN_BYTES`], as [`crate::Peer::call`] does with zero-copy payloads.
+    pub fn lends(&self) -> bool {
+        self.lend
     }
 
     /// One round trip: writes the message, reads it back; returns the nanoseconds it took.
@@ -84,7 +100,13 @@ impl RawEcho {
         let transport = self.transport.as_mut().ok_or(Error::PeerClosed { context: "already" })?;
         let started = Instant::now();
         let deadline = Deadline::after(self.timeout);
-        transport.send_bytes(&self.message, deadline)?;
+        if self.lend {
+            // Sound: the server reads the whole message before it echoes a byte, so once
+            // the echo starts to arrive no lent page is referenced by the pipe any more.
+            transport.send_bytes_lent(&self.message, deadline)?;
+        } else {
+            transport.send_bytes(&self.message, deadline)?;
+        }
         let len = self.message.len();
         let got = transport.recv_exact(&mut self.message, deadline)?;
         let elapsed = started.elapsed().as_nanos() as u64;

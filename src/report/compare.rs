@@ -1,9 +1,19 @@
-//! Comparing two reports against their measured noise.
+//! Comparing two reports.
 //!
 //! Rows of A and B are matched by (dtype, elements, path, handler, wait, pin, transport),
-//! baselines by (bytes, transport, wait, pin). A matched pair differs when its p50 moved by more than the
-//! absolute threshold, more than the relative threshold (percent of A's p50), and more than the
-//! noise: the larger spread of p50 across `--repeat` runs recorded in either file.
+//! baselines by (bytes, transport, wait, pin). How a matched pair is judged depends on the
+//! [`Mode`]:
+//!
+//! - [`Mode::Paired`] (the default of `peer compare`): a row is judged by its ratio to its own
+//!   floor from the same run ([`super::pairing`]), so two runs taken while the machine ran at
+//!   different speeds compare correctly. It differs when the change of its ratio, converted to
+//!   time at the mean p50 of the two floors, exceeds the absolute threshold, the ratio moved
+//!   by more than the relative threshold, and the two 95 % intervals do not overlap. Floors
+//!   measure the machine and are shown, not judged. A row without a paired ratio in either
+//!   file (a report from before pairing) is judged absolutely.
+//! - [`Mode::Absolute`]: p50 round trips are compared, rows and floors alike; a pair differs
+//!   when its p50 moved by more than both thresholds and more than the noise, the larger
+//!   spread (max − min) of the per-round p50s in either file.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -17,7 +27,7 @@ use crate::units::format_nanos;
 pub struct Thresholds {
     /// Absolute.
     pub abs: Duration,
-    /// Relative, percent of A's p50.
+    /// Relative: percent of A's p50, or of A's ratio in paired mode.
     pub rel_pct: f64,
 }
 
@@ -28,18 +38,64 @@ impl Default for Thresholds {
     }
 }
 
-/// What became of one matched pair, tested in this order: the first threshold the difference
-/// does not exceed is named.
+/// How rows are judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// By each row's ratio to its same-run floor, with confidence intervals.
+    #[default]
+    Paired,
+    /// By p50 round trips.
+    Absolute,
+}
+
+/// What became of one matched pair, tested in this order: the first test the difference does
+/// not pass is named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// |B − A| is at most the absolute threshold.
     WithinAbs,
-    /// |B − A| is at most the relative threshold of A's p50.
+    /// |B − A| is at most the relative threshold of A.
     WithinRel,
-    /// |B − A| is at most the noise (the larger p50 spread across repeats of A and of B).
+    /// Absolute mode: |B − A| is at most the noise (the larger spread of per-round p50s).
     WithinNoise,
-    /// |B − A| exceeds all three: reported.
+    /// Paired mode: the 95 % intervals of the two ratios overlap.
+    WithinInterval,
+    /// A floor in paired mode: shown, not judged.
+    NotJudged,
+    /// Beyond every test: reported.
     Differs,
+}
+
+/// The paired view of a row present in both reports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairedChange {
+    /// A's ratio to its floor (median over rounds).
+    pub a_ratio: f64,
+    /// Its 95 % interval.
+    pub a_ci: [f64; 2],
+    /// B's ratio to its floor.
+    pub b_ratio: f64,
+    /// Its 95 % interval.
+    pub b_ci: [f64; 2],
+    /// Mean of the two floors' p50, ns: the unit that turns a change of ratio into time.
+    pub floor_ns: f64,
+}
+
+impl PairedChange {
+    /// (B ratio − A ratio) × the mean floor, in ns.
+    pub fn difference_ns(&self) -> f64 {
+        (self.b_ratio - self.a_ratio) * self.floor_ns
+    }
+
+    /// B ratio − A ratio in percent of A's ratio.
+    pub fn change_pct(&self) -> f64 {
+        (self.b_ratio - self.a_ratio) * 100.0 / self.a_ratio
+    }
+
+    /// The gap between the two intervals (positive when they do not overlap), in ratio units.
+    pub fn gap(&self) -> f64 {
+        (self.b_ci[0] - self.a_ci[1]).max(self.a_ci[0] - self.b_ci[1])
+    }
 }
 
 /// One row (or baseline) present in both reports.
@@ -51,23 +107,32 @@ pub struct Pair {
     pub a_p50_ns: u64,
     /// B's p50 round trip.
     pub b_p50_ns: u64,
-    /// Spread of p50 across A's repeats; `None` when A measured it once.
+    /// Spread of A's per-round p50s; `None` when A measured it in one round.
     pub a_noise_ns: Option<u64>,
-    /// Spread of p50 across B's repeats; `None` when B measured it once.
+    /// Spread of B's per-round p50s; `None` when B measured it in one round.
     pub b_noise_ns: Option<u64>,
-    /// Whether it differs, or which threshold it stays within.
+    /// The ratios, when the pair was judged by them.
+    pub paired: Option<PairedChange>,
+    /// Whether it differs, or which test it passed.
     pub outcome: Outcome,
 }
 
 impl Pair {
-    /// B − A in nanoseconds.
+    /// B − A in nanoseconds: the paired difference when judged by ratios, else of the p50s.
     pub fn difference_ns(&self) -> i128 {
-        self.b_p50_ns as i128 - self.a_p50_ns as i128
+        match &self.paired {
+            Some(p) => p.difference_ns().round() as i128,
+            None => self.b_p50_ns as i128 - self.a_p50_ns as i128,
+        }
     }
 
-    /// B − A in percent of A; `None` when A's p50 is zero.
+    /// B − A in percent of A (of the ratio when paired); `None` when A is zero.
     pub fn change_pct(&self) -> Option<f64> {
-        (self.a_p50_ns > 0).then(|| self.difference_ns() as f64 * 100.0 / self.a_p50_ns as f64)
+        match &self.paired {
+            Some(p) => Some(p.change_pct()),
+            None => (self.a_p50_ns > 0)
+                .then(|| self.difference_ns() as f64 * 100.0 / self.a_p50_ns as f64),
+        }
     }
 }
 
@@ -76,6 +141,8 @@ impl Pair {
 pub struct Comparison {
     /// The thresholds used.
     pub thresholds: Thresholds,
+    /// How rows were judged.
+    pub mode: Mode,
     /// Matched rows, in A's order.
     pub rows: Vec<Pair>,
     /// Matched baselines, in A's order.
@@ -89,10 +156,10 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// True when any matched row or baseline differs beyond the thresholds and the noise.
-    /// Rows present in only one file do not count.
+    /// True when any matched row or baseline differs. Rows present in only one file do not
+    /// count.
     pub fn differs(&self) -> bool {
-        self.rows.iter().chain(&self.baselines).any(|p| p.outcome == Outcome::Differs)
+        self.differing().next().is_some()
     }
 
     /// The matched rows and baselines that differ, rows first.
@@ -101,30 +168,55 @@ impl Comparison {
     }
 }
 
-/// Matches the rows and baselines of `a` and `b` and judges each pair against `thresholds`
-/// and the noise. A key that occurs several times in a file (the same placement listed twice)
+/// Matches the rows and baselines of `a` and `b` and judges each pair in `mode` against
+/// `thresholds`. A key that occurs several times in a file (the same placement listed twice)
 /// is matched occurrence by occurrence.
 ///
 /// # Examples
 /// ```
-/// use peerpipe::report::compare::{Thresholds, compare};
+/// use peerpipe::report::compare::{Mode, Thresholds, compare};
 /// use peerpipe::report::{ConfigRecord, Machine, Report};
 /// let empty = Report { peerpipe: "0.1.0".into(), machine: Machine::default(),
 ///     config: ConfigRecord::default(), baseline: vec![], rows: vec![], sync_costs: vec![] };
-/// assert!(!compare(&empty, &empty, Thresholds::default()).differs());
+/// assert!(!compare(&empty, &empty, Thresholds::default(), Mode::Paired).differs());
 /// ```
-pub fn compare(a: &Report, b: &Report, thresholds: Thresholds) -> Comparison {
+pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Comparison {
     let (rows, mut only_in_a, mut only_in_b) =
-        match_up(&a.rows, &b.rows, row_key, row_label, |x, y| pair(x, y, thresholds));
+        match_up(&a.rows, &b.rows, row_key, row_label, |x, y| {
+            match (mode, paired_change(a, x, b, y)) {
+                (Mode::Paired, Some(change)) => paired_pair(x, y, change, thresholds),
+                _ => pair(x, y, thresholds),
+            }
+        });
     let (baselines, base_a, base_b) =
         match_up(&a.baseline, &b.baseline, baseline_key, baseline_label, |x, y| {
-            base_pair(x, y, thresholds)
+            let mut judged = base_pair(x, y, thresholds);
+            if mode == Mode::Paired {
+                judged.outcome = Outcome::NotJudged;
+            }
+            judged
         });
     only_in_a.extend(base_a);
     only_in_b.extend(base_b);
     let machines_differ =
         (a.machine.cpu != b.machine.cpu).then(|| (a.machine.cpu.clone(), b.machine.cpu.clone()));
-    Comparison { thresholds, rows, baselines, only_in_a, only_in_b, machines_differ }
+    Comparison { thresholds, mode, rows, baselines, only_in_a, only_in_b, machines_differ }
+}
+
+/// The paired view of rows `x` of `a` and `y` of `b`, when both have a ratio, an interval and
+/// a floor.
+fn paired_change(a: &Report, x: &Row, b: &Report, y: &Row) -> Option<PairedChange> {
+    let floor = |report: &Report, row: &Row| {
+        report.baseline_for(row).map(|f| f.rtt_ns.p50).filter(|&p50| p50 > 0)
+    };
+    let (fa, fb) = (floor(a, x)?, floor(b, y)?);
+    Some(PairedChange {
+        a_ratio: x.ratio_to_baseline.filter(|r| *r > 0.0)?,
+        a_ci: x.ratio_ci?,
+        b_ratio: y.ratio_to_baseline.filter(|r| *r > 0.0)?,
+        b_ci: y.ratio_ci?,
+        floor_ns: (fa + fb) as f64 / 2.0,
+    })
 }
 
 /// Pairs the k-th occurrence of each key in `a` with the k-th in `b`.
@@ -177,16 +269,17 @@ fn baseline_label(base: &BaselineRow) -> String {
     format!("baseline {} B{transport}, wait {}, pin {}", base.bytes, base.wait, base.pin)
 }
 
-/// A p50 and, when it was repeated, its noise (the spread of the repeats).
-fn measured(p50: u64, repeats: &[u64], spread: u64) -> (u64, Option<u64>) {
-    (p50, (repeats.len() > 1).then_some(spread))
+/// A p50 and, when it was measured in more than one round, its noise (the spread of the
+/// per-round p50s).
+fn measured(p50: u64, rounds: usize, spread: u64) -> (u64, Option<u64>) {
+    (p50, (rounds > 1).then_some(spread))
 }
 
 fn pair(a: &Row, b: &Row, thresholds: Thresholds) -> Pair {
     judged(
         row_label(a),
-        measured(a.rtt_ns.p50, &a.p50_repeats_ns, a.p50_spread_ns()),
-        measured(b.rtt_ns.p50, &b.p50_repeats_ns, b.p50_spread_ns()),
+        measured(a.rtt_ns.p50, a.rounds.len(), a.p50_spread_ns()),
+        measured(b.rtt_ns.p50, b.rounds.len(), b.p50_spread_ns()),
         thresholds,
     )
 }
@@ -194,10 +287,32 @@ fn pair(a: &Row, b: &Row, thresholds: Thresholds) -> Pair {
 fn base_pair(a: &BaselineRow, b: &BaselineRow, thresholds: Thresholds) -> Pair {
     judged(
         baseline_label(a),
-        measured(a.rtt_ns.p50, &a.p50_repeats_ns, a.p50_spread_ns()),
-        measured(b.rtt_ns.p50, &b.p50_repeats_ns, b.p50_spread_ns()),
+        measured(a.rtt_ns.p50, a.rounds.len(), a.p50_spread_ns()),
+        measured(b.rtt_ns.p50, b.rounds.len(), b.p50_spread_ns()),
         thresholds,
     )
+}
+
+fn paired_pair(a: &Row, b: &Row, change: PairedChange, thresholds: Thresholds) -> Pair {
+    let mut pair = pair(a, b, thresholds);
+    pair.outcome = judge_paired(&change, thresholds);
+    pair.paired = Some(change);
+    pair
+}
+
+/// The outcome of a paired change: the time it amounts to must exceed the absolute threshold,
+/// the ratio must move by more than the relative one, and the intervals must not overlap.
+fn judge_paired(change: &PairedChange, thresholds: Thresholds) -> Outcome {
+    let ratio_moved = (change.b_ratio - change.a_ratio).abs();
+    if change.difference_ns().abs() <= thresholds.abs.as_nanos() as f64 {
+        Outcome::WithinAbs
+    } else if ratio_moved <= change.a_ratio * thresholds.rel_pct / 100.0 {
+        Outcome::WithinRel
+    } else if change.gap() <= 0.0 {
+        Outcome::WithinInterval
+    } else {
+        Outcome::Differs
+    }
 }
 
 fn judged(
@@ -213,6 +328,7 @@ fn judged(
         b_p50_ns,
         a_noise_ns,
         b_noise_ns,
+        paired: None,
         outcome: judge(a_p50_ns, b_p50_ns, noise, thresholds),
     }
 }
@@ -233,21 +349,37 @@ fn judge(a: u64, b: u64, noise: u64, thresholds: Thresholds) -> Outcome {
     }
 }
 
-/// Writes the differing rows side by side (A's p50, B's p50, the difference, the change in
-/// percent of A and the noise of each file), then how many rows and baselines were compared,
-/// how many differ and which are only in A or only in B.
+/// Writes how the pairs were judged, the differing rows (paired: both ratios with their
+/// intervals, the change in time and percent, and how far apart the intervals are; absolute:
+/// both p50s, the difference, the change and the noise of each file), how the floors moved,
+/// then how many rows and baselines were compared, how many differ and which are only in A
+/// or only in B.
 ///
 /// # Errors
 /// Errors of `out`.
 pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     let t = &comparison.thresholds;
-    writeln!(
-        out,
-        "a p50 differs when |B - A| exceeds {}, {}% of A and the noise of either file",
-        format_nanos(t.abs.as_nanos() as f64),
-        t.rel_pct
-    )?;
-    writeln!(out, "(noise: spread of p50 across --repeat runs; - = measured once, noise 0).")?;
+    let abs = format_nanos(t.abs.as_nanos() as f64);
+    match comparison.mode {
+        Mode::Paired => {
+            writeln!(
+                out,
+                "paired: a row differs when its ratio to its own floor moved by more than {}% \
+                 and {abs} (at the floors' mean p50),",
+                t.rel_pct
+            )?;
+            writeln!(out, "and the 95% intervals of the two ratios do not overlap.")?;
+        }
+        Mode::Absolute => {
+            writeln!(
+                out,
+                "absolute: a p50 differs when |B - A| exceeds {abs}, {}% of A and the noise of \
+                 either file",
+                t.rel_pct
+            )?;
+            writeln!(out, "(noise: spread of the per-round p50s; - = one round, noise 0).")?;
+        }
+    }
     if let Some((a, b)) = &comparison.machines_differ {
         writeln!(out, "note: measured on different machines: A on {a:?}, B on {b:?}.")?;
     }
@@ -255,27 +387,19 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     if differing.is_empty() {
         writeln!(out, "nothing differs beyond the thresholds and the noise.")?;
     } else {
-        let width = differing.iter().map(|p| p.label.chars().count()).max().unwrap_or(0);
         writeln!(out)?;
-        writeln!(
-            out,
-            "{:<width$}  {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
-            "", "A p50", "B p50", "diff", "change", "noise A", "noise B"
-        )?;
-        for p in &differing {
-            writeln!(
-                out,
-                "{:<width$}  {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
-                p.label,
-                format_nanos(p.a_p50_ns as f64),
-                format_nanos(p.b_p50_ns as f64),
-                Signed(p.difference_ns()),
-                p.change_pct().map_or("-".to_owned(), format_change),
-                p.a_noise_ns.map_or("-".to_owned(), |n| format_nanos(n as f64)),
-                p.b_noise_ns.map_or("-".to_owned(), |n| format_nanos(n as f64)),
-            )?;
+        let (paired, absolute): (Vec<&Pair>, Vec<&Pair>) =
+            differing.iter().partition(|p| p.paired.is_some());
+        if !paired.is_empty() {
+            render_paired(&paired, out)?;
+        }
+        if !absolute.is_empty() {
+            render_absolute(&absolute, out)?;
         }
         writeln!(out)?;
+    }
+    if comparison.mode == Mode::Paired {
+        floors_moved(&comparison.baselines, out)?;
     }
     writeln!(
         out,
@@ -286,6 +410,14 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         comparison.only_in_a.len(),
         comparison.only_in_b.len()
     )?;
+    let unpaired = comparison.rows.iter().filter(|p| p.paired.is_none()).count();
+    if comparison.mode == Mode::Paired && unpaired > 0 {
+        writeln!(
+            out,
+            "{unpaired} rows had no paired ratio in one of the files (a report from before \
+             pairing, or no floor) and were judged by their p50."
+        )?;
+    }
     if comparison.rows.is_empty() && comparison.baselines.is_empty() {
         writeln!(out, "warning: the two reports have no row in common.")?;
     }
@@ -298,6 +430,77 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+fn render_paired(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
+    let width = pairs.iter().map(|p| p.label.chars().count()).max().unwrap_or(0);
+    writeln!(
+        out,
+        "{:<width$}  {:>20} {:>20} {:>9} {:>8}  how sure",
+        "", "A ratio [95% CI]", "B ratio [95% CI]", "diff", "change"
+    )?;
+    for p in pairs {
+        let Some(c) = &p.paired else { continue };
+        writeln!(
+            out,
+            "{:<width$}  {:>20} {:>20} {:>9} {:>8}  intervals {:.3}x apart",
+            p.label,
+            ratio_with_interval(c.a_ratio, c.a_ci),
+            ratio_with_interval(c.b_ratio, c.b_ci),
+            Signed(p.difference_ns()),
+            format_change(c.change_pct()),
+            c.gap(),
+        )?;
+    }
+    Ok(())
+}
+
+fn render_absolute(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
+    let width = pairs.iter().map(|p| p.label.chars().count()).max().unwrap_or(0);
+    writeln!(
+        out,
+        "{:<width$}  {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
+        "", "A p50", "B p50", "diff", "change", "noise A", "noise B"
+    )?;
+    for p in pairs {
+        writeln!(
+            out,
+            "{:<width$}  {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
+            p.label,
+            format_nanos(p.a_p50_ns as f64),
+            format_nanos(p.b_p50_ns as f64),
+            Signed(p.difference_ns()),
+            p.change_pct().map_or("-".to_owned(), format_change),
+            p.a_noise_ns.map_or("-".to_owned(), |n| format_nanos(n as f64)),
+            p.b_noise_ns.map_or("-".to_owned(), |n| format_nanos(n as f64)),
+        )?;
+    }
+    Ok(())
+}
+
+/// `floors: B/A of the p50 ranged 0.98x-1.35x over 4 floors (the machine's speed; not judged)`.
+fn floors_moved(baselines: &[Pair], out: &mut dyn Write) -> io::Result<()> {
+    let ratios: Vec<f64> = baselines
+        .iter()
+        .filter(|p| p.a_p50_ns > 0)
+        .map(|p| p.b_p50_ns as f64 / p.a_p50_ns as f64)
+        .collect();
+    let (Some(lo), Some(hi)) =
+        (ratios.iter().copied().reduce(f64::min), ratios.iter().copied().reduce(f64::max))
+    else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "floors: B/A of their p50 ranged {lo:.2}x-{hi:.2}x over {} floors (the machine's speed, \
+         which pairing takes out; --mode absolute judges them).",
+        ratios.len()
+    )
+}
+
+/// `1.38x [1.35, 1.41]`.
+fn ratio_with_interval(ratio: f64, ci: [f64; 2]) -> String {
+    format!("{ratio:.3}x [{:.3}, {:.3}]", ci[0], ci[1])
 }
 
 /// A change in percent: one decimal below 1000 %, none above.
@@ -336,6 +539,32 @@ mod tests {
         assert_eq!(judge(100_000, 111_000, 10_999, t(10, 10.0)), Outcome::Differs);
         // The relative threshold is a share of A: 11 us is within 10 % of 111 us.
         assert_eq!(judge(111_000, 100_000, 0, t(10, 10.0)), Outcome::WithinRel);
+    }
+
+    fn change(a: f64, a_ci: [f64; 2], b: f64, b_ci: [f64; 2]) -> PairedChange {
+        PairedChange { a_ratio: a, a_ci, b_ratio: b, b_ci, floor_ns: 2_000.0 }
+    }
+
+    #[test]
+    fn a_paired_change_needs_time_share_and_separate_intervals() {
+        let t = Thresholds { abs: Duration::from_nanos(100), rel_pct: 5.0 };
+        // 1.40 -> 1.65 at a 2 us floor: +500 ns, +17.9 %, intervals apart.
+        let moved = change(1.40, [1.38, 1.42], 1.65, [1.62, 1.68]);
+        assert_eq!(moved.difference_ns().round(), 500.0);
+        assert!((moved.gap() - 0.20).abs() < 1e-9);
+        assert_eq!(judge_paired(&moved, t), Outcome::Differs);
+        // The same move with overlapping intervals is not reported.
+        let unsure = change(1.40, [1.30, 1.60], 1.65, [1.55, 1.75]);
+        assert_eq!(judge_paired(&unsure, t), Outcome::WithinInterval);
+        // Under the absolute threshold: 1.40 -> 1.44 at 2 us is 80 ns.
+        let small = change(1.40, [1.39, 1.41], 1.44, [1.43, 1.45]);
+        assert_eq!(judge_paired(&small, t), Outcome::WithinAbs);
+        // Over 100 ns but under 5 % of the ratio: 1.40 -> 1.46 at 2 us is 120 ns, 4.3 %.
+        let slight = change(1.40, [1.39, 1.41], 1.46, [1.45, 1.47]);
+        assert_eq!(judge_paired(&slight, t), Outcome::WithinRel);
+        // Faster counts too.
+        let faster = change(1.65, [1.62, 1.68], 1.40, [1.38, 1.42]);
+        assert_eq!(judge_paired(&faster, t), Outcome::Differs);
     }
 
     #[test]

@@ -26,6 +26,26 @@ pub fn process_cpu_time(pid: u32) -> Result<Duration> {
     Ok(clock_gettime(clock)?.into())
 }
 
+/// The CPU the calling thread is running on (`sched_getcpu`), when the kernel says.
+pub fn current_cpu() -> Option<u32> {
+    nix::sched::sched_getcpu().ok().and_then(|cpu| u32::try_from(cpu).ok())
+}
+
+/// The CPU process `pid` last ran on: field 39 (`processor`) of `/proc/PID/stat`; `None` when
+/// the file cannot be read or parsed (another OS, a process that is gone).
+pub fn last_cpu_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    last_cpu_in_stat(&stat)
+}
+
+/// Field 39 of a `/proc/PID/stat` line. The command name (field 2) is in parentheses and may
+/// itself hold spaces and parentheses, so fields are counted from the last `)`.
+fn last_cpu_in_stat(stat: &str) -> Option<u32> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // Field 3 (state) is the first after the name; field 39 is 36 further on.
+    after_name.split_ascii_whitespace().nth(36)?.parse().ok()
+}
+
 /// Pins the calling thread to one CPU until dropped, then restores its previous affinity.
 /// Processes spawned meanwhile inherit the pinning.
 #[derive(Debug)]
@@ -90,6 +110,25 @@ mod tests {
         std::hint::black_box(x);
         assert!(process_cpu_time(pid).unwrap() > before);
         assert!(thread_cpu_time().unwrap() > Duration::ZERO);
+    }
+
+    #[test]
+    fn the_last_cpu_is_read_past_a_command_name_with_spaces_and_parentheses() {
+        let mut fields = vec!["S".to_owned()];
+        fields.extend((4..=52).map(|field| field.to_string()));
+        let line = format!("4242 (a (b) c) {}", fields.join(" "));
+        assert_eq!(last_cpu_in_stat(&line), Some(39));
+        assert_eq!(last_cpu_in_stat("4242 (short) S 1 2"), None);
+        assert_eq!(last_cpu_in_stat("no parentheses"), None);
+    }
+
+    #[test]
+    fn this_process_runs_on_a_cpu_it_may_use() {
+        let pinned = Pinned::to_first_allowed_cpu().unwrap();
+        let cpu = current_cpu().expect("sched_getcpu works on Linux");
+        assert_eq!(cpu as usize, pinned.allowed[0]);
+        assert!(last_cpu_of(std::process::id()).is_some());
+        assert_eq!(last_cpu_of(u32::MAX), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 use super::render::mb_per_s;
-use super::{BaselineRow, Percentiles, Report, Row, Workload};
+use super::{BaselineRow, Percentiles, Report, Round, Row, Workload};
 use crate::error::{Error, Result};
 use crate::units::format_nanos;
 
@@ -68,7 +68,7 @@ const PERCENTILES: [&str; 6] = ["min", "p50", "p90", "p99", "p999", "max"];
 /// ```
 /// let header = peerpipe::report::export::csv_header();
 /// assert!(header.starts_with("dtype,elements,bytes,transport,path,handler,wait,pin,iterations,"));
-/// assert!(header.contains(",rtt_min_ns,rtt_p50_ns,") && header.ends_with(",p50_repeats_ns"));
+/// assert!(header.contains(",rtt_min_ns,rtt_p50_ns,") && header.ends_with(",round_p50s_ns"));
 /// ```
 pub fn csv_header() -> String {
     let mut columns: Vec<String> =
@@ -84,8 +84,11 @@ pub fn csv_header() -> String {
             "server_cpu_ns",
             "mb_per_s",
             "ratio_to_baseline",
+            "ratio_ci_lo",
+            "ratio_ci_hi",
+            "shared_core_share",
             "p50_spread_ns",
-            "p50_repeats_ns",
+            "round_p50s_ns",
         ]
         .map(str::to_owned),
     );
@@ -97,11 +100,13 @@ pub fn csv_header() -> String {
 ///
 /// Baselines are lines of the same table, so one filter separates them: `handler` is
 /// `baseline`, `path` is `raw`, `dtype` and `elements` are empty (a baseline moves bytes, not
-/// values), only the `rtt_*` phase is filled, the CPU columns are empty and
+/// values), only the `rtt_*` phase is filled, the CPU columns and the interval are empty and
 /// `ratio_to_baseline` is 1. Empty fields also stand for NaN CPU times and missing ratios.
-/// `mb_per_s` is payload megabytes (10^6) per second both ways at the p50;
-/// `p50_spread_ns` is the spread of p50 across repeats, and `p50_repeats_ns` lists each
-/// repeat's p50, separated by spaces. Fields holding a comma or a quote are quoted (RFC 4180).
+/// `mb_per_s` is payload megabytes (10^6) per second both ways at the p50; `ratio_ci_lo` and
+/// `ratio_ci_hi` bound the paired ratio's 95 % interval; `shared_core_share` is the share of
+/// rounds in which client and server ran on one CPU; `p50_spread_ns` is the spread of the
+/// per-round p50s, and `round_p50s_ns` lists them, separated by spaces. Fields holding a comma
+/// or a quote are quoted (RFC 4180).
 ///
 /// # Errors
 /// [`Error::Io`] naming the file when it cannot be written.
@@ -139,8 +144,11 @@ fn baseline_csv(base: &BaselineRow) -> String {
         String::new(),
         float_field(mb_per_s(base.bytes, base.rtt_ns.p50)),
         "1".to_owned(),
+        String::new(),
+        String::new(),
+        base.shared_core_share.map_or(String::new(), float_field),
         base.p50_spread_ns().to_string(),
-        repeats_field(&base.p50_repeats_ns),
+        rounds_field(&base.rounds),
     ]);
     fields.join(",")
 }
@@ -165,8 +173,11 @@ fn row_csv(row: &Row) -> String {
         float_field(row.server_cpu_ns),
         float_field(row.mb_per_s),
         row.ratio_to_baseline.map_or(String::new(), float_field),
+        row.ratio_ci.map_or(String::new(), |ci| float_field(ci[0])),
+        row.ratio_ci.map_or(String::new(), |ci| float_field(ci[1])),
+        row.shared_core_share.map_or(String::new(), float_field),
         row.p50_spread_ns().to_string(),
-        repeats_field(&row.p50_repeats_ns),
+        rounds_field(&row.rounds),
     ]);
     fields.join(",")
 }
@@ -179,8 +190,8 @@ fn float_field(value: f64) -> String {
     if value.is_finite() { value.to_string() } else { String::new() }
 }
 
-fn repeats_field(values: &[u64]) -> String {
-    values.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")
+fn rounds_field(rounds: &[Round]) -> String {
+    rounds.iter().map(|r| r.p50_ns.to_string()).collect::<Vec<_>>().join(" ")
 }
 
 /// The text as one CSV field, quoted when it holds a comma, a quote or a line break.

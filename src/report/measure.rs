@@ -1,23 +1,23 @@
-//! Running the matrix: spawning servers, warming up, timing every phase of every round trip.
+//! Running the matrix: spawning servers, then measuring each group — a raw floor and every
+//! row that moves the same bytes with the same transport, wait and placement — in
+//! interleaved rounds, so that every ratio is taken against a floor measured moments apart
+//! ([`super::pairing`]).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::baseline::RawEcho;
-use super::cpu::{Pinned, process_cpu_time, thread_cpu_time};
+use super::cpu::Pinned;
+use super::group::{LiveGroup, RowSetup};
+use super::pairing::{self, Burst, Schedule};
 use super::sync::{self, SyncCost};
-use super::{
-    BaselineRow, ConfigRecord, Expectation, Percentiles, Placement, Report, Row, Workload, machine,
-    new_histogram, test_values, verify,
-};
-use crate::codec::{Values, ValuesMut};
+use super::{ConfigRecord, Expectation, Placement, Report, Workload, machine};
 use crate::error::{Error, Result};
-use crate::lorenz96;
-use crate::peer::{CallTiming, DataPath, Options, Peer};
+use crate::peer::{DataPath, Options, Peer};
 use crate::process::Spawn;
 use crate::transport::{DEFAULT_SPIN_BUDGET, TransportKind, Wait};
 
@@ -34,22 +34,33 @@ pub const DEFAULT_ROW_DURATION: Duration = Duration::from_millis(150);
 pub const QUICK_ROW_DURATION: Duration = Duration::from_millis(30);
 /// Warm-up per row by default: long enough for caches, page faults and the scheduler to settle.
 pub const DEFAULT_WARMUP: Duration = Duration::from_millis(20);
-/// Fewest timed round trips in a row, however short its duration.
-pub const MIN_ITERATIONS: u64 = 5;
-/// Fewest warm-up round trips in a row.
-pub const MIN_WARMUP_ITERATIONS: u64 = 3;
+/// Rounds per group by default: each floor and row gets one burst per round, so each burst
+/// is a twentieth of the row's time (7.5 ms by default), and the median of 20 per-round ratios
+/// has a 95 % interval between the 6th and the 15th of them.
+pub const DEFAULT_ROUNDS: u32 = 20;
+/// Rounds per group with `--quick` (3 ms bursts; the interval spans the 2nd to the 9th ratio).
+pub const QUICK_ROUNDS: u32 = 10;
+/// Most rounds accepted: beyond this, bursts get too short to hold a p50.
+pub const MAX_ROUNDS: u32 = 1000;
+/// Fewest timed round trips in a burst, however long they take (an odd count has a true
+/// median).
+pub const MIN_BURST_ROUND_TRIPS: u64 = 3;
+/// Untimed round trips at the start of every burst, after the member's server was continued:
+/// they absorb its wake-up and the caches the previous member left cold.
+pub const SETTLE_ROUND_TRIPS: u32 = 3;
 /// The smallest baseline, measured at every wait strategy and placement: one f64. Its p50 is
 /// the cost of a round trip that moves (almost) no data — waking the other side and back.
 pub const WAKE_BYTES: usize = 8;
 /// Budget per round trip the verdict checks by default: 150 µs.
 pub const DEFAULT_BUDGET: Duration = Duration::from_micros(150);
 
-/// How long each row runs.
+/// How long each row (and floor) is timed in all, over all its rounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowLength {
-    /// Exactly this many timed round trips.
+    /// This many timed round trips, split evenly over the rounds (rounded up).
     Iterations(u64),
-    /// Round trips until this much time has passed (at least [`MIN_ITERATIONS`]).
+    /// This much time, split evenly over the rounds; every burst has at least
+    /// [`MIN_BURST_ROUND_TRIPS`].
     Duration(Duration),
 }
 
@@ -61,6 +72,10 @@ pub struct Plan {
     /// A server command for `sh -c` instead of `peer_exe --role server`; baselines still use
     /// `peer_exe`.
     pub spawn: Option<String>,
+    /// Busy-wait of every handler server this run spawns before it answers a request
+    /// (`peer --role server --server-delay`); zero for none. Not applied to the raw floors,
+    /// nor to a `spawn` command, which must pass it itself.
+    pub server_delay: Duration,
     /// Element counts.
     pub sizes: Vec<usize>,
     /// Dtypes.
@@ -77,8 +92,10 @@ pub struct Plan {
     pub length: RowLength,
     /// Warm-up per row.
     pub warmup: Duration,
-    /// Repeats per row (the spread of their p50s is the noise `compare` allows for).
-    pub repeat: u32,
+    /// Rounds per group (see [`super::pairing`]).
+    pub rounds: u32,
+    /// Seed of the order of bursts within each round (recorded in the report).
+    pub order_seed: u64,
     /// Timeout, frame limit, pipe and shared-memory capacity for every peer (its `wait` and
     /// `transport` are set per row).
     pub options: Options,
@@ -147,8 +164,13 @@ impl Plan {
         bytes
     }
 
-    /// Number of rows plus baselines, for progress.
+    /// Bursts of the whole run (rows plus baselines, times rounds), for progress.
     pub fn steps(&self) -> u64 {
+        self.members() * u64::from(self.rounds.max(1))
+    }
+
+    /// Number of rows plus baselines.
+    fn members(&self) -> u64 {
         let mut steps = 0;
         for wait in self.all_waits() {
             let sizes = self.sizes.iter().filter(|&&s| self.waits_for(s).contains(&wait)).count();
@@ -167,8 +189,27 @@ impl Plan {
                 Duration::from_micros(20).saturating_mul(u32::try_from(n).unwrap_or(u32::MAX))
             }
         };
-        let rows = u32::try_from(self.steps()).unwrap_or(u32::MAX);
-        per_row.saturating_add(self.warmup).saturating_mul(self.repeat.max(1)).saturating_mul(rows)
+        let members = u32::try_from(self.members()).unwrap_or(u32::MAX);
+        per_row.saturating_add(self.warmup).saturating_mul(members)
+    }
+
+    /// The burst length and warm-up of every group.
+    fn schedule(&self, seed: u64) -> Schedule {
+        let rounds = self.rounds.max(1);
+        let burst = match self.length {
+            RowLength::Iterations(n) => Burst::RoundTrips(n.div_ceil(u64::from(rounds)).max(1)),
+            RowLength::Duration(d) => Burst::Duration {
+                ns: (d / rounds).as_nanos() as u64,
+                min_round_trips: MIN_BURST_ROUND_TRIPS,
+            },
+        };
+        Schedule {
+            rounds,
+            burst,
+            settle_round_trips: SETTLE_ROUND_TRIPS,
+            warmup_ns: self.warmup.as_nanos() as u64,
+            seed,
+        }
     }
 
     fn record(&self) -> ConfigRecord {
@@ -189,7 +230,9 @@ impl Plan {
                 RowLength::Iterations(_) => None,
             },
             warmup_ns: self.warmup.as_nanos() as u64,
-            repeat: self.repeat.max(1),
+            rounds: self.rounds,
+            order_seed: self.order_seed,
+            server_delay_ns: self.server_delay.as_nanos() as u64,
             spawn: self.spawn.clone(),
             budget_ns: self.budget.as_nanos() as u64,
             pipe_size: self.options.pipe_capacity.unwrap_or(0) as u64,
@@ -220,20 +263,25 @@ pub fn progress_bar(plan: &Plan) -> ProgressBar {
     bar
 }
 
-/// Runs the whole plan: for each placement and wait strategy, the baselines of every byte count
-/// needed over every transport, then every handler × transport × workload × path × size row.
+/// Runs the whole plan. For each placement, wait strategy and transport, one server per
+/// handler is spawned and kept for the section; then, for each byte count (smallest first), a
+/// raw floor is spawned and measured in rounds with every row of that byte count
+/// ([`pairing::run`]); each row's `ratio_to_baseline` is the median of its per-round ratios.
 ///
 /// # Errors
-/// Any error of spawning, calling or verifying; the servers are terminated and reaped.
+/// [`Error::InvalidArgument`] for an empty plan, zero iterations or rounds out of range; any
+/// error of spawning, calling or verifying (the servers are continued, terminated and
+/// reaped).
 pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
     if plan.sizes.is_empty()
         || plan.workloads.is_empty()
         || plan.paths.is_empty()
         || plan.transports.is_empty()
+        || plan.pins.is_empty()
     {
         return Err(Error::InvalidArgument {
             what: "plan",
-            reason: "needs at least one size, dtype, path and transport".into(),
+            reason: "needs at least one size, dtype, path, transport and placement".into(),
         });
     }
     if let RowLength::Iterations(0) = plan.length {
@@ -242,62 +290,52 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
             reason: "must be at least 1".into(),
         });
     }
+    if !(1..=MAX_ROUNDS).contains(&plan.rounds) {
+        return Err(Error::InvalidArgument {
+            what: "rounds",
+            reason: format!("expected 1 to {MAX_ROUNDS}, found {}", plan.rounds),
+        });
+    }
     let mut baseline = Vec::new();
     let mut rows = Vec::new();
     let mut pipe_size_granted = None;
+    let mut group_index = 0u64;
     for &pin in &plan.pins {
         let placement = Placer::new(pin)?;
         for wait in plan.all_waits() {
-            for bytes in plan.baseline_bytes(wait) {
-                for &transport in &plan.transports {
-                    progress.set_message(format!("baseline {bytes} B {transport} {wait} {pin}"));
-                    baseline.push(measure_baseline(plan, bytes, transport, wait, &placement)?);
-                    progress.inc(1);
-                }
-            }
-            let handlers: Vec<Option<&str>> = match plan.spawn {
-                Some(_) => vec![None],
-                None => plan.handlers.iter().map(|h| Some(h.as_str())).collect(),
-            };
-            let servers =
-                handlers.iter().flat_map(|h| plan.transports.iter().map(move |t| (*h, *t)));
-            for (handler, transport) in servers {
-                let options = Options { wait, transport, ..plan.options.clone() };
-                let mut peer = placement.spawn(|| match (&plan.spawn, handler) {
-                    (Some(command), _) => Peer::spawn_shell(command, options),
-                    (None, Some(handler)) => Peer::spawn_server(&plan.peer_exe, handler, options),
-                    (None, None) => unreachable!("handlers listed above"),
-                })?;
+            for &transport in &plan.transports {
+                let mut section = Section::spawn(plan, &placement, wait, transport)?;
                 if transport == TransportKind::Pipe {
-                    pipe_size_granted = peer.capacity().map(|c| c as u64).or(pipe_size_granted);
+                    pipe_size_granted =
+                        section.peers.iter().find_map(Peer::capacity).map(|c| c as u64);
                 }
-                let handler_name = peer.server_hello().handler.clone().unwrap_or_default();
-                let expect = Expectation::for_handler(Some(&handler_name));
-                for (workload, path) in plan.workload_paths() {
-                    for &elements in &plan.sizes {
-                        if !plan.waits_for(elements).contains(&wait) {
-                            continue;
-                        }
-                        progress.set_message(format!(
-                            "{workload} x{elements} {path} {handler_name} {wait} {pin}"
-                        ));
-                        let setup = RowSetup { workload, elements, path, wait, pin, expect };
-                        let mut row = measure_row(plan, &mut peer, &setup, &handler_name)?;
-                        row.ratio_to_baseline = baseline
-                            .iter()
-                            .find(|b: &&BaselineRow| {
-                                b.bytes == row.bytes.max(1)
-                                    && b.transport == row.transport
-                                    && b.wait == row.wait
-                                    && b.pin == row.pin
-                            })
-                            .filter(|b| b.rtt_ns.p50 > 0)
-                            .map(|b| row.rtt_ns.p50 as f64 / b.rtt_ns.p50 as f64);
-                        rows.push(row);
-                        progress.inc(1);
-                    }
+                for bytes in plan.baseline_bytes(wait) {
+                    progress.set_message(format!("{bytes} B {transport} {wait} {pin}"));
+                    let setups = section.rows_of(plan, bytes, pin);
+                    let seed = plan.order_seed.wrapping_add(group_index);
+                    group_index += 1;
+                    let mut echo = placement.spawn(|| {
+                        RawEcho::spawn_with(
+                            &plan.peer_exe,
+                            bytes,
+                            &Spawn {
+                                wait,
+                                transport,
+                                pipe_capacity: plan.options.pipe_capacity,
+                                shm_capacity: plan.options.shm_capacity,
+                            },
+                            plan.options.timeout,
+                        )
+                    })?;
+                    let mut group =
+                        LiveGroup::new(&mut echo, wait, pin, setups, &mut section.peers, progress)?;
+                    let rounds = pairing::run(&mut group, &plan.schedule(seed))?;
+                    let (floor, measured) = group.finish(&rounds, transport);
+                    echo.close()?;
+                    baseline.push(floor);
+                    rows.extend(measured);
                 }
-                peer.close()?;
+                section.close()?;
             }
         }
     }
@@ -316,6 +354,91 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
         rows,
         sync_costs,
     })
+}
+
+/// The servers of one placement, wait strategy and transport: one per handler (or the one
+/// `spawn` command), kept alive for every group of the section.
+struct Section {
+    peers: Vec<Peer>,
+    /// The handler each server announced, and what its replies are checked against.
+    handlers: Vec<(String, Expectation)>,
+    wait: Wait,
+}
+
+impl Section {
+    fn spawn(
+        plan: &Plan,
+        placement: &Placer,
+        wait: Wait,
+        transport: TransportKind,
+    ) -> Result<Section> {
+        let options = Options { wait, transport, ..plan.options.clone() };
+        let mut peers = Vec::new();
+        let mut handlers = Vec::new();
+        let commands: Vec<Command> = match &plan.spawn {
+            Some(command_line) => vec![shell_command(command_line)],
+            None => plan
+                .handlers
+                .iter()
+                .map(|handler| {
+                    let mut command = Peer::server_command(&plan.peer_exe, handler, &options);
+                    if !plan.server_delay.is_zero() {
+                        command
+                            .arg("--server-delay")
+                            .arg(format!("{}ns", plan.server_delay.as_nanos()));
+                    }
+                    command
+                })
+                .collect(),
+        };
+        for command in commands {
+            let peer = placement.spawn(|| Peer::spawn(command, options.clone()))?;
+            let name = peer.server_hello().handler.clone().unwrap_or_default();
+            handlers.push((name.clone(), Expectation::for_handler(Some(&name))));
+            peers.push(peer);
+        }
+        Ok(Section { peers, handlers, wait })
+    }
+
+    /// Every row of `bytes` bytes at this section's wait: handler × (dtype, path) × size.
+    fn rows_of(&self, plan: &Plan, bytes: usize, pin: Placement) -> Vec<RowSetup> {
+        let mut setups = Vec::new();
+        for (peer, (handler, expect)) in self.handlers.iter().enumerate() {
+            for (workload, path) in plan.workload_paths() {
+                for &elements in &plan.sizes {
+                    if workload.wire_bytes(elements).max(1) == bytes
+                        && plan.waits_for(elements).contains(&self.wait)
+                    {
+                        setups.push(RowSetup {
+                            workload,
+                            elements,
+                            path,
+                            wait: self.wait,
+                            pin,
+                            expect: *expect,
+                            peer,
+                            handler: handler.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        setups
+    }
+
+    fn close(self) -> Result<()> {
+        for peer in self.peers {
+            peer.close()?;
+        }
+        Ok(())
+    }
+}
+
+/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] runs it.
+fn shell_command(command_line: &str) -> Command {
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(command_line);
+    command
 }
 
 /// The synchronisation-cost table: in-process primitives, then cross-process wake-ups with
@@ -339,6 +462,21 @@ pub fn measure_sync_costs(plan: &Plan) -> Result<Vec<SyncCost>> {
         })
     })?);
     Ok(costs)
+}
+
+/// The placement `peer` uses when none is given: `split` when this process may run on two
+/// CPUs or more, else `free`.
+///
+/// With `free`, the scheduler may keep client and server on one core for a whole process
+/// lifetime, and whether it does changes from one server process to the next: a floor and a
+/// row served by different processes can then be measured on one core and on two, and their
+/// ratio is off by 2–3× however they are interleaved. Pinned to two different cores, every
+/// process of a run sees the same placement.
+pub fn default_placement() -> Placement {
+    match Pinned::to_first_allowed_cpu() {
+        Ok(pinned) if pinned.allowed_cpus() >= 2 => Placement::Split,
+        _ => Placement::Free,
+    }
 }
 
 /// Puts this thread and the servers it spawns where a [`Placement`] says. Servers inherit the
@@ -378,231 +516,48 @@ impl Placer {
     }
 }
 
-/// One step of a row: a warm-up round trip (numbered) or a timed one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Step {
-    Warmup(u64),
-    Timed,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Runs warm-up steps, then timed repeats, until the plan's row length; `step` performs one
-/// round trip and returns its nanoseconds. Returns the p50 of each repeat and the number of
-/// timed round trips.
-fn time_rows(plan: &Plan, mut step: impl FnMut(Step) -> Result<u64>) -> Result<(Vec<u64>, u64)> {
-    let warm_until = Instant::now() + plan.warmup;
-    let mut i = 0;
-    while i < MIN_WARMUP_ITERATIONS || Instant::now() < warm_until {
-        step(Step::Warmup(i))?;
-        i += 1;
-    }
-    let mut repeat_p50 = Vec::new();
-    let mut iterations = 0;
-    for _ in 0..plan.repeat.max(1) {
-        let mut rtts = Vec::new();
-        let started = Instant::now();
-        loop {
-            rtts.push(step(Step::Timed)?);
-            let done = match plan.length {
-                RowLength::Iterations(n) => rtts.len() as u64 >= n,
-                RowLength::Duration(d) => {
-                    rtts.len() as u64 >= MIN_ITERATIONS && started.elapsed() >= d
-                }
-            };
-            if done {
-                break;
-            }
-        }
-        iterations += rtts.len() as u64;
-        rtts.sort_unstable();
-        repeat_p50.push(super::nearest_rank(&rtts, 0.5));
-    }
-    Ok((repeat_p50, iterations))
-}
-
-fn measure_baseline(
-    plan: &Plan,
-    bytes: usize,
-    transport: TransportKind,
-    wait: Wait,
-    placement: &Placer,
-) -> Result<BaselineRow> {
-    let pin = placement.placement;
-    let mut echo = placement.spawn(|| {
-        RawEcho::spawn_with(
-            &plan.peer_exe,
-            bytes,
-            &Spawn {
-                wait,
-                transport,
-                pipe_capacity: plan.options.pipe_capacity,
-                shm_capacity: plan.options.shm_capacity,
-            },
-            plan.options.timeout,
-        )
-    })?;
-    let mut rtt = new_histogram();
-    let (p50_repeats_ns, iterations) = time_rows(plan, |step| {
-        let ns = echo.round_trip()?;
-        match step {
-            Step::Warmup(_) => echo.verify()?,
-            Step::Timed => rtt.saturating_record(ns),
-        }
-        Ok(ns)
-    })?;
-    echo.verify()?;
-    echo.close()?;
-    Ok(BaselineRow {
-        bytes: bytes as u64,
-        transport: transport.name().to_owned(),
-        wait: wait.to_string(),
-        pin: pin.name().to_owned(),
-        iterations,
-        rtt_ns: Percentiles::of(&rtt),
-        p50_repeats_ns,
-    })
-}
-
-struct RowSetup {
-    workload: Workload,
-    elements: usize,
-    path: DataPath,
-    wait: Wait,
-    pin: Placement,
-    expect: Expectation,
-}
-
-/// Buffers for one row: the request, the expected reply, and the reply buffers.
-struct RowData {
-    input: Vec<f64>,
-    input32: Vec<f32>,
-    expected: Vec<f64>,
-    out64: Vec<f64>,
-    out32: Vec<f32>,
-}
-
-impl RowData {
-    fn new(setup: &RowSetup) -> Result<RowData> {
-        let n = setup.elements;
-        let input = test_values(n, n as u64 + 1, setup.expect == Expectation::Echo);
-        let input32: Vec<f32> = input.iter().map(|&x| x as f32).collect();
-        let expected = match (setup.expect, setup.workload) {
-            (Expectation::Lorenz96, _) => {
-                let mut d = vec![0.0; n];
-                lorenz96::rhs(&input, lorenz96::FORCING, &mut d)?;
-                d
-            }
-            (_, Workload::F64) => input.clone(),
-            (_, Workload::F32 | Workload::F64AsF32) => input32.iter().map(|&x| x as f64).collect(),
-        };
-        Ok(RowData { input, input32, expected, out64: vec![0.0; n], out32: vec![0.0; n] })
-    }
-
-    fn call(&mut self, peer: &mut Peer, workload: Workload) -> Result<CallTiming> {
-        match workload {
-            Workload::F64 => peer.call(Values::F64(&self.input), ValuesMut::F64(&mut self.out64)),
-            Workload::F64AsF32 => {
-                peer.call(Values::F64AsF32(&self.input), ValuesMut::F64FromF32(&mut self.out64))
-            }
-            Workload::F32 => peer.call(Values::F32(&self.input32), ValuesMut::F32(&mut self.out32)),
+    fn plan(length: RowLength, rounds: u32) -> Plan {
+        Plan {
+            peer_exe: PathBuf::from("peer"),
+            spawn: None,
+            server_delay: Duration::ZERO,
+            sizes: vec![500],
+            workloads: vec![Workload::F64],
+            paths: vec![DataPath::Codec],
+            handlers: vec!["echo".into()],
+            waits: Some(vec![Wait::default()]),
+            pins: vec![Placement::Free],
+            length,
+            warmup: Duration::from_millis(20),
+            rounds,
+            order_seed: 1,
+            options: Options::default(),
+            transports: vec![TransportKind::Pipe],
+            sync_operations: 1,
+            budget: DEFAULT_BUDGET,
         }
     }
 
-    fn verify(&mut self, workload: Workload, expect: Expectation, round_trip: u64) -> Result<()> {
-        if expect == Expectation::Unchecked {
-            return Ok(());
-        }
-        if workload == Workload::F32 {
-            self.out64.iter_mut().zip(&self.out32).for_each(|(d, &s)| *d = s as f64);
-        }
-        verify(&self.expected, &self.out64, round_trip)
-    }
-}
-
-struct PhaseHistograms {
-    rtt: Histogram<u64>,
-    transfer: Histogram<u64>,
-    encode: Histogram<u64>,
-    decode: Histogram<u64>,
-    server: Histogram<u64>,
-}
-
-impl PhaseHistograms {
-    fn new() -> PhaseHistograms {
-        PhaseHistograms {
-            rtt: new_histogram(),
-            transfer: new_histogram(),
-            encode: new_histogram(),
-            decode: new_histogram(),
-            server: new_histogram(),
-        }
+    #[test]
+    fn a_row_length_is_split_evenly_over_the_rounds() {
+        let by_time = plan(RowLength::Duration(Duration::from_millis(150)), 20).schedule(0);
+        assert_eq!(
+            by_time.burst,
+            Burst::Duration { ns: 7_500_000, min_round_trips: MIN_BURST_ROUND_TRIPS }
+        );
+        assert_eq!(by_time.rounds, 20);
+        let by_count = plan(RowLength::Iterations(1001), 20).schedule(0);
+        assert_eq!(by_count.burst, Burst::RoundTrips(51));
+        assert_eq!(plan(RowLength::Iterations(3), 20).schedule(0).burst, Burst::RoundTrips(1));
     }
 
-    fn record(&mut self, t: &CallTiming) {
-        self.rtt.saturating_record(t.round_trip_ns);
-        self.transfer.saturating_record(t.transfer_ns());
-        self.encode.saturating_record(t.encode_ns);
-        self.decode.saturating_record(t.decode_ns);
-        self.server.saturating_record(t.server_ns);
+    #[test]
+    fn steps_count_every_burst() {
+        // One row and two floors (4000 B and the 8-byte wake-up), 20 rounds each.
+        assert_eq!(plan(RowLength::Iterations(10), 20).steps(), 3 * 20);
     }
-}
-
-fn measure_row(plan: &Plan, peer: &mut Peer, setup: &RowSetup, handler: &str) -> Result<Row> {
-    peer.set_path(setup.path);
-    let mut data = RowData::new(setup)?;
-    let mut phases = PhaseHistograms::new();
-    let server_pid = peer.server_pid();
-    let workload = setup.workload;
-    let mut cpu_start = None;
-    let (p50_repeats_ns, iterations) = time_rows(plan, |step| {
-        if step == Step::Timed && cpu_start.is_none() {
-            cpu_start = Some(cpu_now(server_pid)?);
-        }
-        let timing = data.call(peer, workload)?;
-        match step {
-            Step::Warmup(i) => data.verify(workload, setup.expect, i)?,
-            Step::Timed => phases.record(&timing),
-        }
-        Ok(timing.round_trip_ns)
-    })?;
-    let (client_cpu_ns, server_cpu_ns) = match cpu_start {
-        Some(start) => {
-            let end = cpu_now(server_pid)?;
-            let per = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
-                (Some(a), Some(b)) => b.saturating_sub(a).as_nanos() as f64 / iterations as f64,
-                _ => f64::NAN,
-            };
-            (per(Some(start.0), Some(end.0)), per(start.1, end.1))
-        }
-        None => (f64::NAN, f64::NAN),
-    };
-    // The last timed reply is checked too, not only the warm-up ones.
-    data.verify(workload, setup.expect, iterations)?;
-    let rtt = Percentiles::of(&phases.rtt);
-    let bytes = workload.wire_bytes(setup.elements) as u64;
-    Ok(Row {
-        dtype: workload.name().to_owned(),
-        elements: setup.elements as u64,
-        bytes,
-        transport: peer.transport_kind().name().to_owned(),
-        path: setup.path.name().to_owned(),
-        handler: handler.to_owned(),
-        wait: setup.wait.to_string(),
-        pin: setup.pin.name().to_owned(),
-        iterations,
-        rtt_ns: rtt,
-        transfer_ns: Percentiles::of(&phases.transfer),
-        encode_ns: Percentiles::of(&phases.encode),
-        decode_ns: Percentiles::of(&phases.decode),
-        server_ns: Percentiles::of(&phases.server),
-        client_cpu_ns,
-        server_cpu_ns,
-        mb_per_s: if rtt.p50 > 0 { 2.0 * bytes as f64 / rtt.p50 as f64 * 1e3 } else { 0.0 },
-        ratio_to_baseline: None,
-        p50_repeats_ns,
-    })
-}
-
-/// This thread's CPU time and the server's, when its pid is known and readable.
-fn cpu_now(server_pid: Option<u32>) -> Result<(Duration, Option<Duration>)> {
-    Ok((thread_cpu_time()?, server_pid.and_then(|pid| process_cpu_time(pid).ok())))
 }

@@ -12,8 +12,10 @@ pub mod baseline;
 pub mod compare;
 pub mod cpu;
 pub mod export;
+mod group;
 pub mod machine;
 pub mod measure;
+pub mod pairing;
 pub mod render;
 pub mod sync;
 
@@ -195,6 +197,31 @@ pub fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// One round of a floor or a row: the p50 of its burst in that round, and where the two
+/// processes ran (see [`pairing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Round {
+    /// p50 of the round trips of this burst.
+    pub p50_ns: u64,
+    /// For a row: the p50 of its floor's burst in the same round, the denominator of this
+    /// round's ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor_p50_ns: Option<u64>,
+    /// The CPU the client ran on at the end of the burst (`sched_getcpu`), when known.
+    pub client_cpu: Option<u32>,
+    /// The CPU the server last ran on at the end of the burst (`/proc/PID/stat`), when known.
+    pub server_cpu: Option<u32>,
+}
+
+/// Share of `rounds` in which client and server were seen on the same CPU, among the rounds
+/// where both are known; `None` when none is.
+pub fn shared_core_share(rounds: &[Round]) -> Option<f64> {
+    let known: Vec<bool> =
+        rounds.iter().filter_map(|r| Some(r.client_cpu? == r.server_cpu?)).collect();
+    (!known.is_empty())
+        .then(|| known.iter().filter(|&&same| same).count() as f64 / known.len() as f64)
+}
+
 /// The raw-bytes floor for one byte count, transport, wait strategy and placement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BaselineRow {
@@ -207,14 +234,25 @@ pub struct BaselineRow {
     pub transport: String,
     /// Wait strategy of both sides.
     pub wait: String,
-    /// Placement: `free` or `same`.
+    /// Placement: `free`, `same` or `split`.
     pub pin: String,
+    /// True when the client lent its pages to the pipe with `vmsplice` instead of copying
+    /// them, as [`crate::Peer::call`] does for zero-copy payloads of at least
+    /// [`crate::peer::LEND_MIN_BYTES`]: the floor moves the bytes the cheapest way the
+    /// transport knows.
+    #[serde(default)]
+    pub lent: bool,
     /// Timed round trips.
     pub iterations: u64,
-    /// Round-trip percentiles.
+    /// Round-trip percentiles over every timed round trip.
     pub rtt_ns: Percentiles,
-    /// p50 of each repeat (`--repeat`); one entry without repeats.
-    pub p50_repeats_ns: Vec<u64>,
+    /// Each round's burst, in order.
+    #[serde(default)]
+    pub rounds: Vec<Round>,
+    /// Share of rounds in which client and server ran on the same CPU (see
+    /// [`shared_core_share`]).
+    #[serde(default)]
+    pub shared_core_share: Option<f64>,
 }
 
 /// One measured combination.
@@ -234,7 +272,7 @@ pub struct Row {
     pub handler: String,
     /// Wait strategy of both sides.
     pub wait: String,
-    /// Placement: `free` or `same`.
+    /// Placement: `free`, `same` or `split`.
     pub pin: String,
     /// Timed round trips.
     pub iterations: u64,
@@ -257,24 +295,40 @@ pub struct Row {
     /// Payload megabytes (10^6) moved per second, both directions, at the p50 round trip.
     #[serde(with = "nan_as_null")]
     pub mb_per_s: f64,
-    /// p50 round trip / p50 of the baseline with the same bytes, transport, wait and
-    /// placement.
+    /// The paired ratio to the floor with the same bytes, transport, wait and placement: the
+    /// median over rounds of (this row's p50 ÷ the floor's p50 in the same round); see
+    /// [`pairing`].
     pub ratio_to_baseline: Option<f64>,
-    /// p50 round trip of each repeat (`--repeat`); one entry without repeats.
-    pub p50_repeats_ns: Vec<u64>,
+    /// The 95 % confidence interval of `ratio_to_baseline` (see
+    /// [`pairing::median_interval`]).
+    #[serde(default)]
+    pub ratio_ci: Option<[f64; 2]>,
+    /// Each round's burst, in order, with its floor's p50 in the same round.
+    #[serde(default)]
+    pub rounds: Vec<Round>,
+    /// Share of rounds in which client and server ran on the same CPU (see
+    /// [`shared_core_share`]).
+    #[serde(default)]
+    pub shared_core_share: Option<f64>,
 }
 
 impl Row {
-    /// Spread of the p50 across repeats (max − min), the noise `compare` allows for.
+    /// Spread of the per-round p50s (max − min): the noise an absolute comparison allows for.
     pub fn p50_spread_ns(&self) -> u64 {
-        spread(&self.p50_repeats_ns)
+        round_spread(&self.rounds)
     }
 }
 
 impl BaselineRow {
-    /// Spread of the p50 across repeats (max − min).
+    /// Spread of the per-round p50s (max − min).
     pub fn p50_spread_ns(&self) -> u64 {
-        spread(&self.p50_repeats_ns)
+        round_spread(&self.rounds)
+    }
+
+    /// The smallest and largest per-round p50; `None` without rounds.
+    pub fn round_p50_range_ns(&self) -> Option<(u64, u64)> {
+        let p50s = self.rounds.iter().map(|r| r.p50_ns);
+        Some((p50s.clone().min()?, p50s.max()?))
     }
 }
 
@@ -299,8 +353,9 @@ fn pipe_name() -> String {
     "pipe".to_owned()
 }
 
-fn spread(values: &[u64]) -> u64 {
-    match (values.iter().min(), values.iter().max()) {
+fn round_spread(rounds: &[Round]) -> u64 {
+    let p50s = rounds.iter().map(|r| r.p50_ns);
+    match (p50s.clone().min(), p50s.max()) {
         (Some(lo), Some(hi)) => hi - lo,
         _ => 0,
     }
@@ -345,8 +400,16 @@ pub struct ConfigRecord {
     pub duration_ns: Option<u64>,
     /// Warm-up time per row in nanoseconds.
     pub warmup_ns: u64,
-    /// Repeats per row.
-    pub repeat: u32,
+    /// Rounds per group: every floor and row gets one burst per round, in a random order.
+    #[serde(default)]
+    pub rounds: u32,
+    /// Seed of the order of bursts within each round.
+    #[serde(default)]
+    pub order_seed: u64,
+    /// Busy-wait of every handler server before it answers a request (`--server-delay`), in
+    /// nanoseconds; 0 when none.
+    #[serde(default)]
+    pub server_delay_ns: u64,
     /// The server command, when not this binary.
     pub spawn: Option<String>,
     /// Budget per round trip in nanoseconds, for the verdict.

@@ -15,23 +15,27 @@ use crate::transport::TransportKind;
 use crate::units::format_nanos;
 
 /// Column widths of the table: label (`echo-raw zero-copy`, or `echo-raw zero-copy ring`
-/// when shared-memory rows are present), rounds and MB/s; 120 columns either way.
+/// when shared-memory rows are present), round trips and MB/s; at most 120 columns either way.
 #[derive(Clone, Copy)]
 struct Widths {
     label: usize,
-    rounds: usize,
+    trips: usize,
     rate: usize,
 }
 
 impl Widths {
     fn of(report: &Report) -> Widths {
         if report.rows.iter().any(|r| r.transport != "pipe") {
-            Widths { label: 23, rounds: 6, rate: 7 }
+            Widths { label: 23, trips: 6, rate: 6 }
         } else {
-            Widths { label: 18, rounds: 7, rate: 8 }
+            Widths { label: 18, trips: 7, rate: 8 }
         }
     }
 }
+
+/// A floor whose per-round p50 varied by more than this factor (max ÷ min) within its group
+/// is reported as a change of the machine's speed during the run.
+pub const SPEED_CHANGE_FACTOR: f64 = 1.5;
 
 /// Writes the rows as an aligned table, at most 120 columns wide.
 ///
@@ -83,9 +87,17 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "cpu: CPU time (user + system) per round trip. ratio: p50 / p50 of the raw baseline \
-         (same bytes, transport, wait, pin)."
+        "cpu: CPU time (user + system) per round trip. ratio: paired - the median over {} of \
+         the row's p50 / the raw",
+        rounds_phrase(report.config.rounds)
     )?;
+    writeln!(
+        out,
+        "floor's p50 in the same round (same bytes, transport, wait, pin), with its 95% interval."
+    )?;
+    if let Some(line) = speed_change(report) {
+        writeln!(out, "{line}")?;
+    }
     if report.rows.is_empty() {
         writeln!(out, "(no rows measured)")?;
     }
@@ -121,7 +133,12 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .collect();
         rows.sort_by(|a, b| order.compare_within_group(a, b));
         let bytes = rows.first().map_or(0, |r| r.bytes);
-        writeln!(out, "{dtype} x {elements} ({})", format_bytes(bytes))?;
+        let notes: String = rows
+            .first()
+            .and_then(|row| report.baseline_for(row))
+            .map(|floor| floor_notes(floor, rows.iter().copied()))
+            .unwrap_or_default();
+        writeln!(out, "{dtype} x {elements} ({}){notes}", format_bytes(bytes))?;
         // The raw floor of each transport in the group, in the rows' transport order.
         let mut floors: Vec<&Row> = Vec::new();
         for row in &rows {
@@ -136,7 +153,7 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 None => writeln!(
                     out,
                     "  {:<w$} (not measured)",
-                    baseline_label(&row.transport),
+                    baseline_label(&row.transport, false),
                     w = widths.label
                 )?,
             }
@@ -167,12 +184,12 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 }
 
 fn header(out: &mut dyn Write, widths: Widths) -> io::Result<()> {
-    let Widths { label: l, rounds: r, rate: m } = widths;
+    let Widths { label: l, trips: r, rate: m } = widths;
     writeln!(
         out,
-        "  {:<l$} {:>r$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>m$} {:>6}",
+        "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
         "handler  path",
-        "rounds",
+        "trips",
         "p50",
         "p99",
         "encode",
@@ -182,17 +199,18 @@ fn header(out: &mut dyn Write, widths: Widths) -> io::Result<()> {
         "cli cpu",
         "srv cpu",
         "MB/s",
-        "ratio"
+        "ratio",
+        "95% CI"
     )
 }
 
 fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io::Result<()> {
-    let Widths { label: l, rounds: r, rate: m } = widths;
+    let Widths { label: l, trips: r, rate: m } = widths;
     let dash = "-";
     writeln!(
         out,
-        "  {:<l$} {:>r$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>m$} {:>6}",
-        baseline_label(&base.transport),
+        "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
+        baseline_label(&base.transport, base.lent),
         base.iterations,
         ns(base.rtt_ns.p50),
         ns(base.rtt_ns.p99),
@@ -203,12 +221,13 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io:
         dash,
         dash,
         format_rate(mb_per_s(base.bytes, base.rtt_ns.p50)),
-        "1.00x"
+        "1.00x",
+        ""
     )
 }
 
 fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
-    let Widths { label: l, rounds: r, rate: m } = widths;
+    let Widths { label: l, trips: r, rate: m } = widths;
     // The label names the transport when it is not a pipe: `sem` or `ring`.
     let label = match row.transport.strip_prefix("shm-") {
         None => format!("{:<8} {}", row.handler, row.path),
@@ -216,7 +235,7 @@ fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
     };
     writeln!(
         out,
-        "  {:<l$} {:>r$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>m$} {:>6}",
+        "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
         label,
         row.iterations,
         ns(row.rtt_ns.p50),
@@ -230,16 +249,99 @@ fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
         format_rate(row.mb_per_s),
         row.ratio_to_baseline
             .filter(|r| r.is_finite())
-            .map_or("-".to_owned(), |r| format!("{r:.2}x")),
+            .map_or("-".to_owned(), |r| format!("{}x", format_ratio(r))),
+        row.ratio_ci.filter(|ci| ci.iter().all(|c| c.is_finite())).map_or(
+            "-".to_owned(),
+            |[lo, hi]| format!("{}-{}", format_ratio(lo), format_ratio(hi))
+        ),
     )
 }
 
-/// `baseline raw r/w` for pipes, `baseline raw sem` / `baseline raw ring` for shared memory.
-fn baseline_label(transport: &str) -> String {
+/// A ratio with three significant digits at most: `1.38`, `12.4`, `123`.
+fn format_ratio(ratio: f64) -> String {
+    if ratio >= 99.5 {
+        format!("{ratio:.0}")
+    } else if ratio >= 9.995 {
+        format!("{ratio:.1}")
+    } else {
+        format!("{ratio:.2}")
+    }
+}
+
+/// `baseline raw r/w` for pipes (`baseline raw lent` when the client lends its pages with
+/// `vmsplice`), `baseline raw sem` / `baseline raw ring` for shared memory.
+fn baseline_label(transport: &str, lent: bool) -> String {
     match transport.strip_prefix("shm-") {
         Some(kind) => format!("baseline raw {kind}"),
+        None if lent => "baseline raw lent".to_owned(),
         None => "baseline raw r/w".to_owned(),
     }
+}
+
+/// `20 rounds`, or `the rounds` for a report that does not say.
+fn rounds_phrase(rounds: u32) -> String {
+    match rounds {
+        0 => "the rounds".to_owned(),
+        1 => "1 round".to_owned(),
+        n => format!("{n} rounds"),
+    }
+}
+
+/// What a group's header line adds: the spread of its floor's per-round p50, and how often
+/// client and server shared a core when the scheduler placed them.
+fn floor_notes<'a>(floor: &BaselineRow, rows: impl Iterator<Item = &'a Row>) -> String {
+    let mut notes = String::new();
+    if let Some((lo, hi)) = floor.round_p50_range_ns() {
+        notes.push_str(&format!(
+            "  floor p50 per round {}..{} ({:.2}x)",
+            ns(lo),
+            ns(hi),
+            hi as f64 / lo.max(1) as f64
+        ));
+    }
+    if floor.pin == "free" {
+        let shared: Vec<f64> = std::iter::once(floor.shared_core_share)
+            .chain(rows.map(|r| r.shared_core_share))
+            .flatten()
+            .collect();
+        if let Some(most) = shared.iter().copied().reduce(f64::max) {
+            notes.push_str(&format!(
+                "; client and server on one core in up to {:.0}% of rounds",
+                most * 100.0
+            ));
+        }
+    }
+    notes
+}
+
+/// One line when some floor's per-round p50 varied by more than [`SPEED_CHANGE_FACTOR`]: the
+/// machine changed speed during the run, which paired ratios survive and absolute times do
+/// not.
+pub fn speed_change(report: &Report) -> Option<String> {
+    let spread = |b: &BaselineRow| {
+        b.round_p50_range_ns().map(|(lo, hi)| (hi as f64 / lo.max(1) as f64, lo, hi))
+    };
+    let changed: Vec<(f64, u64, u64, &BaselineRow)> = report
+        .baseline
+        .iter()
+        .filter_map(|b| spread(b).map(|(f, lo, hi)| (f, lo, hi, b)))
+        .filter(|&(f, ..)| f > SPEED_CHANGE_FACTOR)
+        .collect();
+    let &(factor, lo, hi, worst) = changed.iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let others = match changed.len() {
+        1 => String::new(),
+        n => format!(" (and {} other floors)", n - 1),
+    };
+    Some(format!(
+        "note: the {} B floor ({}, {}, {}) ranged {}..{} ({factor:.1}x) across rounds{others}: the \
+         machine changed speed during the run; ratios are paired and hold, absolute times do not.",
+        worst.bytes,
+        worst.transport,
+        worst.wait,
+        worst.pin,
+        ns(lo),
+        ns(hi)
+    ))
 }
 
 fn transport_rank(transport: &str) -> usize {
@@ -293,11 +395,11 @@ impl Breakdown {
 /// #     path: "codec".into(), handler: "echo".into(), wait: "block".into(), pin: "free".into(),
 /// #     iterations: 1, rtt_ns: p(100_000), transfer_ns: p(90_000), encode_ns: p(4_000),
 /// #     decode_ns: p(3_000), server_ns: p(3_000), client_cpu_ns: f64::NAN,
-/// #     server_cpu_ns: f64::NAN, mb_per_s: 80.0, ratio_to_baseline: None,
-/// #     p50_repeats_ns: vec![100_000] };
+/// #     server_cpu_ns: f64::NAN, mb_per_s: 80.0, ratio_to_baseline: None, ratio_ci: None,
+/// #     rounds: vec![], shared_core_share: None };
 /// # let base = BaselineRow { bytes: 8, transport: "pipe".into(), wait: "block".into(),
-/// #     pin: "free".into(), iterations: 1,
-/// #     rtt_ns: p(60_000), p50_repeats_ns: vec![60_000] };
+/// #     pin: "free".into(), lent: false, iterations: 1,
+/// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None };
 /// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
 /// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()],
 /// #     sync_costs: vec![] };
@@ -810,7 +912,9 @@ mod tests {
             server_cpu_ns: f64::NAN,
             mb_per_s: 0.0,
             ratio_to_baseline: None,
-            p50_repeats_ns: vec![p50],
+            ratio_ci: None,
+            rounds: vec![],
+            shared_core_share: None,
         }
     }
 

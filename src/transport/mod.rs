@@ -497,6 +497,16 @@ impl Transport {
         self.write_all(&mut [IoSlice::new(bytes)], deadline, false)
     }
 
+    /// [`Transport::send_bytes`] for a caller that leaves `bytes` untouched until the peer has
+    /// read all of them (for example until its answer arrives): they may be lent to the link
+    /// instead of copied, as [`Transport::send_frame_lent`] lends a payload.
+    ///
+    /// # Errors
+    /// As [`Transport::send_frame`].
+    pub fn send_bytes_lent(&mut self, bytes: &[u8], deadline: Deadline) -> Result<()> {
+        self.write_all(&mut [IoSlice::new(bytes)], deadline, true)
+    }
+
     /// Writes all of `slices` (lent to the link when `lend`), waiting for room.
     fn write_all(
         &mut self,

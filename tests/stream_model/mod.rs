@@ -62,7 +62,11 @@ pub struct Run {
 /// Options for the runs: `max_frame_bytes` as given, and a frame timeout that only a bug can
 /// reach (the whole input is in the pipe or on its way, and its end is closed).
 pub fn options(max_frame_bytes: u64) -> ServeOptions {
-    ServeOptions { max_frame_bytes, frame_timeout: Some(Duration::from_secs(10)) }
+    ServeOptions {
+        max_frame_bytes,
+        frame_timeout: Some(Duration::from_secs(10)),
+        ..ServeOptions::default()
+    }
 }
 
 /// Runs `serve` with the handler `handler` on a thread, feeds it `input` as the client's byte

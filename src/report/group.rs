@@ -1,0 +1,416 @@
+//! One group of real processes measured in rounds: a raw floor and the rows that move the same
+//! bytes with the same transport, wait strategy and placement.
+//!
+//! [`LiveGroup`] is the [`Group`] that [`super::pairing::run`] drives. Only the member being
+//! measured has a running server: every other server of the group is stopped (`SIGSTOP`) for
+//! the length of the burst and continued (`SIGCONT`) for its own, so that idle servers — which
+//! spin forever with `--wait spin` — never take a core from the pair being timed. Every server
+//! is continued again when the group is dropped, whatever happened.
+
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+
+use super::baseline::RawEcho;
+use super::cpu::{current_cpu, last_cpu_of, process_cpu_time, thread_cpu_time};
+use super::pairing::{Group, Rounds, paired_ratio};
+use super::{
+    BaselineRow, Expectation, Percentiles, Placement, Round, Row, Workload, new_histogram,
+    shared_core_share, test_values, verify,
+};
+use crate::codec::{Values, ValuesMut};
+use crate::error::Result;
+use crate::lorenz96;
+use crate::peer::{CallTiming, DataPath, Peer};
+use crate::process::{pause, resume};
+use crate::transport::{TransportKind, Wait};
+
+/// What one row measures, and with which server.
+#[derive(Clone, Debug)]
+pub(crate) struct RowSetup {
+    pub(crate) workload: Workload,
+    pub(crate) elements: usize,
+    pub(crate) path: DataPath,
+    pub(crate) wait: Wait,
+    pub(crate) pin: Placement,
+    pub(crate) expect: Expectation,
+    /// Index of the row's server among the group's peers.
+    pub(crate) peer: usize,
+    /// The handler the server announced.
+    pub(crate) handler: String,
+}
+
+/// The group's floor, rows and servers; member 0 is the floor, member `i` is row `i - 1`.
+pub(crate) struct LiveGroup<'a> {
+    floor: FloorMember<'a>,
+    wait: Wait,
+    pin: Placement,
+    rows: Vec<RowMember>,
+    peers: &'a mut [Peer],
+    /// Every server process of the group, continued again on drop.
+    pids: Vec<u32>,
+    running: Option<u32>,
+    clock: Instant,
+    progress: &'a ProgressBar,
+}
+
+struct FloorMember<'a> {
+    echo: &'a mut RawEcho,
+    rtt: Histogram<u64>,
+    cpus: Vec<(Option<u32>, Option<u32>)>,
+}
+
+struct RowMember {
+    setup: RowSetup,
+    data: RowData,
+    phases: PhaseHistograms,
+    cpu: CpuAccount,
+    cpus: Vec<(Option<u32>, Option<u32>)>,
+    checked: u64,
+}
+
+impl<'a> LiveGroup<'a> {
+    /// A group of `echo` (the floor, at `wait` and `pin`) and the rows of `setups`, whose
+    /// servers are `peers`. Every server is stopped until its member's first burst.
+    pub(crate) fn new(
+        echo: &'a mut RawEcho,
+        wait: Wait,
+        pin: Placement,
+        setups: Vec<RowSetup>,
+        peers: &'a mut [Peer],
+        progress: &'a ProgressBar,
+    ) -> Result<LiveGroup<'a>> {
+        let mut pids = vec![echo.server_pid()];
+        for setup in &setups {
+            if let Some(pid) = peers[setup.peer].server_pid()
+                && !pids.contains(&pid)
+            {
+                pids.push(pid);
+            }
+        }
+        let rows = setups
+            .into_iter()
+            .map(|setup| {
+                Ok(RowMember {
+                    data: RowData::new(&setup)?,
+                    setup,
+                    phases: PhaseHistograms::new(),
+                    cpu: CpuAccount::default(),
+                    cpus: Vec::new(),
+                    checked: 0,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for &pid in &pids {
+            pause(pid);
+        }
+        Ok(LiveGroup {
+            floor: FloorMember { echo, rtt: new_histogram(), cpus: Vec::new() },
+            wait,
+            pin,
+            rows,
+            peers,
+            pids,
+            running: None,
+            clock: Instant::now(),
+            progress,
+        })
+    }
+
+    fn server_pid(&self, member: usize) -> Option<u32> {
+        match member {
+            0 => Some(self.floor.echo.server_pid()),
+            i => self.peers[self.rows[i - 1].setup.peer].server_pid(),
+        }
+    }
+
+    /// The floor's and the rows' results, ratios paired round by round. Every server runs
+    /// again afterwards.
+    pub(crate) fn finish(
+        mut self,
+        rounds: &Rounds,
+        transport: TransportKind,
+    ) -> (BaselineRow, Vec<Row>) {
+        self.continue_all();
+        let floor_p50 = &rounds.p50_ns[0];
+        let floor_rounds: Vec<Round> = floor_p50
+            .iter()
+            .zip(&self.floor.cpus)
+            .map(|(&p50_ns, &(client_cpu, server_cpu))| Round {
+                p50_ns,
+                floor_p50_ns: None,
+                client_cpu,
+                server_cpu,
+            })
+            .collect();
+        let mut rows = Vec::with_capacity(self.rows.len());
+        for (i, row) in self.rows.iter_mut().enumerate() {
+            let p50s = &rounds.p50_ns[i + 1];
+            let round_records: Vec<Round> = p50s
+                .iter()
+                .zip(floor_p50)
+                .zip(&row.cpus)
+                .map(|((&p50_ns, &floor), &(client_cpu, server_cpu))| Round {
+                    p50_ns,
+                    floor_p50_ns: Some(floor),
+                    client_cpu,
+                    server_cpu,
+                })
+                .collect();
+            let iterations = rounds.round_trips[i + 1];
+            rows.push(row.finish(iterations, round_records, p50s, floor_p50, transport));
+        }
+        let baseline = BaselineRow {
+            bytes: self.floor.echo.bytes() as u64,
+            transport: transport.name().to_owned(),
+            wait: self.wait.to_string(),
+            pin: self.pin.name().to_owned(),
+            lent: self.floor.echo.lends(),
+            iterations: rounds.round_trips[0],
+            rtt_ns: Percentiles::of(&self.floor.rtt),
+            shared_core_share: shared_core_share(&floor_rounds),
+            rounds: floor_rounds,
+        };
+        (baseline, rows)
+    }
+
+    fn continue_all(&mut self) {
+        for &pid in &self.pids {
+            resume(pid);
+        }
+        self.running = None;
+    }
+}
+
+impl Drop for LiveGroup<'_> {
+    fn drop(&mut self) {
+        // A stopped server would not hear BYE or end of stream: never leave one stopped.
+        self.continue_all();
+    }
+}
+
+impl Group for LiveGroup<'_> {
+    fn members(&self) -> usize {
+        1 + self.rows.len()
+    }
+
+    fn enter(&mut self, member: usize) -> Result<()> {
+        let pid = self.server_pid(member);
+        if pid != self.running {
+            if let Some(running) = self.running {
+                pause(running);
+            }
+            if let Some(pid) = pid {
+                resume(pid);
+            }
+            self.running = pid;
+        }
+        if member > 0 {
+            let row = &self.rows[member - 1];
+            self.peers[row.setup.peer].set_path(row.setup.path);
+        }
+        Ok(())
+    }
+
+    fn round_trip(&mut self, member: usize, timed: bool) -> Result<u64> {
+        if member == 0 {
+            let ns = self.floor.echo.round_trip()?;
+            if timed {
+                self.floor.rtt.saturating_record(ns);
+            }
+            return Ok(ns);
+        }
+        let row = &mut self.rows[member - 1];
+        let timing = row.data.call(&mut self.peers[row.setup.peer], row.setup.workload)?;
+        if timed {
+            row.phases.record(&timing);
+        }
+        Ok(timing.round_trip_ns)
+    }
+
+    fn timing_starts(&mut self, member: usize) -> Result<()> {
+        if member > 0 {
+            let pid = self.server_pid(member);
+            self.rows[member - 1].cpu.start(pid)?;
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self, member: usize, _round: usize) -> Result<()> {
+        let pid = self.server_pid(member);
+        let cpus = (current_cpu(), pid.and_then(last_cpu_of));
+        if member == 0 {
+            self.floor.echo.verify()?;
+            self.floor.cpus.push(cpus);
+        } else {
+            let row = &mut self.rows[member - 1];
+            row.cpu.stop(pid)?;
+            row.cpus.push(cpus);
+            // Every burst's last reply is checked bit for bit.
+            row.checked += 1;
+            row.data.verify(row.setup.workload, row.setup.expect, row.checked)?;
+        }
+        self.progress.inc(1);
+        Ok(())
+    }
+
+    fn now_ns(&mut self) -> u64 {
+        self.clock.elapsed().as_nanos() as u64
+    }
+}
+
+/// CPU time of the client thread and of the server, summed over the timed part of every
+/// burst.
+#[derive(Default)]
+struct CpuAccount {
+    start: Option<(Duration, Option<Duration>)>,
+    client: Duration,
+    /// `None` once any burst could not read the server's clock.
+    server: Option<Duration>,
+    bursts: u64,
+}
+
+impl CpuAccount {
+    fn start(&mut self, server_pid: Option<u32>) -> Result<()> {
+        self.start = Some((thread_cpu_time()?, server_pid.and_then(|p| process_cpu_time(p).ok())));
+        Ok(())
+    }
+
+    fn stop(&mut self, server_pid: Option<u32>) -> Result<()> {
+        let Some((client, server)) = self.start.take() else { return Ok(()) };
+        self.client += thread_cpu_time()?.saturating_sub(client);
+        let server_now = server_pid.and_then(|p| process_cpu_time(p).ok());
+        self.server = match (self.bursts, self.server, server, server_now) {
+            (0, _, Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            (_, Some(sum), Some(a), Some(b)) => Some(sum + b.saturating_sub(a)),
+            _ => None,
+        };
+        self.bursts += 1;
+        Ok(())
+    }
+
+    /// (client, server) CPU nanoseconds per round trip; NaN when unknown.
+    fn per_round_trip(&self, round_trips: u64) -> (f64, f64) {
+        if round_trips == 0 || self.bursts == 0 {
+            return (f64::NAN, f64::NAN);
+        }
+        let per = |d: Duration| d.as_nanos() as f64 / round_trips as f64;
+        (per(self.client), self.server.map_or(f64::NAN, per))
+    }
+}
+
+impl RowMember {
+    fn finish(
+        &self,
+        iterations: u64,
+        rounds: Vec<Round>,
+        p50s: &[u64],
+        floor_p50s: &[u64],
+        transport: TransportKind,
+    ) -> Row {
+        let setup = &self.setup;
+        let (client_cpu_ns, server_cpu_ns) = self.cpu.per_round_trip(iterations);
+        let rtt = Percentiles::of(&self.phases.rtt);
+        let bytes = setup.workload.wire_bytes(setup.elements) as u64;
+        let ratio = paired_ratio(p50s, floor_p50s);
+        Row {
+            dtype: setup.workload.name().to_owned(),
+            elements: setup.elements as u64,
+            bytes,
+            transport: transport.name().to_owned(),
+            path: setup.path.name().to_owned(),
+            handler: setup.handler.clone(),
+            wait: setup.wait.to_string(),
+            pin: setup.pin.name().to_owned(),
+            iterations,
+            rtt_ns: rtt,
+            transfer_ns: Percentiles::of(&self.phases.transfer),
+            encode_ns: Percentiles::of(&self.phases.encode),
+            decode_ns: Percentiles::of(&self.phases.decode),
+            server_ns: Percentiles::of(&self.phases.server),
+            client_cpu_ns,
+            server_cpu_ns,
+            mb_per_s: super::render::mb_per_s(bytes, rtt.p50),
+            ratio_to_baseline: ratio.map(|r| r.median),
+            ratio_ci: ratio.map(|r| r.ci),
+            shared_core_share: shared_core_share(&rounds),
+            rounds,
+        }
+    }
+}
+
+/// Buffers for one row: the request, the expected reply, and the reply buffers.
+struct RowData {
+    input: Vec<f64>,
+    input32: Vec<f32>,
+    expected: Vec<f64>,
+    out64: Vec<f64>,
+    out32: Vec<f32>,
+}
+
+impl RowData {
+    fn new(setup: &RowSetup) -> Result<RowData> {
+        let n = setup.elements;
+        let input = test_values(n, n as u64 + 1, setup.expect == Expectation::Echo);
+        let input32: Vec<f32> = input.iter().map(|&x| x as f32).collect();
+        let expected = match (setup.expect, setup.workload) {
+            (Expectation::Lorenz96, _) => {
+                let mut d = vec![0.0; n];
+                lorenz96::rhs(&input, lorenz96::FORCING, &mut d)?;
+                d
+            }
+            (_, Workload::F64) => input.clone(),
+            (_, Workload::F32 | Workload::F64AsF32) => input32.iter().map(|&x| x as f64).collect(),
+        };
+        Ok(RowData { input, input32, expected, out64: vec![0.0; n], out32: vec![0.0; n] })
+    }
+
+    fn call(&mut self, peer: &mut Peer, workload: Workload) -> Result<CallTiming> {
+        match workload {
+            Workload::F64 => peer.call(Values::F64(&self.input), ValuesMut::F64(&mut self.out64)),
+            Workload::F64AsF32 => {
+                peer.call(Values::F64AsF32(&self.input), ValuesMut::F64FromF32(&mut self.out64))
+            }
+            Workload::F32 => peer.call(Values::F32(&self.input32), ValuesMut::F32(&mut self.out32)),
+        }
+    }
+
+    fn verify(&mut self, workload: Workload, expect: Expectation, round_trip: u64) -> Result<()> {
+        if expect == Expectation::Unchecked {
+            return Ok(());
+        }
+        if workload == Workload::F32 {
+            self.out64.iter_mut().zip(&self.out32).for_each(|(d, &s)| *d = s as f64);
+        }
+        verify(&self.expected, &self.out64, round_trip)
+    }
+}
+
+struct PhaseHistograms {
+    rtt: Histogram<u64>,
+    transfer: Histogram<u64>,
+    encode: Histogram<u64>,
+    decode: Histogram<u64>,
+    server: Histogram<u64>,
+}
+
+impl PhaseHistograms {
+    fn new() -> PhaseHistograms {
+        PhaseHistograms {
+            rtt: new_histogram(),
+            transfer: new_histogram(),
+            encode: new_histogram(),
+            decode: new_histogram(),
+            server: new_histogram(),
+        }
+    }
+
+    fn record(&mut self, t: &CallTiming) {
+        self.rtt.saturating_record(t.round_trip_ns);
+        self.transfer.saturating_record(t.transfer_ns());
+        self.encode.saturating_record(t.encode_ns);
+        self.decode.saturating_record(t.decode_ns);
+        self.server.saturating_record(t.server_ns);
+    }
+}
