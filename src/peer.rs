@@ -52,9 +52,7 @@ use crate::zerocopy;
 
 /// Default timeout for the handshake and for each reply: 10 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Smallest zero-copy payload that [`Peer::call`] lends to a pipe with `vmsplice` instead of
-/// copying it (see docs/PERFORMANCE.md for the measurement behind it).
-pub const LEND_MIN_BYTES: usize = 256 << 10;
+pub use crate::transport::LEND_MIN_BYTES;
 /// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
 pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
 

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::frame::{
     self, DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD,
 };
-use crate::transport::{Deadline, Received, ShmLink, Transport, TransportKind};
+use crate::transport::{Deadline, LEND_MIN_BYTES, Received, ShmLink, Transport, TransportKind};
 use crate::zerocopy::{self, AlignedBuf};
 
 /// How long the server waits for the client's HELLO, and for the rest of a frame once its
@@ -437,6 +437,10 @@ pub fn serve_raw_echo(transport: &mut Transport, bytes: usize) -> Result<u64> {
         });
     }
     let mut buf = vec![0u8; bytes];
+    // From the size at which a client lends its payloads, a large echo goes out on a pipe as a
+    // frame does: a header's worth of bytes first, which wakes the reader, then the rest
+    // (without it the floor read about 5 % slower than the product at 8 MiB).
+    let header_first = transport.kind() == TransportKind::Pipe && bytes >= LEND_MIN_BYTES;
     let mut served = 0;
     loop {
         match transport.recv_exact(&mut buf, Deadline::NEVER)? {
@@ -450,7 +454,13 @@ pub fn serve_raw_echo(transport: &mut Transport, bytes: usize) -> Result<u64> {
                 });
             }
         }
-        transport.send_bytes(&buf, Deadline::NEVER)?;
+        if header_first {
+            let (first, rest) = buf.split_at(HEADER_LEN);
+            transport.send_bytes(first, Deadline::NEVER)?;
+            transport.send_bytes(rest, Deadline::NEVER)?;
+        } else {
+            transport.send_bytes(&buf, Deadline::NEVER)?;
+        }
         served += 1;
     }
 }

@@ -554,6 +554,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             missed.push(size_name);
         }
     }
+    below_floor_notes(report, out)?;
     let crossings = crossovers(report);
     if !crossings.is_empty() {
         writeln!(out)?;
@@ -602,6 +603,59 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             line.push_str(&piece);
         }
         writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// A ratio below this is explained in the verdict: a row should not beat the raw floor of
+/// its own bytes.
+pub const BELOW_FLOOR: f64 = 0.95;
+
+/// Lists every row whose paired ratio is below [`BELOW_FLOOR`], with its interval and what the
+/// interval says: noise when it reaches the threshold, a row that really beat its floor when
+/// it does not (docs/PERFORMANCE.md, "Ratios below the floor", says what is known of why).
+fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let below: Vec<&Row> = report
+        .rows
+        .iter()
+        .filter(|r| r.ratio_to_baseline.is_some_and(|ratio| ratio < BELOW_FLOOR))
+        .collect();
+    if below.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "ratios below {BELOW_FLOOR:.2} (a row faster than the raw floor of its own bytes):"
+    )?;
+    for row in below {
+        let ratio = row.ratio_to_baseline.unwrap_or(f64::NAN);
+        let transport =
+            if row.transport == "pipe" { String::new() } else { format!(" {}", row.transport) };
+        let why = match row.ratio_ci {
+            Some([lo, hi]) if hi >= BELOW_FLOOR => format!(
+                "[{}-{}]: its interval reaches {BELOW_FLOOR:.2}, so this is the noise of the run",
+                format_ratio(lo),
+                format_ratio(hi)
+            ),
+            Some([lo, hi]) => format!(
+                "[{}-{}]: beyond the noise; see docs/PERFORMANCE.md, \"Ratios below the floor\"",
+                format_ratio(lo),
+                format_ratio(hi)
+            ),
+            None => "no interval (too few rounds)".to_owned(),
+        };
+        writeln!(
+            out,
+            "  {} x {} {} {}{transport}, {}, {}: {}x {why}",
+            row.dtype,
+            row.elements,
+            row.handler,
+            row.path,
+            row.wait,
+            row.pin,
+            format_ratio(ratio)
+        )?;
     }
     Ok(())
 }
@@ -970,6 +1024,29 @@ mod tests {
     fn a_report_without_shared_memory_has_no_crossover() {
         let report = report_of(vec![row("pipe", "block", 500, 40_000)]);
         assert!(crossovers(&report).is_empty());
+    }
+
+    #[test]
+    fn every_ratio_below_the_floor_is_listed_with_what_its_interval_says() {
+        let mut noisy = row("pipe", "hybrid", 500, 2_000);
+        (noisy.ratio_to_baseline, noisy.ratio_ci) = (Some(0.93), Some([0.90, 0.97]));
+        let mut faster = row("pipe", "hybrid", 1_048_576, 4_000_000);
+        (faster.ratio_to_baseline, faster.ratio_ci) = (Some(0.85), Some([0.82, 0.89]));
+        let mut fine = row("pipe", "hybrid", 8, 2_000);
+        (fine.ratio_to_baseline, fine.ratio_ci) = (Some(1.02), Some([1.0, 1.04]));
+        let mut out = Vec::new();
+        verdict(&report_of(vec![noisy, faster, fine]), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("ratios below 0.95"), "{text}");
+        assert!(
+            text.contains("f64 x 500 echo-raw zero-copy, hybrid, split: 0.93x [0.90-0.97]: its interval reaches 0.95"),
+            "{text}"
+        );
+        assert!(text.contains("f64 x 1048576 echo-raw zero-copy, hybrid, split: 0.85x [0.82-0.89]: beyond the noise"), "{text}");
+        assert!(!text.contains("f64 x 8 echo-raw zero-copy, hybrid"), "{text}");
+        let mut quiet = Vec::new();
+        verdict(&report_of(vec![row("pipe", "hybrid", 8, 2_000)]), &mut quiet).unwrap();
+        assert!(!String::from_utf8(quiet).unwrap().contains("ratios below"));
     }
 
     #[test]

@@ -43,6 +43,11 @@ use crate::units::{format_duration, parse_duration};
 pub use pipe::PipeLink;
 pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 
+/// Smallest zero-copy payload that [`crate::Peer::call`] lends to a pipe with `vmsplice`
+/// instead of copying it, and from which the raw floor does the same (see
+/// docs/PERFORMANCE.md for the measurement behind it).
+pub const LEND_MIN_BYTES: usize = 256 << 10;
+
 /// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
