@@ -12,7 +12,7 @@ use peerpipe::frame::DEFAULT_MAX_FRAME_BYTES;
 use peerpipe::peer::{DataPath, Options};
 use peerpipe::report::compare::{self, Thresholds};
 use peerpipe::report::measure::{self, Plan, RowLength};
-use peerpipe::report::{Placement, Workload, export, render, sync};
+use peerpipe::report::{Placement, Workload, export, placement, render, sync};
 use peerpipe::server::{self, ServeOptions};
 use peerpipe::transport::{DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, TransportKind, Wait};
 use peerpipe::units::parse_duration;
@@ -218,6 +218,14 @@ struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(measure::MAX_ROUNDS)))]
     rounds: Option<u32>,
 
+    /// Client: sets of fresh server processes per group: the rounds are split between N
+    /// generations, each with newly spawned floor and handler servers and newly allocated
+    /// buffers, so that what differs from one process to the next (a few percent here) is
+    /// sampled within a run and shows in its interval instead of between runs [default: 4; 2
+    /// with --quick; at most one per round].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(measure::MAX_ROUNDS)))]
+    generations: Option<u32>,
+
     /// Client: seed of the order of bursts within each round [default: from the clock]; it is
     /// recorded in the JSON as config.order_seed.
     #[arg(long)]
@@ -411,7 +419,7 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         },
         waits: (!args.wait.is_empty()).then(|| args.wait.clone()),
         pins: if args.pin.is_empty() {
-            vec![measure::default_placement()]
+            vec![placement::default_placement()]
         } else {
             args.pin.clone()
         },
@@ -421,6 +429,11 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
             measure::QUICK_ROUNDS
         } else {
             measure::DEFAULT_ROUNDS
+        }),
+        generations: args.generations.unwrap_or(if args.quick {
+            measure::QUICK_GENERATIONS
+        } else {
+            measure::DEFAULT_GENERATIONS
         }),
         order_seed: args.seed.unwrap_or_else(peerpipe::soak::seed_from_clock),
         options: Options {

@@ -17,7 +17,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
+use peerpipe::report::Placement;
 use peerpipe::report::baseline::RawEcho;
+use peerpipe::report::placement::{Placer, default_placement};
 use peerpipe::rhs::{Exchange, RemoteRhs};
 use peerpipe::server::{self, ServeOptions};
 use peerpipe::units::format_nanos;
@@ -37,6 +39,11 @@ struct Args {
     /// Wait strategy of both processes: block, spin, hybrid or hybrid:DUR.
     #[arg(long, default_value = "hybrid", value_parser = parse_wait)]
     wait: Wait,
+    /// Placement of this process and the servers: free, same or split [default: split on two
+    /// cores or more, as `peer` does: with free, a loaded machine can leave the server waiting
+    /// for a core at every call].
+    #[arg(long, value_parser = parse_pin)]
+    pin: Option<Placement>,
     /// Transport of the exchange (and of the raw floor): pipe, shm-sem or shm-ring.
     #[arg(long, default_value = "pipe", value_parser = parse_transport)]
     transport: TransportKind,
@@ -67,6 +74,10 @@ const CALLS_PER_STEP: usize = 4;
 const FLOOR_BURST: usize = 200;
 
 fn parse_wait(text: &str) -> std::result::Result<Wait, String> {
+    text.parse().map_err(|e: Error| e.to_string())
+}
+
+fn parse_pin(text: &str) -> std::result::Result<Placement, String> {
     text.parse().map_err(|e: Error| e.to_string())
 }
 
@@ -185,7 +196,9 @@ fn run(args: &Args) -> Result<()> {
     let (exe, server_name) = server_exe(args)?;
     let options = Options { wait: args.wait, transport: args.transport, ..Options::default() };
 
-    // Local: the derivative in this process.
+    let placer = Placer::new(args.pin.unwrap_or_else(default_placement))?;
+
+    // Local: the derivative in this process (on the CPU the remote run will use).
     let (local, local_s) = integrate(args, |x, d| lorenz96::rhs(x, lorenz96::FORCING, d))?;
 
     // The floor: the same bytes moved by plain read/write with the same wait, measured in a
@@ -195,17 +208,20 @@ fn run(args: &Args) -> Result<()> {
         Exchange::F64 => args.n * 8,
         Exchange::F64AsF32 => args.n * 4,
     };
-    let echo = RawEcho::spawn(
-        &exe,
-        bytes,
-        args.wait,
-        args.transport,
-        options.pipe_capacity,
-        options.timeout,
-    )?;
+    let echo = placer.spawn(|| {
+        RawEcho::spawn(
+            &exe,
+            bytes,
+            args.wait,
+            args.transport,
+            options.pipe_capacity,
+            options.timeout,
+        )
+    })?;
 
     // Remote: the same formula in the server, one round trip per RK4 stage.
-    let mut rhs = RemoteRhs::spawn_server(&exe, handler, options.clone())?
+    let mut rhs = placer
+        .spawn(|| RemoteRhs::spawn_server(&exe, handler, options.clone()))?
         .with_exchange(exchange)
         .with_paired_floor(echo, CALLS_PER_STEP * args.floor_every as usize, FLOOR_BURST)?;
     let (remote, remote_s) = integrate(args, |x, d| rhs.eval(x, d).map(drop))?;
@@ -235,11 +251,12 @@ fn run(args: &Args) -> Result<()> {
         args.steps
     );
     println!(
-        "server: {} ({}), transport {}, wait {}, exchange {}",
+        "server: {} ({}), transport {}, wait {}, pin {}, exchange {}",
         exe.display(),
         server_name,
         args.transport,
         args.wait,
+        placer.placement(),
         args.dtype
     );
     println!("local:  {local_s:.4} s");
@@ -286,7 +303,7 @@ fn run(args: &Args) -> Result<()> {
          \"overhead_per_callback_ns\":{:.0},\"overhead_p50_ns\":{},\"overhead_p99_ns\":{},\
          \"p50_callback_ns\":{},\"p99_callback_ns\":{},\"baseline_p50_ns\":{},\
          \"overhead_ratio\":{},\"overhead_ratio_ci\":{},\"segments\":{},\
-         \"max_abs_diff\":{:?},\"wait\":\"{}\",\"transport\":\"{}\",\"dtype\":\"{}\"}}",
+         \"max_abs_diff\":{:?},\"wait\":\"{}\",\"transport\":\"{}\",\"pin\":\"{}\",\"dtype\":\"{}\"}}",
         args.n,
         args.steps,
         callbacks,
@@ -304,6 +321,7 @@ fn run(args: &Args) -> Result<()> {
         max_abs_diff,
         args.wait.name(),
         args.transport,
+        placer.placement(),
         args.dtype
     );
     if exchange == Exchange::F64 && !identical {

@@ -297,7 +297,7 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     // No --pin: split on a machine with two cores or more, else free.
-    let pin = peerpipe::report::measure::default_placement();
+    let pin = peerpipe::report::placement::default_placement();
     assert!(text.contains(&format!("wait block, pin {pin}")), "{text}");
     assert!(text.contains("f64 x 8 (64 B)"), "{text}");
     assert!(text.contains("baseline raw r/w"), "{text}");

@@ -105,6 +105,7 @@ fn report(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
             duration_ns: Some(150_000_000),
             warmup_ns: 20_000_000,
             rounds: 3,
+            generations: 1,
             order_seed: 7,
             server_delay_ns: 0,
             spawn: None,

@@ -41,24 +41,53 @@ pub(crate) struct RowSetup {
     pub(crate) handler: String,
 }
 
-/// The group's floor, rows and servers; member 0 is the floor, member `i` is row `i - 1`.
+/// One generation of a group's server processes: the raw floor's, and one per handler slot
+/// (`None` for a handler with no row in the group).
+pub(crate) struct Processes {
+    pub(crate) echo: RawEcho,
+    pub(crate) peers: Vec<Option<Peer>>,
+}
+
+impl Processes {
+    fn pids(&self) -> Vec<u32> {
+        let peers = self.peers.iter().flatten().filter_map(Peer::server_pid);
+        std::iter::once(self.echo.server_pid()).chain(peers).collect()
+    }
+
+    /// Says BYE to every server and closes the floor, reporting the first error after trying
+    /// them all.
+    fn close(self) -> Result<()> {
+        let mut first_error = Ok(());
+        for peer in self.peers.into_iter().flatten() {
+            if let Err(e) = peer.close() {
+                first_error = first_error.and(Err(e));
+            }
+        }
+        first_error.and(self.echo.close())
+    }
+}
+
+/// The group's floor and rows, and the server processes of the current generation; member 0
+/// is the floor, member `i` is row `i - 1`.
 pub(crate) struct LiveGroup<'a> {
-    floor: FloorMember<'a>,
+    floor: FloorMember,
     wait: Wait,
     pin: Placement,
     rows: Vec<RowMember>,
-    peers: &'a mut [Peer],
-    /// Every server process of the group, continued again on drop.
+    processes: Option<Processes>,
+    /// Every server process of the current generation, continued again when it is replaced
+    /// and on drop.
     pids: Vec<u32>,
     running: Option<u32>,
     clock: Instant,
     progress: &'a ProgressBar,
 }
 
-struct FloorMember<'a> {
-    echo: &'a mut RawEcho,
+struct FloorMember {
     rtt: Histogram<u64>,
     cpus: Vec<(Option<u32>, Option<u32>)>,
+    bytes: usize,
+    lent: bool,
 }
 
 struct RowMember {
@@ -71,24 +100,14 @@ struct RowMember {
 }
 
 impl<'a> LiveGroup<'a> {
-    /// A group of `echo` (the floor, at `wait` and `pin`) and the rows of `setups`, whose
-    /// servers are `peers`. Every server is stopped until its member's first burst.
+    /// A group of the floor (at `wait` and `pin`) and the rows of `setups`, with no server
+    /// yet: [`LiveGroup::install`] gives it each generation's.
     pub(crate) fn new(
-        echo: &'a mut RawEcho,
         wait: Wait,
         pin: Placement,
         setups: Vec<RowSetup>,
-        peers: &'a mut [Peer],
         progress: &'a ProgressBar,
     ) -> Result<LiveGroup<'a>> {
-        let mut pids = vec![echo.server_pid()];
-        for setup in &setups {
-            if let Some(pid) = peers[setup.peer].server_pid()
-                && !pids.contains(&pid)
-            {
-                pids.push(pid);
-            }
-        }
         let rows = setups
             .into_iter()
             .map(|setup| {
@@ -102,37 +121,78 @@ impl<'a> LiveGroup<'a> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        for &pid in &pids {
-            pause(pid);
-        }
         Ok(LiveGroup {
-            floor: FloorMember { echo, rtt: new_histogram(), cpus: Vec::new() },
+            floor: FloorMember { rtt: new_histogram(), cpus: Vec::new(), bytes: 0, lent: false },
             wait,
             pin,
             rows,
-            peers,
-            pids,
+            processes: None,
+            pids: Vec::new(),
             running: None,
             clock: Instant::now(),
             progress,
         })
     }
 
-    fn server_pid(&self, member: usize) -> Option<u32> {
-        match member {
-            0 => Some(self.floor.echo.server_pid()),
-            i => self.peers[self.rows[i - 1].setup.peer].server_pid(),
+    /// Replaces the group's servers with a new generation (the old ones are continued and
+    /// closed) and gives every row fresh buffers, so that what differs from one process or
+    /// allocation to the next is sampled within the run. Every new server is stopped until
+    /// its member's first burst.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] when a row's handler slot has no server; the errors
+    /// of closing the previous generation.
+    pub(crate) fn install(&mut self, processes: Processes) -> Result<()> {
+        self.retire()?;
+        if let Some(row) =
+            self.rows.iter().find(|r| processes.peers.get(r.setup.peer).is_none_or(Option::is_none))
+        {
+            return Err(crate::Error::InvalidArgument {
+                what: "group",
+                reason: format!("no server for handler {:?}", row.setup.handler),
+            });
+        }
+        self.floor.bytes = processes.echo.bytes();
+        self.floor.lent = processes.echo.lends();
+        for row in &mut self.rows {
+            row.data = RowData::new(&row.setup)?;
+        }
+        self.pids = processes.pids();
+        for &pid in &self.pids {
+            pause(pid);
+        }
+        self.running = None;
+        self.processes = Some(processes);
+        Ok(())
+    }
+
+    /// Continues and closes the current generation's servers, if any.
+    fn retire(&mut self) -> Result<()> {
+        self.continue_all();
+        match self.processes.take() {
+            Some(processes) => processes.close(),
+            None => Ok(()),
         }
     }
 
-    /// The floor's and the rows' results, ratios paired round by round. Every server runs
-    /// again afterwards.
+    fn server_pid(&self, member: usize) -> Option<u32> {
+        let processes = self.processes.as_ref()?;
+        match member {
+            0 => Some(processes.echo.server_pid()),
+            i => processes.peers[self.rows[i - 1].setup.peer].as_ref()?.server_pid(),
+        }
+    }
+
+    /// The floor's and the rows' results, ratios paired round by round; closes the servers.
+    ///
+    /// # Errors
+    /// The errors of closing the last generation's servers.
     pub(crate) fn finish(
         mut self,
         rounds: &Rounds,
         transport: TransportKind,
-    ) -> (BaselineRow, Vec<Row>) {
-        self.continue_all();
+    ) -> Result<(BaselineRow, Vec<Row>)> {
+        self.retire()?;
         let floor_p50 = &rounds.p50_ns[0];
         let floor_rounds: Vec<Round> = floor_p50
             .iter()
@@ -162,17 +222,17 @@ impl<'a> LiveGroup<'a> {
             rows.push(row.finish(iterations, round_records, p50s, floor_p50, transport));
         }
         let baseline = BaselineRow {
-            bytes: self.floor.echo.bytes() as u64,
+            bytes: self.floor.bytes as u64,
             transport: transport.name().to_owned(),
             wait: self.wait.to_string(),
             pin: self.pin.name().to_owned(),
-            lent: self.floor.echo.lends(),
+            lent: self.floor.lent,
             iterations: rounds.round_trips[0],
             rtt_ns: Percentiles::of(&self.floor.rtt),
             shared_core_share: shared_core_share(&floor_rounds),
             rounds: floor_rounds,
         };
-        (baseline, rows)
+        Ok((baseline, rows))
     }
 
     fn continue_all(&mut self) {
@@ -207,22 +267,30 @@ impl Group for LiveGroup<'_> {
             self.running = pid;
         }
         if member > 0 {
-            let row = &self.rows[member - 1];
-            self.peers[row.setup.peer].set_path(row.setup.path);
+            let (slot, path) = (self.rows[member - 1].setup.peer, self.rows[member - 1].setup.path);
+            if let Some(Some(peer)) = self.processes.as_mut().map(|p| &mut p.peers[slot]) {
+                peer.set_path(path);
+            }
         }
         Ok(())
     }
 
     fn round_trip(&mut self, member: usize, timed: bool) -> Result<u64> {
+        let Some(processes) = self.processes.as_mut() else {
+            return Err(crate::Error::PeerClosed { context: "before the group's servers started" });
+        };
         if member == 0 {
-            let ns = self.floor.echo.round_trip()?;
+            let ns = processes.echo.round_trip()?;
             if timed {
                 self.floor.rtt.saturating_record(ns);
             }
             return Ok(ns);
         }
         let row = &mut self.rows[member - 1];
-        let timing = row.data.call(&mut self.peers[row.setup.peer], row.setup.workload)?;
+        let Some(peer) = processes.peers[row.setup.peer].as_mut() else {
+            return Err(crate::Error::PeerClosed { context: "before the row's server started" });
+        };
+        let timing = row.data.call(peer, row.setup.workload)?;
         if timed {
             row.phases.record(&timing);
         }
@@ -241,7 +309,9 @@ impl Group for LiveGroup<'_> {
         let pid = self.server_pid(member);
         let cpus = (current_cpu(), pid.and_then(last_cpu_of));
         if member == 0 {
-            self.floor.echo.verify()?;
+            if let Some(processes) = &self.processes {
+                processes.echo.verify()?;
+            }
             self.floor.cpus.push(cpus);
         } else {
             let row = &mut self.rows[member - 1];

@@ -11,11 +11,12 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::baseline::RawEcho;
-use super::cpu::Pinned;
-use super::group::{LiveGroup, RowSetup};
+use super::group::{LiveGroup, Processes, RowSetup};
+use super::pairing::Group;
 use super::pairing::{self, Burst, Schedule};
+use super::placement::Placer;
 use super::sync::{self, SyncCost};
-use super::{ConfigRecord, Expectation, Placement, Report, Workload, machine};
+use super::{BaselineRow, ConfigRecord, Expectation, Placement, Report, Row, Workload, machine};
 use crate::error::{Error, Result};
 use crate::peer::{DataPath, Options, Peer};
 use crate::process::Spawn;
@@ -42,6 +43,13 @@ pub const DEFAULT_ROUNDS: u32 = 20;
 pub const QUICK_ROUNDS: u32 = 10;
 /// Most rounds accepted: beyond this, bursts get too short to hold a p50.
 pub const MAX_ROUNDS: u32 = 1000;
+/// Generations per group by default: every 5 of the 20 rounds run on freshly spawned servers.
+/// Two runs of one row differ by a few percent from process to process (memory layout,
+/// placement of the new processes); sampling four sets of processes per run makes that part
+/// of each run's interval instead of a surprise between runs.
+pub const DEFAULT_GENERATIONS: u32 = 4;
+/// Generations per group with `--quick`.
+pub const QUICK_GENERATIONS: u32 = 2;
 /// Fewest timed round trips in a burst, however long they take (an odd count has a true
 /// median).
 pub const MIN_BURST_ROUND_TRIPS: u64 = 3;
@@ -94,6 +102,10 @@ pub struct Plan {
     pub warmup: Duration,
     /// Rounds per group (see [`super::pairing`]).
     pub rounds: u32,
+    /// Generations per group: the rounds are split into this many runs of freshly spawned
+    /// servers (and freshly allocated buffers), so that what differs from one process to the
+    /// next is sampled within a run and shows in the intervals.
+    pub generations: u32,
     /// Seed of the order of bursts within each round (recorded in the report).
     pub order_seed: u64,
     /// Timeout, frame limit, pipe and shared-memory capacity for every peer (its `wait` and
@@ -193,9 +205,12 @@ impl Plan {
         per_row.saturating_add(self.warmup).saturating_mul(members)
     }
 
-    /// The burst length and warm-up of every group.
-    fn schedule(&self, seed: u64) -> Schedule {
+    /// The schedule of `generation` (of `generations`) of a group: its share of the rounds
+    /// (the first ones get one more when they do not divide evenly) and of the warm-up.
+    fn schedule(&self, seed: u64, generation: u32, generations: u32) -> Schedule {
         let rounds = self.rounds.max(1);
+        let generations = generations.clamp(1, rounds);
+        let share = rounds / generations + u32::from(generation < rounds % generations);
         let burst = match self.length {
             RowLength::Iterations(n) => Burst::RoundTrips(n.div_ceil(u64::from(rounds)).max(1)),
             RowLength::Duration(d) => Burst::Duration {
@@ -204,11 +219,11 @@ impl Plan {
             },
         };
         Schedule {
-            rounds,
+            rounds: share,
             burst,
             settle_round_trips: SETTLE_ROUND_TRIPS,
-            warmup_ns: self.warmup.as_nanos() as u64,
-            seed,
+            warmup_ns: (self.warmup / generations).as_nanos() as u64,
+            seed: seed.wrapping_add(u64::from(generation) << 32),
         }
     }
 
@@ -231,6 +246,7 @@ impl Plan {
             },
             warmup_ns: self.warmup.as_nanos() as u64,
             rounds: self.rounds,
+            generations: self.generations,
             order_seed: self.order_seed,
             server_delay_ns: self.server_delay.as_nanos() as u64,
             spawn: self.spawn.clone(),
@@ -296,6 +312,12 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
             reason: format!("expected 1 to {MAX_ROUNDS}, found {}", plan.rounds),
         });
     }
+    if plan.generations == 0 {
+        return Err(Error::InvalidArgument {
+            what: "generations",
+            reason: "must be at least 1".into(),
+        });
+    }
     let mut baseline = Vec::new();
     let mut rows = Vec::new();
     let mut pipe_size_granted = None;
@@ -304,38 +326,18 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
         let placement = Placer::new(pin)?;
         for wait in plan.all_waits() {
             for &transport in &plan.transports {
-                let mut section = Section::spawn(plan, &placement, wait, transport)?;
-                if transport == TransportKind::Pipe {
-                    pipe_size_granted =
-                        section.peers.iter().find_map(Peer::capacity).map(|c| c as u64);
-                }
+                let mut section = Section::new(plan, &placement, wait, transport);
                 for bytes in plan.baseline_bytes(wait) {
                     progress.set_message(format!("{bytes} B {transport} {wait} {pin}"));
-                    let setups = section.rows_of(plan, bytes, pin);
                     let seed = plan.order_seed.wrapping_add(group_index);
                     group_index += 1;
-                    let mut echo = placement.spawn(|| {
-                        RawEcho::spawn_with(
-                            &plan.peer_exe,
-                            bytes,
-                            &Spawn {
-                                wait,
-                                transport,
-                                pipe_capacity: plan.options.pipe_capacity,
-                                shm_capacity: plan.options.shm_capacity,
-                            },
-                            plan.options.timeout,
-                        )
-                    })?;
-                    let mut group =
-                        LiveGroup::new(&mut echo, wait, pin, setups, &mut section.peers, progress)?;
-                    let rounds = pairing::run(&mut group, &plan.schedule(seed))?;
-                    let (floor, measured) = group.finish(&rounds, transport);
-                    echo.close()?;
+                    let (floor, measured) = section.measure_group(bytes, pin, seed, progress)?;
+                    if transport == TransportKind::Pipe && section.pipe_capacity.is_some() {
+                        pipe_size_granted = section.pipe_capacity;
+                    }
                     baseline.push(floor);
                     rows.extend(measured);
                 }
-                section.close()?;
             }
         }
     }
@@ -356,26 +358,86 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
     })
 }
 
-/// The servers of one placement, wait strategy and transport: one per handler (or the one
-/// `spawn` command), kept alive for every group of the section.
-struct Section {
-    peers: Vec<Peer>,
-    /// The handler each server announced, and what its replies are checked against.
-    handlers: Vec<(String, Expectation)>,
+/// How the groups of one placement, wait strategy and transport get their servers: a raw
+/// echo of the group's bytes and one server per handler (or the one `spawn` command), spawned
+/// afresh for every generation.
+struct Section<'p> {
+    plan: &'p Plan,
+    placement: &'p Placer,
     wait: Wait,
+    transport: TransportKind,
+    /// The handler each server slot announced in its HELLO, learnt from the first spawn, and
+    /// what its replies are checked against.
+    handlers: Vec<(String, Expectation)>,
+    /// Pipe capacity granted to the last server spawned (pipes only).
+    pipe_capacity: Option<u64>,
 }
 
-impl Section {
-    fn spawn(
-        plan: &Plan,
-        placement: &Placer,
+impl<'p> Section<'p> {
+    fn new(
+        plan: &'p Plan,
+        placement: &'p Placer,
         wait: Wait,
         transport: TransportKind,
-    ) -> Result<Section> {
-        let options = Options { wait, transport, ..plan.options.clone() };
-        let mut peers = Vec::new();
-        let mut handlers = Vec::new();
+    ) -> Section<'p> {
+        Section { plan, placement, wait, transport, handlers: Vec::new(), pipe_capacity: None }
+    }
+
+    /// Measures the floor of `bytes` and every row of that many bytes in the plan's rounds,
+    /// split into generations of fresh processes.
+    fn measure_group(
+        &mut self,
+        bytes: usize,
+        pin: Placement,
+        seed: u64,
+        progress: &ProgressBar,
+    ) -> Result<(BaselineRow, Vec<Row>)> {
+        let plan = self.plan;
+        // A floor with no row of its bytes (the wake-up floor) needs no handler server.
+        let with_rows = plan.workload_paths().iter().any(|&(workload, _)| {
+            plan.sizes.iter().any(|&elements| {
+                workload.wire_bytes(elements).max(1) == bytes
+                    && plan.waits_for(elements).contains(&self.wait)
+            })
+        });
+        let first = self.spawn(bytes, with_rows)?;
+        let setups = if with_rows { self.rows_of(bytes, pin) } else { Vec::new() };
+        let mut group = LiveGroup::new(self.wait, pin, setups, progress)?;
+        group.install(first)?;
+        let generations = plan.generations.clamp(1, plan.rounds.max(1));
+        let mut rounds = pairing::Rounds::empty(group.members());
+        for generation in 0..generations {
+            if generation > 0 {
+                let processes = self.spawn(bytes, with_rows)?;
+                group.install(processes)?;
+            }
+            let schedule = plan.schedule(seed, generation, generations);
+            rounds.append(pairing::run(&mut group, &schedule)?);
+        }
+        group.finish(&rounds, self.transport)
+    }
+
+    /// One generation of servers for a group of `bytes` bytes: the raw echo, and the handler
+    /// servers when the group has rows.
+    fn spawn(&mut self, bytes: usize, with_rows: bool) -> Result<Processes> {
+        let plan = self.plan;
+        let options =
+            Options { wait: self.wait, transport: self.transport, ..plan.options.clone() };
+        let echo = self.placement.spawn(|| {
+            RawEcho::spawn_with(
+                &plan.peer_exe,
+                bytes,
+                &Spawn {
+                    wait: self.wait,
+                    transport: self.transport,
+                    pipe_capacity: plan.options.pipe_capacity,
+                    shm_capacity: plan.options.shm_capacity,
+                },
+                plan.options.timeout,
+            )
+        })?;
         let commands: Vec<Command> = match &plan.spawn {
+            _ if !with_rows => Vec::new(),
             Some(command_line) => vec![shell_command(command_line)],
             None => plan
                 .handlers
@@ -383,25 +445,36 @@ impl Section {
                 .map(|handler| {
                     let mut command = Peer::server_command(&plan.peer_exe, handler, &options);
                     if !plan.server_delay.is_zero() {
-                        command
-                            .arg("--server-delay")
-                            .arg(format!("{}ns", plan.server_delay.as_nanos()));
+                        let delay = format!("{}ns", plan.server_delay.as_nanos());
+                        command.arg("--server-delay").arg(delay);
                     }
                     command
                 })
                 .collect(),
         };
+        let mut peers = Vec::with_capacity(commands.len());
         for command in commands {
-            let peer = placement.spawn(|| Peer::spawn(command, options.clone()))?;
-            let name = peer.server_hello().handler.clone().unwrap_or_default();
-            handlers.push((name.clone(), Expectation::for_handler(Some(&name))));
-            peers.push(peer);
+            let peer = self.placement.spawn(|| Peer::spawn(command, options.clone()))?;
+            self.pipe_capacity = peer.capacity().map(|c| c as u64).or(self.pipe_capacity);
+            peers.push(Some(peer));
         }
-        Ok(Section { peers, handlers, wait })
+        if self.handlers.is_empty() && with_rows {
+            self.handlers = peers
+                .iter()
+                .flatten()
+                .map(|peer| {
+                    let name = peer.server_hello().handler.clone().unwrap_or_default();
+                    let expect = Expectation::for_handler(Some(&name));
+                    (name, expect)
+                })
+                .collect();
+        }
+        Ok(Processes { echo, peers })
     }
 
     /// Every row of `bytes` bytes at this section's wait: handler × (dtype, path) × size.
-    fn rows_of(&self, plan: &Plan, bytes: usize, pin: Placement) -> Vec<RowSetup> {
+    fn rows_of(&self, bytes: usize, pin: Placement) -> Vec<RowSetup> {
+        let plan = self.plan;
         let mut setups = Vec::new();
         for (peer, (handler, expect)) in self.handlers.iter().enumerate() {
             for (workload, path) in plan.workload_paths() {
@@ -424,13 +497,6 @@ impl Section {
             }
         }
         setups
-    }
-
-    fn close(self) -> Result<()> {
-        for peer in self.peers {
-            peer.close()?;
-        }
-        Ok(())
     }
 }
 
@@ -464,58 +530,6 @@ pub fn measure_sync_costs(plan: &Plan) -> Result<Vec<SyncCost>> {
     Ok(costs)
 }
 
-/// The placement `peer` uses when none is given: `split` when this process may run on two
-/// CPUs or more, else `free`.
-///
-/// With `free`, the scheduler may keep client and server on one core for a whole process
-/// lifetime, and whether it does changes from one server process to the next: a floor and a
-/// row served by different processes can then be measured on one core and on two, and their
-/// ratio is off by 2–3× however they are interleaved. Pinned to two different cores, every
-/// process of a run sees the same placement.
-pub fn default_placement() -> Placement {
-    match Pinned::to_first_allowed_cpu() {
-        Ok(pinned) if pinned.allowed_cpus() >= 2 => Placement::Split,
-        _ => Placement::Free,
-    }
-}
-
-/// Puts this thread and the servers it spawns where a [`Placement`] says. Servers inherit the
-/// spawning thread's affinity, so for `split` the thread moves to the second CPU to spawn and
-/// back to the first to measure.
-struct Placer {
-    placement: Placement,
-    pinned: Option<Pinned>,
-}
-
-impl Placer {
-    fn new(placement: Placement) -> Result<Placer> {
-        let pinned = match placement {
-            Placement::Free => None,
-            Placement::Same | Placement::Split => Some(Pinned::to_first_allowed_cpu()?),
-        };
-        if placement == Placement::Split && pinned.as_ref().is_some_and(|p| p.allowed_cpus() < 2) {
-            return Err(Error::InvalidArgument {
-                what: "pin",
-                reason: "split needs two CPUs, and this process may use only one".into(),
-            });
-        }
-        Ok(Placer { placement, pinned })
-    }
-
-    /// Runs `spawn` with the affinity the server must inherit.
-    fn spawn<T>(&self, spawn: impl FnOnce() -> Result<T>) -> Result<T> {
-        let split = self.pinned.as_ref().filter(|_| self.placement == Placement::Split);
-        if let Some(pinned) = split {
-            pinned.to_nth_allowed(1)?;
-        }
-        let spawned = spawn();
-        if let Some(pinned) = split {
-            pinned.to_nth_allowed(0)?;
-        }
-        spawned
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -534,6 +548,7 @@ mod tests {
             length,
             warmup: Duration::from_millis(20),
             rounds,
+            generations: 1,
             order_seed: 1,
             options: Options::default(),
             transports: vec![TransportKind::Pipe],
@@ -544,15 +559,29 @@ mod tests {
 
     #[test]
     fn a_row_length_is_split_evenly_over_the_rounds() {
-        let by_time = plan(RowLength::Duration(Duration::from_millis(150)), 20).schedule(0);
+        let by_time = plan(RowLength::Duration(Duration::from_millis(150)), 20).schedule(0, 0, 1);
         assert_eq!(
             by_time.burst,
             Burst::Duration { ns: 7_500_000, min_round_trips: MIN_BURST_ROUND_TRIPS }
         );
         assert_eq!(by_time.rounds, 20);
-        let by_count = plan(RowLength::Iterations(1001), 20).schedule(0);
+        let by_count = plan(RowLength::Iterations(1001), 20).schedule(0, 0, 1);
         assert_eq!(by_count.burst, Burst::RoundTrips(51));
-        assert_eq!(plan(RowLength::Iterations(3), 20).schedule(0).burst, Burst::RoundTrips(1));
+        let three = plan(RowLength::Iterations(3), 20).schedule(0, 0, 1);
+        assert_eq!(three.burst, Burst::RoundTrips(1));
+    }
+
+    #[test]
+    fn generations_share_the_rounds_and_the_warm_up() {
+        let p = plan(RowLength::Duration(Duration::from_millis(150)), 10);
+        let shares: Vec<u32> = (0..4).map(|g| p.schedule(0, g, 4).rounds).collect();
+        assert_eq!(shares, [3, 3, 2, 2]);
+        assert_eq!(p.schedule(0, 0, 4).warmup_ns, 5_000_000);
+        // Bursts keep their length whatever the split.
+        assert_eq!(p.schedule(0, 3, 4).burst, p.schedule(0, 0, 1).burst);
+        // More generations than rounds: one round each.
+        assert_eq!(p.schedule(0, 0, 40).rounds, 1);
+        assert_ne!(p.schedule(9, 0, 4).seed, p.schedule(9, 1, 4).seed);
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod group;
 pub mod machine;
 pub mod measure;
 pub mod pairing;
+pub mod placement;
 pub mod render;
 pub mod sync;
 
@@ -403,6 +404,9 @@ pub struct ConfigRecord {
     /// Rounds per group: every floor and row gets one burst per round, in a random order.
     #[serde(default)]
     pub rounds: u32,
+    /// Generations per group: the rounds ran on this many sets of freshly spawned servers.
+    #[serde(default)]
+    pub generations: u32,
     /// Seed of the order of bursts within each round.
     #[serde(default)]
     pub order_seed: u64,

@@ -94,6 +94,27 @@ pub struct Rounds {
     pub round_trips: Vec<u64>,
 }
 
+impl Rounds {
+    /// Appends the rounds of `later` (the same members, measured afterwards).
+    ///
+    /// # Panics
+    /// When the two have different numbers of members.
+    pub fn append(&mut self, later: Rounds) {
+        assert_eq!(self.p50_ns.len(), later.p50_ns.len(), "rounds of different groups");
+        for (mine, theirs) in self.p50_ns.iter_mut().zip(later.p50_ns) {
+            mine.extend(theirs);
+        }
+        for (mine, theirs) in self.round_trips.iter_mut().zip(later.round_trips) {
+            *mine += theirs;
+        }
+    }
+
+    /// No member and no round, to [`Rounds::append`] to.
+    pub fn empty(members: usize) -> Rounds {
+        Rounds { p50_ns: vec![Vec::new(); members], round_trips: vec![0; members] }
+    }
+}
+
 /// Measures every member of `group` in `schedule.rounds` rounds: first a warm-up of each
 /// member, then, per round, one burst of each member in a fresh random order. Returns the p50
 /// of every burst.

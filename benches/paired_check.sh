@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Does the report's answer hold still when asked again? The checks of docs/PERFORMANCE.md,
+# "Paired measurement", on this machine:
+#
+#   1. ten consecutive runs of one row: the spread (max / min) of ratio_to_baseline, and how
+#      many of the ten 95 % intervals contain the median of the ten;
+#   2. `peer compare --abs 100ns --rel 5` on five pairs of same-configuration runs (should say
+#      "same": exit 0), and on five pairs where B ran with `--server-delay 500ns` (should say
+#      "differs": exit 1), with the p50 difference each time;
+#   3. five runs of the Lorenz-96 example: the spread of its overhead_ratio.
+#
+# Usage: benches/paired_check.sh [OUTPUT_DIR]   (default target/paired-check; about 2 minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-target/paired-check}
+mkdir -p "$out"
+cargo build --quiet --release --bin peer --example lorenz96
+peer=target/release/peer
+row=(--sizes 500 --dtype f64 --path codec --handler echo --wait hybrid)
+
+echo "== 1. ten consecutive runs: peer ${row[*]} --json rN.json"
+for i in $(seq 1 10); do
+    "$peer" "${row[@]}" --json "$out/r$i.json" >/dev/null
+done
+python3 - "$out" <<'EOF'
+import json, statistics, sys
+out = sys.argv[1]
+rows = [json.load(open(f"{out}/r{i}.json"))["rows"][0] for i in range(1, 11)]
+ratios = [r["ratio_to_baseline"] for r in rows]
+median = statistics.median(ratios)
+inside = sum(1 for r in rows if r["ratio_ci"][0] <= median <= r["ratio_ci"][1])
+print("ratios:   ", " ".join(f"{x:.3f}" for x in ratios))
+print("intervals:", " ".join(f"{r['ratio_ci'][0]:.3f}-{r['ratio_ci'][1]:.3f}" for r in rows))
+print(f"max/min {max(ratios) / min(ratios):.3f} (target <= 1.15); median {median:.3f}; "
+      f"{inside}/10 intervals contain it (target >= 8)")
+print("row p50 (ns):  ", " ".join(str(r["rtt_ns"]["p50"]) for r in rows))
+EOF
+
+echo "== 2. peer compare --abs 100ns --rel 5"
+same=0
+delayed=0
+for i in 1 2 3 4 5; do
+    a="$out/r$((2 * i - 1)).json"
+    b="$out/r$((2 * i)).json"
+    set +e
+    "$peer" compare --abs 100ns --rel 5 "$a" "$b" >"$out/same$i.txt"
+    code=$?
+    set -e
+    [ "$code" = 0 ] && same=$((same + 1))
+    "$peer" "${row[@]}" --server-delay 500ns --json "$out/d$i.json" >/dev/null
+    set +e
+    "$peer" compare --abs 100ns --rel 5 "$b" "$out/d$i.json" >"$out/delay$i.txt"
+    dcode=$?
+    set -e
+    [ "$dcode" = 1 ] && delayed=$((delayed + 1))
+    python3 - "$b" "$out/d$i.json" "$code" "$dcode" <<'EOF'
+import json, sys
+a, d = (json.load(open(p)) for p in sys.argv[1:3])
+ra, rd = a["rows"][0], d["rows"][0]
+fa = next(f for f in a["baseline"] if f["bytes"] == ra["bytes"])["rtt_ns"]["p50"]
+fd = next(f for f in d["baseline"] if f["bytes"] == rd["bytes"])["rtt_ns"]["p50"]
+paired = (rd["ratio_to_baseline"] - ra["ratio_to_baseline"]) * (fa + fd) / 2
+print(f"pair: same-config exit {sys.argv[3]}; with --server-delay 500ns exit {sys.argv[4]}: "
+      f"p50 {ra['rtt_ns']['p50']} -> {rd['rtt_ns']['p50']} ns "
+      f"({rd['rtt_ns']['p50'] - ra['rtt_ns']['p50']:+d} ns), paired difference {paired:+.0f} ns, "
+      f"server p50 {ra['server_ns']['p50']} -> {rd['server_ns']['p50']} ns")
+EOF
+done
+echo "same configuration: exit 0 in $same of 5 (target >= 4); with the delay: exit 1 in $delayed of 5 (target >= 4)"
+
+echo "== 3. five runs of the Lorenz-96 example"
+for i in 1 2 3 4 5; do
+    target/release/examples/lorenz96 | tail -n 1 >"$out/lorenz$i.json"
+done
+python3 - "$out" <<'EOF'
+import json, sys
+out = sys.argv[1]
+runs = [json.load(open(f"{out}/lorenz{i}.json")) for i in range(1, 6)]
+ratios = [r["overhead_ratio"] for r in runs]
+print("overhead_ratio:", " ".join(f"{x:.3f}" for x in ratios),
+      f"max/min {max(ratios) / min(ratios):.3f} (target <= 1.2)")
+print("overhead p50 (ns):", " ".join(str(r["overhead_p50_ns"]) for r in runs),
+      "; floor p50 (ns):", " ".join(str(r["baseline_p50_ns"]) for r in runs))
+EOF
