@@ -54,15 +54,8 @@ pub fn profile_dir() -> PathBuf {
 
 /// The directory holding the freshly built `libpeerpipe.so` and `libpeerpipe.a`.
 pub fn lib_dir() -> PathBuf {
-    let dir = profile_dir();
-    for name in ["libpeerpipe.so", "libpeerpipe.a"] {
-        assert!(
-            dir.join(name).is_file(),
-            "{} missing: build it with `cargo build -p peerpipe-capi`",
-            dir.join(name).display()
-        );
-    }
-    dir
+    build_artifacts();
+    profile_dir()
 }
 
 /// Where the tests put what they compile: `target/<profile>/capi-tests`.
@@ -72,16 +65,24 @@ pub fn build_dir() -> PathBuf {
     dir
 }
 
-/// The `peer` binary of the root package, in the same profile, built (once per test binary)
-/// with `cargo build --bin peer` so that it is never stale or missing when only this
-/// package's tests run.
+/// The `peer` binary of the root package, in the same profile.
 pub fn peer_exe() -> PathBuf {
-    static PEER: OnceLock<PathBuf> = OnceLock::new();
-    PEER.get_or_init(|| {
+    build_artifacts();
+    profile_dir().join("peer")
+}
+
+/// Builds, once per test binary, what the C programs need and cargo does not build for
+/// integration tests: this package's cdylib and staticlib (nothing in Rust links them) and
+/// the root package's `peer` binary — `cargo build -p peerpipe -p peerpipe-capi --lib --bin
+/// peer` in the same profile and target directory, so they are never stale or missing.
+fn build_artifacts() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
         let dir = profile_dir();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut command = Command::new(cargo);
-        command.args(["build", "--quiet", "-p", "peerpipe", "--bin", "peer"]);
+        command.args(["build", "--quiet", "-p", "peerpipe", "-p", "peerpipe-capi"]);
+        command.args(["--lib", "--bin", "peer"]);
         command.current_dir(crate_dir().parent().expect("the repository"));
         match dir.file_name().and_then(|n| n.to_str()) {
             Some("debug") => {}
@@ -96,14 +97,17 @@ pub fn peer_exe() -> PathBuf {
         if let Some(target_dir) = dir.parent() {
             command.env("CARGO_TARGET_DIR", target_dir);
         }
-        let mut child = command.spawn().expect("run cargo build --bin peer");
-        let status = wait_or_kill(&mut child, Duration::from_secs(600), "cargo build --bin peer");
-        assert!(status.success(), "cargo build --bin peer failed: {status}");
-        let peer = dir.join("peer");
-        assert!(peer.is_file(), "{} missing after cargo build", peer.display());
-        peer
-    })
-    .clone()
+        let mut child = command.spawn().expect("run cargo build");
+        let status = wait_or_kill(&mut child, Duration::from_secs(900), "cargo build");
+        assert!(status.success(), "cargo build of libpeerpipe and peer failed: {status}");
+        for name in ["libpeerpipe.so", "libpeerpipe.a", "peer"] {
+            assert!(
+                dir.join(name).is_file(),
+                "{} missing after cargo build",
+                dir.join(name).display()
+            );
+        }
+    });
 }
 
 /// Flags every C program of the tests is compiled with: strict, with debug info for
