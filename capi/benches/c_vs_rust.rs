@@ -143,12 +143,19 @@ impl Shuffle {
     }
 }
 
+/// Prints the median ratio, the p10-p90 and min-max of the per-round ratios (a round in which
+/// one arm's waits went to sleep in the kernel shows up as an outlier near 0.05 or 20), and
+/// each arm's median p50.
 fn summary(label: &str, ratios: &mut [f64], a_p50s: &mut [f64], b_p50s: &mut [f64]) {
-    let (min, max) =
-        ratios.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+    let mid = median(ratios); // sorts
+    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
     println!(
-        "{label}: median ratio {:.3} (min {min:.3}, max {max:.3}, {} rounds); median p50s {:.1} us vs {:.1} us",
-        median(ratios),
+        "{label}: median ratio {mid:.3} (p10 {:.3}, p90 {:.3}, min {:.3}, max {:.3}, {} rounds); \
+         median p50s {:.1} us vs {:.1} us",
+        at(0.1),
+        at(0.9),
+        at(0.0),
+        at(1.0),
         ratios.len(),
         median(a_p50s) / 1e3,
         median(b_p50s) / 1e3,
