@@ -35,6 +35,13 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
+// The transports use Linux-only calls: memfd_create, futex, pipe2, F_SETPIPE_SZ, vmsplice.
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "peerpipe supports Linux only: its transports use memfd_create, futex, pipe2, \
+     F_SETPIPE_SZ and vmsplice, which this target does not have"
+);
+
 pub mod codec;
 pub mod error;
 pub mod frame;

@@ -361,6 +361,12 @@ impl Peer {
         self.options.path = path;
     }
 
+    /// Changes the deadline of each following reply (and of `close`); `None` waits forever.
+    /// A call already under way keeps the deadline it started with.
+    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
+        self.options.timeout = timeout;
+    }
+
     /// The options in force.
     pub fn options(&self) -> &Options {
         &self.options
@@ -823,6 +829,29 @@ mod tests {
             drop(peer);
             server.join().unwrap();
         }
+    }
+
+    #[test]
+    fn a_timeout_set_after_the_handshake_bounds_the_next_reply() {
+        let (client, mut server) = Transport::pipe_pair(Wait::Block).unwrap();
+        // A server that greets and then never answers.
+        let silent = std::thread::spawn(move || {
+            let hello = Hello { max_frame_bytes: 1 << 20, handler: None, implementation: None };
+            let payload = hello.to_payload();
+            let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
+            server.send_frame(&header, &payload, Deadline::NEVER).unwrap();
+            let _ = server.recv_header(Deadline::NEVER);
+            server
+        });
+        let mut peer = Peer::connect(client, Options::default()).unwrap();
+        peer.set_timeout(Some(Duration::from_millis(20)));
+        assert_eq!(peer.options().timeout, Some(Duration::from_millis(20)));
+        let started = Instant::now();
+        let err = peer.call_f64(&[1.0], &mut [0.0]).unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < DEFAULT_TIMEOUT / 2, "took {:?}", started.elapsed());
+        drop(peer);
+        drop(silent.join().unwrap());
     }
 
     #[test]

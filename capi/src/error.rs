@@ -1,0 +1,228 @@
+//! Return codes, their fixed messages, and this thread's last error message.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_char, c_int};
+
+use peerpipe::Error;
+
+/// Success.
+pub const PP_OK: c_int = 0;
+/// An argument is not valid: a NULL pointer where one is required, a buffer that is
+/// misaligned, overlaps another or is too long to address, an `argc` of 0, a string that is
+/// not a valid option value, a length that does not match.
+pub const PP_EINVAL: c_int = -1;
+/// A deadline passed: the server did not answer (or take the request) within the timeout.
+/// The server has been terminated and reaped; the peer only accepts `pp_close`.
+pub const PP_ETIMEDOUT: c_int = -2;
+/// The server process ended; `pp_last_error()` says how ("exited with status 3", "was
+/// killed by signal 9 (SIGKILL)"). The peer only accepts `pp_close`.
+pub const PP_EEXITED: c_int = -3;
+/// The other side closed the connection (end of stream, `EPIPE`), or the peer was already
+/// closed by an earlier error. The peer only accepts `pp_close`.
+pub const PP_ECLOSED: c_int = -4;
+/// The other side broke wire format v1, or a shared-memory region is not valid: bad magic,
+/// version, kind, dtype, flags or padding; a truncated frame; a reply with the wrong seq,
+/// dtype or element count (e.g. `out_len` differs from the reply's count). The server has
+/// been terminated; the peer only accepts `pp_close`.
+pub const PP_EPROTO: c_int = -5;
+/// An operating-system call failed: the program could not be started, a pipe or region could
+/// not be made, a descriptor could not be read or written.
+pub const PP_EIO: c_int = -6;
+/// The server answered this request with an ERROR frame (its message is in
+/// `pp_last_error()`). The conversation goes on: the peer stays usable.
+pub const PP_EREMOTE: c_int = -7;
+/// The request is larger than the server accepts (its `max_frame_bytes`). Nothing was sent:
+/// the peer stays usable.
+pub const PP_ETOOLARGE: c_int = -8;
+/// A bug in peerpipe: a Rust panic was caught at the boundary. Treat the handle as unusable
+/// apart from `pp_close`.
+pub const PP_EPANIC: c_int = -9;
+
+/// Every code.
+#[cfg(test)]
+pub(crate) const ALL: [c_int; 10] = [
+    PP_OK,
+    PP_EINVAL,
+    PP_ETIMEDOUT,
+    PP_EEXITED,
+    PP_ECLOSED,
+    PP_EPROTO,
+    PP_EIO,
+    PP_EREMOTE,
+    PP_ETOOLARGE,
+    PP_EPANIC,
+];
+
+fn describe(code: c_int) -> &'static CStr {
+    match code {
+        PP_OK => c"success",
+        PP_EINVAL => c"invalid argument",
+        PP_ETIMEDOUT => c"timed out",
+        PP_EEXITED => c"peer exited",
+        PP_ECLOSED => c"connection closed",
+        PP_EPROTO => c"protocol error",
+        PP_EIO => c"I/O error",
+        PP_EREMOTE => c"the server answered with an error",
+        PP_ETOOLARGE => c"request too large for the server",
+        PP_EPANIC => c"internal error (panic) in peerpipe",
+        _ => c"unknown peerpipe error code",
+    }
+}
+
+/// The code a crate error becomes at the boundary.
+pub(crate) fn code_of(error: &Error) -> c_int {
+    match error {
+        Error::InvalidArgument { .. } | Error::LengthMismatch { .. } => PP_EINVAL,
+        Error::Timeout { .. } => PP_ETIMEDOUT,
+        Error::PeerExited { .. } => PP_EEXITED,
+        Error::PeerClosed { .. } => PP_ECLOSED,
+        Error::Remote { .. } => PP_EREMOTE,
+        Error::FrameTooLarge { .. } => PP_ETOOLARGE,
+        Error::Io(_) | Error::Sys(_) => PP_EIO,
+        Error::BadMagic { .. }
+        | Error::UnsupportedVersion { .. }
+        | Error::UnknownKind { .. }
+        | Error::UnknownDtype { .. }
+        | Error::ReservedFlags { .. }
+        | Error::MalformedControl { .. }
+        | Error::LengthOverflow { .. }
+        | Error::NonzeroPadding { .. }
+        | Error::Truncated { .. }
+        | Error::UnexpectedKind { .. }
+        | Error::BadHello { .. }
+        | Error::SeqMismatch { .. }
+        | Error::DtypeMismatch { .. }
+        | Error::CountMismatch { .. }
+        | Error::Corrupted { .. }
+        | Error::BadRegion { .. } => PP_EPROTO,
+        // `Error` is non-exhaustive: a variant added later is reported as a protocol error
+        // until it gets its own line here.
+        _ => PP_EPROTO,
+    }
+}
+
+/// A failed call: its code and the message `pp_last_error` will return.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) code: c_int,
+    pub(crate) message: String,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        Failure { code: code_of(&error), message: error.to_string() }
+    }
+}
+
+/// `PP_EINVAL` with a message naming the argument and what was wrong.
+pub(crate) fn invalid(argument: &str, reason: &str) -> Failure {
+    Failure { code: PP_EINVAL, message: format!("invalid argument {argument}: {reason}") }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Stores `failure`'s message as this thread's last error and returns its code.
+pub(crate) fn record(failure: Failure) -> c_int {
+    let text = failure.message.replace('\0', "\\0");
+    let message = CString::new(text).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = message);
+    failure.code
+}
+
+/// Empties this thread's last error (a call succeeded).
+pub(crate) fn clear() {
+    let _ = LAST_ERROR.try_with(|last| {
+        if !last.borrow().is_empty() {
+            *last.borrow_mut() = CString::default();
+        }
+    });
+}
+
+/// The message of the failure of the most recent `pp_*` call on this thread, as the Rust
+/// library worded it (e.g. "peer exited with status 3 during the handshake (...)"), or ""
+/// when that call succeeded or no call was made yet.
+///
+/// Never NULL. The string belongs to the library: do not free it. It stays valid until the
+/// next `pp_*` call on the same thread (other than `pp_last_error` and `pp_strerror`), or
+/// until the thread exits; copy it to keep it. Each thread has its own.
+#[unsafe(no_mangle)]
+pub extern "C" fn pp_last_error() -> *const c_char {
+    // Cannot panic: `try_with` fails only while the thread is being torn down, and the cell
+    // is borrowed mutably only inside `record`/`clear`, which call nothing back.
+    LAST_ERROR.try_with(|last| last.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+}
+
+/// A fixed, static description of a return code ("timed out" for `PP_ETIMEDOUT`), or
+/// "unknown peerpipe error code" for a value that is not one.
+///
+/// Never NULL, never to be freed, valid for the life of the process; thread-safe.
+#[unsafe(no_mangle)]
+pub extern "C" fn pp_strerror(code: c_int) -> *const c_char {
+    describe(code).as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn every_code_has_its_own_description_and_unknown_codes_say_so() {
+        let texts: Vec<_> = ALL.iter().map(|&c| describe(c)).collect();
+        for (i, text) in texts.iter().enumerate() {
+            assert!(!texts[..i].contains(text), "{text:?} twice");
+            assert_ne!(*text, describe(12345));
+        }
+        assert_eq!(describe(1), c"unknown peerpipe error code");
+    }
+
+    #[test]
+    fn crate_errors_keep_their_message_verbatim_and_get_their_code() {
+        let cases = [
+            (
+                Error::Timeout { waiting_for: "x".into(), after: Duration::from_millis(5) },
+                PP_ETIMEDOUT,
+            ),
+            (
+                Error::PeerExited { status: "exited with status 3".into(), context: "c".into() },
+                PP_EEXITED,
+            ),
+            (Error::PeerClosed { context: "before replying" }, PP_ECLOSED),
+            (Error::BadMagic { found: *b"garb" }, PP_EPROTO),
+            (Error::Remote { seq: 1, message: "no".into() }, PP_EREMOTE),
+            (Error::FrameTooLarge { payload_bytes: 9, max_frame_bytes: 8 }, PP_ETOOLARGE),
+            (Error::InvalidArgument { what: "wait strategy", reason: "r".into() }, PP_EINVAL),
+            (Error::Io(std::io::Error::from(std::io::ErrorKind::NotFound)), PP_EIO),
+        ];
+        for (error, code) in cases {
+            let text = error.to_string();
+            let failure = Failure::from(error);
+            assert_eq!((failure.code, failure.message.as_str()), (code, text.as_str()));
+        }
+    }
+
+    #[test]
+    fn the_last_error_is_per_thread_and_cleared_by_success() {
+        record(invalid("peer", "is NULL"));
+        // SAFETY: pp_last_error never returns NULL and the string lives until the next call.
+        let here = unsafe { CStr::from_ptr(pp_last_error()) }.to_str().unwrap().to_owned();
+        assert_eq!(here, "invalid argument peer: is NULL");
+        let other = std::thread::spawn(|| {
+            // SAFETY: as above, on this thread.
+            unsafe { CStr::from_ptr(pp_last_error()) }.to_bytes().len()
+        });
+        assert_eq!(other.join().unwrap(), 0);
+        clear();
+        // SAFETY: as above.
+        assert_eq!(unsafe { CStr::from_ptr(pp_last_error()) }.to_bytes(), b"");
+    }
+
+    #[test]
+    fn a_message_with_a_nul_byte_is_kept_with_the_nul_spelled_out() {
+        record(Failure { code: PP_EREMOTE, message: "a\0b".into() });
+        // SAFETY: as in the test above.
+        assert_eq!(unsafe { CStr::from_ptr(pp_last_error()) }.to_bytes(), b"a\\0b");
+    }
+}
