@@ -631,6 +631,22 @@ impl Peer {
         self.shutdown()
     }
 
+    /// Ends the conversation without BYE: drops any request in flight, terminates the server
+    /// (SIGTERM, then SIGKILL after [`crate::process::TERM_GRACE`]) and reaps it, returning
+    /// its exit status when this peer spawned it. For abandoning a call in progress — on
+    /// Ctrl-C, say — where [`Peer::close`] would first wait for the reply.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the server cannot be reaped.
+    pub fn terminate(mut self) -> Result<Option<ExitStatus>> {
+        self.state = State::Closed;
+        self.pending.clear();
+        match self.child.as_mut() {
+            Some(child) => Ok(Some(child.terminate()?)),
+            None => Ok(None),
+        }
+    }
+
     fn shutdown(&mut self) -> Result<Option<ExitStatus>> {
         if self.state == State::Open {
             self.state = State::Closed;
