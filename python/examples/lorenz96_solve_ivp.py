@@ -60,7 +60,15 @@ def main():
     local = solve_ivp(local_rhs, t_span, y0, **options)
     local_s = time.perf_counter() - started
 
-    server = [find_peer(), "--role", "server", "--handler", "lorenz96", "--transport", args.transport]
+    server = [
+        find_peer(),
+        "--role",
+        "server",
+        "--handler",
+        "lorenz96",
+        "--transport",
+        args.transport,
+    ]
     with peerpipe.RemoteRhs(server, transport=args.transport) as fun:
         started = time.perf_counter()
         remote = solve_ivp(fun, t_span, y0, **options)
@@ -75,7 +83,9 @@ def main():
         and local.t.tobytes() == remote.t.tobytes()
     )
     calls = stats["calls"]
-    print(f"Lorenz-96 n={args.n}, RK45 over t = {t_span}, {args.transport}: {calls} right-hand-side calls")
+    print(
+        f"Lorenz-96 n={args.n}, RK45 over t = {t_span}, {args.transport}: {calls} right-hand-side calls"
+    )
     print(f"local numpy rhs : {local_s * 1e3:8.1f} ms, nfev {local.nfev}")
     print(f"remote (peer)   : {remote_s * 1e3:8.1f} ms, nfev {remote.nfev}")
     print(

@@ -43,18 +43,40 @@ def shell_line(argv: list) -> str:
 def f64_edges() -> np.ndarray:
     """NaN payloads (quiet, signalling, negative), -0.0, subnormals, +-inf, extremes."""
     bits = [
-        0x7FF8000000000000, 0x7FF8000000000001, 0x7FF0000000000001, 0xFFF8DEADBEEF0001,
-        0x7FF4000000000000, 0x8000000000000000, 0x0000000000000001, 0x800FFFFFFFFFFFFF,
-        0x000FFFFFFFFFFFFF, 0x7FF0000000000000, 0xFFF0000000000000, 0x7FEFFFFFFFFFFFFF,
-        0x0010000000000000, 0x3FF0000000000000,
+        0x7FF8000000000000,
+        0x7FF8000000000001,
+        0x7FF0000000000001,
+        0xFFF8DEADBEEF0001,
+        0x7FF4000000000000,
+        0x8000000000000000,
+        0x0000000000000001,
+        0x800FFFFFFFFFFFFF,
+        0x000FFFFFFFFFFFFF,
+        0x7FF0000000000000,
+        0xFFF0000000000000,
+        0x7FEFFFFFFFFFFFFF,
+        0x0010000000000000,
+        0x3FF0000000000000,
     ]
     return np.array(bits, dtype=np.uint64).view(np.float64)
 
 
 def f32_edges() -> np.ndarray:
     bits = [
-        0x7FC00000, 0x7FC00001, 0x7F800001, 0xFFC0BEEF, 0x7FA00000, 0x80000000, 0x00000001,
-        0x807FFFFF, 0x007FFFFF, 0x7F800000, 0xFF800000, 0x7F7FFFFF, 0x00800000, 0x3F800000,
+        0x7FC00000,
+        0x7FC00001,
+        0x7F800001,
+        0xFFC0BEEF,
+        0x7FA00000,
+        0x80000000,
+        0x00000001,
+        0x807FFFFF,
+        0x007FFFFF,
+        0x7F800000,
+        0xFF800000,
+        0x7F7FFFFF,
+        0x00800000,
+        0x3F800000,
     ]
     return np.array(bits, dtype=np.uint32).view(np.float32)
 
@@ -75,7 +97,7 @@ def children() -> set:
                 stat = f.read()
         except OSError:
             continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
         if ppid == me:
             found.add(int(entry))
     return found
@@ -83,5 +105,3 @@ def children() -> set:
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
-
-

@@ -6,7 +6,10 @@ from conftest import TRANSPORTS, bits, f32_edges, f64_edges, python_server, rust
 
 import peerpipe
 
-SERVERS = {"rust-echo": lambda t: rust_server("echo", t), "py-echo": lambda t: python_server("echo_server")}
+SERVERS = {
+    "rust-echo": lambda t: rust_server("echo", t),
+    "py-echo": lambda t: python_server("echo_server"),
+}
 
 
 @pytest.mark.parametrize("server", sorted(SERVERS))
@@ -73,5 +76,7 @@ def test_spawn_server_passes_transport_and_wait(tmp_path):
     from conftest import peer_exe
 
     for transport in TRANSPORTS:
-        with peerpipe.Peer.spawn_server(peer_exe(), "echo", transport=transport, wait="hybrid:20us") as p:
+        with peerpipe.Peer.spawn_server(
+            peer_exe(), "echo", transport=transport, wait="hybrid:20us"
+        ) as p:
             assert bits(p.call(f64_edges())) == bits(f64_edges())

@@ -8,7 +8,12 @@ import peerpipe
 
 
 def test_the_exception_hierarchy():
-    for cls in (peerpipe.Timeout, peerpipe.PeerExited, peerpipe.ProtocolError, peerpipe.RemoteError):
+    for cls in (
+        peerpipe.Timeout,
+        peerpipe.PeerExited,
+        peerpipe.ProtocolError,
+        peerpipe.RemoteError,
+    ):
         assert issubclass(cls, peerpipe.Error)
     assert issubclass(peerpipe.Timeout, TimeoutError)
     assert issubclass(peerpipe.Error, Exception)
@@ -16,7 +21,9 @@ def test_the_exception_hierarchy():
 
 def test_a_silent_server_is_a_timeout_naming_what_was_awaited_and_is_reaped():
     before = children()
-    with pytest.raises(peerpipe.Timeout, match=r"timed out after 300ms waiting for the server's HELLO"):
+    with pytest.raises(
+        peerpipe.Timeout, match=r"timed out after 300ms waiting for the server's HELLO"
+    ):
         peerpipe.Peer.spawn(python_server("misbehaving", "silent"), timeout=0.3)
     assert children() == before
 
@@ -81,7 +88,9 @@ def test_a_wrong_transport_is_a_protocol_error_naming_the_region():
 
 def test_an_error_reply_is_a_remote_error_and_the_peer_stays_usable():
     with peerpipe.Peer.spawn(rust_server("lorenz96", "pipe")) as peer:
-        with pytest.raises(peerpipe.RemoteError, match=r"needs at least 4 elements, found 2") as info:
+        with pytest.raises(
+            peerpipe.RemoteError, match=r"needs at least 4 elements, found 2"
+        ) as info:
             peer.call(np.ones(2))
         assert info.value.seq == 1
         assert "lorenz96" in info.value.message
@@ -92,9 +101,14 @@ def test_an_error_reply_is_a_remote_error_and_the_peer_stays_usable():
 def test_a_python_handler_exception_is_a_remote_error_with_its_text():
     with peerpipe.Peer.spawn(python_server("picky_server")) as peer:
         assert peer.server_hello["handler"] == "picky"
-        with pytest.raises(peerpipe.RemoteError, match=r"picky: ValueError: no negative numbers, got -1.0"):
+        with pytest.raises(
+            peerpipe.RemoteError, match=r"picky: ValueError: no negative numbers, got -1.0"
+        ):
             peer.call(np.array([-1.0, 2.0]))
-        with pytest.raises(peerpipe.RemoteError, match=r"picky: TypeError: the handler's reply must be a 1-D numpy array.*got list"):
+        with pytest.raises(
+            peerpipe.RemoteError,
+            match=r"picky: TypeError: the handler's reply must be a 1-D numpy array.*got list",
+        ):
             peer.call(np.ones(3))
         assert peer.call(np.ones(2)).tolist() == [1.0, 1.0]
 
@@ -129,11 +143,31 @@ def test_bad_arrays_are_type_and_value_errors_with_clear_messages():
     with peerpipe.Peer.spawn(rust_server("echo", "pipe")) as peer:
         x = np.ones(4)
         cases = [
-            ((np.ones((2, 2)),), {}, ValueError, r"x must be 1-D, got a 2-D array of shape \(2, 2\)"),
-            ((np.ones(4, dtype=np.int64),), {}, TypeError, r"x must have dtype float64 or float32.*got int64"),
-            (([1.0, 2.0],), {}, TypeError, r"x must be a 1-D numpy array of float64 or float32, got list"),
+            (
+                (np.ones((2, 2)),),
+                {},
+                ValueError,
+                r"x must be 1-D, got a 2-D array of shape \(2, 2\)",
+            ),
+            (
+                (np.ones(4, dtype=np.int64),),
+                {},
+                TypeError,
+                r"x must have dtype float64 or float32.*got int64",
+            ),
+            (
+                ([1.0, 2.0],),
+                {},
+                TypeError,
+                r"x must be a 1-D numpy array of float64 or float32, got list",
+            ),
             ((x, np.ones(3)), {}, ValueError, r"out must have x's length 4, got 3"),
-            ((x, np.ones(4, dtype=np.float32)), {}, TypeError, r"out must have x's dtype float64, got float32"),
+            (
+                (x, np.ones(4, dtype=np.float32)),
+                {},
+                TypeError,
+                r"out must have x's dtype float64, got float32",
+            ),
             ((x, np.ones(8)[::2]), {}, ValueError, r"out must be contiguous"),
             ((x, x), {}, ValueError, r"out cannot be used"),
             ((x,), {"wire": "f16"}, ValueError, r"wire must be 'f64', 'f32' or None"),

@@ -21,11 +21,25 @@ def test_the_peer_report_measures_a_python_echo_server_on_every_transport(tmp_pa
     report = tmp_path / "run.json"
     subprocess.run(
         [
-            peer_exe(), "--spawn", shell_line(python_server("echo_server")),
-            "--transport", transport, "--sizes", "500", "--dtype", "f64,f32",
-            "--wait", "hybrid", "--duration", "50ms", "--json", str(report),
+            peer_exe(),
+            "--spawn",
+            shell_line(python_server("echo_server")),
+            "--transport",
+            transport,
+            "--sizes",
+            "500",
+            "--dtype",
+            "f64,f32",
+            "--wait",
+            "hybrid",
+            "--duration",
+            "50ms",
+            "--json",
+            str(report),
         ],
-        check=True, capture_output=True, timeout=120,
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     rows = json.loads(report.read_text())["rows"]
     assert rows and all(r["transport"] == transport for r in rows)
@@ -44,7 +58,9 @@ def rhs_spawn_example() -> Path:
 def test_a_rust_remote_rhs_calling_a_python_server_matches_the_library_bit_for_bit():
     result = subprocess.run(
         [str(rhs_spawn_example()), shell_line(python_server("lorenz96_server")), "300", "500"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
@@ -64,7 +80,10 @@ def test_remote_rhs_from_python_with_stats():
         assert out.tobytes() == d.tobytes()
         stats = fun.stats()
         assert stats["calls"] == 2
-        assert stats["overhead_p50_ns"] > 0 and stats["round_trip_max_ns"] >= stats["round_trip_p50_ns"]
+        assert (
+            stats["overhead_p50_ns"] > 0
+            and stats["round_trip_max_ns"] >= stats["round_trip_p50_ns"]
+        )
         assert fun.last_timing.round_trip_ns > 0
         with pytest.raises(peerpipe.RemoteError, match=r"needs at least 4 elements"):
             fun(0.0, np.ones(2))
@@ -79,8 +98,16 @@ def test_the_solve_ivp_example_prints_bit_identical_trajectories():
     pytest.importorskip("scipy")
     env = dict(os.environ, PEERPIPE_PEER=peer_exe())
     result = subprocess.run(
-        [sys.executable, str(ROOT / "python" / "examples" / "lorenz96_solve_ivp.py"), "--t-end", "0.5"],
-        capture_output=True, text=True, timeout=300, env=env,
+        [
+            sys.executable,
+            str(ROOT / "python" / "examples" / "lorenz96_solve_ivp.py"),
+            "--t-end",
+            "0.5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "bit-identical: yes" in result.stdout
