@@ -60,3 +60,14 @@ def test_ctrl_c_during_a_long_wait_raises_keyboard_interrupt_and_closes_the_peer
     with pytest.raises(ValueError, match=r"peer is closed \(a call was interrupted\)"):
         peer.call(np.ones(4))
     assert peer.close() is None
+
+
+def test_a_second_thread_calling_while_a_call_waits_gets_runtime_error():
+    with peerpipe.Peer.spawn(python_server("slow_server", "0.5")) as peer:
+        first = threading.Thread(target=peer.call, args=(np.ones(3),))
+        first.start()
+        time.sleep(0.1)
+        with pytest.raises(RuntimeError, match="Already borrowed"):
+            peer.call(np.ones(3))
+        first.join()
+        assert peer.call(np.ones(3)).tolist() == [1.0, 1.0, 1.0]
