@@ -465,6 +465,37 @@ impl Peer {
     /// [`Error::PeerClosed`], after which the server is terminated. On error the contents of
     /// `dst` are unspecified.
     pub fn recv(&mut self, dst: ValuesMut<'_>) -> Result<Reply> {
+        let deadline = Deadline::after(self.options.timeout);
+        let reply = self.recv_until(dst, deadline, None)?;
+        Ok(reply.expect("a wait without an idle limit returns a reply or an error"))
+    }
+
+    /// Like [`Peer::recv`], but returns `Ok(None)` when no byte of the reply has arrived
+    /// within `patience`: the request stays in flight and the peer untouched, so the caller
+    /// can wait again — in slices, checking for an interrupt in between, as the Python binding
+    /// does for Ctrl-C. A reply that has started arriving is read to its end. The timeout of
+    /// [`Options::timeout`] counts from when the request was sent; once it has passed, the
+    /// error (and the server's termination) are those of [`Peer::recv`].
+    ///
+    /// # Errors
+    /// As [`Peer::recv`].
+    pub fn recv_for(&mut self, dst: ValuesMut<'_>, patience: Duration) -> Result<Option<Reply>> {
+        let Some(started) = self.pending.front().map(|p| p.started) else {
+            return self.recv(dst).map(Some); // the error for nothing in flight
+        };
+        let overall = Deadline::after_from(started, self.options.timeout);
+        let deadline = overall.or_idle_until(Instant::now() + patience);
+        self.recv_until(dst, deadline, Some(overall))
+    }
+
+    /// The reply to the oldest request, by `deadline`; `Ok(None)` when `deadline` has an idle
+    /// limit that passed with nothing read while `overall` has not passed.
+    fn recv_until(
+        &mut self,
+        dst: ValuesMut<'_>,
+        deadline: Deadline,
+        overall: Option<Deadline>,
+    ) -> Result<Option<Reply>> {
         self.check_open()?;
         let Some(pending) = self.pending.front().copied() else {
             return Err(Error::InvalidArgument {
@@ -472,11 +503,17 @@ impl Peer {
                 reason: "no request is in flight".into(),
             });
         };
-        let deadline = Deadline::after(self.options.timeout);
         match self.recv_reply(pending, dst, deadline) {
             Ok(reply) => {
                 self.pending.pop_front();
-                Ok(reply)
+                Ok(Some(reply))
+            }
+            // Once a byte has arrived the idle limit is gone, so a timeout before the overall
+            // deadline can only be the idle limit, with nothing consumed.
+            Err(Error::Timeout { .. })
+                if overall.is_some_and(|overall| !overall.passed(Instant::now())) =>
+            {
+                Ok(None)
             }
             Err(e) if e.is_recoverable() => {
                 self.pending.pop_front();
@@ -509,6 +546,8 @@ impl Peer {
                 (self.transport.recv_frame_contiguous(&mut self.scratch, len, deadline)?, false)
             }
         };
+        // From here on the reply has started: it must be read to its end.
+        let deadline = deadline.data_arrived();
         let (raw, payload_read) = match received {
             Received::End => return Err(Error::PeerClosed { context: "before replying" }),
             Received::Header(raw) => (raw, false),
@@ -611,6 +650,22 @@ impl Peer {
     /// Any error of the exchange; the server is terminated and reaped all the same.
     pub fn close(mut self) -> Result<Option<ExitStatus>> {
         self.shutdown()
+    }
+
+    /// Ends the conversation without BYE: drops any request in flight, terminates the server
+    /// (SIGTERM, then SIGKILL after [`crate::process::TERM_GRACE`]) and reaps it, returning
+    /// its exit status when this peer spawned it. For abandoning a call in progress — on
+    /// Ctrl-C, say — where [`Peer::close`] would first wait for the reply.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the server cannot be reaped.
+    pub fn terminate(mut self) -> Result<Option<ExitStatus>> {
+        self.state = State::Closed;
+        self.pending.clear();
+        match self.child.as_mut() {
+            Some(child) => Ok(Some(child.terminate()?)),
+            None => Ok(None),
+        }
     }
 
     fn shutdown(&mut self) -> Result<Option<ExitStatus>> {
@@ -829,6 +884,106 @@ mod tests {
             drop(peer);
             server.join().unwrap();
         }
+    }
+
+    /// A fake server on a thread that answers HELLO, then echoes one request after
+    /// `before_header`, sending the reply's header and, `before_payload` later, its payload;
+    /// then waits for `release` (so the client sees no end of stream meanwhile).
+    fn slow_echo_server(
+        mut end: Transport,
+        before_header: Duration,
+        before_payload: Duration,
+        release: std::sync::mpsc::Receiver<()>,
+    ) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let hello = Hello { max_frame_bytes: 1 << 20, handler: None, implementation: None };
+            let payload = hello.to_payload();
+            let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
+            end.send_frame(&header, &payload, Deadline::NEVER).unwrap();
+            let mut buf = vec![0u8; 4096];
+            loop {
+                let raw = end.recv_header(Deadline::NEVER).unwrap().unwrap();
+                let header = Header::parse(&raw, 1 << 20).unwrap();
+                let len = header.payload_bytes().unwrap() as usize;
+                end.recv_payload(&mut buf[..len], Deadline::NEVER).unwrap();
+                if header.kind == Kind::Data {
+                    // Released early: the client gave up, stop without replying.
+                    if release.recv_timeout(before_header).is_ok() {
+                        return;
+                    }
+                    end.send_bytes(&raw, Deadline::NEVER).unwrap();
+                    std::thread::sleep(before_payload);
+                    end.send_bytes(&buf[..len], Deadline::NEVER).unwrap(); // 8-byte multiple
+                    break;
+                }
+            }
+            let _ = release.recv();
+        })
+    }
+
+    #[test]
+    fn recv_for_gives_up_untouched_while_nothing_arrives_and_finishes_a_started_reply() {
+        let (client, server) = Transport::pipe_pair(Wait::Block).unwrap();
+        let (release, released) = std::sync::mpsc::channel();
+        let server = slow_echo_server(
+            server,
+            Duration::from_millis(150),
+            Duration::from_millis(100),
+            released,
+        );
+        let mut peer = Peer::connect(client, Options::default()).unwrap();
+        let state = [1.5, -0.0, f64::NAN, 4.0];
+        peer.send(Values::F64(&state)).unwrap();
+        let mut reply = [0.0; 4];
+        let mut idle_slices = 0;
+        let started = Instant::now();
+        let got = loop {
+            match peer.recv_for(ValuesMut::F64(&mut reply), Duration::from_millis(20)).unwrap() {
+                Some(got) => break got,
+                None => idle_slices += 1,
+            }
+        };
+        // ~150 ms of silence in 20 ms slices; the 100 ms between header and payload is waited
+        // out inside one call, not returned as an idle slice in the middle of the frame.
+        assert!((4..=8).contains(&idle_slices), "{idle_slices} idle slices");
+        assert!(started.elapsed() >= Duration::from_millis(250));
+        assert_eq!(got.seq, 1);
+        assert_eq!(reply.map(f64::to_bits), state.map(f64::to_bits));
+        release.send(()).unwrap();
+        drop(peer);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn recv_for_past_the_timeout_since_the_send_is_the_timeout_of_recv() {
+        let (client, server) = Transport::pipe_pair(Wait::Block).unwrap();
+        let (release, released) = std::sync::mpsc::channel();
+        let server = slow_echo_server(server, Duration::from_secs(5), Duration::ZERO, released);
+        let options = Options { timeout: Some(Duration::from_millis(100)), ..Options::default() };
+        let mut peer = Peer::connect(client, options).unwrap();
+        peer.send(Values::F64(&[1.0])).unwrap();
+        let sent = Instant::now();
+        let mut reply = [0.0];
+        let err = loop {
+            match peer.recv_for(ValuesMut::F64(&mut reply), Duration::from_millis(30)) {
+                Ok(None) => continue,
+                Ok(Some(reply)) => panic!("unexpected reply {reply:?}"),
+                Err(e) => break e,
+            }
+        };
+        assert!(sent.elapsed() >= Duration::from_millis(100));
+        assert!(sent.elapsed() < Duration::from_secs(2));
+        match err {
+            Error::Timeout { waiting_for, .. } => {
+                assert_eq!(waiting_for, "waiting for the reply to seq 1")
+            }
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        let after = peer.recv_for(ValuesMut::F64(&mut reply), Duration::from_millis(1));
+        assert!(matches!(after, Err(Error::PeerClosed { .. })), "{after:?}");
+        release.send(()).unwrap();
+        drop(peer);
+        server.join().unwrap();
     }
 
     #[test]

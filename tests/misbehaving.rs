@@ -58,6 +58,7 @@ fn misbehave(kind: TransportKind, mode: &str) -> Error {
 }
 
 per_transport!(
+    terminate_abandons_a_call_in_progress_and_reaps_the_server_at_once,
     a_server_that_exits_at_once_is_peer_exited_with_status_3,
     a_server_that_never_says_hello_times_out,
     a_server_that_hangs_after_hello_times_out_waiting_for_seq_1,
@@ -76,6 +77,28 @@ per_transport!(
     the_client_binary_names_a_timeout_in_one_line_and_exits_2,
     the_client_binary_names_an_early_exit_in_one_line_and_exits_2,
 );
+
+fn terminate_abandons_a_call_in_progress_and_reaps_the_server_at_once(kind: TransportKind) {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(20));
+    let options = Options { timeout: Some(secs(60)), ..options(kind) };
+    let mut peer = Peer::spawn(misbehaving_command_on(kind, "hang-after-hello", None), options)
+        .expect("spawn");
+    let pid = peer.server_pid().expect("spawned");
+    peer.send(peerpipe::Values::F64(&[1.0, 2.0])).expect("send");
+    let mut reply = [0.0; 2];
+    let idle = peer
+        .recv_for(peerpipe::ValuesMut::F64(&mut reply), Duration::from_millis(20))
+        .expect("an idle slice is not an error");
+    assert!(idle.is_none());
+    let started = Instant::now();
+    let status = peer.terminate().expect("terminate").expect("a spawned server's status");
+    // Not the 60 s timeout, nor close's wait for a reply: SIGTERM (and SIGKILL within 200 ms).
+    assert!(started.elapsed() < secs(2), "took {:?}", started.elapsed());
+    assert!(status.code().is_none(), "ended by a signal, not {status:?}");
+    assert!(!common::is_our_child(pid), "server {pid} not reaped");
+    assert_eq!(child_processes(), [], "a child was left behind");
+}
 
 fn a_server_that_exits_at_once_is_peer_exited_with_status_3(kind: TransportKind) {
     match misbehave(kind, "exit-3") {

@@ -132,47 +132,76 @@ pub struct Deadline {
     at: Option<Instant>,
     timeout: Option<Duration>,
     arm_on_data: bool,
+    /// Gives up earlier, at this instant, while no byte has arrived (see
+    /// [`Deadline::or_idle_until`]).
+    idle_until: Option<Instant>,
 }
 
 impl Deadline {
     /// No deadline: wait as long as it takes.
-    pub const NEVER: Deadline = Deadline { at: None, timeout: None, arm_on_data: false };
+    pub const NEVER: Deadline =
+        Deadline { at: None, timeout: None, arm_on_data: false, idle_until: None };
 
     /// A deadline `timeout` from now; `None` means never. A zero timeout makes every wait a
     /// single poll.
     pub fn after(timeout: Option<Duration>) -> Deadline {
-        Deadline { at: timeout.map(|t| Instant::now() + t), timeout, arm_on_data: false }
+        Deadline {
+            at: timeout.map(|t| Instant::now() + t),
+            timeout,
+            arm_on_data: false,
+            idle_until: None,
+        }
     }
 
     /// A deadline `timeout` after `start` (saves reading the clock when the caller just did).
     pub fn after_from(start: Instant, timeout: Option<Duration>) -> Deadline {
-        Deadline { at: timeout.map(|t| start + t), timeout, arm_on_data: false }
+        Deadline { at: timeout.map(|t| start + t), timeout, arm_on_data: false, idle_until: None }
     }
 
     /// No deadline until the first byte arrives, then `timeout` from that moment: how a server
     /// waits for the next request (idle as long as the client likes, but a frame that has
     /// started must finish).
     pub fn once_data_arrives(timeout: Option<Duration>) -> Deadline {
-        Deadline { at: None, timeout, arm_on_data: true }
+        Deadline { at: None, timeout, arm_on_data: true, idle_until: None }
     }
 
-    /// This deadline after data has arrived: armed if it was waiting for data.
+    /// This deadline, but giving up already at `until` if no byte has arrived by then: a
+    /// wait that ends that way has consumed nothing, so the caller can wait again in slices
+    /// (checking for an interrupt in between, say) without losing its place in the stream.
+    /// Once a byte arrives only the deadline itself counts, so a frame that has started is
+    /// read to its end.
+    pub fn or_idle_until(self, until: Instant) -> Deadline {
+        Deadline { idle_until: Some(until), ..self }
+    }
+
+    /// This deadline as it stands once data has arrived: armed if it was waiting for data,
+    /// without the idle limit of [`Deadline::or_idle_until`].
+    pub fn data_arrived(self) -> Deadline {
+        let armed = if self.arm_on_data { Deadline::after(self.timeout) } else { self };
+        Deadline { idle_until: None, ..armed }
+    }
+
     fn on_data(self) -> Deadline {
-        if self.arm_on_data { Deadline::after(self.timeout) } else { self }
+        self.data_arrived()
     }
 
     /// Time left, `None` when there is no deadline; zero once passed.
     pub fn remaining(&self) -> Option<Duration> {
-        self.at.map(|at| at.saturating_duration_since(Instant::now()))
+        self.instant().map(|at| at.saturating_duration_since(Instant::now()))
     }
 
-    /// The instant at which it passes, `None` for no deadline.
+    /// The instant at which it passes (the idle limit when that comes first), `None` for no
+    /// deadline.
     pub fn instant(&self) -> Option<Instant> {
-        self.at
+        match (self.at, self.idle_until) {
+            (Some(at), Some(idle)) => Some(at.min(idle)),
+            (at, idle) => at.or(idle),
+        }
     }
 
-    fn passed(&self, now: Instant) -> bool {
-        self.at.is_some_and(|at| now >= at)
+    /// True once it has passed at `now`.
+    pub fn passed(&self, now: Instant) -> bool {
+        self.instant().is_some_and(|at| now >= at)
     }
 
     /// The timeout error for this deadline.
@@ -210,6 +239,18 @@ impl TransportKind {
             TransportKind::ShmSem => "shm-sem",
             TransportKind::ShmRing => "shm-ring",
         }
+    }
+
+    /// The transport this process's stdin was set up for by the client that spawned it: a
+    /// pipe, or the shared region of `peer --transport shm-sem|shm-ring` (see
+    /// [`ShmLink::kind_of`]). Pass it to [`crate::server::stdio_transport_of`] to serve
+    /// whatever the client chose.
+    ///
+    /// # Errors
+    /// As [`ShmLink::kind_of`].
+    pub fn of_stdin() -> Result<TransportKind> {
+        use std::os::fd::AsFd;
+        ShmLink::kind_of(std::io::stdin().as_fd())
     }
 
     /// Whether the link lives in shared memory (and so cannot cross machines).

@@ -39,7 +39,7 @@
 //! [`Error::BadRegion`], never an out-of-bounds access.
 
 use std::io::{IoSlice, IoSliceMut};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering::{Acquire, Release, SeqCst};
 use std::time::{Duration, Instant};
 
@@ -288,6 +288,40 @@ impl ShmLink {
         let capacity = capacity as usize;
         let channels = [REGION_HEADER, REGION_HEADER + DATA + capacity];
         Ok(ShmLink::new(kind, map, capacity, channels[1], channels[0], liveness))
+    }
+
+    /// Which transport `fd` — a server's stdin — was set up for: [`TransportKind::Pipe`] when
+    /// it is not a regular file (a pipe, socket or terminal), else the kind written in the
+    /// header of the shared region it holds, read with `pread` (the file offset is untouched
+    /// and nothing is mapped; [`ShmLink::attach`] checks the rest). This lets a server
+    /// spawned by `peer --spawn CMD --transport KIND` serve without being told KIND.
+    ///
+    /// # Errors
+    /// [`Error::BadRegion`] when a regular file does not start with a region header of a
+    /// shared-memory kind; [`Error::Sys`] when it cannot be examined.
+    pub fn kind_of(fd: BorrowedFd<'_>) -> Result<TransportKind> {
+        let stat = fstat(fd)?;
+        if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
+            return Ok(TransportKind::Pipe);
+        }
+        let mut head = [0u8; OFF_KIND + 4];
+        let got = nix::sys::uio::pread(fd, &mut head, 0)?;
+        if got < head.len() || head[OFF_MAGIC..OFF_MAGIC + 8] != MAGIC {
+            return Err(Error::BadRegion {
+                detail: format!(
+                    "expected a pipe or a shared region (magic {MAGIC:02x?}) on stdin, found a \
+                     regular file starting with {:02x?}",
+                    &head[..got.min(8)]
+                ),
+            });
+        }
+        let code = u32::from_le_bytes(head[OFF_KIND..OFF_KIND + 4].try_into().expect("4 bytes"));
+        TransportKind::ALL
+            .into_iter()
+            .find(|k| k.is_shared_memory() && kind_code(*k) == code)
+            .ok_or_else(|| Error::BadRegion {
+                detail: format!("expected a shm-sem or shm-ring region, found kind {code}"),
+            })
     }
 
     /// Two connected ends in this process, each with its own mapping of one region, and a
@@ -768,6 +802,24 @@ mod tests {
             err.to_string(),
             "shared-memory region invalid: expected a shm-ring region, found shm-sem"
         );
+    }
+
+    #[test]
+    fn the_kind_of_a_servers_stdin_is_read_from_its_region_or_is_a_pipe() {
+        for kind in [TransportKind::ShmSem, TransportKind::ShmRing] {
+            let (alive, _peer) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+            let (_client, memfd) = ShmLink::create(kind, 4096, alive).unwrap();
+            assert_eq!(ShmLink::kind_of(memfd.as_fd()).unwrap(), kind);
+            // The offset is untouched and the region still attaches as that kind.
+            let (_a, b) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+            ShmLink::attach(kind, memfd, b).unwrap();
+        }
+        let (r, _w) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+        assert_eq!(ShmLink::kind_of(r.as_fd()).unwrap(), TransportKind::Pipe);
+        let file = memfd_create("not-a-region", MFdFlags::MFD_CLOEXEC).unwrap();
+        nix::unistd::write(&file, b"hello, world, not a region").unwrap();
+        let err = ShmLink::kind_of(file.as_fd()).unwrap_err();
+        assert!(err.to_string().contains("regular file starting with"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,206 @@
+"""Type stubs of the native module peerpipe._peerpipe (re-exported by the peerpipe package)."""
+
+from os import PathLike
+from typing import Any, Callable, Dict, Literal, Optional, Sequence, Union, overload
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+Transport = Literal["pipe", "shm-sem", "shm-ring"]
+F64 = npt.NDArray[np.float64]
+F32 = npt.NDArray[np.float32]
+
+class Error(Exception):
+    """Base class of every error peerpipe raises; the message is the Rust crate's."""
+
+class Timeout(Error, TimeoutError):
+    """The handshake or a reply took longer than ``timeout``. The peer is closed and its
+    server terminated and reaped."""
+
+class PeerExited(Error):
+    """The server process ended or closed its end. The peer is closed."""
+
+    status: Optional[str]
+    """How it ended ('exited with status 3', 'was killed by signal 9 (SIGKILL)'), if known."""
+
+class ProtocolError(Error):
+    """The other side broke wire format v1. The peer is closed and its server reaped."""
+
+class RemoteError(Error):
+    """The server answered with an ERROR frame. The peer stays usable."""
+
+    seq: int
+    """The sequence number of the rejected request."""
+    message: str
+    """The server's own text."""
+
+class CallTiming:
+    """Where the time of one round trip went, in nanoseconds."""
+
+    @property
+    def round_trip_ns(self) -> int:
+        """The whole call, from before encoding to after decoding."""
+    @property
+    def server_ns(self) -> int:
+        """Server time, from reading the request header to writing the reply."""
+    @property
+    def encode_ns(self) -> int:
+        """Converting the request into wire bytes (near zero on the zero-copy path)."""
+    @property
+    def decode_ns(self) -> int:
+        """Converting the reply from wire bytes."""
+    @property
+    def transfer_ns(self) -> int:
+        """Moving bytes and waiting: round trip - encode - decode - server (never negative)."""
+
+class Peer:
+    """A conversation with a server process. A context manager: leaving the block closes it.
+
+    One thread at a time: a second thread calling while a call waits gets RuntimeError.
+    """
+
+    @staticmethod
+    def spawn(
+        cmd: Union[Sequence[str], str],
+        *,
+        transport: Transport = "pipe",
+        wait: str = "hybrid",
+        timeout: Optional[float] = 10.0,
+        max_frame_bytes: Optional[int] = None,
+        path: Literal["zero-copy", "codec"] = "zero-copy",
+    ) -> "Peer":
+        """Spawns ``cmd`` (a list of arguments, or a string run with ``sh -c``) with its stdin
+        and stdout connected to this process, and exchanges HELLOs.
+
+        ``transport``: "pipe", or "shm-sem"/"shm-ring" (the server's stdin is then a shared
+        region; the server must serve that transport -- ``peerpipe.serve`` and
+        ``peer --role server --transport KIND`` do). ``wait``: "block", "spin", "hybrid" or
+        "hybrid:50us". ``timeout``: seconds for the handshake and for each reply (None: no
+        limit). ``max_frame_bytes``: largest reply accepted (default 64 MiB). The GIL is
+        released during the handshake, which is not interruptible (bounded by ``timeout``).
+
+        Raises FileNotFoundError/OSError when ``cmd`` cannot be started, Timeout,
+        PeerExited or ProtocolError when the handshake fails, ValueError for bad options.
+        """
+    @staticmethod
+    def spawn_server(
+        peer_exe: Union[str, "PathLike[str]"],
+        handler: str = "echo",
+        *,
+        transport: Transport = "pipe",
+        wait: str = "hybrid",
+        timeout: Optional[float] = 10.0,
+        max_frame_bytes: Optional[int] = None,
+        path: Literal["zero-copy", "codec"] = "zero-copy",
+    ) -> "Peer":
+        """Spawns ``peer_exe --role server --handler HANDLER`` with the same wait strategy,
+        frame limit and transport (handlers: echo, echo-raw, lorenz96, lorenz96-f32)."""
+    @overload
+    def call(
+        self, x: F64, out: Optional[F64] = None, *, wire: Optional[Literal["f64", "f32"]] = None
+    ) -> F64: ...
+    @overload
+    def call(
+        self, x: F32, out: Optional[F32] = None, *, wire: Optional[Literal["f32"]] = None
+    ) -> F32: ...
+    def call(self, x: Any, out: Any = None, *, wire: Optional[str] = None) -> Any:
+        """Sends the 1-D float64 or float32 array ``x`` and returns the reply.
+
+        The reply has x's dtype and length. With ``out`` (same dtype and length, contiguous,
+        writeable) it is written there and ``out`` is returned: no allocation per call.
+        Without, a new array is returned. A non-contiguous ``x`` is copied once before
+        sending. ``wire="f32"`` narrows float64 to f32 on the wire (like ``x.astype(float32)``)
+        and widens the reply back into float64.
+
+        The GIL is released while the call waits. Ctrl-C raises KeyboardInterrupt within
+        about 100 ms; the server is then terminated and reaped and the peer closed. Do not
+        change ``x`` or ``out`` from another thread during a call.
+
+        Raises TypeError (not an array, wrong dtype), ValueError (not 1-D, ``out`` of the
+        wrong length, non-contiguous or read-only ``out``, closed peer), RemoteError (the
+        server's ERROR reply; the peer stays usable), Timeout, PeerExited or ProtocolError
+        (the peer is then closed).
+        """
+    @property
+    def last_timing(self) -> CallTiming:
+        """Timing of the most recent successful call."""
+    @property
+    def server_hello(self) -> Dict[str, Any]:
+        """The server's HELLO: max_frame_bytes, handler and implementation (None if absent)."""
+    @property
+    def server_pid(self) -> Optional[int]:
+        """The server's process id."""
+    @property
+    def transport(self) -> Transport:
+        """The transport in use."""
+    @property
+    def closed(self) -> bool:
+        """True once closed (by close(), Ctrl-C or an error)."""
+    def close(self) -> Optional[int]:
+        """Says BYE, waits for the server to exit and reaps it. Returns its exit code (minus
+        the signal number if a signal ended it); None when already closed."""
+    def __enter__(self) -> "Peer": ...
+    def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> bool: ...
+
+class RemoteRhs:
+    """A right-hand side ``fun(t, y)`` evaluated by a server process, for
+    ``scipy.integrate.solve_ivp``. ``t`` is not sent; the state ``y`` (float64) is, and the
+    derivative comes back as a new float64 array. A context manager.
+
+    The GIL is released during each evaluation; Ctrl-C is seen when the evaluation returns
+    (each bounded by ``timeout``).
+    """
+
+    def __init__(
+        self,
+        cmd: Union[Sequence[str], str],
+        *,
+        transport: Transport = "pipe",
+        wait: str = "hybrid",
+        timeout: Optional[float] = 10.0,
+        max_frame_bytes: Optional[int] = None,
+        wire: Literal["f64", "f32"] = "f64",
+    ) -> None:
+        """Spawns ``cmd`` as the derivative server (as ``Peer.spawn``). ``wire="f32"``
+        narrows the state and derivative to f32 on the wire."""
+    def __call__(self, t: Any, y: F64) -> F64:
+        """The derivative of ``y`` as a new array: one round trip."""
+    def eval(self, y: F64, out: F64) -> F64:
+        """The derivative of ``y`` written into ``out`` (float64, same length); returns out."""
+    def stats(self) -> Dict[str, int]:
+        """Cumulative timing: calls; *_ns_total sums (round_trip, server, encode, decode,
+        transfer); mean_round_trip_ns; overhead_{p50,p90,p99,max}_ns (round trip - server
+        time per call) and round_trip_{p50,p90,p99,max}_ns."""
+    @property
+    def last_timing(self) -> CallTiming:
+        """Timing of the most recent successful call."""
+    def close(self) -> None:
+        """Says BYE and reaps the server; nothing when already closed."""
+    def __enter__(self) -> "RemoteRhs": ...
+    def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> bool: ...
+
+def serve(
+    handler: Union[Callable[[Any], Any], Callable[[Any, Any], Any]],
+    *,
+    transport: Optional[Transport] = None,
+    wait: str = "hybrid",
+    in_place: Optional[bool] = None,
+    name: Optional[str] = None,
+    max_frame_bytes: Optional[int] = None,
+    frame_timeout: Optional[float] = 10.0,
+) -> Dict[str, Any]:
+    """Serves requests on this process's stdin/stdout with ``handler`` until the client says
+    BYE or closes; returns {"replies", "rejected", "ending", "transport"}.
+
+    ``handler(x)`` returns a 1-D float64/float32 array (or ``handler(x, out)`` fills ``out``,
+    of x's dtype and length; chosen by the number of positional parameters unless
+    ``in_place`` says). ``x`` is a new array per request, so the handler may keep it. An
+    exception in the handler becomes an ERROR reply ("NAME: Type: message") and serving goes
+    on. ``transport=None`` serves what the spawning client chose (a pipe, or the shm-sem /
+    shm-ring region it passed as stdin), so ``peer --spawn "python3 model.py" --transport
+    shm-ring`` works unchanged. ``name`` is announced in HELLO (default: the handler's
+    __name__). After the call starts, fd 1 points at stderr: print() goes to the log, never
+    into the stream. Runs with the GIL released between requests.
+    """

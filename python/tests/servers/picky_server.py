@@ -1,0 +1,17 @@
+"""Echoes arrays whose first element is not negative; raises ValueError for the others, and
+returns a list (not an array) for arrays of length 3."""
+
+import numpy as np
+
+import peerpipe
+
+
+def picky(x):
+    if len(x) and x[0] < 0:
+        raise ValueError(f"no negative numbers, got {x[0]}")
+    if len(x) == 3:
+        return x.tolist()
+    return np.asarray(x)
+
+
+peerpipe.serve(picky)

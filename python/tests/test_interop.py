@@ -1,0 +1,113 @@
+"""Python servers measured by the `peer` report and called by a Rust RemoteRhs; RemoteRhs
+from Python; the solve_ivp example."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import TRANSPORTS, peer_exe, python_server, rust_server, shell_line
+
+import peerpipe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_peer_report_measures_a_python_echo_server_on_every_transport(tmp_path, transport):
+    report = tmp_path / "run.json"
+    subprocess.run(
+        [
+            peer_exe(),
+            "--spawn",
+            shell_line(python_server("echo_server")),
+            "--transport",
+            transport,
+            "--sizes",
+            "500",
+            "--dtype",
+            "f64,f32",
+            "--wait",
+            "hybrid",
+            "--duration",
+            "50ms",
+            "--json",
+            str(report),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    rows = json.loads(report.read_text())["rows"]
+    assert rows and all(r["transport"] == transport for r in rows)
+    assert {r["dtype"] for r in rows} >= {"f64", "f32"}
+    assert all(r["iterations"] > 0 and r["rtt_ns"]["p50"] > 0 for r in rows)
+
+
+def rhs_spawn_example() -> Path:
+    """target/<profile>/examples/rhs_spawn beside the `peer` binary (cargo test builds it)."""
+    path = Path(peer_exe()).resolve().parent / "examples" / "rhs_spawn"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: cargo build --example rhs_spawn", pytrace=False)
+    return path
+
+
+def test_a_rust_remote_rhs_calling_a_python_server_matches_the_library_bit_for_bit():
+    result = subprocess.run(
+        [str(rhs_spawn_example()), shell_line(python_server("lorenz96_server")), "300", "500"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["bit_identical"] is True
+    assert summary["handler"] == "py-lorenz96" and summary["calls"] == 300
+
+
+def test_remote_rhs_from_python_with_stats():
+    n = 40
+    y = np.full(n, 8.0)
+    y[0] += 0.01
+    with peerpipe.RemoteRhs(rust_server("lorenz96", "pipe")) as fun:
+        d = fun(0.0, y)
+        assert d.dtype == np.float64 and d.shape == (n,)
+        out = np.empty(n)
+        assert fun.eval(y, out) is out
+        assert out.tobytes() == d.tobytes()
+        stats = fun.stats()
+        assert stats["calls"] == 2
+        assert (
+            stats["overhead_p50_ns"] > 0
+            and stats["round_trip_max_ns"] >= stats["round_trip_p50_ns"]
+        )
+        assert fun.last_timing.round_trip_ns > 0
+        with pytest.raises(peerpipe.RemoteError, match=r"needs at least 4 elements"):
+            fun(0.0, np.ones(2))
+        assert fun(0.0, y).tobytes() == d.tobytes()  # still usable
+        with pytest.raises(ValueError, match=r"out must have y's length"):
+            fun.eval(y, np.empty(3))
+    with pytest.raises(ValueError, match=r"RemoteRhs is closed"):
+        fun(0.0, y)
+
+
+def test_the_solve_ivp_example_prints_bit_identical_trajectories():
+    pytest.importorskip("scipy")
+    env = dict(os.environ, PEERPIPE_PEER=peer_exe())
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "python" / "examples" / "lorenz96_solve_ivp.py"),
+            "--t-end",
+            "0.5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "bit-identical: yes" in result.stdout
