@@ -123,8 +123,11 @@ fn serve_stdio(
     ffi::ignore_sigpipe_if_default();
     let settings = &options.options;
     let mut transport = server::stdio_transport_of(settings.transport, settings.wait)?;
-    let serve_options =
-        ServeOptions { max_frame_bytes: settings.max_frame_bytes, frame_timeout: settings.timeout };
+    let serve_options = ServeOptions {
+        max_frame_bytes: settings.max_frame_bytes,
+        frame_timeout: settings.timeout,
+        ..ServeOptions::default()
+    };
     server::serve(&mut transport, handler, &serve_options)?;
     Ok(())
 }

@@ -881,6 +881,7 @@ fn serve<'py>(
     let options = ServeOptions {
         max_frame_bytes: max_frame_bytes.unwrap_or(defaults.max_frame_bytes),
         frame_timeout,
+        ..defaults
     };
     let mut transport = server::stdio_transport_of(kind, wait).py_err(py)?;
     let mut handler =
