@@ -79,6 +79,7 @@ fn rounds(p50: u64, floor: Option<u64>) -> Vec<Round> {
             floor_p50_ns: floor,
             client_cpu: Some(0),
             server_cpu: Some(1),
+            preemptions: None,
         })
         .to_vec()
 }
@@ -217,7 +218,10 @@ fn json_has_the_documented_keys_and_nesting() {
             "{b}"
         );
         // A floor's rounds carry no floor of their own.
-        assert_eq!(keys(&b["rounds"][0]), set(&["p50_ns", "client_cpu", "server_cpu"]));
+        assert_eq!(
+            keys(&b["rounds"][0]),
+            set(&["p50_ns", "client_cpu", "server_cpu", "preemptions"])
+        );
         assert!(b["bytes"].is_u64() && b["wait"].is_string());
         assert_eq!(keys(&b["rtt_ns"]), set(&PERCENTILE_KEYS));
         assert!(PERCENTILE_KEYS.iter().all(|k| b["rtt_ns"][k].is_u64()));
@@ -253,7 +257,7 @@ fn json_has_the_documented_keys_and_nesting() {
         assert_eq!(keys(r), expected, "{r}");
         assert_eq!(
             keys(&r["rounds"][0]),
-            set(&["p50_ns", "floor_p50_ns", "client_cpu", "server_cpu"]),
+            set(&["p50_ns", "floor_p50_ns", "client_cpu", "server_cpu", "preemptions"]),
             "{r}"
         );
         assert_eq!(r["ratio_ci"].as_array().map(Vec::len), Some(2), "{r}");
@@ -591,7 +595,13 @@ fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
     r.ratio_ci = None;
     r.rounds = round_p50s
         .into_iter()
-        .map(|p50_ns| Round { p50_ns, floor_p50_ns: None, client_cpu: None, server_cpu: None })
+        .map(|p50_ns| Round {
+            p50_ns,
+            floor_p50_ns: None,
+            client_cpu: None,
+            server_cpu: None,
+            preemptions: None,
+        })
         .collect();
     report(vec![], vec![r])
 }
@@ -711,4 +721,26 @@ fn a_floor_that_changed_speed_across_rounds_is_named_at_the_top() {
     let note_at = text.find("note: the 4000 B floor").unwrap();
     assert!(note_at < text.find("f64 x 500").unwrap());
     assert_eq!(render::speed_change(&sample()), None);
+}
+
+#[test]
+fn a_busy_machine_is_named_when_most_rounds_were_preempted() {
+    let mut report = sample();
+    assert_eq!(render::contention(&report), None, "no preemption counts in the sample");
+    for row in &mut report.rows {
+        for (i, round) in row.rounds.iter_mut().enumerate() {
+            round.preemptions = Some(if i == 0 { 0 } else { 3 });
+        }
+    }
+    // 2 of every 3 row rounds contended; the floors' rounds are unknown and do not count.
+    let line = render::contention(&report).expect("a note");
+    assert!(line.starts_with("note: in 67% of the rounds another task took a CPU"), "{line}");
+    let text = text_of(|out| render::table(&report, out));
+    assert!(text.contains("ratios read lower than on a quiet machine"), "{text}");
+    for row in &mut report.rows {
+        for round in &mut row.rounds {
+            round.preemptions = Some(1);
+        }
+    }
+    assert_eq!(render::contention(&report), None, "single preemptions are kernel noise");
 }

@@ -38,6 +38,25 @@ pub fn last_cpu_of(pid: u32) -> Option<u32> {
     last_cpu_in_stat(&stat)
 }
 
+/// Involuntary context switches of the calling thread so far (`getrusage(RUSAGE_THREAD)`): how
+/// often another runnable task took its CPU.
+pub fn thread_preemptions() -> Option<u64> {
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_THREAD).ok()?;
+    u64::try_from(usage.involuntary_context_switches()).ok()
+}
+
+/// Involuntary context switches of process `pid`'s main thread so far
+/// (`nonvoluntary_ctxt_switches` in `/proc/PID/status`); `None` when unreadable.
+pub fn preemptions_of(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    preemptions_in_status(&status)
+}
+
+fn preemptions_in_status(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("nonvoluntary_ctxt_switches:"))?;
+    line.split_once(':')?.1.trim().parse().ok()
+}
+
 /// Field 39 of a `/proc/PID/stat` line. The command name (field 2) is in parentheses and may
 /// itself hold spaces and parentheses, so fields are counted from the last `)`.
 fn last_cpu_in_stat(stat: &str) -> Option<u32> {
@@ -120,6 +139,16 @@ mod tests {
         assert_eq!(last_cpu_in_stat(&line), Some(39));
         assert_eq!(last_cpu_in_stat("4242 (short) S 1 2"), None);
         assert_eq!(last_cpu_in_stat("no parentheses"), None);
+    }
+
+    #[test]
+    fn preemptions_are_read_from_getrusage_and_proc_status() {
+        let status = "Name:\tpeer\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\n";
+        assert_eq!(preemptions_in_status(status), Some(7));
+        assert_eq!(preemptions_in_status("Name:\tpeer\n"), None);
+        assert!(thread_preemptions().is_some());
+        assert!(preemptions_of(std::process::id()).is_some());
+        assert_eq!(preemptions_of(u32::MAX), None);
     }
 
     #[test]

@@ -13,7 +13,9 @@ use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
 
 use super::baseline::RawEcho;
-use super::cpu::{current_cpu, last_cpu_of, process_cpu_time, thread_cpu_time};
+use super::cpu::{
+    current_cpu, last_cpu_of, preemptions_of, process_cpu_time, thread_cpu_time, thread_preemptions,
+};
 use super::pairing::{Group, Rounds, paired_ratio};
 use super::{
     BaselineRow, Expectation, Percentiles, Placement, Round, Row, Workload, new_histogram,
@@ -79,13 +81,36 @@ pub(crate) struct LiveGroup<'a> {
     /// and on drop.
     pids: Vec<u32>,
     running: Option<u32>,
+    /// Involuntary context switches of the client thread and of the measured server when the
+    /// current burst's timing started.
+    preemptions_at_start: (Option<u64>, Option<u64>),
     clock: Instant,
     progress: &'a ProgressBar,
 }
 
+/// What was seen of one burst besides its times: where each side ran, and how often another
+/// task took a CPU from either of them.
+struct Seen {
+    client_cpu: Option<u32>,
+    server_cpu: Option<u32>,
+    preemptions: Option<u64>,
+}
+
+impl Seen {
+    fn round(&self, p50_ns: u64, floor_p50_ns: Option<u64>) -> Round {
+        Round {
+            p50_ns,
+            floor_p50_ns,
+            client_cpu: self.client_cpu,
+            server_cpu: self.server_cpu,
+            preemptions: self.preemptions,
+        }
+    }
+}
+
 struct FloorMember {
     rtt: Histogram<u64>,
-    cpus: Vec<(Option<u32>, Option<u32>)>,
+    seen: Vec<Seen>,
     bytes: usize,
     lent: bool,
 }
@@ -95,7 +120,7 @@ struct RowMember {
     data: RowData,
     phases: PhaseHistograms,
     cpu: CpuAccount,
-    cpus: Vec<(Option<u32>, Option<u32>)>,
+    seen: Vec<Seen>,
     checked: u64,
 }
 
@@ -116,19 +141,20 @@ impl<'a> LiveGroup<'a> {
                     setup,
                     phases: PhaseHistograms::new(),
                     cpu: CpuAccount::default(),
-                    cpus: Vec::new(),
+                    seen: Vec::new(),
                     checked: 0,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(LiveGroup {
-            floor: FloorMember { rtt: new_histogram(), cpus: Vec::new(), bytes: 0, lent: false },
+            floor: FloorMember { rtt: new_histogram(), seen: Vec::new(), bytes: 0, lent: false },
             wait,
             pin,
             rows,
             processes: None,
             pids: Vec::new(),
             running: None,
+            preemptions_at_start: (None, None),
             clock: Instant::now(),
             progress,
         })
@@ -196,13 +222,8 @@ impl<'a> LiveGroup<'a> {
         let floor_p50 = &rounds.p50_ns[0];
         let floor_rounds: Vec<Round> = floor_p50
             .iter()
-            .zip(&self.floor.cpus)
-            .map(|(&p50_ns, &(client_cpu, server_cpu))| Round {
-                p50_ns,
-                floor_p50_ns: None,
-                client_cpu,
-                server_cpu,
-            })
+            .zip(&self.floor.seen)
+            .map(|(&p50_ns, seen)| seen.round(p50_ns, None))
             .collect();
         let mut rows = Vec::with_capacity(self.rows.len());
         for (i, row) in self.rows.iter_mut().enumerate() {
@@ -210,13 +231,8 @@ impl<'a> LiveGroup<'a> {
             let round_records: Vec<Round> = p50s
                 .iter()
                 .zip(floor_p50)
-                .zip(&row.cpus)
-                .map(|((&p50_ns, &floor), &(client_cpu, server_cpu))| Round {
-                    p50_ns,
-                    floor_p50_ns: Some(floor),
-                    client_cpu,
-                    server_cpu,
-                })
+                .zip(&row.seen)
+                .map(|((&p50_ns, &floor), seen)| seen.round(p50_ns, Some(floor)))
                 .collect();
             let iterations = rounds.round_trips[i + 1];
             rows.push(row.finish(iterations, round_records, p50s, floor_p50, transport));
@@ -298,8 +314,9 @@ impl Group for LiveGroup<'_> {
     }
 
     fn timing_starts(&mut self, member: usize) -> Result<()> {
+        let pid = self.server_pid(member);
+        self.preemptions_at_start = (thread_preemptions(), pid.and_then(preemptions_of));
         if member > 0 {
-            let pid = self.server_pid(member);
             self.rows[member - 1].cpu.start(pid)?;
         }
         Ok(())
@@ -307,16 +324,25 @@ impl Group for LiveGroup<'_> {
 
     fn leave(&mut self, member: usize, _round: usize) -> Result<()> {
         let pid = self.server_pid(member);
-        let cpus = (current_cpu(), pid.and_then(last_cpu_of));
+        let (client_at, server_at) = self.preemptions_at_start;
+        let preemptions =
+            match (client_at, server_at, thread_preemptions(), pid.and_then(preemptions_of)) {
+                (Some(c0), Some(s0), Some(c1), Some(s1)) => {
+                    Some(c1.saturating_sub(c0) + s1.saturating_sub(s0))
+                }
+                _ => None,
+            };
+        let seen =
+            Seen { client_cpu: current_cpu(), server_cpu: pid.and_then(last_cpu_of), preemptions };
         if member == 0 {
             if let Some(processes) = &self.processes {
                 processes.echo.verify()?;
             }
-            self.floor.cpus.push(cpus);
+            self.floor.seen.push(seen);
         } else {
             let row = &mut self.rows[member - 1];
             row.cpu.stop(pid)?;
-            row.cpus.push(cpus);
+            row.seen.push(seen);
             // Every burst's last reply is checked bit for bit.
             row.checked += 1;
             row.data.verify(row.setup.workload, row.setup.expect, row.checked)?;

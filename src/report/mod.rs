@@ -212,6 +212,11 @@ pub struct Round {
     pub client_cpu: Option<u32>,
     /// The CPU the server last ran on at the end of the burst (`/proc/PID/stat`), when known.
     pub server_cpu: Option<u32>,
+    /// Involuntary context switches of the client thread and the server during the burst's
+    /// timed round trips: how often another task took a CPU from either side. Zero on a quiet
+    /// machine with pinned processes; `null` when unknown.
+    #[serde(default)]
+    pub preemptions: Option<u64>,
 }
 
 /// Share of `rounds` in which client and server were seen on the same CPU, among the rounds
@@ -222,6 +227,20 @@ pub fn shared_core_share(rounds: &[Round]) -> Option<f64> {
     (!known.is_empty())
         .then(|| known.iter().filter(|&&same| same).count() as f64 / known.len() as f64)
 }
+
+/// Share of `rounds` in which another task took a CPU from the client or the server at least
+/// [`CONTENDED_PREEMPTIONS`] times, among the rounds where it is known; `None` when none is.
+pub fn contended_share(rounds: &[Round]) -> Option<f64> {
+    let known: Vec<bool> =
+        rounds.iter().filter_map(|r| Some(r.preemptions? >= CONTENDED_PREEMPTIONS)).collect();
+    (!known.is_empty())
+        .then(|| known.iter().filter(|&&contended| contended).count() as f64 / known.len() as f64)
+}
+
+/// Preemptions in one burst from which the round counts as contended (see
+/// [`contended_share`]): a lone preemption by a kernel thread is noise, a competing process
+/// preempts again and again.
+pub const CONTENDED_PREEMPTIONS: u64 = 2;
 
 /// The raw-bytes floor for one byte count, transport, wait strategy and placement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

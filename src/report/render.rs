@@ -98,6 +98,9 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if let Some(line) = speed_change(report) {
         writeln!(out, "{line}")?;
     }
+    if let Some(line) = contention(report) {
+        writeln!(out, "{line}")?;
+    }
     if report.rows.is_empty() {
         writeln!(out, "(no rows measured)")?;
     }
@@ -312,6 +315,31 @@ fn floor_notes<'a>(floor: &BaselineRow, rows: impl Iterator<Item = &'a Row>) -> 
         }
     }
     notes
+}
+
+/// Share of contended rounds (see [`super::contended_share`]) above which the table says so.
+pub const CONTENDED_NOTE_SHARE: f64 = 0.25;
+
+/// One line when more than [`CONTENDED_NOTE_SHARE`] of all rounds (floors and rows) were
+/// contended: another task kept taking a CPU from the client or a server, which adds about the
+/// same wait to a floor and its rows and so lowers ratios — a busy machine, not a slow one.
+pub fn contention(report: &Report) -> Option<String> {
+    let rounds: Vec<super::Round> = report
+        .baseline
+        .iter()
+        .flat_map(|b| b.rounds.iter().copied())
+        .chain(report.rows.iter().flat_map(|r| r.rounds.iter().copied()))
+        .collect();
+    let share = super::contended_share(&rounds)?;
+    (share > CONTENDED_NOTE_SHARE).then(|| {
+        format!(
+            "note: in {:.0}% of the rounds another task took a CPU from the client or a server \
+             ({}+ preemptions in a burst):\nthe machine was busy; contention adds about the same \
+             wait to a floor and its rows, so ratios read lower than on a quiet machine.",
+            share * 100.0,
+            super::CONTENDED_PREEMPTIONS
+        )
+    })
 }
 
 /// One line when some floor's per-round p50 varied by more than [`SPEED_CHANGE_FACTOR`]: the
