@@ -203,7 +203,8 @@ struct RunArgs {
     #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
     iters: Option<u64>,
 
-    /// Client: timed time per row, over all its rounds [default: 150ms; 30ms with --quick].
+    /// Client: how long each row is timed, over all its rounds [default: 150ms; 30ms with
+    /// --quick].
     #[arg(long, value_parser = parse_nonzero_duration)]
     duration: Option<Duration>,
 

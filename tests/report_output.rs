@@ -715,7 +715,7 @@ fn a_floor_that_changed_speed_across_rounds_is_named_at_the_top() {
     floor.rounds[2].p50_ns = 64_000; // 15.2us, 16us, 64us: 4.2x
     let text = text_of(|out| render::table(&report, out));
     let note = text.lines().find(|l| l.starts_with("note: the 4000 B floor")).expect(&text);
-    assert!(note.contains("(pipe, spin, free) ranged 15.2us..64us (4.2x)"), "{note}");
+    assert!(note.contains("(pipe, spin, free) ranged 15.2us..64us (4.21x)"), "{note}");
     assert!(note.contains("ratios are paired and hold, absolute times do not"), "{note}");
     // The note comes before the first group.
     let note_at = text.find("note: the 4000 B floor").unwrap();

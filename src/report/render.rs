@@ -361,14 +361,15 @@ pub fn speed_change(report: &Report) -> Option<String> {
         n => format!(" (and {} other floors)", n - 1),
     };
     Some(format!(
-        "note: the {} B floor ({}, {}, {}) ranged {}..{} ({factor:.1}x) across rounds{others}: the \
+        "note: the {} B floor ({}, {}, {}) ranged {}..{} ({}x) across rounds{others}: the \
          machine changed speed during the run; ratios are paired and hold, absolute times do not.",
         worst.bytes,
         worst.transport,
         worst.wait,
         worst.pin,
         ns(lo),
-        ns(hi)
+        ns(hi),
+        format_ratio(factor)
     ))
 }
 
