@@ -222,8 +222,8 @@ fn run(args: &Args) -> Result<()> {
     // Remote: the same formula in the server, one round trip per RK4 stage.
     let mut rhs = placer
         .spawn(|| RemoteRhs::spawn_server(&exe, handler, options.clone()))?
-        .with_exchange(exchange)
-        .with_paired_floor(echo, CALLS_PER_STEP * args.floor_every as usize, FLOOR_BURST)?;
+        .with_exchange(exchange);
+    rhs.pair_with_floor(echo, CALLS_PER_STEP * args.floor_every as usize, FLOOR_BURST)?;
     let (remote, remote_s) = integrate(args, |x, d| rhs.eval(x, d).map(drop))?;
     let stats = rhs.stats().clone();
     rhs.close()?;

@@ -76,7 +76,7 @@ pub struct RhsStats {
     pub round_trips: Histogram<u64>,
     /// Distribution of the cost of going remote per call: round trip − server time.
     pub overheads: Histogram<u64>,
-    /// With a paired floor ([`RemoteRhs::with_paired_floor`]): one entry per segment of
+    /// With a paired floor ([`RemoteRhs::pair_with_floor`]): one entry per segment of
     /// calls, its overhead p50 beside the p50 of the floor burst that followed it.
     pub segments: Vec<FloorSegment>,
     /// Wall time spent in floor bursts, ns: not part of any call, but part of the caller's
@@ -155,7 +155,7 @@ impl RhsStats {
 }
 
 /// A raw floor measured in bursts between segments of calls (see
-/// [`RemoteRhs::with_paired_floor`]).
+/// [`RemoteRhs::pair_with_floor`]).
 #[derive(Debug)]
 struct PairedFloor {
     echo: RawEcho,
@@ -270,13 +270,14 @@ impl RemoteRhs {
     /// timing. [`RemoteRhs::close`] closes the floor too.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `every_calls` or `burst_round_trips` is zero.
-    pub fn with_paired_floor(
-        mut self,
+    /// [`Error::InvalidArgument`] when `every_calls` or `burst_round_trips` is zero; `echo` is
+    /// then closed and this `RemoteRhs` goes on as before.
+    pub fn pair_with_floor(
+        &mut self,
         echo: RawEcho,
         every_calls: usize,
         burst_round_trips: usize,
-    ) -> Result<RemoteRhs> {
+    ) -> Result<()> {
         if every_calls == 0 || burst_round_trips == 0 {
             return Err(Error::InvalidArgument {
                 what: "paired floor",
@@ -295,7 +296,7 @@ impl RemoteRhs {
             overheads: Vec::with_capacity(every_calls),
             floor: Vec::with_capacity(burst_round_trips),
         });
-        Ok(self)
+        Ok(())
     }
 
     /// Evaluates the derivative of `state` into `derivative`: one round trip, no allocation

@@ -1,0 +1,70 @@
+//! `RemoteRhs` with a paired floor: segments of calls, each followed by a burst of the raw
+//! floor, give an overhead ratio with its interval, and nothing outlives `close`.
+
+mod common;
+
+use common::{Watchdog, child_processes, peer_exe, secs};
+use peerpipe::report::baseline::RawEcho;
+use peerpipe::rhs::RemoteRhs;
+use peerpipe::{Options, TransportKind, Wait, lorenz96};
+
+#[test]
+fn a_paired_floor_records_one_segment_per_n_calls_and_gives_an_overhead_ratio() {
+    let _watchdog = Watchdog::new(secs(60));
+    for transport in TransportKind::ALL {
+        let options = Options { transport, wait: Wait::default(), ..Options::default() };
+        let n = 64;
+        let echo = RawEcho::spawn(
+            peer_exe().as_ref(),
+            n * 8,
+            options.wait,
+            transport,
+            options.pipe_capacity,
+            options.timeout,
+        )
+        .unwrap();
+        let mut rhs = RemoteRhs::spawn_server(peer_exe(), "lorenz96", options).unwrap();
+        rhs.pair_with_floor(echo, 10, 20).unwrap();
+        let mut x = vec![lorenz96::FORCING; n];
+        x[0] += 0.01;
+        let (mut got, mut want) = (vec![0.0; n], vec![0.0; n]);
+        for _ in 0..65 {
+            rhs.eval(&x, &mut got).unwrap();
+            lorenz96::rhs(&x, lorenz96::FORCING, &mut want).unwrap();
+            assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
+            x.iter_mut().zip(&got).for_each(|(xi, di)| *xi += 1e-3 * di);
+        }
+        let stats = rhs.stats();
+        assert_eq!(stats.calls, 65);
+        assert_eq!(stats.segments.len(), 6, "{transport}: one segment per 10 calls");
+        assert!(stats.segments.iter().all(|s| s.overhead_p50_ns > 0 && s.floor_p50_ns > 0));
+        assert!(stats.floor_wall_ns > 0);
+        let ratio = stats.overhead_ratio().expect("a ratio once segments exist");
+        assert!(ratio.ci[0] <= ratio.median && ratio.median <= ratio.ci[1], "{ratio:?}");
+        assert!(stats.floor_p50_ns().is_some());
+        rhs.close().unwrap();
+        assert_eq!(child_processes(), [], "{transport}: close reaps the server and the floor");
+    }
+}
+
+#[test]
+fn a_paired_floor_needs_calls_and_round_trips_and_a_refusal_loses_nothing() {
+    let echo = RawEcho::spawn(
+        peer_exe().as_ref(),
+        8,
+        Wait::Block,
+        TransportKind::Pipe,
+        None,
+        Some(secs(5)),
+    )
+    .unwrap();
+    let mut rhs = RemoteRhs::spawn_server(peer_exe(), "echo", Options::default()).unwrap();
+    let err = rhs.pair_with_floor(echo, 0, 20).unwrap_err().to_string();
+    assert!(err.contains("at least 1 call per segment") && err.contains("found 0 and 20"), "{err}");
+    // The refusal loses nothing: the derivative server still answers, and no floor was kept.
+    let mut out = [0.0; 4];
+    rhs.eval(&[1.0, 2.0, 3.0, 4.0], &mut out).unwrap();
+    assert_eq!(out, [1.0, 2.0, 3.0, 4.0]);
+    assert!(rhs.stats().segments.is_empty());
+    rhs.close().unwrap();
+}
