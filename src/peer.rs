@@ -53,6 +53,9 @@ use crate::zerocopy;
 /// Default timeout for the handshake and for each reply: 10 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub use crate::transport::LEND_MIN_BYTES;
+/// Why a handshake fails when the peer's HELLO is byte for byte the one this side sent.
+pub const OWN_HELLO_ECHOED: &str =
+    "the peer sent back our own HELLO: is the command echoing its input, like cat?";
 /// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
 pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
@@ -273,7 +276,7 @@ impl Peer {
             transport,
             child,
             options,
-            server_hello: Hello { max_frame_bytes: 0, handler: None, implementation: None },
+            server_hello: Hello::default(),
             next_seq: 1,
             pending: VecDeque::new(),
             scratch: Vec::new(),
@@ -289,13 +292,14 @@ impl Peer {
     fn exchange_hellos(&mut self) -> Result<()> {
         let hello = Hello {
             max_frame_bytes: self.options.max_frame_bytes,
-            handler: None,
             implementation: Some(frame::implementation_name()),
+            ..Hello::default()
         };
-        let payload = hello.to_payload();
+        let ours = hello.to_payload();
+        let payload = &ours;
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
         let deadline = Deadline::after(self.options.timeout);
-        self.transport.send_frame(&header, &payload, deadline)?;
+        self.transport.send_frame(&header, payload, deadline)?;
         let raw = self
             .transport
             .recv_header(deadline)
@@ -313,7 +317,23 @@ impl Peer {
             }
             found => return Err(Error::UnexpectedKind { expected: "HELLO", found }),
         }
-        self.server_hello = Hello::parse(payload)?;
+        if payload == ours.as_slice() {
+            return Err(Error::BadHello { reason: OWN_HELLO_ECHOED.to_owned() });
+        }
+        let hello = Hello::parse(payload)?;
+        if !hello.is_server() {
+            let found = match &hello.role {
+                None => "no role".to_owned(),
+                Some(role) => format!("role={role:?}"),
+            };
+            return Err(Error::BadHello {
+                reason: format!(
+                    "expected role=server in the server's HELLO, found {found}: is the command \
+                     a peerpipe server? (docs/PROTOCOL.md §4)"
+                ),
+            });
+        }
+        self.server_hello = hello;
         Ok(())
     }
 
@@ -838,11 +858,7 @@ mod tests {
     /// in the caller's buffer), then echoes the second request.
     fn fake_server(mut end: Transport, message: &'static [u8]) -> std::thread::JoinHandle<()> {
         std::thread::spawn(move || {
-            let hello = Hello {
-                max_frame_bytes: 1 << 20,
-                handler: Some("fake".into()),
-                implementation: None,
-            };
+            let hello = Hello::server(1 << 20, "fake");
             let payload = hello.to_payload();
             let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
             end.send_frame(&header, &payload, Deadline::NEVER).unwrap();
@@ -896,7 +912,7 @@ mod tests {
         release: std::sync::mpsc::Receiver<()>,
     ) -> std::thread::JoinHandle<()> {
         std::thread::spawn(move || {
-            let hello = Hello { max_frame_bytes: 1 << 20, handler: None, implementation: None };
+            let hello = Hello::server(1 << 20, "slow");
             let payload = hello.to_payload();
             let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
             end.send_frame(&header, &payload, Deadline::NEVER).unwrap();
@@ -991,7 +1007,7 @@ mod tests {
         let (client, mut server) = Transport::pipe_pair(Wait::Block).unwrap();
         // A server that greets and then never answers.
         let silent = std::thread::spawn(move || {
-            let hello = Hello { max_frame_bytes: 1 << 20, handler: None, implementation: None };
+            let hello = Hello::server(1 << 20, "silent");
             let payload = hello.to_payload();
             let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
             server.send_frame(&header, &payload, Deadline::NEVER).unwrap();

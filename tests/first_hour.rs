@@ -1,0 +1,99 @@
+//! Issue 16, "the first hour": what a new user runs into, tried as they would try it.
+//!
+//! - `cat` is not a server: its HELLO is our own, and the handshake says so;
+//! - a reply buffer of the wrong length or dtype is refused before anything is sent, and the
+//!   peer stays usable; an error that ends the connection is named by every later call;
+//! - a handler that cannot serve some rows (`lorenz96` with f32, or fewer than 4 elements)
+//!   skips them with a note instead of ending the run;
+//! - the report answers "what overhead will my callback cost?" in its first lines;
+//! - a missing `peer` binary names every place it was looked for;
+//! - a server that dies during the handshake is quoted from its stderr.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{Watchdog, peer_exe, read_on_thread, secs, wait_or_kill};
+use peerpipe::peer::OWN_HELLO_ECHOED;
+use peerpipe::{Error, Options, Peer};
+
+/// Runs `peer ARGS` with a deadline; returns (status, stdout, stderr).
+fn run_peer(args: &[&str], limit_secs: u64) -> (ExitStatus, String, String) {
+    run(Command::new(peer_exe()).args(args), limit_secs)
+}
+
+fn run(command: &mut Command, limit_secs: u64) -> (ExitStatus, String, String) {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = read_on_thread(child.stdout.take().expect("stdout"));
+    let err = read_on_thread(child.stderr.take().expect("stderr"));
+    let status = wait_or_kill(&mut child, secs(limit_secs), "the command");
+    (status, out.join().expect("stdout reader"), err.join().expect("stderr reader"))
+}
+
+/// A fresh directory under the system temp dir, unique per process and call.
+fn temp_dir(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "peerpipe-first-hour-{}-{}-{name}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("create a temp dir");
+    dir
+}
+
+fn quick_options() -> Options {
+    Options { timeout: Some(secs(10)), ..Options::default() }
+}
+
+// ---- 4. A HELLO is a server's HELLO ----------------------------------------------------------
+
+#[test]
+fn cat_as_a_server_fails_the_handshake_naming_the_echo() {
+    let _watchdog = Watchdog::new(secs(60));
+    let err = Peer::spawn_shell("cat", quick_options()).expect_err("cat is not a server");
+    assert!(matches!(err, Error::BadHello { .. }), "{err:?}");
+    assert!(err.to_string().contains(OWN_HELLO_ECHOED), "{err}");
+}
+
+#[test]
+fn peer_spawn_cat_exits_2_with_the_echo_message_at_the_handshake() {
+    let _watchdog = Watchdog::new(secs(120));
+    let (status, stdout, stderr) =
+        run_peer(&["--spawn", "cat", "--sizes", "8", "--dtype", "f64", "--wait", "block"], 60);
+    assert_eq!(status.code(), Some(2), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains(
+            "the peer sent back our own HELLO: is the command echoing its input, like cat?"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_hello_without_role_server_is_refused_with_what_was_found() {
+    let _watchdog = Watchdog::new(secs(60));
+    // A "server" that answers with a HELLO of its own that lacks role=server.
+    let line = r#"printf 'PEER\001\001\000\000\000\000\000\000\000\000\000\000\035\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000version=1\nmax_frame_bytes=64\n\000\000\000'; cat >/dev/null"#;
+    let err = Peer::spawn_shell(line, quick_options()).expect_err("no role=server");
+    let text = err.to_string();
+    assert!(text.contains("expected role=server"), "{text}");
+    assert!(text.contains("found no role"), "{text}");
+}
+
+#[test]
+fn the_server_hello_says_role_server_and_its_pid() {
+    let _watchdog = Watchdog::new(secs(60));
+    let peer = Peer::spawn_server(peer_exe(), "echo", quick_options()).expect("spawn");
+    let hello = peer.server_hello().clone();
+    assert!(hello.is_server(), "{hello:?}");
+    assert_eq!(hello.pid, peer.server_pid(), "{hello:?}");
+    peer.close().expect("close");
+}
