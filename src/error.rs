@@ -194,6 +194,14 @@ pub enum Error {
         after: Duration,
     },
 
+    /// A call on a connection that an earlier error left unusable; `cause` is that error, so
+    /// every later call still says why.
+    #[error("peer connection closed after: {cause}")]
+    ClosedAfter {
+        /// The message of the error that ended the connection.
+        cause: String,
+    },
+
     /// The peer process ended; `status` says how (`exited with status 3`, `killed by signal 9`).
     #[error("peer {status} {context}")]
     PeerExited {

@@ -188,7 +188,8 @@ pub struct Peer {
 #[derive(Debug, PartialEq, Eq)]
 enum State {
     Open,
-    Failed,
+    /// Ended by an error, whose message every later call repeats.
+    Failed(String),
     Closed,
 }
 
@@ -635,12 +636,40 @@ impl Peer {
         })
     }
 
-    /// Sends `values` and receives the reply into `dst`: one round trip.
+    /// Sends `values` and receives the reply into `dst`: one round trip. The reply must have
+    /// the request's length and wire dtype, as every built-in handler's does; `dst` is checked
+    /// before anything is sent. A server whose replies differ in shape from its requests is
+    /// called with [`Peer::send`] and [`Peer::recv`].
     ///
     /// # Errors
-    /// Those of [`Peer::send`] and [`Peer::recv`].
+    /// [`Error::LengthMismatch`] when `dst` is not as long as `values`, and
+    /// [`Error::InvalidArgument`] when it would take another dtype off the wire than `values`
+    /// put on it: nothing is sent and the peer stays usable. Otherwise those of
+    /// [`Peer::send`] and [`Peer::recv`].
+    ///
+    /// # Examples
+    /// ```
+    /// # use std::thread;
+    /// # use peerpipe::handlers::Echo;
+    /// # use peerpipe::server::{serve, ServeOptions};
+    /// # use peerpipe::transport::{Transport, Wait};
+    /// # use peerpipe::{Error, Options, Peer};
+    /// # let (client_end, mut server_end) = Transport::pipe_pair(Wait::Block)?;
+    /// # let server = thread::spawn(move || serve(&mut server_end, &mut Echo::default(), &ServeOptions::default()));
+    /// let mut peer = Peer::connect(client_end, Options::default())?;
+    /// let state = vec![1.0; 500];
+    /// let mut short = vec![0.0; 499];
+    /// let err = peer.call_f64(&state, &mut short).unwrap_err(); // refused: nothing was sent
+    /// assert!(matches!(err, Error::LengthMismatch { expected: 500, found: 499, .. }));
+    /// let mut reply = vec![0.0; 500];
+    /// peer.call_f64(&state, &mut reply)?; // the peer is still usable
+    /// # peer.close()?;
+    /// # server.join().unwrap()?;
+    /// # Ok::<(), peerpipe::Error>(())
+    /// ```
     pub fn call(&mut self, values: Values<'_>, dst: ValuesMut<'_>) -> Result<CallTiming> {
         self.check_open()?;
+        check_reply_buffer(&values, &dst)?;
         if !self.pending.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "call",
@@ -745,17 +774,24 @@ impl Peer {
     }
 
     fn check_open(&self) -> Result<()> {
-        match self.state {
+        match &self.state {
             State::Open => Ok(()),
-            State::Failed => Err(Error::PeerClosed { context: "earlier, after an error" }),
+            State::Failed(cause) => Err(Error::ClosedAfter { cause: cause.clone() }),
             State::Closed => Err(Error::PeerClosed { context: "already (closed by this side)" }),
         }
     }
 
-    /// Marks the peer failed, terminates and reaps the server, and names its exit in the
-    /// error when it had died by itself.
+    /// Marks the peer failed (every later call repeats why), terminates and reaps the server,
+    /// and names its exit in the error when it had died by itself.
     fn fail(&mut self, error: Error, context: &str) -> Error {
-        self.state = State::Failed;
+        let error = self.end_after(error, context);
+        self.state = State::Failed(error.to_string());
+        error
+    }
+
+    /// Terminates and reaps the server after `error`, and names its exit in the error when it
+    /// had died by itself.
+    fn end_after(&mut self, error: Error, context: &str) -> Error {
         self.pending.clear();
         let Some(child) = self.child.as_mut() else { return error };
         // A dead server shows up as end of stream slightly before its exit status is
@@ -787,6 +823,30 @@ impl Drop for Peer {
             let _ = child.terminate();
         }
     }
+}
+
+/// The reply buffer of a [`Peer::call`] must take the request's shape back: the same length
+/// and the same dtype on the wire.
+fn check_reply_buffer(values: &Values<'_>, dst: &ValuesMut<'_>) -> Result<()> {
+    if dst.len() != values.len() {
+        return Err(Error::LengthMismatch {
+            what: "the reply buffer (a call's reply has the request's length)",
+            expected: values.len() as u64,
+            found: dst.len() as u64,
+        });
+    }
+    if dst.wire_dtype() != values.wire_dtype() {
+        return Err(Error::InvalidArgument {
+            what: "reply buffer",
+            reason: format!(
+                "expected one that takes {} off the wire, as the request puts on it, found one \
+                 that takes {}",
+                values.wire_dtype(),
+                dst.wire_dtype()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Replaces the "what were we waiting for" of a timeout with something the caller recognises.

@@ -97,3 +97,36 @@ fn the_server_hello_says_role_server_and_its_pid() {
     assert_eq!(hello.pid, peer.server_pid(), "{hello:?}");
     peer.close().expect("close");
 }
+
+// ---- 5. Validate before sending, keep the peer usable ----------------------------------------
+
+#[test]
+fn a_499_slot_reply_buffer_for_500_values_is_refused_before_sending_and_the_next_call_works() {
+    let _watchdog = Watchdog::new(secs(60));
+    let mut peer = Peer::spawn_server(peer_exe(), "echo", quick_options()).expect("spawn");
+    let state: Vec<f64> = (0..500).map(f64::from).collect();
+    let mut short = vec![0.0; 499];
+    let err = peer.call_f64(&state, &mut short).expect_err("a 499-slot buffer");
+    assert_eq!(
+        err.to_string(),
+        "length mismatch for the reply buffer (a call's reply has the request's length): \
+         expected 500, found 499"
+    );
+    assert_eq!(peer.in_flight(), 0);
+    let mut reply = vec![0.0; 500];
+    peer.call_f64(&state, &mut reply).expect("the next good call");
+    assert_eq!(reply, state);
+    peer.close().expect("close");
+}
+
+#[test]
+fn every_call_after_a_fatal_error_says_what_closed_the_connection() {
+    let _watchdog = Watchdog::new(secs(60));
+    let mut peer = Peer::spawn_server(peer_exe(), "echo", quick_options()).expect("spawn");
+    peer.send(peerpipe::Values::F64(&[1.0, 2.0])).expect("send");
+    let fatal = peer.recv(peerpipe::ValuesMut::F64(&mut [0.0])).expect_err("a short buffer");
+    for _ in 0..3 {
+        let later = peer.call_f64(&[1.0], &mut [0.0]).expect_err("closed");
+        assert_eq!(later.to_string(), format!("peer connection closed after: {fatal}"));
+    }
+}
