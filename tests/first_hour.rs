@@ -130,3 +130,79 @@ fn every_call_after_a_fatal_error_says_what_closed_the_connection() {
         assert_eq!(later.to_string(), format!("peer connection closed after: {fatal}"));
     }
 }
+
+// ---- 3. A run survives what it cannot measure ------------------------------------------------
+
+/// A report run short enough for a test: small bursts, few rounds, one generation.
+const SHORT: [&str; 8] =
+    ["--duration", "4ms", "--rounds", "2", "--generations", "1", "--warmup", "1ms"];
+
+#[test]
+fn peer_handler_lorenz96_measures_what_it_can_and_notes_the_rest() {
+    let _watchdog = Watchdog::new(secs(240));
+    let dir = temp_dir("lorenz96");
+    let json = dir.join("run.json");
+    let csv = dir.join("run.csv");
+    let mut args = vec!["--handler", "lorenz96", "--sizes", "1,500", "--wait", "block"];
+    args.extend(SHORT);
+    args.extend(["--json", json.to_str().unwrap(), "--csv", csv.to_str().unwrap()]);
+    let (status, stdout, stderr) = run_peer(&args, 200);
+    assert!(status.success(), "{status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("skipped:"), "{stdout}");
+    assert!(stdout.contains("wrong dtype"), "{stdout}");
+    assert!(stdout.contains("needs at least 4 elements"), "{stdout}");
+    let report = peerpipe::report::export::read_json(&json).expect("read the JSON");
+    let measured: Vec<(&str, u64)> =
+        report.rows.iter().map(|r| (r.dtype.as_str(), r.elements)).collect();
+    assert!(measured.iter().all(|&m| m == ("f64", 500)), "{measured:?}");
+    assert!(!measured.is_empty());
+    assert!(report.skipped.iter().all(|s| !s.failed && s.handler == "lorenz96"));
+    assert!(report.skipped.iter().any(|s| s.dtype == "f32" && s.reason.contains("wrong dtype")));
+    assert!(report.skipped.iter().any(|s| s.elements == 1 && s.reason.contains("at least 4")));
+    let csv = std::fs::read_to_string(&csv).expect("read the CSV");
+    let rows_in_csv = csv.lines().filter(|l| l.contains(",lorenz96,")).count();
+    assert_eq!(rows_in_csv, report.rows.len(), "{csv}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_quick_lorenz96_run_completes_with_size_1_noted() {
+    let _watchdog = Watchdog::new(secs(240));
+    let mut args = vec!["--quick", "--handler", "lorenz96", "--sizes", "1,500"];
+    args.extend(SHORT);
+    let (status, stdout, stderr) = run_peer(&args, 200);
+    assert!(status.success(), "{status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let answer: Vec<&str> = stdout.lines().take(8).collect();
+    assert!(
+        answer.iter().any(|l| l.contains("f64 x 1 ") && l.contains("not measured")),
+        "{stdout}"
+    );
+    assert!(answer.iter().any(|l| l.contains("f64 x 500") && l.contains("lorenz96")), "{stdout}");
+}
+
+// ---- 1. The answer first ---------------------------------------------------------------------
+
+#[test]
+fn the_500_double_answer_is_in_the_first_15_lines_of_a_full_size_run() {
+    let _watchdog = Watchdog::new(secs(280));
+    // Every dtype and the default small sizes, as `peer` with no flags measures them (the
+    // two large sizes only add lines further down the answer).
+    let mut args = vec!["--sizes", "1,8,500,1000", "--wait", "block"];
+    args.extend(SHORT);
+    let (status, stdout, stderr) = run_peer(&args, 240);
+    assert!(status.success(), "{status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let first: Vec<&str> = stdout.lines().take(15).collect();
+    assert!(first[0].starts_with("answer:"), "{stdout}");
+    let line = first
+        .iter()
+        .find(|l| l.trim_start().starts_with("f64 x 500 "))
+        .unwrap_or_else(|| panic!("no f64 x 500 answer in the first 15 lines:\n{stdout}"));
+    // overhead p50, p99, paired ratio with interval, budget, and the realistic row (echo).
+    assert!(line.contains("x ["), "{line}");
+    assert!(line.contains("met") || line.contains("MISSED"), "{line}");
+    assert!(line.contains("echo ") && !line.contains("echo-raw"), "{line}");
+    assert!(first.iter().any(|l| l.contains("overhead = round trip - server time")), "{stdout}");
+    // The verdict names the realistic row and, apart, the floor and echo-raw.
+    assert!(stdout.contains("  your case: echo "), "{stdout}");
+    assert!(stdout.contains("not your case: raw floor p50"), "{stdout}");
+}
