@@ -35,7 +35,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -50,9 +50,155 @@ use crate::transport::{
 };
 use crate::zerocopy;
 
+mod stderr_tail;
+use stderr_tail::StderrTail;
+
 /// Default timeout for the handshake and for each reply: 10 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub use crate::transport::LEND_MIN_BYTES;
+/// The environment variable naming the `peer` binary, looked at by [`find_peer_binary`].
+pub const PEER_ENV: &str = "PEERPIPE_PEER";
+
+/// Finds this crate's `peer` binary, in this order:
+///
+/// 1. `explicit`, when it names an existing executable file (a bare name such as `peer` is
+///    looked for on `PATH` in step 3 instead);
+/// 2. the path in the environment variable `PEERPIPE_PEER` ([`PEER_ENV`]);
+/// 3. each directory of `PATH`, for `explicit`'s file name or `peer` — where
+///    `cargo install --path .` (in a peerpipe clone) puts it.
+///
+/// A relative `explicit` path is relative to the current directory, as for
+/// [`std::process::Command`]: `target/release/peer` exists only in a peerpipe checkout.
+///
+/// # Errors
+/// [`Error::PeerNotFound`] naming every place looked at, in order, and what was wrong there.
+///
+/// # Examples
+/// ```
+/// use std::path::Path;
+/// let err = peerpipe::peer::find_peer_binary(Some(Path::new("/nonexistent/peer")));
+/// # if std::env::var_os("PEERPIPE_PEER").is_none() {
+/// // With no PEERPIPE_PEER and no `peer` on PATH, the error names each place:
+/// if let Err(e) = err {
+///     assert!(e.to_string().contains("/nonexistent/peer (no such file)"), "{e}");
+///     assert!(e.to_string().contains("PEERPIPE_PEER (not set)"), "{e}");
+/// }
+/// # }
+/// ```
+pub fn find_peer_binary(explicit: Option<&Path>) -> Result<PathBuf> {
+    let mut looked = Vec::new();
+    let bare = explicit.is_some_and(|p| p.components().count() == 1 && !p.is_absolute());
+    if let Some(path) = explicit.filter(|_| !bare) {
+        match executable(path) {
+            Ok(()) => return Ok(path.to_path_buf()),
+            Err(why) => looked.push(format!("{} ({why})", path.display())),
+        }
+    }
+    match std::env::var_os(PEER_ENV).filter(|v| !v.is_empty()) {
+        Some(value) => {
+            let path = PathBuf::from(value);
+            match executable(&path) {
+                Ok(()) => return Ok(path),
+                Err(why) => looked.push(format!("{PEER_ENV}={} ({why})", path.display())),
+            }
+        }
+        None => looked.push(format!("{PEER_ENV} (not set)")),
+    }
+    let name = match explicit {
+        Some(path) if bare => path.as_os_str().to_owned(),
+        Some(path) => path.file_name().map_or_else(|| "peer".into(), ToOwned::to_owned),
+        None => "peer".into(),
+    };
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path_var).collect();
+    for dir in &dirs {
+        let candidate = dir.join(&name);
+        if executable(&candidate).is_ok() {
+            return Ok(candidate);
+        }
+    }
+    let shown = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(":");
+    looked.push(format!(
+        "{} on PATH ({})",
+        Path::new(&name).display(),
+        if dirs.is_empty() { "PATH is empty".to_owned() } else { format!("not in {shown}") }
+    ));
+    Err(Error::PeerNotFound { looked: looked.join(", "), env: PEER_ENV })
+}
+
+/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] and `peer --spawn` run a server command.
+///
+/// A simple command — words only, no shell operators, redirections, substitutions or
+/// assignments, and not a shell builtin — runs as `exec COMMAND_LINE`, so the shell replaces
+/// itself with the server: the spawned pid is the server's (its CPU time is what the report's
+/// `srv cpu` reads, and `SIGSTOP` stops the server itself), not that of a waiting `sh`.
+///
+/// # Examples
+/// ```
+/// use peerpipe::peer::shell_command;
+/// let args = |c: std::process::Command| c.get_args().map(|a| a.to_str().unwrap().to_owned()).collect::<Vec<_>>();
+/// assert_eq!(args(shell_command("peer --role server")), ["-c", "exec peer --role server"]);
+/// assert_eq!(args(shell_command("cd /tmp && peer --role server")), ["-c", "cd /tmp && peer --role server"]);
+/// ```
+pub fn shell_command(command_line: &str) -> Command {
+    let mut command = Command::new("sh");
+    command.arg("-c");
+    if is_simple_command(command_line) {
+        command.arg(format!("exec {}", command_line.trim_start()));
+    } else {
+        command.arg(command_line);
+    }
+    command
+}
+
+/// Words only: no operator, redirection, substitution, glob-free quoting aside; the first word
+/// is not an assignment, a keyword or a builtin that `exec` cannot run.
+fn is_simple_command(line: &str) -> bool {
+    const SPECIAL: &[char] = &[';', '&', '|', '<', '>', '(', ')', '$', '`', '\n', '{', '}', '#'];
+    const NOT_EXECUTABLE: &[&str] = &[
+        "cd", "export", "set", "unset", "eval", "exec", "source", ".", "alias", "if", "for",
+        "while", "until", "case", "!", "time", "local", "readonly", "shift", "trap", "ulimit",
+        "umask", "wait", "return", "exit", "break", "continue",
+    ];
+    let Some(first) = line.split_whitespace().next() else { return false };
+    !line.contains(SPECIAL) && !first.contains('=') && !NOT_EXECUTABLE.contains(&first)
+}
+
+/// True when process `pid`'s chain of parents (read from `/proc`) reaches `ancestor`.
+fn is_descendant(pid: u32, ancestor: u32) -> bool {
+    let mut current = pid;
+    for _ in 0..32 {
+        let Some(parent) = parent_of(current) else { return false };
+        if parent == ancestor {
+            return true;
+        }
+        if parent <= 1 {
+            return false;
+        }
+        current = parent;
+    }
+    false
+}
+
+/// The parent pid from `/proc/PID/stat` (the field after the state, after the `)` that ends
+/// the command name, which may itself contain spaces and parentheses).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Ok when `path` is a file with an execute bit; otherwise what is wrong with it.
+fn executable(path: &Path) -> std::result::Result<(), &'static str> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Err(_) => Err("no such file"),
+        Ok(meta) if !meta.is_file() => Err("not a file"),
+        Ok(meta) if meta.permissions().mode() & 0o111 == 0 => Err("not executable"),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// Why a handshake fails when the peer's HELLO is byte for byte the one this side sent.
 pub const OWN_HELLO_ECHOED: &str =
     "the peer sent back our own HELLO: is the command echoing its input, like cat?";
@@ -120,6 +266,12 @@ pub struct Options {
     pub shm_capacity: usize,
     /// Zero-copy or codec. Default: zero-copy.
     pub path: DataPath,
+    /// Give a spawned server's stderr a pipe that this process drains — forwarding every byte
+    /// to its own stderr and keeping the last 4 KiB — so that an error about a server that
+    /// exited (during the handshake or later) ends with what the server said. Default: true.
+    /// Its cost: a thread per server, and a server that outlives this process loses its
+    /// stderr (`peer soak` turns it off for that reason).
+    pub capture_stderr: bool,
 }
 
 impl Default for Options {
@@ -132,6 +284,7 @@ impl Default for Options {
             transport: TransportKind::Pipe,
             shm_capacity: DEFAULT_SHM_CAPACITY,
             path: DataPath::default(),
+            capture_stderr: true,
         }
     }
 }
@@ -177,6 +330,8 @@ struct Pending {
 pub struct Peer {
     transport: Transport,
     child: Option<ChildGuard>,
+    /// The spawned server's stderr, when captured ([`Options::capture_stderr`]).
+    stderr: Option<StderrTail>,
     options: Options,
     server_hello: Hello,
     next_seq: u64,
@@ -205,35 +360,56 @@ impl Peer {
     /// # Errors
     /// [`Error::Io`] when the command cannot be started; any handshake error (the server is
     /// then terminated and reaped, and [`Error::PeerExited`] says how it ended if it died).
-    pub fn spawn(command: Command, options: Options) -> Result<Peer> {
+    pub fn spawn(mut command: Command, options: Options) -> Result<Peer> {
+        let stderr = match options.capture_stderr {
+            true => StderrTail::start().map(|(stdio, tail)| {
+                command.stderr(stdio);
+                tail
+            }),
+            false => None,
+        };
         let (transport, child) = spawn_with_transport(command, &Spawn::from_options(&options))?;
         let mut peer = Peer::new(transport, Some(child), options);
+        peer.stderr = stderr;
         peer.handshake()?;
         Ok(peer)
     }
 
-    /// Spawns `sh -c COMMAND_LINE` as the server, e.g. `ssh host peer --role server`.
+    /// Spawns `sh -c COMMAND_LINE` as the server, e.g. `ssh host peer --role server` (see
+    /// [`shell_command`]: a simple command replaces the shell, so the spawned process is the
+    /// server).
     ///
     /// # Errors
     /// As [`Peer::spawn`].
     pub fn spawn_shell(command_line: &str, options: Options) -> Result<Peer> {
-        let mut command = Command::new("sh");
-        command.arg("-c").arg(command_line);
-        Peer::spawn(command, options)
+        Peer::spawn(shell_command(command_line), options)
     }
 
-    /// Spawns this crate's `peer` binary at `peer_exe` as `peer --role server --handler
-    /// HANDLER`, with the same wait strategy, frame limit and transport as `options`.
+    /// Spawns this crate's `peer` binary as `peer --role server --handler HANDLER`, with the
+    /// same wait strategy, frame limit and transport as `options`. `peer_exe` is found as
+    /// [`find_peer_binary`] says: the path itself when it exists, else `$PEERPIPE_PEER`, else
+    /// `PATH` (so a bare `"peer"` works once `cargo install --path .` has put it there).
     ///
     /// # Errors
-    /// As [`Peer::spawn`].
+    /// [`Error::PeerNotFound`] naming every place looked at; otherwise as [`Peer::spawn`].
     pub fn spawn_server(
         peer_exe: impl AsRef<Path>,
         handler: &str,
         options: Options,
     ) -> Result<Peer> {
-        let command = Peer::server_command(peer_exe, handler, &options);
+        let exe = find_peer_binary(Some(peer_exe.as_ref()))?;
+        let command = Peer::server_command(exe, handler, &options);
         Peer::spawn(command, options)
+    }
+
+    /// [`Peer::spawn_server`] with the `peer` binary found by [`find_peer_binary`]`(None)`:
+    /// `$PEERPIPE_PEER`, then `peer` on `PATH`.
+    ///
+    /// # Errors
+    /// As [`Peer::spawn_server`].
+    pub fn spawn_handler(handler: &str, options: Options) -> Result<Peer> {
+        let exe = find_peer_binary(None)?;
+        Peer::spawn_server(exe, handler, options)
     }
 
     /// The command [`Peer::spawn_server`] runs: `peer_exe --role server --handler HANDLER`
@@ -276,6 +452,7 @@ impl Peer {
         Peer {
             transport,
             child,
+            stderr: None,
             options,
             server_hello: Hello::default(),
             next_seq: 1,
@@ -372,9 +549,18 @@ impl Peer {
         self.transport.kind()
     }
 
-    /// The server process's id, when this peer spawned one.
+    /// The id of the local process that serves, when this peer spawned the server and it can
+    /// be known: the spawned process when its HELLO's `pid=` names it (or names none), a
+    /// descendant of it when the HELLO names that (a server behind `sh -c "cd dir && peer
+    /// …"`), and `None` when the HELLO names a process that is not ours — a server on another
+    /// machine (`ssh host peer …`), whose CPU time cannot be read here.
     pub fn server_pid(&self) -> Option<u32> {
-        self.child.as_ref().map(ChildGuard::id)
+        let spawned = self.child.as_ref()?.id();
+        match self.server_hello.pid {
+            None => Some(spawned),
+            Some(pid) if pid == spawned || is_descendant(pid, spawned) => Some(pid),
+            Some(_) => None,
+        }
     }
 
     /// Switches between the zero-copy and codec paths for the following calls.
@@ -803,10 +989,18 @@ impl Peer {
             _ => child.try_wait().ok().flatten(),
         };
         match died_on_its_own {
-            Some(status) => Error::PeerExited {
-                status: describe_status(status),
-                context: format!("{context} ({error})"),
-            },
+            Some(status) => {
+                let said = self
+                    .stderr
+                    .as_ref()
+                    .map(|tail| tail.text(Duration::from_millis(200)))
+                    .filter(|text| !text.is_empty())
+                    .map_or_else(String::new, |text| format!("; its stderr ended with: {text}"));
+                Error::PeerExited {
+                    status: describe_status(status),
+                    context: format!("{context} ({error}){said}"),
+                }
+            }
             None => {
                 let _ = child.terminate();
                 error

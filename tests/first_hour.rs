@@ -206,3 +206,83 @@ fn the_500_double_answer_is_in_the_first_15_lines_of_a_full_size_run() {
     assert!(stdout.contains("  your case: echo "), "{stdout}");
     assert!(stdout.contains("not your case: raw floor p50"), "{stdout}");
 }
+
+// ---- 2. Finding `peer` -----------------------------------------------------------------------
+
+#[test]
+fn a_missing_peer_binary_names_every_place_it_looked() {
+    let missing = std::path::Path::new("/nonexistent/peerpipe-no-such-peer");
+    let env_set = std::env::var_os(peerpipe::peer::PEER_ENV).is_some_and(|v| !v.is_empty());
+    match peerpipe::peer::find_peer_binary(Some(missing)) {
+        Err(e @ Error::PeerNotFound { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("/nonexistent/peerpipe-no-such-peer (no such file)"), "{text}");
+            if !env_set {
+                assert!(text.contains("PEERPIPE_PEER (not set)"), "{text}");
+            }
+            assert!(text.contains("peerpipe-no-such-peer on PATH (not in "), "{text}");
+            assert!(text.contains("cargo install --path ."), "{text}");
+        }
+        Ok(found) => assert!(env_set, "found {found:?} without PEERPIPE_PEER"),
+        Err(other) => panic!("{other:?}"),
+    }
+    let _watchdog = Watchdog::new(secs(30));
+    let err = Peer::spawn_server(missing, "echo", quick_options());
+    if !env_set {
+        let err = err.expect_err("no such binary");
+        assert!(err.to_string().contains("no such file"), "{err}");
+    }
+}
+
+#[test]
+fn an_existing_explicit_path_is_used_as_given() {
+    let exe = std::path::Path::new(peer_exe());
+    assert_eq!(peerpipe::peer::find_peer_binary(Some(exe)).expect("explicit"), exe);
+}
+
+// ---- 6. Errors carry their cause -------------------------------------------------------------
+
+#[test]
+fn a_server_that_exits_during_the_handshake_is_quoted_from_its_stderr() {
+    let _watchdog = Watchdog::new(secs(60));
+    let err = Peer::spawn_server(peer_exe(), "doubler", quick_options()).expect_err("no doubler");
+    let text = err.to_string();
+    assert!(text.contains("exited with status 2"), "{text}");
+    assert!(text.contains("its stderr ended with:"), "{text}");
+    assert!(text.contains("doubler"), "{text}");
+}
+
+#[test]
+fn a_server_behind_a_shell_is_measured_by_its_own_pid() {
+    let _watchdog = Watchdog::new(secs(60));
+    // A simple command replaces the shell: the spawned process is the server.
+    let simple = format!("{} --role server --handler echo", peer_exe());
+    let peer = Peer::spawn_shell(&simple, quick_options()).expect("spawn");
+    assert_eq!(peer.server_pid(), peer.server_hello().pid, "exec'd");
+    peer.close().expect("close");
+    // A compound command keeps its shell; the HELLO's pid names the server below it.
+    let compound = format!("true && {simple}");
+    let peer = Peer::spawn_shell(&compound, quick_options()).expect("spawn");
+    let hello_pid = peer.server_hello().pid.expect("pid=");
+    assert_eq!(peer.server_pid(), Some(hello_pid));
+    peer.close().expect("close");
+}
+
+#[test]
+fn srv_cpu_is_measured_under_spawn() {
+    let _watchdog = Watchdog::new(secs(200));
+    let dir = temp_dir("spawn-cpu");
+    let json = dir.join("run.json");
+    let spawn = format!("{} --role server --handler echo", peer_exe());
+    let mut args = vec!["--spawn", &spawn, "--sizes", "8", "--dtype", "f64", "--wait", "block"];
+    args.extend(SHORT);
+    args.extend(["--json", json.to_str().unwrap()]);
+    let (status, stdout, stderr) = run_peer(&args, 180);
+    assert!(status.success(), "{status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let report = peerpipe::report::export::read_json(&json).expect("read the JSON");
+    assert!(!report.rows.is_empty());
+    for row in &report.rows {
+        assert!(row.server_cpu_ns.is_finite() && row.server_cpu_ns > 0.0, "{row:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -113,6 +113,7 @@ fn to_py(py: Python<'_>, error: peerpipe::Error) -> PyErr {
             }
         }
         E::Sys(errno) => PyOSError::new_err((errno as i32, message)),
+        E::PeerNotFound { .. } => pyo3::exceptions::PyFileNotFoundError::new_err(message),
         E::BadMagic { .. }
         | E::UnsupportedVersion { .. }
         | E::UnknownKind { .. }

@@ -644,11 +644,10 @@ impl<'p> Section<'p> {
     }
 }
 
-/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] runs it.
+/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] runs it (with `exec` for a simple command,
+/// so that the measured server pid is the server's).
 fn shell_command(command_line: &str) -> Command {
-    let mut command = Command::new("sh");
-    command.arg("-c").arg(command_line);
-    command
+    crate::peer::shell_command(command_line)
 }
 
 /// The synchronisation-cost table: in-process primitives, then cross-process wake-ups with
