@@ -1016,8 +1016,16 @@ impl Drop for Peer {
         } else if let Some(child) = self.child.as_mut() {
             let _ = child.terminate();
         }
+        // The server is reaped: its stderr ends now (unless a process it started holds it),
+        // and the draining thread closes its end, so no descriptor outlives the peer.
+        if let Some(tail) = &self.stderr {
+            tail.wait_ended(STDERR_GRACE);
+        }
     }
 }
+
+/// How long dropping a peer waits for its server's stderr to end after reaping the server.
+const STDERR_GRACE: Duration = Duration::from_millis(100);
 
 /// The reply buffer of a [`Peer::call`] must take the request's shape back: the same length
 /// and the same dtype on the wire.
@@ -1250,7 +1258,7 @@ mod tests {
             other => panic!("expected a timeout, got {other:?}"),
         }
         let after = peer.recv_for(ValuesMut::F64(&mut reply), Duration::from_millis(1));
-        assert!(matches!(after, Err(Error::PeerClosed { .. })), "{after:?}");
+        assert!(matches!(after, Err(Error::ClosedAfter { .. })), "{after:?}");
         release.send(()).unwrap();
         drop(peer);
         server.join().unwrap();

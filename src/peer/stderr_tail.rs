@@ -53,9 +53,13 @@ impl StderrTail {
         Some((Stdio::from(write), tail))
     }
 
-    /// The last lines the server wrote, waiting up to `patience` for its stderr to end (a
-    /// server that just died may still have bytes in the pipe); empty when it wrote nothing.
-    pub(crate) fn text(&self, patience: Duration) -> String {
+    /// Waits up to `patience` for the server's stderr to end (and the draining thread to close
+    /// its end): for a reaped server, at once, unless something it started still holds it.
+    pub(crate) fn wait_ended(&self, patience: Duration) {
+        drop(self.ended_within(patience));
+    }
+
+    fn ended_within(&self, patience: Duration) -> std::sync::MutexGuard<'_, Shared> {
         let (lock, ended) = &*self.shared;
         let until = Instant::now() + patience;
         let mut shared = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -66,6 +70,13 @@ impl StderrTail {
             }
             shared = ended.wait_timeout(shared, until - now).unwrap_or_else(|e| e.into_inner()).0;
         }
+        shared
+    }
+
+    /// The last lines the server wrote, waiting up to `patience` for its stderr to end (a
+    /// server that just died may still have bytes in the pipe); empty when it wrote nothing.
+    pub(crate) fn text(&self, patience: Duration) -> String {
+        let shared = self.ended_within(patience);
         let bytes: Vec<u8> = shared.tail.iter().copied().collect();
         drop(shared);
         let text = String::from_utf8_lossy(&bytes);
@@ -94,6 +105,8 @@ fn drain(read: OwnedFd, shared: &(Mutex<Shared>, Condvar)) {
         let excess = state.tail.len().saturating_sub(TAIL_BYTES);
         state.tail.drain(..excess);
     }
+    // Close the pipe before saying so, so that a waiter sees no descriptor left behind.
+    drop(pipe);
     let (lock, ended) = shared;
     lock.lock().unwrap_or_else(|e| e.into_inner()).ended = true;
     ended.notify_all();

@@ -79,7 +79,7 @@ pub fn realistic<'a>(report: &'a Report, dtype: &str, elements: u64) -> Option<A
 /// answer::answer(&report, &mut out).unwrap();
 /// let text = String::from_utf8(out).unwrap();
 /// assert!(text.contains("f64 x 500"), "{text}");
-/// assert!(text.contains("10.0us"), "{text}"); // 12 us round trip - 2 us server time
+/// assert!(text.contains("10us"), "{text}"); // 12 us round trip - 2 us server time
 /// assert!(text.contains("met"), "{text}");
 /// ```
 pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
@@ -115,13 +115,12 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let budget = report.config.budget_ns;
     writeln!(
         out,
-        "  {:<17} {:>9} {:>9} {:>20} {:<26} {}",
+        "  {:<17} {:>9} {:>9} {:>20} {:<26} row",
         "size",
         "overhead",
         "p99",
         "x floor [95% CI]",
         if budget == 0 { "budget".to_owned() } else { format!("budget {}", ns(budget)) },
-        "row"
     )?;
     for (dtype, elements) in sizes {
         let size = format!("{dtype} x {elements}");
@@ -287,7 +286,7 @@ fn sizes(report: &Report) -> Vec<(String, u64)> {
         }
     }
     let rank = |d: &str| Workload::ALL.iter().position(|w| w.name() == d).unwrap_or(usize::MAX);
-    sizes.sort_by(|a, b| (rank(&a.0), a.1).cmp(&(rank(&b.0), b.1)));
+    sizes.sort_by_key(|(dtype, elements)| (rank(dtype), *elements));
     sizes
 }
 
