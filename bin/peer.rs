@@ -465,8 +465,9 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
     // Whatever was measured is written and printed, even when an error ended the run or a
     // group; the error comes last (exit 2).
     let measure::Outcome { report, error } = measure::run_partial(&plan, &progress)?;
+    // With no row measured (a server command that fails its handshake, say) the floors alone
+    // answer nothing: the error is the whole story.
     if report.rows.is_empty()
-        && report.baseline.is_empty()
         && let Some(e) = error
     {
         return Err(e);
