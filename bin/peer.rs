@@ -12,7 +12,7 @@ use peerpipe::frame::DEFAULT_MAX_FRAME_BYTES;
 use peerpipe::peer::{DataPath, Options};
 use peerpipe::report::compare::{self, Thresholds};
 use peerpipe::report::measure::{self, Plan, RowLength};
-use peerpipe::report::{Placement, Workload, export, placement, render, sync};
+use peerpipe::report::{Placement, Workload, answer, export, placement, render, sync};
 use peerpipe::server::{self, ServeOptions};
 use peerpipe::transport::{DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, TransportKind, Wait};
 use peerpipe::units::parse_duration;
@@ -232,7 +232,8 @@ struct RunArgs {
     #[arg(long)]
     seed: Option<u64>,
 
-    /// Client: a quick run: f64 only, sizes 1,500,65536,1048576, 30ms per row in 10 rounds.
+    /// Client: a quick run: f64 only, sizes 1,500,65536,1048576, the hybrid wait only, 30ms
+    /// per row in 10 rounds: the answer and a short table in a few seconds.
     #[arg(long)]
     quick: bool,
 
@@ -418,7 +419,11 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         } else {
             args.handler.clone()
         },
-        waits: (!args.wait.is_empty()).then(|| args.wait.clone()),
+        waits: match (args.wait.is_empty(), args.quick) {
+            (false, _) => Some(args.wait.clone()),
+            (true, true) => Some(vec![Wait::default()]),
+            (true, false) => None,
+        },
         pins: if args.pin.is_empty() {
             vec![placement::default_placement()]
         } else {
@@ -458,7 +463,16 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         return Ok(());
     }
     let progress = measure::progress_bar(&plan);
-    let report = measure::run(&plan, &progress)?;
+    // Whatever was measured is written and printed, even when an error ended the run or a
+    // group; the error comes last (exit 2).
+    let measure::Outcome { report, error } = measure::run_partial(&plan, &progress)?;
+    // With no row measured (a server command that fails its handshake, say) the floors alone
+    // answer nothing: the error is the whole story.
+    if report.rows.is_empty()
+        && let Some(e) = error
+    {
+        return Err(e);
+    }
     if let Some(path) = &args.json {
         export::write_json(&report, path)?;
     }
@@ -469,14 +483,21 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         export::write_svg(&report, path)?;
     }
     let mut out = io::stdout().lock();
+    answer::answer(&report, &mut out)?;
+    writeln!(out)?;
     render::table(&report, &mut out)?;
+    answer::skipped(&report, &mut out)?;
     writeln!(out)?;
     render::verdict(&report, &mut out)?;
     if !report.sync_costs.is_empty() {
         writeln!(out)?;
         sync::render(&report.sync_costs, &mut out)?;
     }
-    Ok(())
+    out.flush()?;
+    match error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 fn run_compare(args: &CompareArgs) -> peerpipe::Result<ExitCode> {

@@ -194,6 +194,27 @@ pub enum Error {
         after: Duration,
     },
 
+    /// The `peer` binary was not found in any of the places [`crate::peer::find_peer_binary`]
+    /// looks.
+    #[error(
+        "the peer binary was not found; looked for {looked}. Install it with `cargo install \
+         --path .` in a peerpipe clone (puts `peer` on PATH), or set {env} to its path"
+    )]
+    PeerNotFound {
+        /// Every place looked at, in order, with what was there.
+        looked: String,
+        /// The environment variable that names it: `PEERPIPE_PEER`.
+        env: &'static str,
+    },
+
+    /// A call on a connection that an earlier error left unusable; `cause` is that error, so
+    /// every later call still says why.
+    #[error("peer connection closed after: {cause}")]
+    ClosedAfter {
+        /// The message of the error that ended the connection.
+        cause: String,
+    },
+
     /// The peer process ended; `status` says how (`exited with status 3`, `killed by signal 9`).
     #[error("peer {status} {context}")]
     PeerExited {

@@ -342,31 +342,70 @@ pub fn encode_frame(header: &Header, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The `role=` value a server's HELLO carries ([`Hello::role`]).
+pub const ROLE_SERVER: &str = "server";
+
 /// The contents of a HELLO payload.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// A server's HELLO says `role=server`; a client rejects a HELLO without it, which is how a
+/// command that echoes its input (`cat`) is told from a server: its HELLO is the client's own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Hello {
     /// Largest payload this side accepts, in bytes.
     pub max_frame_bytes: u64,
+    /// `server` ([`ROLE_SERVER`]) from a server; `None` from a client.
+    pub role: Option<String>,
     /// The server's handler name; `None` from a client.
     pub handler: Option<String>,
     /// Implementation name and version, e.g. `peerpipe 0.1.0`.
     pub implementation: Option<String>,
+    /// The process id of the server, on its own machine (`pid=`); `None` from a client or a
+    /// server that does not say. Informational: a client uses it only to find which local
+    /// process to measure when it spawned the server through a shell.
+    pub pid: Option<u32>,
 }
 
 impl Hello {
-    /// Renders the `key=value` lines, each ending in `\n`, starting with `version=1`.
+    /// A server's HELLO: `role=server`, its handler, this crate's `impl=` and this process's
+    /// `pid=`.
+    pub fn server(max_frame_bytes: u64, handler: &str) -> Hello {
+        Hello {
+            max_frame_bytes,
+            role: Some(ROLE_SERVER.to_owned()),
+            handler: Some(handler.to_owned()),
+            implementation: Some(implementation_name()),
+            pid: Some(std::process::id()),
+        }
+    }
+
+    /// True when this HELLO says `role=server`.
+    pub fn is_server(&self) -> bool {
+        self.role.as_deref() == Some(ROLE_SERVER)
+    }
+
+    /// Renders the `key=value` lines, each ending in `\n`, starting with `version=1`, then
+    /// `max_frame_bytes`, `role`, `handler`, `impl` and `pid` when present.
     ///
     /// ```
-    /// let hello = peerpipe::frame::Hello { max_frame_bytes: 4096, handler: None, implementation: None };
-    /// assert_eq!(hello.to_payload(), b"version=1\nmax_frame_bytes=4096\n");
+    /// use peerpipe::frame::Hello;
+    /// let client = Hello { max_frame_bytes: 4096, ..Hello::default() };
+    /// assert_eq!(client.to_payload(), b"version=1\nmax_frame_bytes=4096\n");
+    /// let server = Hello { role: Some("server".into()), handler: Some("echo".into()), ..client };
+    /// assert_eq!(server.to_payload(), b"version=1\nmax_frame_bytes=4096\nrole=server\nhandler=echo\n");
     /// ```
     pub fn to_payload(&self) -> Vec<u8> {
         let mut text = format!("version={VERSION}\nmax_frame_bytes={}\n", self.max_frame_bytes);
+        if let Some(role) = &self.role {
+            text.push_str(&format!("role={role}\n"));
+        }
         if let Some(handler) = &self.handler {
             text.push_str(&format!("handler={handler}\n"));
         }
         if let Some(implementation) = &self.implementation {
             text.push_str(&format!("impl={implementation}\n"));
+        }
+        if let Some(pid) = self.pid {
+            text.push_str(&format!("pid={pid}\n"));
         }
         text.into_bytes()
     }
@@ -385,6 +424,7 @@ impl Hello {
         }
         let (mut version, mut max_frame_bytes, mut handler, mut implementation) =
             (None, None, None, None);
+        let (mut role, mut pid) = (None, None);
         // split_terminator, not lines(): a '\r' before the '\n' stays part of the value.
         for line in text.split_terminator('\n') {
             let (key, value) =
@@ -394,6 +434,9 @@ impl Hello {
                 "max_frame_bytes" => max_frame_bytes = Some(value),
                 "handler" => handler = Some(value.to_owned()),
                 "impl" => implementation = Some(value.to_owned()),
+                "role" => role = Some(value.to_owned()),
+                // Informational: a value that is not a process id is ignored, not an error.
+                "pid" => pid = value.parse::<u32>().ok().filter(|&p| p > 0),
                 _ => {}
             }
         }
@@ -409,7 +452,7 @@ impl Hello {
         let max_frame_bytes = value.parse::<u64>().ok().filter(|_| digits).ok_or_else(|| {
             bad(format!("max_frame_bytes: expected decimal digits, found {value:?}"))
         })?;
-        Ok(Hello { max_frame_bytes, handler, implementation })
+        Ok(Hello { max_frame_bytes, role, handler, implementation, pid })
     }
 }
 

@@ -1,3 +1,18 @@
+// The README's reference links point at relative paths, which work on a code host. Defined
+// here first, the same labels point into this documentation instead (a label's first
+// definition wins), so the README's links also work in rustdoc.
+#![doc = "[docs/PROTOCOL.md]: crate::guide::protocol"]
+#![doc = "[docs/PROTOCOL.md#13-shared-memory-transports-local-only]: crate::guide::protocol#13-shared-memory-transports-local-only"]
+#![doc = "[docs/PERFORMANCE.md]: crate::guide::performance"]
+#![doc = "[examples/custom_server.rs]: crate::server::Handler"]
+#![doc = "[examples/clients/]: crate::guide"]
+#![doc = "[examples/clients/python_client.py]: crate::guide"]
+#![doc = "[examples/clients/python_shm_client.py]: crate::guide"]
+#![doc = "[python/examples/lorenz96_solve_ivp.py]: crate::guide"]
+#![doc = "[capi/include/peerpipe.h]: crate::guide"]
+#![doc = "[capi/examples/server.c]: crate::guide"]
+#![doc = "[capi/examples/client.f90]: crate::guide"]
+#![doc = ""]
 #![doc = include_str!("../README.md")]
 //!
 //! ## Architecture
@@ -27,6 +42,7 @@
 //! - `rng` (private): the deterministic random numbers of `peer soak` and the report's
 //!   order of measurement.
 //! - [`units`]: durations as people type them (`250ms`).
+//! - [`guide`]: the protocol, performance and guarantees documents (`docs/*.md`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
 //!
 //! `unsafe` code lives in one private module, `sys` (the shared mapping, atomics inside it,
@@ -45,6 +61,7 @@ compile_error!(
 pub mod codec;
 pub mod error;
 pub mod frame;
+pub mod guide;
 pub mod handlers;
 pub mod lorenz96;
 pub mod peer;

@@ -35,7 +35,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -50,9 +50,158 @@ use crate::transport::{
 };
 use crate::zerocopy;
 
+mod stderr_tail;
+use stderr_tail::StderrTail;
+
 /// Default timeout for the handshake and for each reply: 10 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub use crate::transport::LEND_MIN_BYTES;
+/// The environment variable naming the `peer` binary, looked at by [`find_peer_binary`].
+pub const PEER_ENV: &str = "PEERPIPE_PEER";
+
+/// Finds this crate's `peer` binary, in this order:
+///
+/// 1. `explicit`, when it names an existing executable file (a bare name such as `peer` is
+///    looked for on `PATH` in step 3 instead);
+/// 2. the path in the environment variable `PEERPIPE_PEER` ([`PEER_ENV`]);
+/// 3. each directory of `PATH`, for `explicit`'s file name or `peer` — where
+///    `cargo install --path .` (in a peerpipe clone) puts it.
+///
+/// A relative `explicit` path is relative to the current directory, as for
+/// [`std::process::Command`]: `target/release/peer` exists only in a peerpipe checkout.
+///
+/// # Errors
+/// [`Error::PeerNotFound`] naming every place looked at, in order, and what was wrong there.
+///
+/// # Examples
+/// ```
+/// use std::path::Path;
+/// let err = peerpipe::peer::find_peer_binary(Some(Path::new("/nonexistent/peer")));
+/// # if std::env::var_os("PEERPIPE_PEER").is_none() {
+/// // With no PEERPIPE_PEER and no `peer` on PATH, the error names each place:
+/// if let Err(e) = err {
+///     assert!(e.to_string().contains("/nonexistent/peer (no such file)"), "{e}");
+///     assert!(e.to_string().contains("PEERPIPE_PEER (not set)"), "{e}");
+/// }
+/// # }
+/// ```
+pub fn find_peer_binary(explicit: Option<&Path>) -> Result<PathBuf> {
+    let mut looked = Vec::new();
+    let bare = explicit.is_some_and(|p| p.components().count() == 1 && !p.is_absolute());
+    if let Some(path) = explicit.filter(|_| !bare) {
+        match executable(path) {
+            Ok(()) => return Ok(path.to_path_buf()),
+            Err(why) => looked.push(format!("{} ({why})", path.display())),
+        }
+    }
+    match std::env::var_os(PEER_ENV).filter(|v| !v.is_empty()) {
+        Some(value) => {
+            let path = PathBuf::from(value);
+            match executable(&path) {
+                Ok(()) => return Ok(path),
+                Err(why) => looked.push(format!("{PEER_ENV}={} ({why})", path.display())),
+            }
+        }
+        None => looked.push(format!("{PEER_ENV} (not set)")),
+    }
+    let name = match explicit {
+        Some(path) if bare => path.as_os_str().to_owned(),
+        Some(path) => path.file_name().map_or_else(|| "peer".into(), ToOwned::to_owned),
+        None => "peer".into(),
+    };
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path_var).collect();
+    for dir in &dirs {
+        let candidate = dir.join(&name);
+        if executable(&candidate).is_ok() {
+            return Ok(candidate);
+        }
+    }
+    let shown = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(":");
+    looked.push(format!(
+        "{} on PATH ({})",
+        Path::new(&name).display(),
+        if dirs.is_empty() { "PATH is empty".to_owned() } else { format!("not in {shown}") }
+    ));
+    Err(Error::PeerNotFound { looked: looked.join(", "), env: PEER_ENV })
+}
+
+/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] and `peer --spawn` run a server command.
+///
+/// A simple command — words only, no shell operators, redirections, substitutions or
+/// assignments, and not a shell builtin — runs as `exec COMMAND_LINE`, so the shell replaces
+/// itself with the server: the spawned pid is the server's (its CPU time is what the report's
+/// `srv cpu` reads, and `SIGSTOP` stops the server itself), not that of a waiting `sh`.
+///
+/// # Examples
+/// ```
+/// use peerpipe::peer::shell_command;
+/// let args = |c: std::process::Command| c.get_args().map(|a| a.to_str().unwrap().to_owned()).collect::<Vec<_>>();
+/// assert_eq!(args(shell_command("peer --role server")), ["-c", "exec peer --role server"]);
+/// assert_eq!(args(shell_command("cd /tmp && peer --role server")), ["-c", "cd /tmp && peer --role server"]);
+/// ```
+pub fn shell_command(command_line: &str) -> Command {
+    let mut command = Command::new("sh");
+    command.arg("-c");
+    if is_simple_command(command_line) {
+        command.arg(format!("exec {}", command_line.trim_start()));
+    } else {
+        command.arg(command_line);
+    }
+    command
+}
+
+/// Words only: no operator, redirection, substitution, glob-free quoting aside; the first word
+/// is not an assignment, a keyword or a builtin that `exec` cannot run.
+fn is_simple_command(line: &str) -> bool {
+    const SPECIAL: &[char] = &[';', '&', '|', '<', '>', '(', ')', '$', '`', '\n', '{', '}', '#'];
+    const NOT_EXECUTABLE: &[&str] = &[
+        "cd", "export", "set", "unset", "eval", "exec", "source", ".", "alias", "if", "for",
+        "while", "until", "case", "!", "time", "local", "readonly", "shift", "trap", "ulimit",
+        "umask", "wait", "return", "exit", "break", "continue",
+    ];
+    let Some(first) = line.split_whitespace().next() else { return false };
+    !line.contains(SPECIAL) && !first.contains('=') && !NOT_EXECUTABLE.contains(&first)
+}
+
+/// True when process `pid`'s chain of parents (read from `/proc`) reaches `ancestor`.
+fn is_descendant(pid: u32, ancestor: u32) -> bool {
+    let mut current = pid;
+    for _ in 0..32 {
+        let Some(parent) = parent_of(current) else { return false };
+        if parent == ancestor {
+            return true;
+        }
+        if parent <= 1 {
+            return false;
+        }
+        current = parent;
+    }
+    false
+}
+
+/// The parent pid from `/proc/PID/stat` (the field after the state, after the `)` that ends
+/// the command name, which may itself contain spaces and parentheses).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Ok when `path` is a file with an execute bit; otherwise what is wrong with it.
+fn executable(path: &Path) -> std::result::Result<(), &'static str> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Err(_) => Err("no such file"),
+        Ok(meta) if !meta.is_file() => Err("not a file"),
+        Ok(meta) if meta.permissions().mode() & 0o111 == 0 => Err("not executable"),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Why a handshake fails when the peer's HELLO is byte for byte the one this side sent.
+pub const OWN_HELLO_ECHOED: &str =
+    "the peer sent back our own HELLO: is the command echoing its input, like cat?";
 /// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
 pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
@@ -117,6 +266,12 @@ pub struct Options {
     pub shm_capacity: usize,
     /// Zero-copy or codec. Default: zero-copy.
     pub path: DataPath,
+    /// Give a spawned server's stderr a pipe that this process drains — forwarding every byte
+    /// to its own stderr and keeping the last 4 KiB — so that an error about a server that
+    /// exited (during the handshake or later) ends with what the server said. Default: true.
+    /// Its cost: a thread per server, and a server that outlives this process loses its
+    /// stderr (`peer soak` turns it off for that reason).
+    pub capture_stderr: bool,
 }
 
 impl Default for Options {
@@ -129,6 +284,7 @@ impl Default for Options {
             transport: TransportKind::Pipe,
             shm_capacity: DEFAULT_SHM_CAPACITY,
             path: DataPath::default(),
+            capture_stderr: true,
         }
     }
 }
@@ -174,6 +330,8 @@ struct Pending {
 pub struct Peer {
     transport: Transport,
     child: Option<ChildGuard>,
+    /// The spawned server's stderr, when captured ([`Options::capture_stderr`]).
+    stderr: Option<StderrTail>,
     options: Options,
     server_hello: Hello,
     next_seq: u64,
@@ -185,7 +343,8 @@ pub struct Peer {
 #[derive(Debug, PartialEq, Eq)]
 enum State {
     Open,
-    Failed,
+    /// Ended by an error, whose message every later call repeats.
+    Failed(String),
     Closed,
 }
 
@@ -201,35 +360,56 @@ impl Peer {
     /// # Errors
     /// [`Error::Io`] when the command cannot be started; any handshake error (the server is
     /// then terminated and reaped, and [`Error::PeerExited`] says how it ended if it died).
-    pub fn spawn(command: Command, options: Options) -> Result<Peer> {
+    pub fn spawn(mut command: Command, options: Options) -> Result<Peer> {
+        let stderr = match options.capture_stderr {
+            true => StderrTail::start().map(|(stdio, tail)| {
+                command.stderr(stdio);
+                tail
+            }),
+            false => None,
+        };
         let (transport, child) = spawn_with_transport(command, &Spawn::from_options(&options))?;
         let mut peer = Peer::new(transport, Some(child), options);
+        peer.stderr = stderr;
         peer.handshake()?;
         Ok(peer)
     }
 
-    /// Spawns `sh -c COMMAND_LINE` as the server, e.g. `ssh host peer --role server`.
+    /// Spawns `sh -c COMMAND_LINE` as the server, e.g. `ssh host peer --role server` (see
+    /// [`shell_command`]: a simple command replaces the shell, so the spawned process is the
+    /// server).
     ///
     /// # Errors
     /// As [`Peer::spawn`].
     pub fn spawn_shell(command_line: &str, options: Options) -> Result<Peer> {
-        let mut command = Command::new("sh");
-        command.arg("-c").arg(command_line);
-        Peer::spawn(command, options)
+        Peer::spawn(shell_command(command_line), options)
     }
 
-    /// Spawns this crate's `peer` binary at `peer_exe` as `peer --role server --handler
-    /// HANDLER`, with the same wait strategy, frame limit and transport as `options`.
+    /// Spawns this crate's `peer` binary as `peer --role server --handler HANDLER`, with the
+    /// same wait strategy, frame limit and transport as `options`. `peer_exe` is found as
+    /// [`find_peer_binary`] says: the path itself when it exists, else `$PEERPIPE_PEER`, else
+    /// `PATH` (so a bare `"peer"` works once `cargo install --path .` has put it there).
     ///
     /// # Errors
-    /// As [`Peer::spawn`].
+    /// [`Error::PeerNotFound`] naming every place looked at; otherwise as [`Peer::spawn`].
     pub fn spawn_server(
         peer_exe: impl AsRef<Path>,
         handler: &str,
         options: Options,
     ) -> Result<Peer> {
-        let command = Peer::server_command(peer_exe, handler, &options);
+        let exe = find_peer_binary(Some(peer_exe.as_ref()))?;
+        let command = Peer::server_command(exe, handler, &options);
         Peer::spawn(command, options)
+    }
+
+    /// [`Peer::spawn_server`] with the `peer` binary found by [`find_peer_binary`]`(None)`:
+    /// `$PEERPIPE_PEER`, then `peer` on `PATH`.
+    ///
+    /// # Errors
+    /// As [`Peer::spawn_server`].
+    pub fn spawn_handler(handler: &str, options: Options) -> Result<Peer> {
+        let exe = find_peer_binary(None)?;
+        Peer::spawn_server(exe, handler, options)
     }
 
     /// The command [`Peer::spawn_server`] runs: `peer_exe --role server --handler HANDLER`
@@ -272,8 +452,9 @@ impl Peer {
         Peer {
             transport,
             child,
+            stderr: None,
             options,
-            server_hello: Hello { max_frame_bytes: 0, handler: None, implementation: None },
+            server_hello: Hello::default(),
             next_seq: 1,
             pending: VecDeque::new(),
             scratch: Vec::new(),
@@ -289,13 +470,14 @@ impl Peer {
     fn exchange_hellos(&mut self) -> Result<()> {
         let hello = Hello {
             max_frame_bytes: self.options.max_frame_bytes,
-            handler: None,
             implementation: Some(frame::implementation_name()),
+            ..Hello::default()
         };
-        let payload = hello.to_payload();
+        let ours = hello.to_payload();
+        let payload = &ours;
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
         let deadline = Deadline::after(self.options.timeout);
-        self.transport.send_frame(&header, &payload, deadline)?;
+        self.transport.send_frame(&header, payload, deadline)?;
         let raw = self
             .transport
             .recv_header(deadline)
@@ -313,7 +495,23 @@ impl Peer {
             }
             found => return Err(Error::UnexpectedKind { expected: "HELLO", found }),
         }
-        self.server_hello = Hello::parse(payload)?;
+        if payload == ours.as_slice() {
+            return Err(Error::BadHello { reason: OWN_HELLO_ECHOED.to_owned() });
+        }
+        let hello = Hello::parse(payload)?;
+        if !hello.is_server() {
+            let found = match &hello.role {
+                None => "no role".to_owned(),
+                Some(role) => format!("role={role:?}"),
+            };
+            return Err(Error::BadHello {
+                reason: format!(
+                    "expected role=server in the server's HELLO, found {found}: is the command \
+                     a peerpipe server? (docs/PROTOCOL.md §4)"
+                ),
+            });
+        }
+        self.server_hello = hello;
         Ok(())
     }
 
@@ -351,9 +549,18 @@ impl Peer {
         self.transport.kind()
     }
 
-    /// The server process's id, when this peer spawned one.
+    /// The id of the local process that serves, when this peer spawned the server and it can
+    /// be known: the spawned process when its HELLO's `pid=` names it (or names none), a
+    /// descendant of it when the HELLO names that (a server behind `sh -c "cd dir && peer
+    /// …"`), and `None` when the HELLO names a process that is not ours — a server on another
+    /// machine (`ssh host peer …`), whose CPU time cannot be read here.
     pub fn server_pid(&self) -> Option<u32> {
-        self.child.as_ref().map(ChildGuard::id)
+        let spawned = self.child.as_ref()?.id();
+        match self.server_hello.pid {
+            None => Some(spawned),
+            Some(pid) if pid == spawned || is_descendant(pid, spawned) => Some(pid),
+            Some(_) => None,
+        }
     }
 
     /// Switches between the zero-copy and codec paths for the following calls.
@@ -615,12 +822,40 @@ impl Peer {
         })
     }
 
-    /// Sends `values` and receives the reply into `dst`: one round trip.
+    /// Sends `values` and receives the reply into `dst`: one round trip. The reply must have
+    /// the request's length and wire dtype, as every built-in handler's does; `dst` is checked
+    /// before anything is sent. A server whose replies differ in shape from its requests is
+    /// called with [`Peer::send`] and [`Peer::recv`].
     ///
     /// # Errors
-    /// Those of [`Peer::send`] and [`Peer::recv`].
+    /// [`Error::LengthMismatch`] when `dst` is not as long as `values`, and
+    /// [`Error::InvalidArgument`] when it would take another dtype off the wire than `values`
+    /// put on it: nothing is sent and the peer stays usable. Otherwise those of
+    /// [`Peer::send`] and [`Peer::recv`].
+    ///
+    /// # Examples
+    /// ```
+    /// # use std::thread;
+    /// # use peerpipe::handlers::Echo;
+    /// # use peerpipe::server::{serve, ServeOptions};
+    /// # use peerpipe::transport::{Transport, Wait};
+    /// # use peerpipe::{Error, Options, Peer};
+    /// # let (client_end, mut server_end) = Transport::pipe_pair(Wait::Block)?;
+    /// # let server = thread::spawn(move || serve(&mut server_end, &mut Echo::default(), &ServeOptions::default()));
+    /// let mut peer = Peer::connect(client_end, Options::default())?;
+    /// let state = vec![1.0; 500];
+    /// let mut short = vec![0.0; 499];
+    /// let err = peer.call_f64(&state, &mut short).unwrap_err(); // refused: nothing was sent
+    /// assert!(matches!(err, Error::LengthMismatch { expected: 500, found: 499, .. }));
+    /// let mut reply = vec![0.0; 500];
+    /// peer.call_f64(&state, &mut reply)?; // the peer is still usable
+    /// # peer.close()?;
+    /// # server.join().unwrap()?;
+    /// # Ok::<(), peerpipe::Error>(())
+    /// ```
     pub fn call(&mut self, values: Values<'_>, dst: ValuesMut<'_>) -> Result<CallTiming> {
         self.check_open()?;
+        check_reply_buffer(&values, &dst)?;
         if !self.pending.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "call",
@@ -725,17 +960,24 @@ impl Peer {
     }
 
     fn check_open(&self) -> Result<()> {
-        match self.state {
+        match &self.state {
             State::Open => Ok(()),
-            State::Failed => Err(Error::PeerClosed { context: "earlier, after an error" }),
+            State::Failed(cause) => Err(Error::ClosedAfter { cause: cause.clone() }),
             State::Closed => Err(Error::PeerClosed { context: "already (closed by this side)" }),
         }
     }
 
-    /// Marks the peer failed, terminates and reaps the server, and names its exit in the
-    /// error when it had died by itself.
+    /// Marks the peer failed (every later call repeats why), terminates and reaps the server,
+    /// and names its exit in the error when it had died by itself.
     fn fail(&mut self, error: Error, context: &str) -> Error {
-        self.state = State::Failed;
+        let error = self.end_after(error, context);
+        self.state = State::Failed(error.to_string());
+        error
+    }
+
+    /// Terminates and reaps the server after `error`, and names its exit in the error when it
+    /// had died by itself.
+    fn end_after(&mut self, error: Error, context: &str) -> Error {
         self.pending.clear();
         let Some(child) = self.child.as_mut() else { return error };
         // A dead server shows up as end of stream slightly before its exit status is
@@ -747,10 +989,18 @@ impl Peer {
             _ => child.try_wait().ok().flatten(),
         };
         match died_on_its_own {
-            Some(status) => Error::PeerExited {
-                status: describe_status(status),
-                context: format!("{context} ({error})"),
-            },
+            Some(status) => {
+                let said = self
+                    .stderr
+                    .as_ref()
+                    .map(|tail| tail.text(Duration::from_millis(200)))
+                    .filter(|text| !text.is_empty())
+                    .map_or_else(String::new, |text| format!("; its stderr ended with: {text}"));
+                Error::PeerExited {
+                    status: describe_status(status),
+                    context: format!("{context} ({error}){said}"),
+                }
+            }
             None => {
                 let _ = child.terminate();
                 error
@@ -766,7 +1016,39 @@ impl Drop for Peer {
         } else if let Some(child) = self.child.as_mut() {
             let _ = child.terminate();
         }
+        // The server is reaped: its stderr ends now (unless a process it started holds it),
+        // and the draining thread closes its end, so no descriptor outlives the peer.
+        if let Some(tail) = &self.stderr {
+            tail.wait_ended(STDERR_GRACE);
+        }
     }
+}
+
+/// How long dropping a peer waits for its server's stderr to end after reaping the server.
+const STDERR_GRACE: Duration = Duration::from_millis(100);
+
+/// The reply buffer of a [`Peer::call`] must take the request's shape back: the same length
+/// and the same dtype on the wire.
+fn check_reply_buffer(values: &Values<'_>, dst: &ValuesMut<'_>) -> Result<()> {
+    if dst.len() != values.len() {
+        return Err(Error::LengthMismatch {
+            what: "the reply buffer (a call's reply has the request's length)",
+            expected: values.len() as u64,
+            found: dst.len() as u64,
+        });
+    }
+    if dst.wire_dtype() != values.wire_dtype() {
+        return Err(Error::InvalidArgument {
+            what: "reply buffer",
+            reason: format!(
+                "expected one that takes {} off the wire, as the request puts on it, found one \
+                 that takes {}",
+                values.wire_dtype(),
+                dst.wire_dtype()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Replaces the "what were we waiting for" of a timeout with something the caller recognises.
@@ -838,11 +1120,7 @@ mod tests {
     /// in the caller's buffer), then echoes the second request.
     fn fake_server(mut end: Transport, message: &'static [u8]) -> std::thread::JoinHandle<()> {
         std::thread::spawn(move || {
-            let hello = Hello {
-                max_frame_bytes: 1 << 20,
-                handler: Some("fake".into()),
-                implementation: None,
-            };
+            let hello = Hello::server(1 << 20, "fake");
             let payload = hello.to_payload();
             let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
             end.send_frame(&header, &payload, Deadline::NEVER).unwrap();
@@ -896,7 +1174,7 @@ mod tests {
         release: std::sync::mpsc::Receiver<()>,
     ) -> std::thread::JoinHandle<()> {
         std::thread::spawn(move || {
-            let hello = Hello { max_frame_bytes: 1 << 20, handler: None, implementation: None };
+            let hello = Hello::server(1 << 20, "slow");
             let payload = hello.to_payload();
             let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
             end.send_frame(&header, &payload, Deadline::NEVER).unwrap();
@@ -980,7 +1258,7 @@ mod tests {
             other => panic!("expected a timeout, got {other:?}"),
         }
         let after = peer.recv_for(ValuesMut::F64(&mut reply), Duration::from_millis(1));
-        assert!(matches!(after, Err(Error::PeerClosed { .. })), "{after:?}");
+        assert!(matches!(after, Err(Error::ClosedAfter { .. })), "{after:?}");
         release.send(()).unwrap();
         drop(peer);
         server.join().unwrap();
@@ -991,7 +1269,7 @@ mod tests {
         let (client, mut server) = Transport::pipe_pair(Wait::Block).unwrap();
         // A server that greets and then never answers.
         let silent = std::thread::spawn(move || {
-            let hello = Hello { max_frame_bytes: 1 << 20, handler: None, implementation: None };
+            let hello = Hello::server(1 << 20, "silent");
             let payload = hello.to_payload();
             let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
             server.send_frame(&header, &payload, Deadline::NEVER).unwrap();

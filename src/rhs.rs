@@ -242,7 +242,8 @@ impl RemoteRhs {
     }
 
     /// Spawns `peer_exe --role server --handler HANDLER` (e.g. `lorenz96`) as the derivative
-    /// server.
+    /// server; `peer_exe` is found as [`crate::peer::find_peer_binary`] says (the path, then
+    /// `$PEERPIPE_PEER`, then `PATH`).
     ///
     /// # Errors
     /// As [`Peer::spawn_server`].
@@ -252,6 +253,15 @@ impl RemoteRhs {
         options: Options,
     ) -> Result<RemoteRhs> {
         Ok(RemoteRhs::new(Peer::spawn_server(peer_exe, handler, options)?))
+    }
+
+    /// [`RemoteRhs::spawn_server`] with the `peer` binary from `$PEERPIPE_PEER` or `PATH`
+    /// ([`Peer::spawn_handler`]).
+    ///
+    /// # Errors
+    /// As [`Peer::spawn_server`].
+    pub fn spawn_handler(handler: &str, options: Options) -> Result<RemoteRhs> {
+        Ok(RemoteRhs::new(Peer::spawn_handler(handler, options)?))
     }
 
     /// Chooses how values travel (default: f64, bit-exact).

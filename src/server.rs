@@ -305,11 +305,7 @@ impl Server<'_, '_> {
 
     fn handshake(&mut self, handler_name: &str) -> Result<()> {
         let deadline = Deadline::after(self.options.frame_timeout);
-        let hello = Hello {
-            max_frame_bytes: self.options.max_frame_bytes,
-            handler: Some(handler_name.to_owned()),
-            implementation: Some(frame::implementation_name()),
-        };
+        let hello = Hello::server(self.options.max_frame_bytes, handler_name);
         let payload = hello.to_payload();
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
         self.transport.send_frame(&header, &payload, deadline)?;

@@ -145,7 +145,9 @@ impl Config {
             max_elements: DEFAULT_MAX_ELEMENTS,
             seed,
             transport: TransportKind::Pipe,
-            options: Options::default(),
+            // A soak server that outlives a killed client must still be able to say why it
+            // exits, on the stderr it inherited, so its stderr is not captured.
+            options: Options { capture_stderr: false, ..Options::default() },
         }
     }
 

@@ -76,6 +76,7 @@ fn report_with_p50(p50: u64) -> Report {
             shared_core_share: None,
         }],
         sync_costs: vec![],
+        skipped: vec![],
     }
 }
 

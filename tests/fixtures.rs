@@ -230,8 +230,8 @@ fn check_hello_fixture(fixture: &[u8], expected: &Hello) {
 fn client_hello_parses_and_renders_back_to_the_fixture() {
     let hello = Hello {
         max_frame_bytes: 1_048_576,
-        handler: None,
         implementation: Some("peerpipe 0.1.0".into()),
+        ..Hello::default()
     };
     check_hello_fixture(HELLO_CLIENT, &hello);
     assert_eq!(
@@ -244,9 +244,12 @@ fn client_hello_parses_and_renders_back_to_the_fixture() {
 fn server_hello_parses_with_its_handler_and_renders_back_to_the_fixture() {
     let hello = Hello {
         max_frame_bytes: 1_048_576,
+        role: Some("server".into()),
         handler: Some("echo".into()),
         implementation: Some("peerpipe 0.1.0".into()),
+        pid: None,
     };
+    assert!(hello.is_server());
     check_hello_fixture(HELLO_SERVER, &hello);
 }
 

@@ -439,12 +439,14 @@ fn decoded_payload_excludes_padding_and_borrows_from_the_input() {
 fn hello_renders_keys_in_order_each_ending_in_newline() {
     let hello = Hello {
         max_frame_bytes: 4096,
+        role: Some("server".into()),
         handler: Some("echo".into()),
         implementation: Some("peerpipe 0.1.0".into()),
+        pid: Some(42),
     };
     assert_eq!(
         hello.to_payload(),
-        b"version=1\nmax_frame_bytes=4096\nhandler=echo\nimpl=peerpipe 0.1.0\n"
+        b"version=1\nmax_frame_bytes=4096\nrole=server\nhandler=echo\nimpl=peerpipe 0.1.0\npid=42\n"
     );
     assert_eq!(Hello::parse(&hello.to_payload()).unwrap(), hello);
 }
@@ -452,7 +454,7 @@ fn hello_renders_keys_in_order_each_ending_in_newline() {
 #[test]
 fn minimal_hello_has_only_the_required_keys() {
     let hello = Hello::parse(b"version=1\nmax_frame_bytes=0\n").unwrap();
-    assert_eq!(hello, Hello { max_frame_bytes: 0, handler: None, implementation: None });
+    assert_eq!(hello, Hello { max_frame_bytes: 0, ..Hello::default() });
 }
 
 #[test]
@@ -460,7 +462,12 @@ fn hello_keys_may_come_in_any_order() {
     let hello = Hello::parse(b"impl=x 1\nmax_frame_bytes=8\nhandler=h\nversion=1\n").unwrap();
     assert_eq!(
         hello,
-        Hello { max_frame_bytes: 8, handler: Some("h".into()), implementation: Some("x 1".into()) }
+        Hello {
+            max_frame_bytes: 8,
+            handler: Some("h".into()),
+            implementation: Some("x 1".into()),
+            ..Hello::default()
+        }
     );
 }
 
@@ -469,7 +476,7 @@ fn unknown_hello_keys_are_ignored() {
     let hello =
         Hello::parse(b"colour=blue\nversion=1\nfuture.key=a=b\nmax_frame_bytes=1048576\n=\n")
             .unwrap();
-    assert_eq!(hello, Hello { max_frame_bytes: 1_048_576, handler: None, implementation: None });
+    assert_eq!(hello, Hello { max_frame_bytes: 1_048_576, ..Hello::default() });
 }
 
 #[test]
@@ -569,7 +576,7 @@ fn only_remote_errors_are_recoverable() {
 
 #[test]
 fn hello_values_keep_a_trailing_carriage_return() {
-    let hello = Hello { max_frame_bytes: 8, handler: Some("echo\r".into()), implementation: None };
+    let hello = Hello { max_frame_bytes: 8, handler: Some("echo\r".into()), ..Hello::default() };
     assert_eq!(Hello::parse(&hello.to_payload()).unwrap(), hello);
     hello_err(b"version=1\r\nmax_frame_bytes=8\n");
 }

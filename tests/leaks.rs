@@ -66,10 +66,10 @@ fn leak_no_descriptors_mappings_or_children(transport: TransportKind, cycles: us
 
     // The counters see what they are meant to: a live peer holds two pipe ends and a child,
     // or one pipe end (the liveness pipe; the memfd is closed once mapped), a mapping and a
-    // child.
+    // child; and the read end of the server's stderr (Options::capture_stderr).
     let peer = Peer::spawn_server(peer_exe(), "echo", options(transport)).expect("spawn");
     let pid = peer.server_pid().expect("spawned") as i32;
-    let (fds, mappings) = if transport.is_shared_memory() { (1, 1) } else { (2, 0) };
+    let (fds, mappings) = if transport.is_shared_memory() { (2, 1) } else { (3, 0) };
     assert_eq!(
         open_fds(),
         fd_count + fds,

@@ -55,7 +55,7 @@ per_transport!(
     mismatched_buffer_dtype_is_a_dtype_mismatch_naming_both_and_the_server_is_reaped,
     a_call_after_a_failed_call_reports_the_earlier_failure,
     send_after_a_failed_call_reports_the_earlier_failure,
-    mismatched_buffer_length_is_a_count_mismatch_naming_both,
+    mismatched_buffer_length_is_refused_before_sending_and_the_peer_stays_usable,
     eight_mib_calls_round_trip_on_both_paths,
     every_wait_strategy_completes_calls,
     server_hello_and_capacity_are_reported,
@@ -109,26 +109,56 @@ fn expected_reply(src: Values<'_>, dst_kind: &str) -> Vec<u64> {
 
 /// Sends `src` and receives into a fresh buffer of kind `dst_kind`; returns the buffer's bits.
 fn call_into(peer: &mut Peer, src: Values<'_>, dst_kind: &str) -> peerpipe::Result<Vec<u64>> {
+    exchange_into(peer, src, dst_kind, false)
+}
+
+/// [`call_into`] as `send` then `recv`, which check the reply on the wire instead of the
+/// buffer before sending (as `call` does).
+fn send_recv_into(peer: &mut Peer, src: Values<'_>, dst_kind: &str) -> peerpipe::Result<Vec<u64>> {
+    exchange_into(peer, src, dst_kind, true)
+}
+
+fn exchange(
+    peer: &mut Peer,
+    src: Values<'_>,
+    dst: ValuesMut<'_>,
+    split: bool,
+) -> peerpipe::Result<()> {
+    if split {
+        peer.send(src)?;
+        peer.recv(dst)?;
+    } else {
+        peer.call(src, dst)?;
+    }
+    Ok(())
+}
+
+fn exchange_into(
+    peer: &mut Peer,
+    src: Values<'_>,
+    dst_kind: &str,
+    split: bool,
+) -> peerpipe::Result<Vec<u64>> {
     let n = src.len();
     Ok(match dst_kind {
         "bytes" => {
             let mut dst = vec![0xaau8; n];
-            peer.call(src, ValuesMut::Bytes(&mut dst))?;
+            exchange(peer, src, ValuesMut::Bytes(&mut dst), split)?;
             dst.iter().map(|&b| u64::from(b)).collect()
         }
         "f32" => {
             let mut dst = vec![f32::from_bits(0xdead_beef); n];
-            peer.call(src, ValuesMut::F32(&mut dst))?;
+            exchange(peer, src, ValuesMut::F32(&mut dst), split)?;
             bits32(&dst).into_iter().map(u64::from).collect()
         }
         "f64" => {
             let mut dst = vec![f64::from_bits(0xdead_beef); n];
-            peer.call(src, ValuesMut::F64(&mut dst))?;
+            exchange(peer, src, ValuesMut::F64(&mut dst), split)?;
             bits64(&dst)
         }
         "f64-from-f32" => {
             let mut dst = vec![f64::from_bits(0xdead_beef); n];
-            peer.call(src, ValuesMut::F64FromF32(&mut dst))?;
+            exchange(peer, src, ValuesMut::F64FromF32(&mut dst), split)?;
             bits64(&dst)
         }
         other => unreachable!("{other}"),
@@ -219,7 +249,17 @@ fn mismatched_buffer_dtype_is_a_dtype_mismatch_naming_both_and_the_server_is_rea
             {
                 let mut peer = spawn("echo", options(kind, path));
                 let pid = peer.server_pid().expect("spawned");
+                // call refuses the buffer before sending, and the peer stays usable.
                 match call_into(&mut peer, src, dst_kind) {
+                    Err(e @ Error::InvalidArgument { what: "reply buffer", .. }) => {
+                        let text = e.to_string();
+                        assert!(text.contains(&src.wire_dtype().to_string()), "{text}");
+                    }
+                    other => panic!("{path}: {src:?} into {dst_kind} by call: {other:?}"),
+                }
+                assert!(common::is_our_child(pid), "server {pid} gone after a refused call");
+                // send + recv find the mismatch in the reply, and end the connection.
+                match send_recv_into(&mut peer, src, dst_kind) {
                     Err(Error::DtypeMismatch { seq: 1, expected, found }) => {
                         assert_eq!((expected, found), (dst_wire_dtype(dst_kind), src.wire_dtype()));
                     }
@@ -231,24 +271,36 @@ fn mismatched_buffer_dtype_is_a_dtype_mismatch_naming_both_and_the_server_is_rea
     }
 }
 
+/// A failure that ends the connection: an f64 reply received into an f32 buffer.
+fn fail_by_recv(peer: &mut Peer) -> Error {
+    peer.send(Values::F64(&[1.0])).expect("send");
+    let failed = peer.recv(ValuesMut::F32(&mut [0.0])).expect_err("an f64 reply into f32");
+    assert!(matches!(failed, Error::DtypeMismatch { .. }), "{failed:?}");
+    failed
+}
+
 fn a_call_after_a_failed_call_reports_the_earlier_failure(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
-    let failed = peer.call(Values::F64(&[1.0]), ValuesMut::F32(&mut [0.0]));
-    assert!(matches!(failed, Err(Error::DtypeMismatch { .. })), "{failed:?}");
-    let again = peer.call_f64(&[1.0], &mut [0.0]);
-    assert!(matches!(again, Err(Error::PeerClosed { .. })), "{again:?}");
+    let failed = fail_by_recv(&mut peer);
+    for _ in 0..2 {
+        match peer.call_f64(&[1.0], &mut [0.0]) {
+            Err(Error::ClosedAfter { cause }) => assert_eq!(cause, failed.to_string()),
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 fn send_after_a_failed_call_reports_the_earlier_failure(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
-    let failed = peer.call(Values::F64(&[1.0]), ValuesMut::F32(&mut [0.0]));
-    assert!(matches!(failed, Err(Error::DtypeMismatch { .. })), "{failed:?}");
+    let failed = fail_by_recv(&mut peer);
     let again = peer.send(Values::F64(&[1.0]));
     match again {
-        Err(e @ Error::PeerClosed { .. }) => {
-            assert!(e.to_string().contains("after an error"), "{e}")
+        Err(e @ Error::ClosedAfter { .. }) => {
+            let text = e.to_string();
+            assert!(text.starts_with("peer connection closed after: "), "{text}");
+            assert!(text.contains(&failed.to_string()), "{text}");
         }
         other => panic!("{other:?}"),
     }
@@ -256,16 +308,31 @@ fn send_after_a_failed_call_reports_the_earlier_failure(kind: TransportKind) {
     assert!(peer.close().is_ok());
 }
 
-fn mismatched_buffer_length_is_a_count_mismatch_naming_both(kind: TransportKind) {
+fn mismatched_buffer_length_is_refused_before_sending_and_the_peer_stays_usable(
+    kind: TransportKind,
+) {
     let _watchdog = Watchdog::new(secs(20));
     let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
     let mut reply = [0.0; 3];
     match peer.call_f64(&[1.0, 2.0, 3.0, 4.0], &mut reply) {
-        Err(e @ Error::CountMismatch { seq: 1, expected: 3, found: 4 }) => {
+        Err(e @ Error::LengthMismatch { expected: 4, found: 3, .. }) => {
+            assert!(e.to_string().contains("expected 4, found 3"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(peer.in_flight(), 0, "nothing was sent");
+    let mut reply = [0.0; 4];
+    peer.call_f64(&[1.0, 2.0, 3.0, 4.0], &mut reply).expect("the next good call");
+    assert_eq!(reply, [1.0, 2.0, 3.0, 4.0]);
+    // send + recv: the count is found in the reply, which ends the connection.
+    peer.send(Values::F64(&[1.0, 2.0, 3.0, 4.0])).expect("send");
+    match peer.recv(ValuesMut::F64(&mut [0.0; 3])) {
+        Err(e @ Error::CountMismatch { expected: 3, found: 4, .. }) => {
             assert!(e.to_string().contains("expected 3 elements, found 4"), "{e}");
         }
         other => panic!("{other:?}"),
     }
+    assert!(peer.close().is_ok());
 }
 
 fn eight_mib_calls_round_trip_on_both_paths(kind: TransportKind) {
@@ -559,7 +626,10 @@ fn a_client_that_stops_reading_gets_a_timeout_not_a_hang_and_the_server_is_reape
     }
     assert!(!common::is_our_child(pid), "server {pid} not reaped after the timeout");
     let after = peer.send(Values::F64(&[1.0]));
-    assert!(matches!(after, Err(Error::PeerClosed { .. })), "{after:?}");
+    match after {
+        Err(Error::ClosedAfter { cause }) => assert!(cause.contains("timed out"), "{cause}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 fn a_200us_timeout_on_a_spawned_server_that_never_answers_ends_in_timeout(kind: TransportKind) {

@@ -341,8 +341,10 @@ proptest! {
         max_frame_bytes in any::<u64>(),
         handler in proptest::option::of("[a-zA-Z0-9 ._=+-]{0,24}"),
         implementation in proptest::option::of("[a-zA-Z0-9 ._=+-]{0,24}"),
+        role in proptest::option::of("[a-zA-Z0-9 ._=+-]{0,24}"),
+        pid in proptest::option::of(1..=u32::MAX),
     ) {
-        let hello = Hello { max_frame_bytes, handler, implementation };
+        let hello = Hello { max_frame_bytes, role, handler, implementation, pid };
         prop_assert_eq!(Hello::parse(&hello.to_payload()).unwrap(), hello);
     }
 }

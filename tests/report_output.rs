@@ -119,6 +119,7 @@ fn report(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
         baseline,
         rows,
         sync_costs: vec![],
+        skipped: vec![],
     }
 }
 
@@ -188,7 +189,7 @@ fn json_has_the_documented_keys_and_nesting() {
     let value = serde_json::to_value(sample()).expect("serialise");
     assert_eq!(
         keys(&value),
-        set(&["peerpipe", "machine", "config", "baseline", "rows", "sync_costs"])
+        set(&["peerpipe", "machine", "config", "baseline", "rows", "sync_costs", "skipped"])
     );
     assert_eq!(value["peerpipe"], "0.1.0");
     assert!(value["machine"].is_object() && value["config"].is_object());

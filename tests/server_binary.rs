@@ -699,7 +699,7 @@ fn bye_before_hello_gets_error_and_exit_2(kind: TransportKind) {
 
 fn second_hello_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
-    let hello = Hello { max_frame_bytes: 4096, handler: None, implementation: None };
+    let hello = Hello { max_frame_bytes: 4096, ..Hello::default() };
     let frame = control_frame(Kind::Hello, 18, &hello.to_payload());
     assert_violation(kind, &[], true, &frame, 18, "unexpected HELLO frame: expected DATA or BYE");
 }

@@ -103,8 +103,8 @@ impl Conversation {
 fn hello_payload_len(client_max: u64) -> usize {
     let hello = Hello {
         max_frame_bytes: client_max,
-        handler: None,
         implementation: Some("peerpipe-tests 0".into()),
+        ..Hello::default()
     };
     hello.to_payload().len()
 }
@@ -212,7 +212,7 @@ fn corruption() -> impl Strategy<Value = Corruption> {
 fn stray_frame(which: u8, seq: u64) -> Vec<u8> {
     match which {
         0 => {
-            let hello = Hello { max_frame_bytes: 4096, handler: None, implementation: None };
+            let hello = Hello { max_frame_bytes: 4096, ..Hello::default() };
             control_frame(Kind::Hello, seq, &hello.to_payload())
         }
         1 => control_frame(Kind::Error, seq, "a client has no business sending ERROR".as_bytes()),

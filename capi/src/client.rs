@@ -197,8 +197,9 @@ pub unsafe extern "C" fn pp_set_timeout_ns(peer: *mut pp_peer, ns: u64) -> c_int
 }
 
 /// Sends the `n` doubles at `in` as one f64 request and receives the reply, which must hold
-/// exactly `out_len` doubles, into `out`: one round trip. The values cross bit for bit (NaN
-/// payloads, -0.0, subnormals, infinities). Once the peer is warm the call allocates nothing.
+/// exactly `n` doubles (so `out_len` must equal `n`), into `out`: one round trip. The values
+/// cross bit for bit (NaN payloads, -0.0, subnormals, infinities). Once the peer is warm the
+/// call allocates nothing.
 ///
 /// `timing`, when not NULL, receives where the time went; it is written only on success.
 /// On any failure the contents of `out` are unspecified.
@@ -206,12 +207,12 @@ pub unsafe extern "C" fn pp_set_timeout_ns(peer: *mut pp_peer, ns: u64) -> c_int
 /// Blocks until the reply arrives, at most the peer's timeout.
 ///
 /// Returns `PP_OK`; `PP_EINVAL` (nothing sent, peer usable) when `peer` is NULL, `in` or
-/// `out` is NULL with a non-zero length, misaligned, or too long, or `in` and `out` overlap;
-/// `PP_ETOOLARGE` (nothing sent, peer usable) when the request exceeds the server's
-/// max_frame_bytes; `PP_EREMOTE` (peer usable) when the server answered with an ERROR frame;
-/// and, leaving the peer good only for `pp_close` (its server terminated and reaped):
-/// `PP_ETIMEDOUT`, `PP_EEXITED`, `PP_ECLOSED`, `PP_EPROTO` (including a reply whose count is
-/// not `out_len`), `PP_EIO`.
+/// `out` is NULL with a non-zero length, misaligned, or too long, `in` and `out` overlap, or
+/// `out_len` is not `n`; `PP_ETOOLARGE` (nothing sent, peer usable) when the request exceeds
+/// the server's max_frame_bytes; `PP_EREMOTE` (peer usable) when the server answered with an
+/// ERROR frame; and, leaving the peer good only for `pp_close` (its server terminated and
+/// reaped): `PP_ETIMEDOUT`, `PP_EEXITED`, `PP_ECLOSED` (whose message repeats the error that
+/// closed it), `PP_EPROTO` (including a reply whose count is not `n`), `PP_EIO`.
 ///
 /// # Safety
 /// `peer` is NULL or a live peer, not in use by another thread; `in` is NULL or points to

@@ -75,10 +75,10 @@ pub(crate) fn code_of(error: &Error) -> c_int {
         Error::InvalidArgument { .. } | Error::LengthMismatch { .. } => PP_EINVAL,
         Error::Timeout { .. } => PP_ETIMEDOUT,
         Error::PeerExited { .. } => PP_EEXITED,
-        Error::PeerClosed { .. } => PP_ECLOSED,
+        Error::PeerClosed { .. } | Error::ClosedAfter { .. } => PP_ECLOSED,
         Error::Remote { .. } => PP_EREMOTE,
         Error::FrameTooLarge { .. } => PP_ETOOLARGE,
-        Error::Io(_) | Error::Sys(_) => PP_EIO,
+        Error::Io(_) | Error::Sys(_) | Error::PeerNotFound { .. } => PP_EIO,
         Error::BadMagic { .. }
         | Error::UnsupportedVersion { .. }
         | Error::UnknownKind { .. }

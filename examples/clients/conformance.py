@@ -262,10 +262,15 @@ def check_hello(opts, handler, extra=(), mfb=pc.DEFAULT_MAX_FRAME_BYTES):
                 len(impl.split(" ")) == 2 and all(impl.split(" ")),
                 f"impl={impl!r}, expected 'NAME VERSION'",
             )
+            expect(info.get("role") == "server", f"role={info.get('role')}, expected server")
             expect(
-                keys == ["version", "max_frame_bytes", "handler", "impl"],
-                f"key order {keys}, §4 says peerpipe writes version, max_frame_bytes, handler, impl",
+                keys[:5] == ["version", "max_frame_bytes", "role", "handler", "impl"]
+                and keys[5:] in ([], ["pid"]),
+                f"key order {keys}, §4 says peerpipe writes version, max_frame_bytes, role, "
+                "handler, impl, pid",
             )
+            if "pid" in info:
+                expect(info["pid"].isdigit(), f"pid={info['pid']!r}, expected decimal digits")
             s.send_hello()
             s.pipe.close_stdin()
             s.expect_eof("a clean end of stream after the HELLOs")
@@ -611,13 +616,14 @@ def malformed(opts, send_hello, data, close, seq, extra):
 
 def error_within_client_limit(opts):
     """§6: an ERROR payload is at most 65536 bytes and at most the receiver's
-    max_frame_bytes. We announce 80 (the server's HELLO, 68 bytes, fits) and
-    send a header the server must reject; its message must fit in 80 bytes."""
+    max_frame_bytes. We announce 128 (the server's HELLO, about 100 bytes,
+    fits) and send a header the server must reject; its message must fit in
+    128 bytes."""
 
     def body():
         with Server(opts, "echo") as s:
-            s.max_frame_bytes = 80
-            s.send_hello(b"version=1\nmax_frame_bytes=80\n")
+            s.max_frame_bytes = 128
+            s.send_hello(b"version=1\nmax_frame_bytes=128\n")
             s.hello()
             s.send(hdr(DATA, BYTES, count=U64_MAX))
             s.error_frame(SEQ, "a case-B ERROR that fits our max_frame_bytes")

@@ -154,6 +154,25 @@ def encode_hello(max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, impl=IMPL):
     return f"version=1\nmax_frame_bytes={max_frame_bytes}\nimpl={impl}\n".encode()
 
 
+def check_server_hello(theirs, ours):
+    """§4: a HELLO equal to ours came from a command that echoes its input (cat), not a server."""
+    if theirs == ours:
+        raise ProtocolError(
+            "the peer sent back our own HELLO: is the command echoing its input, like cat?"
+        )
+
+
+def check_server_role(info):
+    """§4: a server's HELLO says role=server; anything else is not a peerpipe server."""
+    role = info.get("role")
+    if role != "server":
+        found = "no role" if role is None else f"role={role!r}"
+        raise ProtocolError(
+            f"bad HELLO from the server: expected role=server, found {found}: "
+            "is the command a peerpipe server?"
+        )
+
+
 def parse_hello(payload):
     """Validate a HELLO payload (§4) and return its keys as a dict of strings.
     Raises ValueError naming the first problem."""
@@ -318,10 +337,12 @@ class PeerClient:
                 )
             if frame.kind != HELLO:
                 raise ProtocolError(f"unexpected {KIND_NAMES[frame.kind]} frame: expected HELLO")
+            check_server_hello(frame.payload, payload)
             try:
                 self.server_info = parse_hello(frame.payload)
             except ValueError as e:
                 raise ProtocolError(f"bad HELLO from the server: {e}") from None
+            check_server_role(self.server_info)
             self.server_max_frame_bytes = int(self.server_info["max_frame_bytes"])
             self.handler = self.server_info.get("handler")
         except BaseException:

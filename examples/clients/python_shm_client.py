@@ -457,10 +457,21 @@ class ShmRingClient:
                     f"first frame: expected HELLO, found {KIND_NAMES[frame.kind]}"
                     f" {frame.payload[:200]!r}"
                 )
+            if frame.payload == hello:
+                raise ProtocolError(
+                    "the peer sent back our own HELLO: is the command echoing its input, like cat?"
+                )
             try:
                 self.server_info = parse_hello(frame.payload)
             except ValueError as e:
                 raise ProtocolError(f"bad HELLO from the server: {e}") from None
+            role = self.server_info.get("role")
+            if role != "server":
+                found = "no role" if role is None else f"role={role!r}"
+                raise ProtocolError(
+                    f"bad HELLO from the server: expected role=server, found {found}: "
+                    "is the command a peerpipe server?"
+                )
             self.server_max_frame_bytes = int(self.server_info["max_frame_bytes"])
         except BaseException:
             self.abort()

@@ -178,6 +178,7 @@ fn spec_hello(payload: &[u8]) -> Option<Hello> {
     let text = std::str::from_utf8(payload).ok()?;
     let body = text.strip_suffix('\n')?;
     let (mut version, mut max, mut handler, mut implementation) = (None, None, None, None);
+    let (mut role, mut pid) = (None, None);
     for line in body.split('\n') {
         let (key, value) = line.split_once('=')?;
         match key {
@@ -190,6 +191,8 @@ fn spec_hello(payload: &[u8]) -> Option<Hello> {
             }
             "handler" => handler = Some(value.to_owned()),
             "impl" => implementation = Some(value.to_owned()),
+            "role" => role = Some(value.to_owned()),
+            "pid" => pid = value.parse::<u32>().ok().filter(|&p| p > 0),
             _ => {}
         }
     }
@@ -197,7 +200,7 @@ fn spec_hello(payload: &[u8]) -> Option<Hello> {
         return None;
     }
     let max = max.filter(|max| is_limit(max))?;
-    Some(Hello { max_frame_bytes: max.parse().ok()?, handler, implementation })
+    Some(Hello { max_frame_bytes: max.parse().ok()?, role, handler, implementation, pid })
 }
 
 fn check_hello(payload: &[u8]) {

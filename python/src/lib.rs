@@ -97,7 +97,9 @@ fn to_py(py: Python<'_>, error: peerpipe::Error) -> PyErr {
         E::PeerExited { status, .. } => {
             with(PeerExited::new_err(message), &[("status", Some(status))])
         }
-        E::PeerClosed { .. } => with(PeerExited::new_err(message), &[("status", None)]),
+        E::PeerClosed { .. } | E::ClosedAfter { .. } => {
+            with(PeerExited::new_err(message), &[("status", None)])
+        }
         E::Remote { seq, message: text } => {
             let err = RemoteError::new_err(message);
             let _ = err.value(py).setattr("seq", seq);
@@ -113,6 +115,7 @@ fn to_py(py: Python<'_>, error: peerpipe::Error) -> PyErr {
             }
         }
         E::Sys(errno) => PyOSError::new_err((errno as i32, message)),
+        E::PeerNotFound { .. } => pyo3::exceptions::PyFileNotFoundError::new_err(message),
         E::BadMagic { .. }
         | E::UnsupportedVersion { .. }
         | E::UnknownKind { .. }

@@ -177,7 +177,7 @@ impl Comparison {
 /// use peerpipe::report::compare::{Mode, Thresholds, compare};
 /// use peerpipe::report::{ConfigRecord, Machine, Report};
 /// let empty = Report { peerpipe: "0.1.0".into(), machine: Machine::default(),
-///     config: ConfigRecord::default(), baseline: vec![], rows: vec![], sync_costs: vec![] };
+///     config: ConfigRecord::default(), baseline: vec![], rows: vec![], sync_costs: vec![], skipped: vec![] };
 /// assert!(!compare(&empty, &empty, Thresholds::default(), Mode::Paired).differs());
 /// ```
 pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Comparison {

@@ -43,6 +43,28 @@ pub(crate) struct RowSetup {
     pub(crate) handler: String,
 }
 
+impl RowSetup {
+    /// One untimed call of this row on `peer`, before its group starts, to learn whether the
+    /// handler can serve it at all: `Ok(Some(reason))` when it cannot — the server answered
+    /// ERROR (say `lorenz96` given f32) or the row cannot even be set up (`lorenz96` with
+    /// fewer than 4 elements) — and the row is to be skipped; `Ok(None)` when it can.
+    ///
+    /// # Errors
+    /// Any other error of the call (the server died, a timeout): the peer is then unusable.
+    pub(crate) fn probe(&self, peer: &mut Peer) -> Result<Option<String>> {
+        let mut data = match RowData::new(self) {
+            Ok(data) => data,
+            Err(e) => return Ok(Some(e.to_string())),
+        };
+        peer.set_path(self.path);
+        match data.call(peer, self.workload) {
+            Ok(_) => Ok(None),
+            Err(crate::Error::Remote { message, .. }) => Ok(Some(message)),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// One generation of a group's server processes: the raw floor's, and one per handler slot
 /// (`None` for a handler with no row in the group).
 pub(crate) struct Processes {

@@ -16,7 +16,9 @@ use super::pairing::Group;
 use super::pairing::{self, Burst, Schedule};
 use super::placement::Placer;
 use super::sync::{self, SyncCost};
-use super::{BaselineRow, ConfigRecord, Expectation, Placement, Report, Row, Workload, machine};
+use super::{
+    BaselineRow, ConfigRecord, Expectation, Placement, Report, Row, Skipped, Workload, machine,
+};
 use crate::error::{Error, Result};
 use crate::peer::{DataPath, Options, Peer};
 use crate::process::Spawn;
@@ -279,16 +281,49 @@ pub fn progress_bar(plan: &Plan) -> ProgressBar {
     bar
 }
 
-/// Runs the whole plan. For each placement, wait strategy and transport, one server per
-/// handler is spawned and kept for the section; then, for each byte count (smallest first), a
-/// raw floor is spawned and measured in rounds with every row of that byte count
-/// ([`pairing::run`]); each row's `ratio_to_baseline` is the median of its per-round ratios.
+/// What [`run_partial`] measured, and the error that ended or marred the run.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Everything measured, with the rows not measured in [`Report::skipped`].
+    pub report: Report,
+    /// The first error: one that ended the run (spawning or the handshake failed), or one
+    /// that ended a group mid-run (its rows are in `skipped` with `failed` set and the run
+    /// went on). `None` when every row was measured or skipped because its handler cannot
+    /// serve it.
+    pub error: Option<Error>,
+}
+
+/// Runs the whole plan; see [`run_partial`], which this is with any error returned instead
+/// of the report.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty plan, zero iterations or rounds out of range; any
 /// error of spawning, calling or verifying (the servers are continued, terminated and
 /// reaped).
 pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
+    let outcome = run_partial(plan, progress)?;
+    match outcome.error {
+        Some(error) => Err(error),
+        None => Ok(outcome.report),
+    }
+}
+
+/// Runs the whole plan. For each placement, wait strategy and transport, then for each byte
+/// count (smallest first), a raw floor and one server per handler are spawned and measured in
+/// rounds with every row of that byte count ([`pairing::run`]); each row's
+/// `ratio_to_baseline` is the median of its per-round ratios.
+///
+/// A run survives what it cannot measure. Before a group starts, each of its rows is probed
+/// with one call: a row its handler answers with ERROR (`lorenz96` given f32), or that cannot
+/// be set up (`lorenz96` with fewer than 4 elements), is left out and listed in
+/// [`Report::skipped`] with the reason. An error in the middle of a group ends that group
+/// (its rows are listed as `failed`), not the run. An error spawning servers or in a handshake
+/// ends the run; what was measured until then is kept. Every error is in
+/// [`Outcome::error`] (the first one).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an empty plan, zero iterations or rounds out of range.
+pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
     if plan.sizes.is_empty()
         || plan.workloads.is_empty()
         || plan.paths.is_empty()
@@ -318,12 +353,18 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
             reason: "must be at least 1".into(),
         });
     }
-    let mut baseline = Vec::new();
-    let mut rows = Vec::new();
+    let mut measured = Measured::default();
+    let mut error = None;
     let mut pipe_size_granted = None;
     let mut group_index = 0u64;
-    for &pin in &plan.pins {
-        let placement = Placer::new(pin)?;
+    'run: for &pin in &plan.pins {
+        let placement = match Placer::new(pin) {
+            Ok(placement) => placement,
+            Err(e) => {
+                error = Some(e);
+                break 'run;
+            }
+        };
         for wait in plan.all_waits() {
             for &transport in &plan.transports {
                 let mut section = Section::new(plan, &placement, wait, transport);
@@ -331,31 +372,63 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
                     progress.set_message(format!("{bytes} B {transport} {wait} {pin}"));
                     let seed = plan.order_seed.wrapping_add(group_index);
                     group_index += 1;
-                    let (floor, measured) = section.measure_group(bytes, pin, seed, progress)?;
+                    let result = section.measure_group(bytes, pin, seed, progress, &mut measured);
                     if transport == TransportKind::Pipe && section.pipe_capacity.is_some() {
                         pipe_size_granted = section.pipe_capacity;
                     }
-                    baseline.push(floor);
-                    rows.extend(measured);
+                    match result {
+                        Ok(()) => {}
+                        Err(GroupError::Group(e)) => {
+                            error.get_or_insert(e);
+                        }
+                        Err(GroupError::Run(e)) => {
+                            error = Some(e);
+                            break 'run;
+                        }
+                    }
                 }
             }
         }
     }
-    let sync_costs = if plan.transports.iter().any(TransportKind::is_shared_memory) {
-        progress.set_message("synchronisation costs");
-        measure_sync_costs(plan)?
-    } else {
-        Vec::new()
-    };
+    let sync_costs =
+        if error.is_none() && plan.transports.iter().any(TransportKind::is_shared_memory) {
+            progress.set_message("synchronisation costs");
+            match measure_sync_costs(plan) {
+                Ok(costs) => costs,
+                Err(e) => {
+                    error = Some(e);
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
     progress.finish_and_clear();
-    Ok(Report {
+    let report = Report {
         peerpipe: env!("CARGO_PKG_VERSION").to_owned(),
         machine: machine::describe(pipe_size_granted),
         config: plan.record(),
-        baseline,
-        rows,
+        baseline: measured.baseline,
+        rows: measured.rows,
         sync_costs,
-    })
+        skipped: measured.skipped,
+    };
+    Ok(Outcome { report, error })
+}
+
+/// What the groups measured so far.
+#[derive(Default)]
+struct Measured {
+    baseline: Vec<BaselineRow>,
+    rows: Vec<Row>,
+    skipped: Vec<Skipped>,
+}
+
+/// How a group failed: only itself (the run goes on), or the whole run (spawning or a
+/// handshake failed, which the next group would repeat).
+enum GroupError {
+    Group(Error),
+    Run(Error),
 }
 
 /// How the groups of one placement, wait strategy and transport get their servers: a raw
@@ -384,14 +457,17 @@ impl<'p> Section<'p> {
     }
 
     /// Measures the floor of `bytes` and every row of that many bytes in the plan's rounds,
-    /// split into generations of fresh processes.
+    /// split into generations of fresh processes, into `measured`. Rows the handler cannot
+    /// serve are probed out first ([`RowSetup::probe`]) and skipped; when the group fails
+    /// after that, its rows are skipped as `failed`.
     fn measure_group(
         &mut self,
         bytes: usize,
         pin: Placement,
         seed: u64,
         progress: &ProgressBar,
-    ) -> Result<(BaselineRow, Vec<Row>)> {
+        measured: &mut Measured,
+    ) -> std::result::Result<(), GroupError> {
         let plan = self.plan;
         // A floor with no row of its bytes (the wake-up floor) needs no handler server.
         let with_rows = plan.workload_paths().iter().any(|&(workload, _)| {
@@ -400,8 +476,60 @@ impl<'p> Section<'p> {
                     && plan.waits_for(elements).contains(&self.wait)
             })
         });
-        let first = self.spawn(bytes, with_rows)?;
-        let setups = if with_rows { self.rows_of(bytes, pin) } else { Vec::new() };
+        let mut first = self.spawn(bytes, with_rows).map_err(GroupError::Run)?;
+        let mut setups = Vec::new();
+        for setup in if with_rows { self.rows_of(bytes, pin) } else { Vec::new() } {
+            let probed = match first.peers.get_mut(setup.peer).and_then(Option::as_mut) {
+                Some(peer) => setup.probe(peer),
+                None => Ok(None), // reported by LiveGroup::install
+            };
+            match probed {
+                Ok(None) => setups.push(setup),
+                Ok(Some(reason)) => measured.skipped.push(self.skipped(&setup, reason, false)),
+                Err(e) => {
+                    let reason = e.to_string();
+                    measured.skipped.push(self.skipped(&setup, reason.clone(), true));
+                    return Err(GroupError::Group(e));
+                }
+            }
+        }
+        let with_rows = !setups.is_empty();
+        let kept = setups.clone();
+        let result = self.measure_rounds(bytes, pin, seed, progress, first, setups, with_rows);
+        match result {
+            Ok((floor, rows)) => {
+                measured.baseline.push(floor);
+                measured.rows.extend(rows);
+                Ok(())
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                for setup in &kept {
+                    measured.skipped.push(self.skipped(setup, reason.clone(), true));
+                }
+                Err(GroupError::Group(e))
+            }
+        }
+    }
+
+    /// The rounds of a group whose rows passed their probe, `first` its first generation.
+    #[allow(clippy::too_many_arguments)]
+    fn measure_rounds(
+        &mut self,
+        bytes: usize,
+        pin: Placement,
+        seed: u64,
+        progress: &ProgressBar,
+        first: Processes,
+        setups: Vec<RowSetup>,
+        with_rows: bool,
+    ) -> Result<(BaselineRow, Vec<Row>)> {
+        let plan = self.plan;
+        let mut first = first;
+        if !with_rows {
+            // Every row was skipped: the floor alone needs no handler server.
+            first.peers.iter_mut().for_each(|slot| drop(slot.take()));
+        }
         let mut group = LiveGroup::new(self.wait, pin, setups, progress)?;
         group.install(first)?;
         let generations = plan.generations.clamp(1, plan.rounds.max(1));
@@ -415,6 +543,22 @@ impl<'p> Section<'p> {
             rounds.append(pairing::run(&mut group, &schedule)?);
         }
         group.finish(&rounds, self.transport)
+    }
+
+    /// The entry of [`Report::skipped`] for `setup`.
+    fn skipped(&self, setup: &RowSetup, reason: String, failed: bool) -> Skipped {
+        Skipped {
+            dtype: setup.workload.name().to_owned(),
+            elements: setup.elements as u64,
+            bytes: setup.workload.wire_bytes(setup.elements) as u64,
+            transport: self.transport.name().to_owned(),
+            path: setup.path.name().to_owned(),
+            handler: setup.handler.clone(),
+            wait: setup.wait.to_string(),
+            pin: setup.pin.name().to_owned(),
+            reason,
+            failed,
+        }
     }
 
     /// One generation of servers for a group of `bytes` bytes: the raw echo, and the handler
@@ -500,11 +644,10 @@ impl<'p> Section<'p> {
     }
 }
 
-/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] runs it.
+/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] runs it (with `exec` for a simple command,
+/// so that the measured server pid is the server's).
 fn shell_command(command_line: &str) -> Command {
-    let mut command = Command::new("sh");
-    command.arg("-c").arg(command_line);
-    command
+    crate::peer::shell_command(command_line)
 }
 
 /// The synchronisation-cost table: in-process primitives, then cross-process wake-ups with

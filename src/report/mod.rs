@@ -8,6 +8,7 @@
 //! into a table and a verdict, [`export`] into JSON, CSV and SVG, and [`compare`] holds against
 //! another run.
 
+pub mod answer;
 pub mod baseline;
 pub mod compare;
 pub mod cpu;
@@ -466,6 +467,48 @@ pub struct Report {
     /// or alone with `--sync-costs`); empty otherwise and in reports from before it existed.
     #[serde(default)]
     pub sync_costs: Vec<sync::SyncCost>,
+    /// Rows that were not measured, each with why: the handler cannot serve them (found by
+    /// a probe call before the group starts, e.g. `lorenz96` with f32 or fewer than 4
+    /// elements), or their group failed mid-run. Empty in reports from before it existed.
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+}
+
+/// A row of the plan that has no measurement, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// `f64`, `f32` or `f64-as-f32`.
+    pub dtype: String,
+    /// Elements per request.
+    pub elements: u64,
+    /// Payload bytes on the wire per request.
+    pub bytes: u64,
+    /// Transport: `pipe`, `shm-sem` or `shm-ring`.
+    pub transport: String,
+    /// `zero-copy` or `codec`.
+    pub path: String,
+    /// Server handler.
+    pub handler: String,
+    /// Wait strategy.
+    pub wait: String,
+    /// Placement.
+    pub pin: String,
+    /// Why: the server's ERROR message or the client's own error, as printed.
+    pub reason: String,
+    /// True when the row could have been measured but its group failed (the run then exits
+    /// non-zero); false when the handler cannot serve it (no error).
+    #[serde(default)]
+    pub failed: bool,
+}
+
+impl Skipped {
+    /// `f64 x 1 lorenz96 zero-copy, pipe, hybrid, split`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} x {} {} {}, {}, {}, {}",
+            self.dtype, self.elements, self.handler, self.path, self.transport, self.wait, self.pin
+        )
+    }
 }
 
 impl Report {

@@ -60,6 +60,7 @@ pub const SPEED_CHANGE_FACTOR: f64 = 1.5;
 ///     baseline: vec![],
 ///     rows: vec![],
 ///     sync_costs: vec![],
+///     skipped: vec![],
 /// };
 /// let mut out = Vec::new();
 /// render::table(&report, &mut out).unwrap();
@@ -431,7 +432,7 @@ impl Breakdown {
 /// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None };
 /// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
 /// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()],
-/// #     sync_costs: vec![] };
+/// #     sync_costs: vec![], skipped: vec![] };
 /// // A 100 µs round trip of which 10 µs is conversion, with a 60 µs wake-up at this wait:
 /// let b = render::breakdown(&report, &row);
 /// assert_eq!((b.converting_ns, b.moving_ns, b.waiting_ns), (10_000, 30_000, Some(60_000)));
@@ -577,6 +578,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             ns(best.rtt_ns.p50),
             ns(best.rtt_ns.p99),
         )?;
+        super::answer::verdict_lines(report, dtype, elements, out)?;
         if best.rtt_ns.p50 <= budget {
             met.push(size_name);
         } else {
@@ -1009,6 +1011,7 @@ mod tests {
             baseline: vec![],
             rows,
             sync_costs: vec![],
+            skipped: vec![],
         }
     }
 

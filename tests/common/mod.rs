@@ -240,18 +240,17 @@ pub fn control_frame(kind: Kind, seq: u64, payload: &[u8]) -> Vec<u8> {
 
 /// A client HELLO announcing `max_frame_bytes`.
 pub fn client_hello(max_frame_bytes: u64) -> Vec<u8> {
-    let hello =
-        Hello { max_frame_bytes, handler: None, implementation: Some("peerpipe-tests 0".into()) };
+    let hello = Hello {
+        max_frame_bytes,
+        implementation: Some("peerpipe-tests 0".into()),
+        ..Hello::default()
+    };
     control_frame(Kind::Hello, 0, &hello.to_payload())
 }
 
 /// A server HELLO as `peer --role server --handler HANDLER` would write it.
 pub fn server_hello(handler: &str) -> Vec<u8> {
-    let hello = Hello {
-        max_frame_bytes: frame::DEFAULT_MAX_FRAME_BYTES,
-        handler: Some(handler.into()),
-        implementation: Some(frame::implementation_name()),
-    };
+    let hello = Hello::server(frame::DEFAULT_MAX_FRAME_BYTES, handler);
     control_frame(Kind::Hello, 0, &hello.to_payload())
 }
 
@@ -554,7 +553,7 @@ fn misbehave(kind: TransportKind, mode: &str) -> ! {
         }
         "hello-reply" => {
             // A second HELLO, carrying the request's seq so that only its kind is wrong.
-            let hello = Hello { max_frame_bytes: 1024, handler: None, implementation: None };
+            let hello = Hello { max_frame_bytes: 1024, ..Hello::default() };
             control_frame(Kind::Hello, seq, &hello.to_payload())
         }
         "half-frame" => {

@@ -92,9 +92,10 @@ int main(int argc, char **argv) {
     report("call-ok-after-einval", pp_call_f64(peer, in, 3, out, 3, &timing));
     report("call-empty", pp_call_f64(peer, NULL, 0, NULL, 0, NULL));
 
-    /* PP_EPROTO, then PP_ECLOSED: a reply of 3 elements where 4 were expected. */
-    report("call-count-mismatch", pp_call_f64(peer, in, 3, out, 4, NULL));
-    report("call-after-failure", pp_call_f64(peer, in, 3, out, 3, NULL));
+    /* PP_EINVAL before anything is sent: a reply buffer of 4 for a request of 3; the peer
+       stays usable. */
+    report("call-length-mismatch", pp_call_f64(peer, in, 3, out, 4, NULL));
+    report("call-ok-after-length-mismatch", pp_call_f64(peer, in, 3, out, 3, NULL));
     report("close-failed", pp_close(peer));
     report("close-null", pp_close(NULL));
 

@@ -12,7 +12,7 @@ out = sys.stdout.buffer
 
 
 def hello():
-    payload = b"version=1\nmax_frame_bytes=67108864\nhandler=misbehaving\n"
+    payload = b"version=1\nmax_frame_bytes=67108864\nrole=server\nhandler=misbehaving\n"
     pad = (-len(payload)) % 8
     header = b"PEER" + bytes([1, 1, 0, 0]) + struct.pack("<QQQ", 0, len(payload), 0)
     out.write(header + payload + b"\0" * pad)

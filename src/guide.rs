@@ -1,0 +1,23 @@
+//! The project's documents, readable in the crate documentation; in a checkout (or on a code
+//! host) they are the files `docs/PROTOCOL.md`, `docs/PERFORMANCE.md` and
+//! `docs/GUARANTEES.md`, which the README links to.
+//!
+//! - [`protocol`]: wire format v1, the whole contract for a peer in another language;
+//! - [`performance`]: what a round trip costs, which wait and transport, how to measure it on
+//!   your machine, then the measured history;
+//! - [`guarantees`]: every promise, with the test behind it.
+//!
+//! Other files the README links to are source files of the repository, not part of this
+//! documentation: `examples/custom_server.rs` (a server of your own), `examples/clients/`
+//! (pure-Python clients written from the protocol alone), `python/` (the Python package and
+//! `python/examples/lorenz96_solve_ivp.py`), and `capi/` (the C ABI: `capi/include/peerpipe.h`,
+//! `capi/examples/client.c`, `server.c`, `client.f90`).
+
+#[doc = include_str!("../docs/PROTOCOL.md")]
+pub mod protocol {}
+
+#[doc = include_str!("../docs/PERFORMANCE.md")]
+pub mod performance {}
+
+#[doc = include_str!("../docs/GUARANTEES.md")]
+pub mod guarantees {}
