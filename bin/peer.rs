@@ -165,9 +165,21 @@ struct RunArgs {
     raw_echo: Option<u64>,
 
     /// Client: the server command, run with `sh -c`, e.g. "ssh host peer --role server"
-    /// [default: this binary as --role server --handler H]. Baselines always use this binary.
+    /// [default: this binary as --role server --handler H]. When CMD starts `peer --role
+    /// server` (it contains "--role server"), the raw floors run through it too, as `CMD
+    /// --raw-echo BYTES`, so each ratio is against what the route itself costs; otherwise they
+    /// run locally (see --spawn-floor). For a transport other than pipe, `--transport KIND`
+    /// is appended to such a CMD. The server's CPU time is not measured (`-`): the spawned process
+    /// may be an ssh client.
     #[arg(long, value_name = "CMD")]
     spawn: Option<String>,
+
+    /// Client: the command the raw floors run through, with `--raw-echo BYTES` appended: a
+    /// command that starts `peer --role server`, e.g. "ssh host peer --role server" beside
+    /// --spawn "ssh host python3 model.py" [default: --spawn's CMD when it contains "--role
+    /// server", else this binary locally].
+    #[arg(long, value_name = "CMD")]
+    spawn_floor: Option<String>,
 
     /// Busy-wait DUR before answering each request, counted in server time: a known
     /// difference for checking the report's sensitivity on your machine (run once without,
@@ -404,6 +416,7 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
     let plan = Plan {
         peer_exe: std::env::current_exe()?,
         spawn: args.spawn.clone(),
+        spawn_floor: measure::floor_route(args.spawn.as_deref(), args.spawn_floor.as_deref()),
         server_delay: args.server_delay.unwrap_or_default(),
         sizes,
         workloads,

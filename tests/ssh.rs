@@ -10,7 +10,7 @@
 mod common;
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::thread;
@@ -62,6 +62,10 @@ fn run_with_deadline(
         thread::sleep(Duration::from_millis(20));
     };
     (status, stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default())
+}
+
+fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("peerpipe-ssh-{}-{name}", std::process::id()))
 }
 
 fn options(timeout: Duration) -> Options {
@@ -183,6 +187,49 @@ fn a_stopped_remote_server_is_a_timeout_and_the_ssh_client_is_reaped() {
     kill(server, Signal::SIGCONT).expect("continue the remote server");
     assert_eq!(sshd.wait_remote_gone(secs(10)), Vec::<u32>::new(), "remote server left");
     drop(peer);
+}
+
+/// The report over ssh: it runs, its floors go through the same route (the remote `peer
+/// --raw-echo`), and the server's CPU time, which it cannot measure, is `-` / `null`.
+#[test]
+fn the_report_over_ssh_measures_floors_through_the_route_and_leaves_remote_cpu_unknown() {
+    let _lock = serialize(&SSH_LOCK);
+    let _watchdog = Watchdog::new(secs(120));
+    let Some(sshd) = sshd_or_skip() else { return };
+    let json = temp_path("report.json");
+    let spawn = sshd.ssh_line(&format!("{} --role server", peer_exe()));
+    let mut command = Command::new(peer_exe());
+    command
+        .args(["--spawn", &spawn])
+        .args(["--sizes", "500", "--dtype", "f64", "--path", "zero-copy", "--wait", "hybrid"])
+        .args(["--rounds", "6", "--generations", "2", "--duration", "30ms", "--warmup", "5ms"])
+        .arg("--json")
+        .arg(&json);
+    let (status, stdout, stderr) = run_with_deadline(command, secs(100));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "report over ssh: {status:?}\n{stdout}\n{stderr}\nsshd log:\n{}",
+        sshd.log()
+    );
+    let text = std::fs::read_to_string(&json).expect("the JSON report");
+    let _ = std::fs::remove_file(&json);
+    let report: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let rows = report["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{text}");
+    assert!(rows[0]["server_cpu_ns"].is_null(), "remote CPU is unknown: {}", rows[0]);
+    assert!(rows[0]["client_cpu_ns"].is_number(), "{}", rows[0]);
+    for floor in report["baseline"].as_array().expect("baseline") {
+        let route = floor["route"].as_str().unwrap_or_default();
+        let bytes = floor["bytes"].as_u64().expect("bytes");
+        assert!(
+            route.contains("ssh ") && route.ends_with(&format!("--raw-echo {bytes}")),
+            "{floor}"
+        );
+    }
+    let line = stdout.lines().find(|l| l.contains("echo") && l.contains("zero-copy"));
+    let line = line.unwrap_or_else(|| panic!("no row in the table:\n{stdout}"));
+    assert!(!line.contains(" 0ns "), "no made-up zero CPU: {line}");
+    assert_eq!(sshd.wait_remote_gone(secs(10)), Vec::<u32>::new(), "remote servers left");
 }
 
 #[test]

@@ -95,6 +95,11 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         out,
         "floor's p50 in the same round (same bytes, transport, wait, pin), with its 95% interval."
     )?;
+    if let Some(route) = report.baseline.iter().find_map(|b| b.route.as_deref()) {
+        // The floors crossed the same route as the rows (`--spawn`); say which.
+        let route = route.rsplit_once(" --raw-echo").map_or(route, |(prefix, _)| prefix);
+        writeln!(out, "raw floors through the route: {route} --raw-echo BYTES")?;
+    }
     if let Some(line) = speed_change(report) {
         writeln!(out, "{line}")?;
     }
@@ -399,7 +404,7 @@ impl Breakdown {
 /// #     rounds: vec![], shared_core_share: None };
 /// # let base = BaselineRow { bytes: 8, transport: "pipe".into(), wait: "block".into(),
 /// #     pin: "free".into(), lent: false, iterations: 1,
-/// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None };
+/// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None, route: None };
 /// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
 /// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()],
 /// #     sync_costs: vec![] };
