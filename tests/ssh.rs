@@ -22,7 +22,7 @@ use nix::unistd::Pid;
 use common::sshd::sshd_or_skip;
 use common::{Watchdog, is_our_child, peer_exe, secs, serialize};
 use peerpipe::rhs::RemoteRhs;
-use peerpipe::{Error, Options, Peer, lorenz96};
+use peerpipe::{Error, Options, Peer, TransportKind, lorenz96};
 
 /// One test at a time: each logs in several times, and the fault tests look for their own
 /// remote processes.
@@ -229,6 +229,103 @@ fn the_report_over_ssh_measures_floors_through_the_route_and_leaves_remote_cpu_u
     let line = stdout.lines().find(|l| l.contains("echo") && l.contains("zero-copy"));
     let line = line.unwrap_or_else(|| panic!("no row in the table:\n{stdout}"));
     assert!(!line.contains(" 0ns "), "no made-up zero CPU: {line}");
+    assert_eq!(sshd.wait_remote_gone(secs(10)), Vec::<u32>::new(), "remote servers left");
+}
+
+/// `--transport tcp` over ssh: ssh starts and authenticates, the frames go over TCP. A
+/// Lorenz-96 trajectory bit for bit; a killed ssh client ends the conversation on both sides;
+/// and the report measures both routes side by side, each against its own floor.
+#[test]
+fn tcp_over_ssh_matches_the_local_lorenz96_bit_for_bit_and_its_report_runs() {
+    let _lock = serialize(&SSH_LOCK);
+    let _watchdog = Watchdog::new(secs(150));
+    let Some(sshd) = sshd_or_skip() else { return };
+    let tcp = Options { transport: TransportKind::Tcp, ..options(secs(20)) };
+    let line =
+        sshd.ssh_line(&format!("{} --role server --handler lorenz96 --transport tcp", peer_exe()));
+    let peer = Peer::spawn_shell(&line, tcp.clone())
+        .unwrap_or_else(|e| panic!("spawn over ssh + tcp: {e}\nsshd log:\n{}", sshd.log()));
+    assert_eq!(peer.transport_kind(), TransportKind::Tcp);
+    let mut rhs = RemoteRhs::new(peer);
+    let n = 500;
+    let mut remote = vec![lorenz96::FORCING; n];
+    remote[0] += 0.01;
+    let mut local = remote.clone();
+    let (mut d_remote, mut d_local) = (vec![0.0; n], vec![0.0; n]);
+    for step in 0..200 {
+        rhs.eval(&remote, &mut d_remote).expect("eval over tcp");
+        lorenz96::rhs(&local, lorenz96::FORCING, &mut d_local).expect("local rhs");
+        for i in 0..n {
+            remote[i] += 0.01 * d_remote[i];
+            local[i] += 0.01 * d_local[i];
+        }
+        let same = remote.iter().zip(&local).all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "trajectories differ at step {step}");
+    }
+    rhs.close().expect("close over tcp");
+    assert_eq!(sshd.wait_remote_gone(secs(10)), Vec::<u32>::new(), "remote server left");
+
+    // The ssh client killed: the remote server sees its control channel close and exits,
+    // and the client gets a typed error naming the ssh client's death.
+    let line = sshd.ssh_line(&format!("{} --role server --transport tcp", peer_exe()));
+    let mut peer = Peer::spawn_shell(&line, tcp).expect("spawn over ssh + tcp");
+    let state = vec![0.5; 500];
+    let mut reply = vec![0.0; 500];
+    peer.call_f64(&state, &mut reply).expect("a first call");
+    let ssh = peer.server_pid().expect("the ssh client's pid");
+    kill(Pid::from_raw(ssh as i32), Signal::SIGKILL).expect("kill the ssh client");
+    let mut error = None;
+    for _ in 0..100_000 {
+        if let Err(e) = peer.call_f64(&state, &mut reply) {
+            error = Some(e);
+            break;
+        }
+    }
+    match error.expect("calls fail once the ssh client is killed") {
+        Error::PeerExited { status, context } => {
+            assert_eq!(status, "was killed by signal 9 (SIGKILL)", "{context}")
+        }
+        other => panic!("expected PeerExited, got {other:?}"),
+    }
+    assert!(!is_our_child(ssh), "the ssh client was reaped");
+    assert_eq!(sshd.wait_remote_gone(secs(10)), Vec::<u32>::new(), "remote server left");
+    drop(peer);
+
+    // Both routes in one report, each against its own floor.
+    let json = temp_path("routes.json");
+    let spawn = sshd.ssh_line(&format!("{} --role server", peer_exe()));
+    let mut command = Command::new(peer_exe());
+    command
+        .args(["--spawn", &spawn, "--transport", "pipe,tcp"])
+        .args(["--sizes", "500", "--dtype", "f64", "--path", "zero-copy", "--wait", "hybrid"])
+        .args(["--rounds", "6", "--generations", "2", "--duration", "30ms", "--warmup", "5ms"])
+        .arg("--json")
+        .arg(&json);
+    let (status, stdout, stderr) = run_with_deadline(command, secs(100));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "report over ssh, pipe and tcp: {status:?}\n{stdout}\n{stderr}\nsshd log:\n{}",
+        sshd.log()
+    );
+    let text = std::fs::read_to_string(&json).expect("the JSON report");
+    let _ = std::fs::remove_file(&json);
+    let report: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let transports: Vec<&str> = report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["transport"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(transports, ["pipe", "tcp"], "{text}");
+    for floor in report["baseline"].as_array().expect("baseline") {
+        let route = floor["route"].as_str().unwrap_or_default();
+        let suffix = match floor["transport"].as_str() {
+            Some("tcp") => " --transport tcp",
+            _ => "",
+        };
+        assert!(route.contains("ssh ") && route.ends_with(suffix), "{floor}");
+    }
+    assert!(stdout.contains("tcp against pipes"), "the verdict compares the routes:\n{stdout}");
     assert_eq!(sshd.wait_remote_gone(secs(10)), Vec::<u32>::new(), "remote servers left");
 }
 

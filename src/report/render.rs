@@ -233,8 +233,8 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io:
 
 fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
     let Widths { label: l, trips: r, rate: m } = widths;
-    // The label names the transport when it is not a pipe: `sem` or `ring`.
-    let label = match row.transport.strip_prefix("shm-") {
+    // The label names the transport when it is not a pipe: `sem`, `ring` or `tcp`.
+    let label = match transport_tag(&row.transport) {
         None => format!("{:<8} {}", row.handler, row.path),
         Some(kind) => format!("{:<8} {:<9} {kind}", row.handler, row.path),
     };
@@ -274,12 +274,20 @@ fn format_ratio(ratio: f64) -> String {
 }
 
 /// `baseline raw r/w` for pipes (`baseline raw lent` when the client lends its pages with
-/// `vmsplice`), `baseline raw sem` / `baseline raw ring` for shared memory.
+/// `vmsplice`), `baseline raw sem` / `baseline raw ring` for shared memory, `baseline raw tcp`.
 fn baseline_label(transport: &str, lent: bool) -> String {
-    match transport.strip_prefix("shm-") {
+    match transport_tag(transport) {
         Some(kind) => format!("baseline raw {kind}"),
         None if lent => "baseline raw lent".to_owned(),
         None => "baseline raw r/w".to_owned(),
+    }
+}
+
+/// How a row or floor label names a transport other than a pipe: `sem`, `ring`, `tcp`.
+fn transport_tag(transport: &str) -> Option<&str> {
+    match transport {
+        "pipe" => None,
+        other => Some(other.strip_prefix("shm-").unwrap_or(other)),
     }
 }
 
@@ -350,7 +358,7 @@ pub fn speed_change(report: &Report) -> Option<String> {
 }
 
 fn transport_rank(transport: &str) -> usize {
-    TransportKind::ALL.iter().position(|t| t.name() == transport).unwrap_or(usize::MAX)
+    TransportKind::EVERY.iter().position(|t| t.name() == transport).unwrap_or(usize::MAX)
 }
 
 /// Where the p50 round trip of one row goes, in nanoseconds; the three parts add up to
@@ -563,7 +571,20 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let crossings = crossovers(report);
     if !crossings.is_empty() {
         writeln!(out)?;
-        writeln!(out, "shared memory against pipes (p50 round trip, shared memory vs pipe):")?;
+        // Shared memory, tcp or both: name what is compared with the pipe.
+        let mut others: Vec<&str> = Vec::new();
+        for crossing in &crossings {
+            let kind = if crossing.transport.starts_with("shm-") {
+                "shared memory"
+            } else {
+                crossing.transport.as_str()
+            };
+            if !others.contains(&kind) {
+                others.push(kind);
+            }
+        }
+        let others = others.join(" and ");
+        writeln!(out, "{others} against pipes (p50 round trip, {others} vs pipe):")?;
         for crossing in &crossings {
             let pin = if several_pins { format!(", {}", crossing.pin) } else { String::new() };
             writeln!(
@@ -855,7 +876,7 @@ impl<'a> Order<'a> {
 
     fn compare_within_group(&self, a: &'a Row, b: &'a Row) -> Ordering {
         let key = |r: &'a Row| {
-            let transport = TransportKind::ALL.iter().position(|t| t.name() == r.transport);
+            let transport = TransportKind::EVERY.iter().position(|t| t.name() == r.transport);
             (
                 handler_rank(&r.handler),
                 &r.handler,
