@@ -213,6 +213,28 @@ fn wrong_tokens_garbage_and_stalls_are_refused_and_the_right_client_is_still_ser
 }
 
 #[test]
+fn a_connection_that_stalls_inside_its_token_is_closed_and_the_server_keeps_waiting() {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(30));
+    let server = start_server(&["--timeout", "20s"]);
+    let mut stall = TcpStream::connect(server.addr).expect("connect (stall)");
+    stall.write_all(&server.token[..5]).expect("5 bytes of the right token");
+    let (bytes, ended) = drain(&mut stall, secs(10));
+    assert!(ended && bytes.is_empty(), "stall: closed, nothing sent back: {bytes:?}");
+    // Still listening for the right client after the stalled one was dropped.
+    let mut right = TcpStream::connect(server.addr).expect("connect (right)");
+    right.write_all(&server.token).expect("token");
+    let link = TcpLink::new(right, None, None).expect("link");
+    let mut peer =
+        Peer::connect(Transport::new(link, Wait::default()), tcp_options()).expect("served");
+    peer.call_f64(&[3.0], &mut [0.0]).expect("a call");
+    peer.close().expect("close");
+    let (status, stderr) = server.finish();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("no whole token within 2s (5 of 16 bytes)"), "{stderr}");
+}
+
+#[test]
 fn nothing_listens_past_the_deadline_and_the_server_says_so() {
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(30));

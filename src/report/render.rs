@@ -686,11 +686,11 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// Where a shared-memory transport starts to beat the pipe, for one wait strategy and
-/// placement, measured on one representative kind of row (see [`crossovers`]).
+/// Where another transport (shared memory, tcp) starts to beat the pipe, for one wait
+/// strategy and placement, measured on one representative kind of row (see [`crossovers`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Crossover {
-    /// `shm-sem` or `shm-ring`.
+    /// `shm-sem`, `shm-ring` or `tcp`.
     pub transport: String,
     /// Wait strategy of both.
     pub wait: String,
