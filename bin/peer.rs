@@ -14,7 +14,7 @@ use peerpipe::report::compare::{self, Thresholds};
 use peerpipe::report::measure::{self, Plan, RowLength};
 use peerpipe::report::{Placement, Workload, answer, export, placement, render, sync};
 use peerpipe::server::{self, ServeOptions};
-use peerpipe::transport::{DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, TransportKind, Wait};
+use peerpipe::transport::{DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, TransportKind, Wait, tcp};
 use peerpipe::units::parse_duration;
 use peerpipe::{Error, handlers};
 
@@ -85,7 +85,7 @@ struct SoakArgs {
     /// Wait strategy of both sides: block, spin, hybrid or hybrid:DUR.
     #[arg(long, default_value = "hybrid", value_parser = parse_wait)]
     wait: Wait,
-    /// Transport of every pair: pipe, shm-sem or shm-ring.
+    /// Transport of every pair: pipe, shm-sem, shm-ring or tcp.
     #[arg(long, default_value = "pipe", value_parser = parse_transport)]
     transport: TransportKind,
 }
@@ -138,12 +138,21 @@ struct RunArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_wait)]
     wait: Vec<Wait>,
 
-    /// Transport: pipe, shm-sem (shared slots + semaphores) or shm-ring (shared rings + futex
-    /// wake-ups). As a client, a comma-separated list to measure side by side [default: pipe].
-    /// A shared-memory server must be spawned by a client of the same transport (it takes the
-    /// region as its stdin), so it cannot run over ssh.
+    /// Transport: pipe, shm-sem (shared slots + semaphores), shm-ring (shared rings + futex
+    /// wake-ups) or tcp (the server listens, announces a port and a token on stdout, and the
+    /// frames go over TCP; with --spawn "ssh host peer --role server", ssh only starts and
+    /// authenticates). As a client, a comma-separated list to measure side by side [default:
+    /// pipe]. A shared-memory server must be spawned by a client of the same transport (it
+    /// takes the region as its stdin), so it cannot run over ssh.
     #[arg(long, value_delimiter = ',', value_parser = parse_transport)]
     transport: Vec<TransportKind>,
+
+    /// Server with --transport tcp: the address to listen on, IP or IP:PORT [default: the
+    /// server-side address of $SSH_CONNECTION, else 127.0.0.1; a free port]. The server
+    /// announces the address and a one-time token on stdout, accepts the one connection that
+    /// presents the token within --timeout, and closes the listening socket.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
 
     /// Client: bytes per direction of the shared-memory transports.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SHM_CAPACITY)]
@@ -165,9 +174,21 @@ struct RunArgs {
     raw_echo: Option<u64>,
 
     /// Client: the server command, run with `sh -c`, e.g. "ssh host peer --role server"
-    /// [default: this binary as --role server --handler H]. Baselines always use this binary.
+    /// [default: this binary as --role server --handler H]. When CMD starts `peer --role
+    /// server` (it contains "--role server"), the raw floors run through it too, as `CMD
+    /// --raw-echo BYTES`, so each ratio is against what the route itself costs; otherwise they
+    /// run locally (see --spawn-floor). For a transport other than pipe, `--transport KIND`
+    /// is appended to such a CMD. The server's CPU time is not measured (`-`): the spawned process
+    /// may be an ssh client.
     #[arg(long, value_name = "CMD")]
     spawn: Option<String>,
+
+    /// Client: the command the raw floors run through, with `--raw-echo BYTES` appended: a
+    /// command that starts `peer --role server`, e.g. "ssh host peer --role server" beside
+    /// --spawn "ssh host python3 model.py" [default: --spawn's CMD when it contains "--role
+    /// server", else this binary locally].
+    #[arg(long, value_name = "CMD")]
+    spawn_floor: Option<String>,
 
     /// Busy-wait DUR before answering each request, counted in server time: a known
     /// difference for checking the report's sensitivity on your machine (run once without,
@@ -241,7 +262,8 @@ struct RunArgs {
     #[arg(long, default_value = "150us", value_parser = parse_timeout)]
     budget: Duration,
 
-    /// Client: deadline for the handshake and for each reply, e.g. 250ms, 2s, 500us.
+    /// Client: deadline for the handshake and for each reply, e.g. 250ms, 2s, 500us. Server
+    /// with --transport tcp: how long the listening socket waits for the client.
     #[arg(long, default_value = "10s", value_parser = parse_timeout)]
     timeout: Duration,
 
@@ -345,7 +367,13 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
         [kind] => *kind,
         more => return Err(one_value_error("--transport", more.len())),
     };
-    let mut transport = server::stdio_transport_of(kind, wait)?;
+    let mut transport = match kind {
+        TransportKind::Tcp => {
+            let listen = args.listen.as_deref().map(tcp::parse_listen).transpose()?;
+            server::stdio_tcp_transport(wait, listen, Some(args.timeout))?
+        }
+        _ => server::stdio_transport_of(kind, wait)?,
+    };
     if let Some(bytes) = args.raw_echo {
         server::serve_raw_echo(&mut transport, bytes as usize)?;
         return Ok(());
@@ -406,6 +434,7 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
     let plan = Plan {
         peer_exe: std::env::current_exe()?,
         spawn: args.spawn.clone(),
+        spawn_floor: measure::floor_route(args.spawn.as_deref(), args.spawn_floor.as_deref()),
         server_delay: args.server_delay.unwrap_or_default(),
         sizes,
         workloads,

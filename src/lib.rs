@@ -23,9 +23,10 @@
 //! - [`codec`]: the explicit little-endian codec, with f64↔f32 narrowing and widening and rayon
 //!   for large arrays. Pure; the oracle for everything else.
 //! - [`zerocopy`]: the caller's slice as the payload (bytemuck casts), with checked fallbacks.
-//! - [`transport`]: frames over a [`transport::Link`] — a pair of non-blocking pipes, or a
+//! - [`transport`]: frames over a [`transport::Link`] — a pair of non-blocking pipes, a
 //!   shared-memory region (`shm-sem`: slots and semaphores; `shm-ring`: lock-free rings and
-//!   futexes) — one vectored write out, read straight into the destination in; the
+//!   futexes), or a TCP connection set up through the server's stdio (`tcp`, for ssh) — one
+//!   vectored write out, read straight into the destination in; the
 //!   [`transport::Wait`] strategies (block, spin, hybrid) with nanosecond deadlines.
 //! - [`peer`]: the client — spawns a server, HELLO, typed calls with per-call timing, BYE,
 //!   reaping.

@@ -11,7 +11,11 @@ use nix::unistd::Pid;
 
 use crate::error::Result;
 use crate::peer::Options;
-use crate::transport::{ShmLink, Transport, TransportKind, Wait};
+use crate::transport::{Deadline, ShmLink, Transport, TransportKind, Wait, tcp};
+
+/// How long a client waits for a `tcp` server to announce its address and for the
+/// connection (an ssh login takes most of it): 10 s.
+pub const TCP_SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a terminated server gets between SIGTERM and SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_millis(200);
@@ -56,12 +60,28 @@ impl Spawn {
 ///   asked for on both;
 /// - shared memory: a new region's memfd becomes the child's stdin, and its stdout is a pipe
 ///   that nobody writes to: it only tells each side when the other is gone.
+/// - tcp: stdin and stdout are two pipes, the control channel: the child announces a port
+///   and a token on its stdout, this side connects and presents the token
+///   ([`tcp::connect_announced`], within [`TCP_SETUP_TIMEOUT`]); the pipes then stay open
+///   as the liveness channel. When that fails the child is terminated and reaped, and the
+///   error says how it ended if it had exited.
 ///
 /// # Errors
 /// [`crate::Error::Sys`] when the pipes or the region cannot be made; [`crate::Error::Io`]
 /// when the command cannot be started.
 pub fn spawn_connected(mut command: Command, spawn: &Spawn) -> Result<(Transport, Child)> {
     let (our_rx, child_stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    if spawn.transport == TransportKind::Tcp {
+        let (child_stdin, our_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        command.stdin(Stdio::from(child_stdin)).stdout(Stdio::from(child_stdout));
+        let child = command.spawn()?;
+        drop(command);
+        let deadline = Deadline::after(Some(TCP_SETUP_TIMEOUT));
+        return match tcp::connect_announced(our_rx, our_tx, deadline) {
+            Ok(link) => Ok((Transport::new(link, spawn.wait), child)),
+            Err(error) => Err(ChildGuard { child }.fail_setup(error)),
+        };
+    }
     let (transport, child_stdin) = match spawn.transport {
         TransportKind::Pipe => {
             let (child_stdin, our_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
@@ -143,6 +163,26 @@ impl ChildGuard {
             }
             thread::sleep(pause.min(until - now));
             pause = (pause * 2).min(Duration::from_millis(5));
+        }
+    }
+
+    /// The error of a failed tcp set-up: [`crate::Error::PeerExited`] naming `error` when
+    /// the process had exited by itself (within a moment, as its end of stream may arrive
+    /// first), else `error` after terminating it. Always reaps.
+    fn fail_setup(&mut self, error: crate::Error) -> crate::Error {
+        let patience = match error {
+            crate::Error::PeerClosed { .. } => Duration::from_millis(100),
+            _ => Duration::ZERO,
+        };
+        match self.wait_timeout(patience) {
+            Ok(Some(status)) => crate::Error::PeerExited {
+                status: describe_status(status),
+                context: format!("during the tcp set-up ({error})"),
+            },
+            _ => {
+                let _ = self.terminate();
+                error
+            }
         }
     }
 

@@ -8,6 +8,7 @@
 //!
 //! A server of your own is a handler and a call to [`serve`]; see `examples/custom_server.rs`.
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::codec::{self, Values};
@@ -15,7 +16,9 @@ use crate::error::{Error, Result};
 use crate::frame::{
     self, DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD,
 };
-use crate::transport::{Deadline, LEND_MIN_BYTES, Received, ShmLink, Transport, TransportKind};
+use crate::transport::{
+    Deadline, LEND_MIN_BYTES, Received, ShmLink, Transport, TransportKind, tcp,
+};
 use crate::zerocopy::{self, AlignedBuf};
 
 /// How long the server waits for the client's HELLO, and for the rest of a frame once its
@@ -186,8 +189,39 @@ pub fn stdio_transport_of(kind: TransportKind, wait: crate::transport::Wait) -> 
     nix::unistd::dup2_stdin(std::fs::File::open("/dev/null")?)?;
     match kind {
         TransportKind::Pipe => Transport::pipe(rx, tx, wait),
+        TransportKind::Tcp => {
+            let listen = SocketAddr::new(tcp::default_listen_ip(), 0);
+            let deadline = Deadline::after(Some(DEFAULT_FRAME_TIMEOUT));
+            Ok(Transport::new(tcp::listen_announce_accept(listen, rx, tx, deadline)?, wait))
+        }
         shm => Ok(Transport::new(ShmLink::attach(shm, rx, tx)?, wait)),
     }
+}
+
+/// The server's side of `--transport tcp`: takes stdin and stdout as the control channel
+/// (as [`stdio_transport`] takes them), listens on `listen` (default: the server-side
+/// address of `$SSH_CONNECTION`, else 127.0.0.1; port 0 picks a free one), announces the
+/// address and a fresh token on the channel, and accepts the one connection that presents
+/// the token before `timeout` (docs/PROTOCOL.md §14). Other connections are refused and
+/// reported on stderr; the listening socket is closed once the client is in, or at the
+/// deadline.
+///
+/// # Errors
+/// Those of [`stdio_transport`] and [`tcp::listen_announce_accept`].
+pub fn stdio_tcp_transport(
+    wait: crate::transport::Wait,
+    listen: Option<SocketAddr>,
+    timeout: Option<Duration>,
+) -> Result<Transport> {
+    use std::io;
+    use std::os::fd::AsFd;
+    let rx = io::stdin().as_fd().try_clone_to_owned()?;
+    let tx = io::stdout().as_fd().try_clone_to_owned()?;
+    nix::unistd::dup2_stdout(io::stderr())?;
+    nix::unistd::dup2_stdin(std::fs::File::open("/dev/null")?)?;
+    let listen = listen.unwrap_or_else(|| SocketAddr::new(tcp::default_listen_ip(), 0));
+    let link = tcp::listen_announce_accept(listen, rx, tx, Deadline::after(timeout))?;
+    Ok(Transport::new(link, wait))
 }
 
 /// Runs the server side of one conversation over `transport` until BYE or end of stream.

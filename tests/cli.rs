@@ -51,6 +51,7 @@ fn report_with_p50(p50: u64) -> Report {
             rtt_ns: Percentiles { p50: 80_000, ..p },
             rounds: vec![],
             shared_core_share: None,
+            route: None,
         }],
         rows: vec![Row {
             dtype: "f64".into(),

@@ -68,6 +68,7 @@ fn base(bytes: u64, wait: &str, p50: u64) -> BaselineRow {
         rtt_ns: pct(p50),
         rounds: rounds(p50, None),
         shared_core_share: Some(0.0),
+        route: None,
     }
 }
 

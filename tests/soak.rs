@@ -132,7 +132,7 @@ fn soak_for_3s_with_2_pairs(transport: &str) {
 fn peer_soak_refuses_an_unknown_transport_naming_the_known_ones() {
     let (status, stdout, stderr) = run_peer(&["soak", "--transport", "shm"], secs(10));
     assert_eq!(status.code(), Some(2), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stderr.contains("expected pipe, shm-sem or shm-ring"), "{stderr}");
+    assert!(stderr.contains("expected pipe, shm-sem, shm-ring or tcp"), "{stderr}");
     assert!(stdout.is_empty(), "{stdout}");
 }
 

@@ -37,7 +37,7 @@ fn every_error_code_is_reached_from_c_with_the_rust_message() {
         "PP_EINVAL",
         "invalid wait strategy: expected block, spin, hybrid or hybrid:DUR, found \"sleepy\"",
     );
-    expect("transport-shm", "PP_EINVAL", "expected pipe, shm-sem or shm-ring, found \"shm\"");
+    expect("transport-shm", "PP_EINVAL", "expected pipe, shm-sem, shm-ring or tcp, found \"shm\"");
     expect("max-frame-0", "PP_EINVAL", "must be at least 1");
     expect("options-null", "PP_EINVAL", "options: is NULL");
     expect("wait-ok", "PP_OK", "");

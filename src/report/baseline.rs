@@ -21,6 +21,35 @@ use crate::transport::{
     DEFAULT_SHM_CAPACITY, Deadline, LEND_MIN_BYTES, Transport, TransportKind, Wait,
 };
 
+/// `ROUTE FLAGS`, plus `--transport KIND` when `transport` is not a pipe: how the report
+/// extends a `--spawn` command line that starts `peer --role server` with the flags a server
+/// needs.
+///
+/// ```
+/// use peerpipe::report::baseline::route_line;
+/// use peerpipe::TransportKind;
+/// assert_eq!(
+///     route_line("ssh h peer --role server", "--raw-echo 8", TransportKind::Pipe),
+///     "ssh h peer --role server --raw-echo 8"
+/// );
+/// assert_eq!(
+///     route_line("ssh h peer --role server", "", TransportKind::ShmRing),
+///     "ssh h peer --role server --transport shm-ring"
+/// );
+/// ```
+pub fn route_line(route: &str, flags: &str, transport: TransportKind) -> String {
+    let mut line = route.trim_end().to_owned();
+    if !flags.is_empty() {
+        line.push(' ');
+        line.push_str(flags);
+    }
+    if transport != TransportKind::Pipe {
+        line.push_str(" --transport ");
+        line.push_str(transport.name());
+    }
+    line
+}
+
 /// How long [`RawEcho::close`] waits for the server to exit after closing its input.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
@@ -35,6 +64,7 @@ pub struct RawEcho {
     reply: Vec<u8>,
     timeout: Option<Duration>,
     lend: bool,
+    route: Option<String>,
 }
 
 impl RawEcho {
@@ -66,12 +96,6 @@ impl RawEcho {
         spawn: &Spawn,
         timeout: Option<Duration>,
     ) -> Result<RawEcho> {
-        if bytes == 0 {
-            return Err(Error::InvalidArgument {
-                what: "baseline size",
-                reason: "must be at least 1 byte".into(),
-            });
-        }
         let mut command = Command::new(peer_exe);
         command
             .args(["--role", "server", "--raw-echo"])
@@ -80,6 +104,42 @@ impl RawEcho {
             .arg(spawn.wait.to_string())
             .arg("--transport")
             .arg(spawn.transport.name());
+        RawEcho::spawn_command(command, None, bytes, spawn, timeout)
+    }
+
+    /// The floor through a route: `sh -c "ROUTE --raw-echo BYTES"`, with `--transport KIND`
+    /// appended too when the transport is not a pipe. ROUTE is a command line that starts
+    /// `peer --role server` somewhere, e.g. `ssh host peer --role server`: the appended flags
+    /// reach that `peer`, so the floor moves its bytes through the same route (and the same
+    /// server-side wait strategy) as the rows.
+    ///
+    /// # Errors
+    /// As [`RawEcho::spawn`].
+    pub fn spawn_route(
+        route: &str,
+        bytes: usize,
+        spawn: &Spawn,
+        timeout: Option<Duration>,
+    ) -> Result<RawEcho> {
+        let line = route_line(route, &format!("--raw-echo {bytes}"), spawn.transport);
+        let mut command = Command::new("sh");
+        command.arg("-c").arg(&line);
+        RawEcho::spawn_command(command, Some(line), bytes, spawn, timeout)
+    }
+
+    fn spawn_command(
+        command: Command,
+        route: Option<String>,
+        bytes: usize,
+        spawn: &Spawn,
+        timeout: Option<Duration>,
+    ) -> Result<RawEcho> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument {
+                what: "baseline size",
+                reason: "must be at least 1 byte".into(),
+            });
+        }
         let (transport, child) = spawn_with_transport(command, spawn)?;
         let message = (0..bytes).map(|i| (i % 251) as u8).collect();
         let lend = spawn.transport == TransportKind::Pipe && bytes >= LEND_MIN_BYTES;
@@ -90,7 +150,13 @@ impl RawEcho {
             message,
             timeout,
             lend,
+            route,
         })
+    }
+
+    /// The command line the server ran through, when spawned by [`RawEcho::spawn_route`].
+    pub fn route(&self) -> Option<&str> {
+        self.route.as_deref()
     }
 
     /// The server's process id.

@@ -70,6 +70,9 @@ impl RowSetup {
 pub(crate) struct Processes {
     pub(crate) echo: RawEcho,
     pub(crate) peers: Vec<Option<Peer>>,
+    /// False when the spawned handler processes are not the servers themselves (`--spawn`:
+    /// an `ssh` client, a shell): their CPU time is then not the server's, and stays unknown.
+    pub(crate) server_cpu_known: bool,
 }
 
 impl Processes {
@@ -135,6 +138,7 @@ struct FloorMember {
     seen: Vec<Seen>,
     bytes: usize,
     lent: bool,
+    route: Option<String>,
 }
 
 struct RowMember {
@@ -169,7 +173,13 @@ impl<'a> LiveGroup<'a> {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(LiveGroup {
-            floor: FloorMember { rtt: new_histogram(), seen: Vec::new(), bytes: 0, lent: false },
+            floor: FloorMember {
+                rtt: new_histogram(),
+                seen: Vec::new(),
+                bytes: 0,
+                lent: false,
+                route: None,
+            },
             wait,
             pin,
             rows,
@@ -202,6 +212,7 @@ impl<'a> LiveGroup<'a> {
         }
         self.floor.bytes = processes.echo.bytes();
         self.floor.lent = processes.echo.lends();
+        self.floor.route = processes.echo.route().map(str::to_owned);
         for row in &mut self.rows {
             row.data = RowData::new(&row.setup)?;
         }
@@ -269,8 +280,15 @@ impl<'a> LiveGroup<'a> {
             rtt_ns: Percentiles::of(&self.floor.rtt),
             shared_core_share: shared_core_share(&floor_rounds),
             rounds: floor_rounds,
+            route: self.floor.route.clone(),
         };
         Ok((baseline, rows))
+    }
+
+    /// The pid whose CPU time is the server's for `member`, when it can be read.
+    fn cpu_pid(&self, member: usize) -> Option<u32> {
+        let known = self.processes.as_ref().is_some_and(|p| p.server_cpu_known);
+        self.server_pid(member).filter(|_| known)
     }
 
     fn continue_all(&mut self) {
@@ -339,6 +357,7 @@ impl Group for LiveGroup<'_> {
         let pid = self.server_pid(member);
         self.preemptions_at_start = (thread_preemptions(), pid.and_then(preemptions_of));
         if member > 0 {
+            let pid = self.cpu_pid(member);
             self.rows[member - 1].cpu.start(pid)?;
         }
         Ok(())
@@ -362,8 +381,9 @@ impl Group for LiveGroup<'_> {
             }
             self.floor.seen.push(seen);
         } else {
+            let cpu_pid = self.cpu_pid(member);
             let row = &mut self.rows[member - 1];
-            row.cpu.stop(pid)?;
+            row.cpu.stop(cpu_pid)?;
             row.seen.push(seen);
             // Every burst's last reply is checked bit for bit.
             row.checked += 1;

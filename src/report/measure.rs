@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::baseline::RawEcho;
+use super::baseline::{RawEcho, route_line};
 use super::group::{LiveGroup, Processes, RowSetup};
 use super::pairing::Group;
 use super::pairing::{self, Burst, Schedule};
@@ -64,6 +64,33 @@ pub const WAKE_BYTES: usize = 8;
 /// Budget per round trip the verdict checks by default: 150 µs.
 pub const DEFAULT_BUDGET: Duration = Duration::from_micros(150);
 
+/// What marks a `--spawn` command as one that starts `peer --role server`, which takes the
+/// server flags the report appends (`--raw-echo`, `--transport`).
+const PEER_SERVER: &str = "--role server";
+
+/// The route `peer` measures its floors through: `spawn_floor` when given, else the `--spawn`
+/// command itself when it starts `peer --role server` (it contains `--role server`, as
+/// `ssh host peer --role server` does), so that the floor crosses the same route as the rows
+/// and a ratio means framing and conversion over what the route itself costs; else `None`,
+/// floors on this machine (a `--spawn` command that is not `peer` cannot echo raw bytes).
+///
+/// ```
+/// use peerpipe::report::measure::floor_route;
+/// let ssh = "ssh host peer --role server --handler lorenz96";
+/// assert_eq!(floor_route(Some(ssh), None).as_deref(), Some(ssh));
+/// assert_eq!(floor_route(Some("python3 model.py"), None), None);
+/// let floor = "ssh host peer --role server";
+/// assert_eq!(floor_route(Some("ssh host python3 model.py"), Some(floor)).as_deref(), Some(floor));
+/// assert_eq!(floor_route(None, None), None);
+/// ```
+pub fn floor_route(spawn: Option<&str>, spawn_floor: Option<&str>) -> Option<String> {
+    match (spawn, spawn_floor) {
+        (_, Some(floor)) => Some(floor.to_owned()),
+        (Some(spawn), None) if spawn.contains(PEER_SERVER) => Some(spawn.to_owned()),
+        _ => None,
+    }
+}
+
 /// How long each row (and floor) is timed in all, over all its rounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowLength {
@@ -79,9 +106,14 @@ pub enum RowLength {
 pub struct Plan {
     /// The `peer` binary, used for servers and baselines.
     pub peer_exe: PathBuf,
-    /// A server command for `sh -c` instead of `peer_exe --role server`; baselines still use
-    /// `peer_exe`.
+    /// A server command for `sh -c` instead of `peer_exe --role server`; for a transport
+    /// other than a pipe, `--transport KIND` is appended (see [`route_line`]) when it starts
+    /// `peer --role server` (it contains `--role server`).
     pub spawn: Option<String>,
+    /// The command the raw floors run through, with `--raw-echo BYTES` appended (and
+    /// `--transport KIND` when not a pipe), e.g. `ssh host peer --role server`; `None` runs
+    /// them as `peer_exe` on this machine. See [`floor_route`] for what `peer` chooses.
+    pub spawn_floor: Option<String>,
     /// Busy-wait of every handler server this run spawns before it answers a request
     /// (`peer --role server --server-delay`); zero for none. Not applied to the raw floors,
     /// nor to a `spawn` command, which must pass it itself.
@@ -567,22 +599,24 @@ impl<'p> Section<'p> {
         let plan = self.plan;
         let options =
             Options { wait: self.wait, transport: self.transport, ..plan.options.clone() };
-        let echo = self.placement.spawn(|| {
-            RawEcho::spawn_with(
-                &plan.peer_exe,
-                bytes,
-                &Spawn {
-                    wait: self.wait,
-                    transport: self.transport,
-                    pipe_capacity: plan.options.pipe_capacity,
-                    shm_capacity: plan.options.shm_capacity,
-                },
-                plan.options.timeout,
-            )
+        let spawn = Spawn {
+            wait: self.wait,
+            transport: self.transport,
+            pipe_capacity: plan.options.pipe_capacity,
+            shm_capacity: plan.options.shm_capacity,
+        };
+        let echo = self.placement.spawn(|| match &plan.spawn_floor {
+            Some(route) => RawEcho::spawn_route(route, bytes, &spawn, plan.options.timeout),
+            None => RawEcho::spawn_with(&plan.peer_exe, bytes, &spawn, plan.options.timeout),
         })?;
         let commands: Vec<Command> = match &plan.spawn {
             _ if !with_rows => Vec::new(),
-            Some(command_line) => vec![shell_command(command_line)],
+            // A command that starts `peer --role server` is told the transport; any other
+            // server finds it out itself (`TransportKind::of_stdin`).
+            Some(line) if line.contains(PEER_SERVER) => {
+                vec![shell_command(&route_line(line, "", self.transport))]
+            }
+            Some(line) => vec![shell_command(line)],
             None => plan
                 .handlers
                 .iter()
@@ -613,7 +647,14 @@ impl<'p> Section<'p> {
                 })
                 .collect();
         }
-        Ok(Processes { echo, peers })
+        // A `--spawn` server's CPU can be read when its HELLO names its pid and that pid is a
+        // local process of ours (`Peer::server_pid`); behind ssh it is not, and the spawned
+        // process is only the ssh client.
+        let server_cpu_known = plan.spawn.is_none()
+            || peers.iter().flatten().all(|p| {
+                p.server_hello().pid.is_some() && p.server_pid().is_some()
+            });
+        Ok(Processes { echo, peers, server_cpu_known })
     }
 
     /// Every row of `bytes` bytes at this section's wait: handler × (dtype, path) × size.
@@ -681,6 +722,7 @@ mod tests {
         Plan {
             peer_exe: PathBuf::from("peer"),
             spawn: None,
+            spawn_floor: None,
             server_delay: Duration::ZERO,
             sizes: vec![500],
             workloads: vec![Workload::F64],

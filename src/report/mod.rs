@@ -274,6 +274,11 @@ pub struct BaselineRow {
     /// [`shared_core_share`]).
     #[serde(default)]
     pub shared_core_share: Option<f64>,
+    /// The command the floor's server ran through (`--spawn` or `--spawn-floor`, with
+    /// `--raw-echo BYTES` appended), when not this binary on this machine: the floor then
+    /// costs what the route costs, so the rows' ratios measure framing and conversion only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
 }
 
 /// One measured combination.
@@ -310,7 +315,9 @@ pub struct Row {
     /// Client CPU time (user + system) per round trip.
     #[serde(with = "nan_as_null")]
     pub client_cpu_ns: f64,
-    /// Server CPU time (user + system) per round trip.
+    /// Server CPU time (user + system) per round trip; unknown (NaN, `null` in JSON, `-` in
+    /// the table) when the spawned process is not the server itself (`--spawn`, e.g. an
+    /// `ssh` client whose server runs elsewhere).
     #[serde(with = "nan_as_null")]
     pub server_cpu_ns: f64,
     /// Payload megabytes (10^6) moved per second, both directions, at the p50 round trip.

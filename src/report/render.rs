@@ -96,6 +96,11 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         out,
         "floor's p50 in the same round (same bytes, transport, wait, pin), with its 95% interval."
     )?;
+    if let Some(route) = report.baseline.iter().find_map(|b| b.route.as_deref()) {
+        // The floors crossed the same route as the rows (`--spawn`); say which.
+        let route = route.rsplit_once(" --raw-echo").map_or(route, |(prefix, _)| prefix);
+        writeln!(out, "raw floors through the route: {route} --raw-echo BYTES")?;
+    }
     if let Some(line) = speed_change(report) {
         writeln!(out, "{line}")?;
     }
@@ -232,8 +237,8 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io:
 
 fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
     let Widths { label: l, trips: r, rate: m } = widths;
-    // The label names the transport when it is not a pipe: `sem` or `ring`.
-    let label = match row.transport.strip_prefix("shm-") {
+    // The label names the transport when it is not a pipe: `sem`, `ring` or `tcp`.
+    let label = match transport_tag(&row.transport) {
         None => format!("{:<8} {}", row.handler, row.path),
         Some(kind) => format!("{:<8} {:<9} {kind}", row.handler, row.path),
     };
@@ -273,12 +278,20 @@ fn format_ratio(ratio: f64) -> String {
 }
 
 /// `baseline raw r/w` for pipes (`baseline raw lent` when the client lends its pages with
-/// `vmsplice`), `baseline raw sem` / `baseline raw ring` for shared memory.
+/// `vmsplice`), `baseline raw sem` / `baseline raw ring` for shared memory, `baseline raw tcp`.
 fn baseline_label(transport: &str, lent: bool) -> String {
-    match transport.strip_prefix("shm-") {
+    match transport_tag(transport) {
         Some(kind) => format!("baseline raw {kind}"),
         None if lent => "baseline raw lent".to_owned(),
         None => "baseline raw r/w".to_owned(),
+    }
+}
+
+/// How a row or floor label names a transport other than a pipe: `sem`, `ring`, `tcp`.
+fn transport_tag(transport: &str) -> Option<&str> {
+    match transport {
+        "pipe" => None,
+        other => Some(other.strip_prefix("shm-").unwrap_or(other)),
     }
 }
 
@@ -375,7 +388,7 @@ pub fn speed_change(report: &Report) -> Option<String> {
 }
 
 fn transport_rank(transport: &str) -> usize {
-    TransportKind::ALL.iter().position(|t| t.name() == transport).unwrap_or(usize::MAX)
+    TransportKind::EVERY.iter().position(|t| t.name() == transport).unwrap_or(usize::MAX)
 }
 
 /// Where the p50 round trip of one row goes, in nanoseconds; the three parts add up to
@@ -429,7 +442,7 @@ impl Breakdown {
 /// #     rounds: vec![], shared_core_share: None };
 /// # let base = BaselineRow { bytes: 8, transport: "pipe".into(), wait: "block".into(),
 /// #     pin: "free".into(), lent: false, iterations: 1,
-/// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None };
+/// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None, route: None };
 /// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
 /// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()],
 /// #     sync_costs: vec![], skipped: vec![] };
@@ -589,7 +602,20 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let crossings = crossovers(report);
     if !crossings.is_empty() {
         writeln!(out)?;
-        writeln!(out, "shared memory against pipes (p50 round trip, shared memory vs pipe):")?;
+        // Shared memory, tcp or both: name what is compared with the pipe.
+        let mut others: Vec<&str> = Vec::new();
+        for crossing in &crossings {
+            let kind = if crossing.transport.starts_with("shm-") {
+                "shared memory"
+            } else {
+                crossing.transport.as_str()
+            };
+            if !others.contains(&kind) {
+                others.push(kind);
+            }
+        }
+        let others = others.join(" and ");
+        writeln!(out, "{others} against pipes (p50 round trip, {others} vs pipe):")?;
         for crossing in &crossings {
             let pin = if several_pins { format!(", {}", crossing.pin) } else { String::new() };
             writeln!(
@@ -691,11 +717,11 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// Where a shared-memory transport starts to beat the pipe, for one wait strategy and
-/// placement, measured on one representative kind of row (see [`crossovers`]).
+/// Where another transport (shared memory, tcp) starts to beat the pipe, for one wait
+/// strategy and placement, measured on one representative kind of row (see [`crossovers`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Crossover {
-    /// `shm-sem` or `shm-ring`.
+    /// `shm-sem`, `shm-ring` or `tcp`.
     pub transport: String,
     /// Wait strategy of both.
     pub wait: String,
@@ -881,7 +907,7 @@ impl<'a> Order<'a> {
 
     fn compare_within_group(&self, a: &'a Row, b: &'a Row) -> Ordering {
         let key = |r: &'a Row| {
-            let transport = TransportKind::ALL.iter().position(|t| t.name() == r.transport);
+            let transport = TransportKind::EVERY.iter().position(|t| t.name() == r.transport);
             (
                 handler_rank(&r.handler),
                 &r.handler,

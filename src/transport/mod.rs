@@ -10,6 +10,9 @@
 //! - `shm-ring` ([`shm::ShmLink`]): a memfd shared with the child, a single-producer
 //!   single-consumer ring per direction with futex wake-ups, so a writer fills while the
 //!   reader drains.
+//! - `tcp` ([`tcp::TcpLink`]): one TCP connection that the server listens for and announces,
+//!   with a token, on its stdout (through `ssh`, say); its stdin and stdout stay open as the
+//!   liveness channel. For `ssh` to start and authenticate, and the frames to go direct.
 //!
 //! Frames keep the same layout everywhere (the 32-byte header, payload and padding of wire
 //! format v1 are what travels through the shared region too), so the frame logic here is
@@ -28,6 +31,7 @@
 
 pub mod pipe;
 pub mod shm;
+pub mod tcp;
 
 use std::fmt;
 use std::io::{IoSlice, IoSliceMut};
@@ -42,6 +46,7 @@ use crate::units::{format_duration, parse_duration};
 
 pub use pipe::PipeLink;
 pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
+pub use tcp::TcpLink;
 
 /// Smallest zero-copy payload that [`crate::Peer::call`] lends to a pipe with `vmsplice`
 /// instead of copying it, and from which the raw floor does the same (see
@@ -225,19 +230,31 @@ pub enum TransportKind {
     ShmSem,
     /// A shared memfd, a lock-free ring per direction, futex wake-ups ([`ShmLink`]).
     ShmRing,
+    /// One TCP connection ([`TcpLink`]), set up through the server's stdin and stdout: the
+    /// server announces a port and a token there (through `ssh`, say), the client connects;
+    /// the pipes stay open as the liveness channel ([`tcp`], docs/PROTOCOL.md §14).
+    Tcp,
 }
 
 impl TransportKind {
-    /// Every kind, in the order reports list them.
+    /// The kinds whose link is made by the spawning client and handed to the server as its
+    /// stdin and stdout (pipes, shared memory), in the order reports list them: every test
+    /// generated per transport (`per_transport!`) runs on each. [`TransportKind::Tcp`],
+    /// whose link the server makes, is in [`TransportKind::EVERY`].
     pub const ALL: [TransportKind; 3] =
         [TransportKind::Pipe, TransportKind::ShmSem, TransportKind::ShmRing];
 
-    /// `pipe`, `shm-sem` or `shm-ring`.
+    /// Every kind, in the order reports list them: [`TransportKind::ALL`], then `tcp`.
+    pub const EVERY: [TransportKind; 4] =
+        [TransportKind::Pipe, TransportKind::ShmSem, TransportKind::ShmRing, TransportKind::Tcp];
+
+    /// `pipe`, `shm-sem`, `shm-ring` or `tcp`.
     pub fn name(&self) -> &'static str {
         match self {
             TransportKind::Pipe => "pipe",
             TransportKind::ShmSem => "shm-sem",
             TransportKind::ShmRing => "shm-ring",
+            TransportKind::Tcp => "tcp",
         }
     }
 
@@ -255,7 +272,7 @@ impl TransportKind {
 
     /// Whether the link lives in shared memory (and so cannot cross machines).
     pub fn is_shared_memory(&self) -> bool {
-        !matches!(self, TransportKind::Pipe)
+        matches!(self, TransportKind::ShmSem | TransportKind::ShmRing)
     }
 }
 
@@ -268,18 +285,19 @@ impl fmt::Display for TransportKind {
 impl FromStr for TransportKind {
     type Err = Error;
 
-    /// Parses `pipe`, `shm-sem` or `shm-ring`.
+    /// Parses `pipe`, `shm-sem`, `shm-ring` or `tcp`.
     ///
     /// ```
     /// use peerpipe::transport::TransportKind;
     /// assert_eq!("shm-ring".parse::<TransportKind>().unwrap(), TransportKind::ShmRing);
+    /// assert_eq!("tcp".parse::<TransportKind>().unwrap(), TransportKind::Tcp);
     /// assert!("shm".parse::<TransportKind>().unwrap_err().to_string().contains("shm-sem"));
     /// ```
     fn from_str(text: &str) -> Result<TransportKind> {
-        TransportKind::ALL.into_iter().find(|kind| kind.name() == text).ok_or_else(|| {
+        TransportKind::EVERY.into_iter().find(|kind| kind.name() == text).ok_or_else(|| {
             Error::InvalidArgument {
                 what: "transport",
-                reason: format!("expected pipe, shm-sem or shm-ring, found {text:?}"),
+                reason: format!("expected pipe, shm-sem, shm-ring or tcp, found {text:?}"),
             }
         })
     }
@@ -435,6 +453,10 @@ impl Transport {
         let (a, b): (Box<dyn Link>, Box<dyn Link>) = match kind {
             TransportKind::Pipe => {
                 let (a, b) = PipeLink::pair()?;
+                (Box::new(a), Box::new(b))
+            }
+            TransportKind::Tcp => {
+                let (a, b) = TcpLink::pair()?;
                 (Box::new(a), Box::new(b))
             }
             shm => {
@@ -962,7 +984,7 @@ mod tests {
 
     #[test]
     fn a_right_guess_reads_the_whole_frame_into_the_guess() {
-        for kind in TransportKind::ALL {
+        for kind in TransportKind::EVERY {
             let mut rx = pair_with(kind, &frame(7, b"hello"));
             let mut guess = [0u8; 5];
             match rx.recv_frame(&mut guess, Deadline::NEVER).unwrap() {
@@ -976,7 +998,7 @@ mod tests {
 
     #[test]
     fn a_wrong_guess_keeps_the_bytes_for_the_following_frames() {
-        for kind in TransportKind::ALL {
+        for kind in TransportKind::EVERY {
             // Three pipelined frames of other lengths than the guess: nothing may be lost.
             let mut stream = frame(1, b"abc");
             stream.extend(frame(2, &[9u8; 40]));
@@ -999,7 +1021,7 @@ mod tests {
 
     #[test]
     fn a_guessed_frame_with_bad_padding_is_broken_and_keeps_its_seq() {
-        for kind in TransportKind::ALL {
+        for kind in TransportKind::EVERY {
             let mut bytes = frame(5, b"abc");
             *bytes.last_mut().unwrap() = 1;
             let mut rx = pair_with(kind, &bytes);
@@ -1015,7 +1037,7 @@ mod tests {
 
     #[test]
     fn a_guessed_frame_cut_short_is_broken_and_says_how_much_arrived() {
-        for kind in TransportKind::ALL {
+        for kind in TransportKind::EVERY {
             let bytes = frame(6, &[1u8; 16]);
             let mut rx = pair_with(kind, &bytes[..HEADER_LEN + 10]);
             let mut guess = [0u8; 16];
@@ -1033,7 +1055,7 @@ mod tests {
 
     #[test]
     fn an_invalid_header_is_not_followed_even_when_its_length_matches() {
-        for kind in TransportKind::ALL {
+        for kind in TransportKind::EVERY {
             let mut bytes = frame(1, b"abcd");
             bytes[0] = b'X';
             let mut rx = pair_with(kind, &bytes);
@@ -1047,7 +1069,7 @@ mod tests {
 
     #[test]
     fn a_header_cut_short_is_truncated() {
-        for kind in TransportKind::ALL {
+        for kind in TransportKind::EVERY {
             let mut rx = pair_with(kind, &frame(1, b"ab")[..20]);
             let err = rx.recv_frame(&mut [0u8; 2], Deadline::NEVER).unwrap_err();
             assert!(
@@ -1059,7 +1081,7 @@ mod tests {
 
     #[test]
     fn shutdown_write_ends_one_direction_and_keeps_the_other() {
-        for kind in TransportKind::ALL {
+        for kind in TransportKind::EVERY {
             let (mut a, mut b) = Transport::pair(kind, Wait::Block).unwrap();
             a.send_bytes(b"last", Deadline::NEVER).unwrap();
             a.shutdown_write().unwrap();
@@ -1078,7 +1100,7 @@ mod tests {
 
     #[test]
     fn a_silent_peer_times_out_on_every_transport() {
-        for kind in TransportKind::ALL {
+        for kind in TransportKind::EVERY {
             for wait in [Wait::Block, Wait::Spin, Wait::default()] {
                 let (mut a, _b) = Transport::pair(kind, wait).unwrap();
                 let started = Instant::now();
@@ -1092,7 +1114,7 @@ mod tests {
 
     #[test]
     fn a_dropped_peer_is_the_end_of_the_stream_on_every_transport() {
-        for kind in TransportKind::ALL {
+        for kind in TransportKind::EVERY {
             let (mut a, b) = Transport::pair(kind, Wait::Block).unwrap();
             let reader = std::thread::spawn(move || {
                 let mut buf = [0u8; 4];

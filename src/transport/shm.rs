@@ -126,6 +126,7 @@ fn kind_code(kind: TransportKind) -> u32 {
         TransportKind::Pipe => 0,
         TransportKind::ShmSem => 1,
         TransportKind::ShmRing => 2,
+        TransportKind::Tcp => 3, // never written in a region
     }
 }
 

@@ -5,6 +5,8 @@
 //! Each test binary compiles this module separately and uses only part of it.
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::Path;
