@@ -549,6 +549,13 @@ impl Peer {
         self.transport.kind()
     }
 
+    /// The id of the process this peer spawned — the server itself, or what stands between
+    /// (`sh -c`, an ssh client) — until it is reaped; `None` for a peer that connected to an
+    /// existing transport.
+    pub fn spawned_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|child| child.id())
+    }
+
     /// The id of the local process that serves, when this peer spawned the server and it can
     /// be known: the spawned process when its HELLO's `pid=` names it (or names none), a
     /// descendant of it when the HELLO names that (a server behind `sh -c "cd dir && peer

@@ -139,7 +139,7 @@ fn killing_the_local_ssh_client_is_peer_exited_and_the_remote_server_exits_by_it
     assert_eq!(reply, state);
     let remote = sshd.remote_pids();
     assert_eq!(remote.len(), 1, "one remote server: {remote:?}");
-    let ssh = peer.server_pid().expect("the ssh client's pid");
+    let ssh = peer.spawned_pid().expect("the ssh client's pid");
     kill(Pid::from_raw(ssh as i32), Signal::SIGKILL).expect("kill the ssh client");
     let mut error = None;
     for _ in 0..10_000 {
@@ -174,7 +174,7 @@ fn a_stopped_remote_server_is_a_timeout_and_the_ssh_client_is_reaped() {
     let server = Pid::from_raw(remote[0] as i32);
     kill(server, Signal::SIGSTOP).expect("stop the remote server");
     peer.set_timeout(Some(Duration::from_millis(300)));
-    let ssh = peer.server_pid().expect("the ssh client's pid");
+    let ssh = peer.spawned_pid().expect("the ssh client's pid");
     let error = peer.call_f64(&[2.5; 8], &mut reply).expect_err("a stopped server cannot answer");
     match &error {
         Error::Timeout { waiting_for, .. } => {
@@ -272,7 +272,7 @@ fn tcp_over_ssh_matches_the_local_lorenz96_bit_for_bit_and_its_report_runs() {
     let state = vec![0.5; 500];
     let mut reply = vec![0.0; 500];
     peer.call_f64(&state, &mut reply).expect("a first call");
-    let ssh = peer.server_pid().expect("the ssh client's pid");
+    let ssh = peer.spawned_pid().expect("the ssh client's pid");
     kill(Pid::from_raw(ssh as i32), Signal::SIGKILL).expect("kill the ssh client");
     let mut error = None;
     for _ in 0..100_000 {

@@ -651,9 +651,10 @@ impl<'p> Section<'p> {
         // local process of ours (`Peer::server_pid`); behind ssh it is not, and the spawned
         // process is only the ssh client.
         let server_cpu_known = plan.spawn.is_none()
-            || peers.iter().flatten().all(|p| {
-                p.server_hello().pid.is_some() && p.server_pid().is_some()
-            });
+            || peers
+                .iter()
+                .flatten()
+                .all(|p| p.server_hello().pid.is_some() && p.server_pid().is_some());
         Ok(Processes { echo, peers, server_cpu_known })
     }
 
