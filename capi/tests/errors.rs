@@ -74,6 +74,11 @@ fn every_error_code_is_reached_from_c_with_the_rust_message() {
     assert_eq!(lines.get("echoed"), Some(&"yes"), "the conversation goes on after ERROR");
     expect("set-timeout", "PP_OK", "");
     expect("call-slow", "PP_ETIMEDOUT", "timed out after 100ms waiting for the reply to seq 3");
+    expect(
+        "call-after-timeout",
+        "PP_ECLOSED",
+        "closed after: timed out after 100ms waiting for the reply to seq 3",
+    );
     expect("close-picky", "PP_OK", "");
     let strerror: Vec<&str> =
         output.stdout.lines().filter(|l| l.starts_with("strerror ")).collect();

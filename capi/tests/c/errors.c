@@ -131,6 +131,8 @@ int main(int argc, char **argv) {
     printf("echoed %s\n", out[0] == 42.0 ? "yes" : "no");
     report("set-timeout", pp_set_timeout_ns(peer, 100u * 1000 * 1000));
     report("call-slow", pp_call_f64(peer, in, 2, out, 2, NULL));
+    /* PP_ECLOSED: the timeout ended the connection; every later call says why. */
+    report("call-after-timeout", pp_call_f64(peer, in, 2, out, 2, NULL));
     report("close-picky", pp_close(peer));
 
     pp_options_free(options);
