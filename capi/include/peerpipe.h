@@ -62,7 +62,8 @@
 
 // The other side broke wire format v1, or a shared-memory region is not valid: bad magic,
 // version, kind, dtype, flags or padding; a truncated frame; a reply with the wrong seq,
-// dtype or element count (e.g. `out_len` differs from the reply's count). The server has
+// dtype or element count (a misbehaving server: `out_len` is checked before sending). The
+// server has
 // been terminated; the peer only accepts `pp_close`.
 #define PP_EPROTO -5
 

@@ -22,7 +22,8 @@ pub const PP_EEXITED: c_int = -3;
 pub const PP_ECLOSED: c_int = -4;
 /// The other side broke wire format v1, or a shared-memory region is not valid: bad magic,
 /// version, kind, dtype, flags or padding; a truncated frame; a reply with the wrong seq,
-/// dtype or element count (e.g. `out_len` differs from the reply's count). The server has
+/// dtype or element count (a misbehaving server: `out_len` is checked before sending). The
+/// server has
 /// been terminated; the peer only accepts `pp_close`.
 pub const PP_EPROTO: c_int = -5;
 /// An operating-system call failed: the program could not be started, a pipe or region could
