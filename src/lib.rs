@@ -57,6 +57,7 @@ pub mod soak;
 mod sys;
 pub mod transport;
 pub mod units;
+mod wire;
 pub mod zerocopy;
 
 pub use codec::{Values, ValuesMut};

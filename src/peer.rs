@@ -769,6 +769,26 @@ impl Drop for Peer {
     }
 }
 
+impl Spawn {
+    /// The connection settings of `options`. (Defined here rather than in
+    /// [`crate::process`], which is below `peer` and does not import it.)
+    ///
+    /// ```
+    /// use peerpipe::Options;
+    /// use peerpipe::process::Spawn;
+    /// let (ours, default) = (Spawn::from_options(&Options::default()), Spawn::default());
+    /// assert_eq!(format!("{ours:?}"), format!("{default:?}"));
+    /// ```
+    pub fn from_options(options: &Options) -> Spawn {
+        Spawn {
+            wait: options.wait,
+            transport: options.transport,
+            pipe_capacity: options.pipe_capacity,
+            shm_capacity: options.shm_capacity,
+        }
+    }
+}
+
 /// Replaces the "what were we waiting for" of a timeout with something the caller recognises.
 fn retarget(error: Error, waiting_for: &str) -> Error {
     match error {

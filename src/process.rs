@@ -10,8 +10,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::error::Result;
-use crate::peer::Options;
-use crate::transport::{ShmLink, Transport, TransportKind, Wait};
+use crate::transport::{
+    DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, ShmLink, Transport, TransportKind, Wait,
+};
 
 /// How long a terminated server gets between SIGTERM and SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_millis(200);
@@ -30,20 +31,15 @@ pub struct Spawn {
 }
 
 impl Default for Spawn {
-    /// As [`Options::default`]: hybrid wait, pipes of 1 MiB, 1 MiB of shared memory.
+    /// As `Options::default()` of [`crate::peer`]: hybrid wait, pipes of 1 MiB, 1 MiB of
+    /// shared memory. (`Spawn::from_options`, the conversion from a peer's options, lives in
+    /// `peer`, so that this module, below `peer`, does not import it back.)
     fn default() -> Spawn {
-        Spawn::from_options(&Options::default())
-    }
-}
-
-impl Spawn {
-    /// The connection settings of `options`.
-    pub fn from_options(options: &Options) -> Spawn {
         Spawn {
-            wait: options.wait,
-            transport: options.transport,
-            pipe_capacity: options.pipe_capacity,
-            shm_capacity: options.shm_capacity,
+            wait: Wait::default(),
+            transport: TransportKind::Pipe,
+            pipe_capacity: Some(DEFAULT_PIPE_CAPACITY),
+            shm_capacity: DEFAULT_SHM_CAPACITY,
         }
     }
 }
