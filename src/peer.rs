@@ -981,8 +981,10 @@ mod tests {
         let server = slow_echo_server(server, Duration::from_secs(5), Duration::ZERO, released);
         let options = Options { timeout: Some(Duration::from_millis(100)), ..Options::default() };
         let mut peer = Peer::connect(client, options).unwrap();
-        peer.send(Values::F64(&[1.0])).unwrap();
+        // The timeout counts from the start of the send, and deadlines are now kept to the
+        // microsecond: read the clock before sending.
         let sent = Instant::now();
+        peer.send(Values::F64(&[1.0])).unwrap();
         let mut reply = [0.0];
         let err = loop {
             match peer.recv_for(ValuesMut::F64(&mut reply), Duration::from_millis(30)) {

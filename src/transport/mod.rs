@@ -48,6 +48,12 @@ pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 /// docs/PERFORMANCE.md for the measurement behind it).
 pub const LEND_MIN_BYTES: usize = 256 << 10;
 
+/// How long before its deadline a sleeping wait wakes up to spin the rest of the way, in every
+/// wait strategy: a timed sleep ends late by the timer slack plus the wake-up latency (on the
+/// 2-core VM, 15–40 µs with a 1 µs slack, see docs/PERFORMANCE.md "Timeouts"), so sleeping
+/// to the deadline itself would return that late.
+pub const DEADLINE_SPIN: Duration = Duration::from_micros(60);
+
 /// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
@@ -826,16 +832,24 @@ impl Transport {
             return Err(deadline.error(waiting_for));
         }
         let started = *spin.started.get_or_insert(now);
-        let keep_spinning = match self.wait {
-            Wait::Block => false,
-            Wait::Spin => true,
-            Wait::Hybrid { spin } => now.duration_since(started) < spin,
-        };
+        let at = deadline.instant();
+        // The last stretch before a deadline is spun in every strategy, so that the deadline
+        // is kept to within a poll rather than a timer's slack and a wake-up.
+        let near_deadline = at.is_some_and(|at| at.duration_since(now) <= DEADLINE_SPIN);
+        let keep_spinning = near_deadline
+            || match self.wait {
+                Wait::Block => false,
+                Wait::Spin => true,
+                Wait::Hybrid { spin } => now.duration_since(started) < spin,
+            };
         if keep_spinning {
             std::hint::spin_loop();
             return Ok(());
         }
-        self.link.sleep(direction, deadline.instant())
+        if at.is_some() {
+            crate::sys::tighten_timer_slack();
+        }
+        self.link.sleep(direction, at.map(|at| at - DEADLINE_SPIN))
     }
 }
 
