@@ -156,6 +156,44 @@ impl Mapping {
         unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) }
     }
 
+    /// Lends `offset..offset + len` to `f` as a byte slice to write into in place (the codec
+    /// encodes straight into a ring this way), for the duration of the call. `&mut self`: no
+    /// other lend of this mapping can be alive meanwhile in this process.
+    ///
+    /// # Panics
+    /// When the range is out of bounds.
+    pub(crate) fn write_with<R>(
+        &mut self,
+        offset: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> R {
+        let dst = self.at(offset, len, 1);
+        // SAFETY: the range is inside the mapping (checked by `at`), which stays mapped while
+        // `f` runs (it borrows `self`). `&mut self` rules out any other slice of this mapping
+        // in this process during the call, and the slice cannot outlive it (it is only the
+        // closure's argument). The protocol gives this side the range exclusively until it
+        // publishes its position, so the peer does not touch it; a peer that breaks the
+        // protocol can only change the values of plain bytes, which every reader validates.
+        // Every bit pattern is a valid `u8`.
+        f(unsafe { std::slice::from_raw_parts_mut(dst, len) })
+    }
+
+    /// Lends `offset..offset + len` to `f` as a byte slice to read in place (the codec
+    /// decodes straight out of a ring this way), for the duration of the call.
+    ///
+    /// # Panics
+    /// When the range is out of bounds.
+    pub(crate) fn read_with<R>(&self, offset: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        let src = self.at(offset, len, 1);
+        // SAFETY: in bounds and mapped for the call, as for `write_with`; no mutable slice of
+        // this mapping can exist meanwhile (`write_with` needs `&mut self`). The protocol
+        // leaves the range to this side until it publishes its read position, so the peer
+        // does not write it; if it broke the protocol and did, the bytes would only hold
+        // other values (plain data, decoded, never trusted as lengths or offsets).
+        f(unsafe { std::slice::from_raw_parts(src, len) })
+    }
+
     fn sem(&self, offset: usize) -> *mut libc::sem_t {
         self.at(offset, SEM_BYTES, 8).cast()
     }
@@ -349,6 +387,23 @@ mod tests {
         let mut raw = [0u8; 8];
         m.read(8, &mut raw);
         assert_eq!(u64::from_ne_bytes(raw), 0x0102_0304_0506_0708);
+    }
+
+    #[test]
+    fn lent_ranges_write_and_read_the_same_bytes_as_copies() {
+        let mut m = mapping(4096);
+        m.write_with(200, 6, |dst| dst.copy_from_slice(b"peerpp"));
+        let mut out = [0u8; 6];
+        m.read(200, &mut out);
+        assert_eq!(&out, b"peerpp");
+        assert_eq!(m.read_with(201, 3, |src| src.to_vec()), b"eer");
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a mapping")]
+    fn a_lent_range_past_the_end_panics() {
+        let mut m = mapping(4096);
+        m.write_with(4000, 97, |_| ());
     }
 
     #[test]
