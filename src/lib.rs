@@ -28,6 +28,9 @@
 //!   order of measurement.
 //! - [`units`]: durations as people type them (`250ms`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
+//! - `wire` (private): the header's one-byte enums `Kind` and `Dtype` (reached as
+//!   [`frame::Kind`], [`frame::Dtype`]), below both `error` and `frame` so that neither
+//!   imports the other back.
 //!
 //! `unsafe` code lives in one private module, `sys` (the shared mapping, atomics inside it,
 //! process-shared semaphores, futexes), every block with a `// SAFETY:` comment; the crate
