@@ -5,7 +5,8 @@
 //! path ([`crate::zerocopy`]) is tested against.
 //!
 //! Arrays of at least [`PARALLEL_MIN_ELEMENTS`] elements are converted in parallel chunks on the
-//! rayon pool; smaller ones never touch rayon.
+//! rayon pool when the process has at least [`PARALLEL_MIN_CPUS`] CPUs (a peer holds one);
+//! smaller ones never touch rayon.
 //!
 //! ```
 //! use peerpipe::codec;
@@ -34,10 +35,29 @@ pub const PARALLEL_MIN_ELEMENTS: usize = 1_048_576;
 /// Elements per parallel chunk: big enough that scheduling costs vanish, small enough to split.
 const PARALLEL_CHUNK_ELEMENTS: usize = 65_536;
 
+/// Fewest CPUs this process may run on for [`Parallelism::Auto`] to use rayon: 3.
+///
+/// A conversion runs inside an exchange whose peer holds a core of its own (spinning, or
+/// about to be woken); on 2 CPUs rayon's second worker can only take that core. Measured on
+/// the 2-core VM (`benches/peers`, `conversion_probe`, docs/PERFORMANCE.md "Conversion in
+/// the exchange"): with the other CPU busy spinning, 8 MiB encode on rayon took 0.83 ms
+/// against 0.79 ms serial, decode 1.04 against 0.88 ms. (On an idle machine, back to back,
+/// rayon halves 8 MiB: that is the codec bench, not an exchange.)
+pub const PARALLEL_MIN_CPUS: usize = 3;
+
+/// Whether this process may run on at least [`PARALLEL_MIN_CPUS`] CPUs (read once).
+fn spare_cpus() -> bool {
+    static SPARE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SPARE.get_or_init(|| {
+        std::thread::available_parallelism().is_ok_and(|n| n.get() >= PARALLEL_MIN_CPUS)
+    })
+}
+
 /// Whether a conversion may use the rayon pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Parallelism {
-    /// Parallel from [`PARALLEL_MIN_ELEMENTS`] elements on, serial below.
+    /// Parallel from [`PARALLEL_MIN_ELEMENTS`] elements on when the process may run on at
+    /// least [`PARALLEL_MIN_CPUS`] CPUs, serial otherwise.
     #[default]
     Auto,
     /// Always on the calling thread.
@@ -49,7 +69,7 @@ pub enum Parallelism {
 impl Parallelism {
     fn use_rayon(self, elements: usize) -> bool {
         match self {
-            Parallelism::Auto => elements >= PARALLEL_MIN_ELEMENTS,
+            Parallelism::Auto => elements >= PARALLEL_MIN_ELEMENTS && spare_cpus(),
             Parallelism::Serial => false,
             Parallelism::Rayon => true,
         }

@@ -51,8 +51,8 @@ large=(
   "peer shm-ring zero-copy echo-raw spin|$BIN/peer_pingpong --peer-exe $PEER --transport shm-ring --wait spin --handler echo-raw --elements $M $LI"
   "peer shm-ring zero-copy echo-raw block|$BIN/peer_pingpong --peer-exe $PEER --transport shm-ring --wait block --handler echo-raw --elements $M $LI"
   "peer pipe zero-copy echo-raw spin|$BIN/peer_pingpong --peer-exe $PEER --transport pipe --wait spin --handler echo-raw --elements $M $LI"
-  "peer shm-ring codec echo spin|$BIN/peer_pingpong --peer-exe $PEER --transport shm-ring --wait spin --path codec --handler echo --elements $M $LI"
-  "peer pipe codec echo spin|$BIN/peer_pingpong --peer-exe $PEER --transport pipe --wait spin --path codec --handler echo --elements $M $LI"
+  "peer shm-ring codec echo hybrid|$BIN/peer_pingpong --peer-exe $PEER --transport shm-ring --wait hybrid --path codec --handler echo --elements $M $LI"
+  "peer pipe codec echo hybrid|$BIN/peer_pingpong --peer-exe $PEER --transport pipe --wait hybrid --path codec --handler echo --elements $M $LI"
   "iceoryx2 polling|$BIN/iceoryx2_pingpong --wait polling --elements $M $LI"
   "iceoryx2 events|$BIN/iceoryx2_pingpong --wait events --elements $M $LI"
   "ipc-channel (block)|$BIN/ipc_channel_pingpong --pin split --elements $M $LI"
@@ -75,6 +75,14 @@ run_set() { # size-label, entries...
     # ipc-channel prints serde-vec and bytes-le lines; keep both, named by their variant.
     while IFS= read -r line; do
       local p50 label="$name"
+      # peer_pingpong's second line: the client's encode and decode medians per call.
+      case "$line" in *encode_med_ns=*)
+        case "$name" in *codec*)
+          printf '%s\t%s\t%s\t%s\n' "$round" "$size" "$name [client encode]" "$(sed -n 's/.*encode_med_ns=\([0-9]*\).*/\1/p' <<<"$line")" >> "$results"
+          printf '%s\t%s\t%s\t%s\n' "$round" "$size" "$name [client decode]" "$(sed -n 's/.*decode_med_ns=\([0-9]*\).*/\1/p' <<<"$line")" >> "$results";;
+        esac
+        continue;;
+      esac
       p50=$(sed -n 's/.*p50_ns=\([0-9]*\).*/\1/p' <<<"$line")
       [ -n "$p50" ] || continue
       case "$line" in "ipc-channel serde-vec"*) label="ipc-channel serde-vec (block)";; "ipc-channel bytes-le"*) label="ipc-channel bytes-le (block)";; esac
@@ -121,5 +129,5 @@ for size in ("500 f64", "1 Mi f64"):
     paired("peer shm-ring zero-copy echo spin", "c-shm spin", "peer shm-ring zero-copy echo spin / C spin")
     paired("peer shm-ring zero-copy echo-raw spin", "iceoryx2 polling", "peer shm-ring echo-raw spin / iceoryx2 polling")
     paired("peer shm-ring zero-copy echo-raw block", "iceoryx2 events", "peer shm-ring echo-raw block / iceoryx2 events")
-    paired("peer pipe codec echo spin", "peer shm-ring codec echo spin", "pipe codec / shm-ring codec (want >= 3x)")
+    paired("peer pipe codec echo hybrid", "peer shm-ring codec echo hybrid", "pipe codec / shm-ring codec (want >= 3x)")
 EOF
