@@ -429,8 +429,9 @@ impl Peer {
             DataPath::Codec => None,
         };
         if zero_copy.is_none() && self.codec_in_place() {
-            // Over shared memory the codec encodes straight into the region, piece by piece
-            // as room appears; encode_ns is the time spent inside the encoder.
+            // Over shm-ring the codec encodes straight into the ring, piece by piece as room
+            // appears; encode_ns is the time spent inside the encoder (docs/PERFORMANCE.md,
+            // "Conversion in the exchange").
             let deadline = Deadline::after_from(started, self.options.timeout);
             let mut encode = Duration::ZERO;
             let mut fill = |at: usize, dst: &mut [u8]| {
@@ -563,8 +564,8 @@ impl Peer {
             (DataPath::ZeroCopy, Some(bytes)) => {
                 (self.transport.recv_frame(bytes, deadline)?, true)
             }
-            // Over shared memory the codec decodes straight out of the region: the header
-            // first, the payload once the header says it is the expected reply.
+            // Over shm-ring the codec decodes straight out of the ring: the header first, the
+            // payload once the header says it is the expected reply.
             _ if shm_codec => match self.transport.recv_header(deadline)? {
                 Some(raw) => (Received::Header(raw), false),
                 None => (Received::End, false),

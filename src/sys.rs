@@ -4,10 +4,13 @@
 //! allows it). What lives here is the smallest set of operations the shared-memory transports
 //! need, each behind a safe, bounds-checked method:
 //!
-//! - [`Mapping`]: a `MAP_SHARED` mapping of a memfd, unmapped on drop. Its bytes are never
-//!   exposed as Rust references (another process writes them concurrently); they are copied
-//!   in and out with [`Mapping::write`] and [`Mapping::read`], and the synchronisation words
-//!   are lent out only as atomics ([`Mapping::atomic_u32`], [`Mapping::atomic_u64`]).
+//! - [`Mapping`]: a `MAP_SHARED` mapping of a memfd, unmapped on drop. Its bytes are copied
+//!   in and out with [`Mapping::write`] and [`Mapping::read`], or lent as a byte slice for
+//!   the duration of one closure call ([`Mapping::write_with`], which needs `&mut self`, and
+//!   [`Mapping::read_with`]) to a codec that converts in place; no reference into it outlives
+//!   a call. The synchronisation words are lent out only as atomics
+//!   ([`Mapping::atomic_u32`], [`Mapping::atomic_u64`]).
+//! - [`tighten_timer_slack`]: a 1 µs timer slack for a thread that sleeps towards deadlines.
 //! - Process-shared POSIX semaphores living in the mapping ([`Mapping::sem_init`],
 //!   [`Mapping::sem_post`], [`Mapping::sem_try_wait`], [`Mapping::sem_wait_for`]).
 //! - [`futex_wait`] and [`futex_wake`] on a 32-bit atomic in the mapping (shared futexes: no

@@ -1,12 +1,12 @@
 //! The soak: client–server pairs exchange random arrays for a long time, every reply checked
 //! bit for bit, and every process's memory and descriptors compared at start and end.
 //!
-//! [`run`] spawns K servers (`peer --role server`, handlers `echo` and `echo-raw` alternating)
+//! [`run()`] spawns K servers (`peer --role server`, handlers `echo` and `echo-raw` alternating)
 //! and drives each from its own thread with a [`Client`]. A client sends arrays of random size
 //! (0 to `max_elements` elements, log-uniform so small ones dominate but the largest occur),
 //! random dtype (f64, f32, f64 narrowed to f32 on the wire, bytes) and random bit patterns
 //! (NaN payloads, signalling NaNs, -0.0, subnormals, ±inf, arbitrary bits), over both data
-//! paths, one at a time or pipelined, and checks every reply with [`verify`].
+//! paths, one at a time or pipelined, and checks every reply with [`verify()`].
 //!
 //! Every request ends in exactly one bucket of [`Stats`]: verified, corrupted (bits, dtype or
 //! count differ), reordered (the reply carried another seq: [`Error::SeqMismatch`](crate::Error::SeqMismatch)) or lost
@@ -43,9 +43,9 @@
 //! ```
 //!
 //! The pieces, one concern each: [`Config`] (what runs, and the seeds); `random` (the bit
-//! patterns and sizes drawn); [`verify`] and [`Mismatch`] (checking a reply bit for bit);
+//! patterns and sizes drawn); [`verify()`] and [`Mismatch`] (checking a reply bit for bit);
 //! [`Stats`] (the buckets every request ends in); [`Client`] (one side of a pair); [`Usage`]
-//! and [`ProcessUsage`] (memory and descriptors, and how much they may grow); [`run`] (the
+//! and [`ProcessUsage`] (memory and descriptors, and how much they may grow); [`run()`] (the
 //! pairs on their threads, met at a `Gate`); [`SoakReport`] (the verdict and its rendering).
 
 mod client;

@@ -27,7 +27,7 @@ pub struct PairReport {
     pub close: std::result::Result<String, String>,
 }
 
-/// The result of [`run`](super::run()).
+/// The result of [`run()`](super::run()).
 #[derive(Clone, Debug)]
 pub struct SoakReport {
     /// What ran.

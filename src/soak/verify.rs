@@ -186,7 +186,7 @@ pub fn verify(sent: Values<'_>, reply: Values<'_>) -> Option<Mismatch> {
     }
 }
 
-/// [`verify`] without allocating, for the hot loop: the slow, describing path runs only when
+/// [`verify()`] without allocating, for the hot loop: the slow, describing path runs only when
 /// the fast comparison finds a difference.
 pub(super) fn replies_match(sent: Values<'_>, reply: Values<'_>) -> bool {
     match (sent, reply) {
