@@ -219,7 +219,8 @@ fn client(args: &Args, waiting: Waiting) -> BoxResult<()> {
                 None => std::hint::spin_loop(),
             }
             polls = polls.wrapping_add(1);
-            if (ports.events.is_some() || polls.is_multiple_of(65_536)) && Instant::now() > deadline {
+            if (ports.events.is_some() || polls.is_multiple_of(65_536)) && Instant::now() > deadline
+            {
                 guard.check_alive()?;
                 return Err(format!("round trip {i}: no response within 10 s").into());
             }
