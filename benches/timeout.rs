@@ -10,8 +10,15 @@
 //! *beyond* the 200 µs (`iter_custom`), so the reported figures are the overshoot: how late the
 //! deadline fires. The issue asks that a 200 µs timeout not become a 1 ms or 10 ms sleep; the
 //! tests assert only that the timeout happens, this bench measures how precisely.
+//!
+//! Before criterion's figures (a mean, which hides the tail), it prints one line per transport
+//! and wait strategy with the overshoot's percentiles over `PERCENTILE_RUNS` timeouts, the
+//! cases interleaved round by round so that a slow spell of the machine hits them all alike.
+//! The target (issue 14) is p99 ≤ 10 µs in every row.
 
 use std::hint::black_box;
+use std::sync::mpsc;
+use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -19,30 +26,100 @@ use peerpipe::Error;
 use peerpipe::transport::{Deadline, Transport, TransportKind, Wait};
 
 const TIMEOUT: Duration = Duration::from_micros(200);
+/// Timeouts per case for the percentile table.
+const PERCENTILE_RUNS: usize = 2000;
+
+fn cases() -> Vec<(TransportKind, Wait)> {
+    TransportKind::ALL
+        .into_iter()
+        .flat_map(|t| [Wait::Block, Wait::Spin, Wait::default()].map(move |w| (t, w)))
+        .collect()
+}
+
+/// One timed-out receive; returns how far past `TIMEOUT` it returned.
+fn late_once(end: &mut Transport, buf: &mut [u8]) -> Duration {
+    let started = Instant::now();
+    let result = end.recv_exact(buf, Deadline::after(Some(TIMEOUT)));
+    let elapsed = started.elapsed();
+    assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
+    black_box(result.err());
+    elapsed.saturating_sub(TIMEOUT)
+}
+
+/// Prints the overshoot percentiles per case, every case once per round in a shuffled order.
+///
+/// Each case runs on a thread of its own that waits for its turn: the kernel's scheduler
+/// (EEVDF) places a waking thread by the CPU time it has used, so one thread that also ran
+/// the spinning cases would wake late in the sleeping ones for a reason no real client has.
+fn percentiles() {
+    let cases = cases();
+    let workers: Vec<_> = cases
+        .iter()
+        .map(|&(transport, wait)| {
+            let (turn, turns) = mpsc::channel::<()>();
+            let (done, dones) = mpsc::channel::<Duration>();
+            let handle = thread::spawn(move || {
+                let (mut end, _silent) = Transport::pair(transport, wait).expect("pair");
+                let mut buf = [0u8; 32];
+                for () in turns {
+                    done.send(late_once(&mut end, &mut buf)).expect("main thread");
+                }
+            });
+            (turn, dones, handle)
+        })
+        .collect();
+    let mut samples = vec![Vec::with_capacity(PERCENTILE_RUNS); cases.len()];
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..PERCENTILE_RUNS {
+        for i in (1..order.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            order.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        for &i in &order {
+            workers[i].0.send(()).expect("worker");
+            samples[i].push(workers[i].1.recv().expect("worker"));
+        }
+    }
+    for (turn, _, handle) in workers {
+        drop(turn);
+        handle.join().expect("worker");
+    }
+    println!(
+        "overshoot past a {TIMEOUT:?} deadline, {PERCENTILE_RUNS} timeouts per row, interleaved"
+    );
+    println!(
+        "{:<18} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "transport/wait", "p50", "p90", "p99", "p99.9", "max"
+    );
+    for ((transport, wait), mut s) in cases.into_iter().zip(samples) {
+        s.sort();
+        let q = |p: f64| s[((s.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e6;
+        println!(
+            "{:<18} {:>6.1}us {:>6.1}us {:>6.1}us {:>6.1}us {:>7.1}us",
+            format!("{transport}/{wait}"),
+            q(0.5),
+            q(0.9),
+            q(0.99),
+            q(0.999),
+            q(1.0)
+        );
+    }
+}
 
 fn overshoot(c: &mut Criterion) {
+    percentiles();
     let mut group = c.benchmark_group("recv_timeout_overshoot_past_200us");
     group.sample_size(100).measurement_time(Duration::from_secs(4));
-    let cases = TransportKind::ALL
-        .into_iter()
-        .flat_map(|t| [Wait::Block, Wait::Spin, Wait::default()].map(move |w| (t, w)));
-    for (transport, wait) in cases {
+    for (transport, wait) in cases() {
         // The other end is kept open and silent: no data, no end of stream.
         let (mut silent_peer_of, _silent) = Transport::pair(transport, wait).expect("pair");
         let mut buf = [0u8; 32];
         group.bench_function(format!("{transport}/{wait}"), |b| {
             b.iter_custom(|iters| {
-                let mut late = Duration::ZERO;
-                for _ in 0..iters {
-                    let started = Instant::now();
-                    let result =
-                        silent_peer_of.recv_exact(&mut buf, Deadline::after(Some(TIMEOUT)));
-                    let elapsed = started.elapsed();
-                    assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
-                    black_box(result.err());
-                    late += elapsed.saturating_sub(TIMEOUT);
-                }
-                late
+                (0..iters).map(|_| late_once(&mut silent_peer_of, &mut buf)).sum()
             })
         });
     }

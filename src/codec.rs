@@ -5,7 +5,8 @@
 //! path ([`crate::zerocopy`]) is tested against.
 //!
 //! Arrays of at least [`PARALLEL_MIN_ELEMENTS`] elements are converted in parallel chunks on the
-//! rayon pool; smaller ones never touch rayon.
+//! rayon pool when the process has at least [`PARALLEL_MIN_CPUS`] CPUs (a peer holds one);
+//! smaller ones never touch rayon.
 //!
 //! ```
 //! use peerpipe::codec;
@@ -34,10 +35,29 @@ pub const PARALLEL_MIN_ELEMENTS: usize = 1_048_576;
 /// Elements per parallel chunk: big enough that scheduling costs vanish, small enough to split.
 const PARALLEL_CHUNK_ELEMENTS: usize = 65_536;
 
+/// Fewest CPUs this process may run on for [`Parallelism::Auto`] to use rayon: 3.
+///
+/// A conversion runs inside an exchange whose peer holds a core of its own (spinning, or
+/// about to be woken); on 2 CPUs rayon's second worker can only take that core. Measured on
+/// the 2-core VM (`benches/peers`, `conversion_probe`, docs/PERFORMANCE.md "Conversion in
+/// the exchange"): with the other CPU busy spinning, 8 MiB encode on rayon took 0.83 ms
+/// against 0.79 ms serial, decode 1.04 against 0.88 ms. (On an idle machine, back to back,
+/// rayon halves 8 MiB: that is the codec bench, not an exchange.)
+pub const PARALLEL_MIN_CPUS: usize = 3;
+
+/// Whether this process may run on at least [`PARALLEL_MIN_CPUS`] CPUs (read once).
+fn spare_cpus() -> bool {
+    static SPARE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SPARE.get_or_init(|| {
+        std::thread::available_parallelism().is_ok_and(|n| n.get() >= PARALLEL_MIN_CPUS)
+    })
+}
+
 /// Whether a conversion may use the rayon pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Parallelism {
-    /// Parallel from [`PARALLEL_MIN_ELEMENTS`] elements on, serial below.
+    /// Parallel from [`PARALLEL_MIN_ELEMENTS`] elements on when the process may run on at
+    /// least [`PARALLEL_MIN_CPUS`] CPUs, serial otherwise.
     #[default]
     Auto,
     /// Always on the calling thread.
@@ -49,7 +69,7 @@ pub enum Parallelism {
 impl Parallelism {
     fn use_rayon(self, elements: usize) -> bool {
         match self {
-            Parallelism::Auto => elements >= PARALLEL_MIN_ELEMENTS,
+            Parallelism::Auto => elements >= PARALLEL_MIN_ELEMENTS && spare_cpus(),
             Parallelism::Serial => false,
             Parallelism::Rayon => true,
         }
@@ -282,6 +302,186 @@ fn run_chunked_rev<D: Send>(
 /// ```
 pub fn decode_into(src: &[u8], dst: ValuesMut<'_>) -> Result<()> {
     decode_into_with(src, dst, Parallelism::Auto)
+}
+
+impl<'a> Values<'a> {
+    /// Elements `range` of these values, as the same kind of values.
+    ///
+    /// # Panics
+    /// When `range` is out of bounds.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Values<'a> {
+        match *self {
+            Values::Bytes(v) => Values::Bytes(&v[range]),
+            Values::F32(v) => Values::F32(&v[range]),
+            Values::F64(v) => Values::F64(&v[range]),
+            Values::F64AsF32(v) => Values::F64AsF32(&v[range]),
+        }
+    }
+}
+
+impl ValuesMut<'_> {
+    /// Elements `range` of this buffer, as the same kind of buffer.
+    ///
+    /// # Panics
+    /// When `range` is out of bounds.
+    pub fn slice_mut(&mut self, range: std::ops::Range<usize>) -> ValuesMut<'_> {
+        match self {
+            ValuesMut::Bytes(v) => ValuesMut::Bytes(&mut v[range]),
+            ValuesMut::F32(v) => ValuesMut::F32(&mut v[range]),
+            ValuesMut::F64(v) => ValuesMut::F64(&mut v[range]),
+            ValuesMut::F64FromF32(v) => ValuesMut::F64FromF32(&mut v[range]),
+        }
+    }
+}
+
+/// Writes bytes `at..at + dst.len()` of the little-endian encoding of `src` into `dst`, on the
+/// calling thread: the piece of a payload that fits where it is going (a stretch of a shared
+/// ring, say), so that a payload can be encoded straight into its destination piece by piece.
+/// Pieces may start and end inside an element.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] when the piece reaches past the end of the encoding; `dst` is
+/// then untouched.
+///
+/// ```
+/// use peerpipe::codec::{encode_at, encode_f64, Values};
+/// let values = [1.5, -2.0, 1e300];
+/// let whole = encode_f64(&values);
+/// let mut piece = [0u8; 11];
+/// encode_at(Values::F64(&values), 5, &mut piece).unwrap();
+/// assert_eq!(piece, whole[5..16]);
+/// ```
+pub fn encode_at(src: Values<'_>, at: usize, dst: &mut [u8]) -> Result<()> {
+    let total = src.wire_len();
+    let end = at.checked_add(dst.len()).filter(|&end| end <= total).ok_or({
+        Error::LengthMismatch {
+            what: "encoded piece (end within the payload)",
+            expected: total as u64,
+            found: at as u64 + dst.len() as u64,
+        }
+    })?;
+    let width = src.wire_dtype().width() as usize;
+    let (mut pos, mut out) = (at, dst);
+    // A piece that starts inside an element: that element's tail.
+    if !pos.is_multiple_of(width) && !out.is_empty() {
+        let mut one = [0u8; 8];
+        let element = pos / width;
+        encode_into_with(src.slice(element..element + 1), &mut one[..width], Parallelism::Serial)?;
+        let skip = pos % width;
+        let n = (width - skip).min(out.len());
+        out[..n].copy_from_slice(&one[skip..skip + n]);
+        pos += n;
+        out = &mut out[n..];
+    }
+    let whole = out.len() / width;
+    let first = pos / width;
+    let (body, tail) = out.split_at_mut(whole * width);
+    encode_into_with(src.slice(first..first + whole), body, Parallelism::Serial)?;
+    pos += whole * width;
+    // A piece that ends inside an element: that element's head.
+    if !tail.is_empty() {
+        let mut one = [0u8; 8];
+        let element = pos / width;
+        encode_into_with(src.slice(element..element + 1), &mut one[..width], Parallelism::Serial)?;
+        let n = tail.len();
+        tail.copy_from_slice(&one[..n]);
+    }
+    debug_assert_eq!(pos + tail.len(), end);
+    Ok(())
+}
+
+/// Decodes a payload that arrives in pieces of any length (stretches of a shared ring, say)
+/// straight into the caller's buffer, on the calling thread; an element split between two
+/// pieces is carried over in 8 bytes of its own.
+///
+/// ```
+/// use peerpipe::codec::{encode_f64, Values, ValuesMut, PieceDecoder};
+/// let values = [1.5, -2.0, 1e300];
+/// let bytes = encode_f64(&values);
+/// let mut out = [0.0; 3];
+/// let mut decoder = PieceDecoder::new(ValuesMut::F64(&mut out));
+/// for piece in bytes.chunks(5) {
+///     decoder.push(piece).unwrap();
+/// }
+/// assert!(decoder.is_complete());
+/// assert_eq!(out, values);
+/// ```
+#[derive(Debug)]
+pub struct PieceDecoder<'a> {
+    dst: ValuesMut<'a>,
+    width: usize,
+    /// Bytes taken so far.
+    taken: usize,
+    carry: [u8; 8],
+    carried: usize,
+}
+
+impl<'a> PieceDecoder<'a> {
+    /// A decoder that fills `dst` from the payload's pieces, in order.
+    pub fn new(dst: ValuesMut<'a>) -> PieceDecoder<'a> {
+        let width = dst.wire_dtype().width() as usize;
+        PieceDecoder { dst, width, taken: 0, carry: [0; 8], carried: 0 }
+    }
+
+    /// Bytes of the payload still expected.
+    pub fn remaining(&self) -> usize {
+        self.dst.wire_len() - self.taken
+    }
+
+    /// True once every byte of the payload has been decoded.
+    pub fn is_complete(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// Decodes the next piece of the payload.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when the piece goes past the end of the payload; nothing of
+    /// it is then decoded.
+    pub fn push(&mut self, mut src: &[u8]) -> Result<()> {
+        if src.len() > self.remaining() {
+            return Err(Error::LengthMismatch {
+                what: "decoded piece (end within the payload)",
+                expected: self.dst.wire_len() as u64,
+                found: (self.taken + src.len()) as u64,
+            });
+        }
+        let width = self.width;
+        if self.carried > 0 {
+            let n = (width - self.carried).min(src.len());
+            self.carry[self.carried..self.carried + n].copy_from_slice(&src[..n]);
+            self.carried += n;
+            self.taken += n;
+            src = &src[n..];
+            if self.carried == width {
+                let element = self.taken / width - 1;
+                let carry = self.carry;
+                decode_into_with(
+                    &carry[..width],
+                    self.dst.slice_mut(element..element + 1),
+                    Parallelism::Serial,
+                )?;
+                self.carried = 0;
+            } else {
+                return Ok(()); // the piece ended inside the carried element
+            }
+        }
+        let whole = src.len() / width * width;
+        if whole > 0 {
+            let first = self.taken / width;
+            decode_into_with(
+                &src[..whole],
+                self.dst.slice_mut(first..first + whole / width),
+                Parallelism::Serial,
+            )?;
+            self.taken += whole;
+        }
+        let rest = &src[whole..];
+        self.carry[..rest.len()].copy_from_slice(rest);
+        self.carried = rest.len();
+        self.taken += rest.len();
+        Ok(())
+    }
 }
 
 /// Encodes f64 values into a new `Vec` of little-endian bytes.

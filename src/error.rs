@@ -6,7 +6,7 @@
 use std::io;
 use std::time::Duration;
 
-use crate::frame::{Dtype, Kind};
+use crate::wire::{Dtype, Kind};
 
 /// A specialised `Result` whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -15,8 +15,6 @@
 //!     24    8 aux      u64 LE, server nanoseconds in a reply, else 0
 //! ```
 
-use std::fmt;
-
 use crate::error::{Error, Result};
 
 /// The four magic bytes that open every frame: ASCII `PEER`.
@@ -37,19 +35,7 @@ pub const MAX_CONTROL_PAYLOAD: u64 = 64 * 1024;
 const _: () = assert!(HEADER_LEN.is_multiple_of(FRAME_ALIGN));
 const _: () = assert!(4 + 1 + 1 + 1 + 1 + 8 + 8 + 8 == HEADER_LEN);
 
-/// What a frame is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Kind {
-    /// Opens a conversation; payload is `key=value` lines.
-    Hello = 1,
-    /// A request or reply carrying an array.
-    Data = 2,
-    /// A rejected request or a protocol violation; payload is a UTF-8 message.
-    Error = 3,
-    /// Ends a conversation.
-    Bye = 4,
-}
+pub use crate::wire::{Dtype, Kind};
 
 impl Kind {
     /// Parses a kind byte.
@@ -67,29 +53,6 @@ impl Kind {
     }
 }
 
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Kind::Hello => "HELLO",
-            Kind::Data => "DATA",
-            Kind::Error => "ERROR",
-            Kind::Bye => "BYE",
-        })
-    }
-}
-
-/// The element type of a payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Dtype {
-    /// Raw bytes (`u8`).
-    Bytes = 0,
-    /// IEEE-754 binary32, little-endian.
-    F32 = 1,
-    /// IEEE-754 binary64, little-endian.
-    F64 = 2,
-}
-
 impl Dtype {
     /// Parses a dtype byte.
     ///
@@ -102,25 +65,6 @@ impl Dtype {
             2 => Ok(Dtype::F64),
             found => Err(Error::UnknownDtype { found }),
         }
-    }
-
-    /// Width of one element in bytes: 1, 4 or 8.
-    pub const fn width(self) -> u64 {
-        match self {
-            Dtype::Bytes => 1,
-            Dtype::F32 => 4,
-            Dtype::F64 => 8,
-        }
-    }
-}
-
-impl fmt::Display for Dtype {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Dtype::Bytes => "bytes",
-            Dtype::F32 => "f32",
-            Dtype::F64 => "f64",
-        })
     }
 }
 

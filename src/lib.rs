@@ -45,6 +45,9 @@
 //! - [`units`]: durations as people type them (`250ms`).
 //! - [`guide`]: the protocol, performance and guarantees documents (`docs/*.md`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
+//! - `wire` (private): the header's one-byte enums `Kind` and `Dtype` (reached as
+//!   [`frame::Kind`], [`frame::Dtype`]), below both `error` and `frame` so that neither
+//!   imports the other back.
 //!
 //! `unsafe` code lives in one private module, `sys` (the shared mapping, atomics inside it,
 //! process-shared semaphores, futexes), every block with a `// SAFETY:` comment; the crate
@@ -75,6 +78,7 @@ pub mod soak;
 mod sys;
 pub mod transport;
 pub mod units;
+mod wire;
 pub mod zerocopy;
 
 pub use codec::{Values, ValuesMut};

@@ -642,6 +642,28 @@ impl Peer {
             DataPath::ZeroCopy => zerocopy::wire_bytes(values),
             DataPath::Codec => None,
         };
+        if zero_copy.is_none() && self.codec_in_place() {
+            // Over shm-ring the codec encodes straight into the ring, piece by piece as room
+            // appears; encode_ns is the time spent inside the encoder (docs/PERFORMANCE.md,
+            // "Conversion in the exchange").
+            let deadline = Deadline::after_from(started, self.options.timeout);
+            let mut encode = Duration::ZERO;
+            let mut fill = |at: usize, dst: &mut [u8]| {
+                let t = Instant::now();
+                let result = codec::encode_at(values, at, dst);
+                encode += t.elapsed();
+                result
+            };
+            let sent = self.transport.send_frame_filled(&header, wire_len, &mut fill, deadline);
+            if let Err(e) = sent {
+                let context = format!("while sending seq {seq}");
+                return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
+            }
+            let encode_ns = encode.as_nanos() as u64;
+            self.pending.push_back(Pending { seq, started, encode_ns });
+            self.next_seq += 1;
+            return Ok(seq);
+        }
         let frame_len = HEADER_LEN + wire_len + frame::padding_len(wire_len);
         if zero_copy.is_none() {
             grow(&mut self.scratch, frame_len);
@@ -751,10 +773,17 @@ impl Peer {
         // the scratch buffer (one plain read), payload at `payload`.
         let len = dst.wire_len();
         let payload = HEADER_LEN..HEADER_LEN + len;
+        let shm_codec = self.codec_in_place();
         let (received, in_dst) = match (self.options.path, zerocopy::wire_bytes_mut(&mut dst)) {
             (DataPath::ZeroCopy, Some(bytes)) => {
                 (self.transport.recv_frame(bytes, deadline)?, true)
             }
+            // Over shm-ring the codec decodes straight out of the ring: the header first, the
+            // payload once the header says it is the expected reply.
+            _ if shm_codec => match self.transport.recv_header(deadline)? {
+                Some(raw) => (Received::Header(raw), false),
+                None => (Received::End, false),
+            },
             _ => {
                 grow(&mut self.scratch, payload.end + frame::padding_len(len));
                 (self.transport.recv_frame_contiguous(&mut self.scratch, len, deadline)?, false)
@@ -800,6 +829,28 @@ impl Peer {
                 seq,
                 expected: dst.len() as u64,
                 found: header.count,
+            });
+        }
+        if shm_codec && !in_dst {
+            // decode_ns is the time spent inside the decoder, as the pieces arrive.
+            let mut decode = Duration::ZERO;
+            let mut decoder = codec::PieceDecoder::new(dst);
+            let mut drain = |src: &[u8]| {
+                let t = Instant::now();
+                let result = decoder.push(src);
+                decode += t.elapsed();
+                result
+            };
+            self.transport.recv_payload_drained(len, &mut drain, deadline)?;
+            let done = Instant::now();
+            return Ok(Reply {
+                seq,
+                timing: CallTiming {
+                    encode_ns: pending.encode_ns,
+                    decode_ns: decode.as_nanos() as u64,
+                    server_ns: header.aux,
+                    round_trip_ns: nanos_between(pending.started, done),
+                },
             });
         }
         if !payload_read {
@@ -1058,6 +1109,37 @@ fn check_reply_buffer(values: &Values<'_>, dst: &ValuesMut<'_>) -> Result<()> {
     Ok(())
 }
 
+impl Spawn {
+    /// The connection settings of `options`. (Defined here rather than in
+    /// [`crate::process`], which is below `peer` and does not import it.)
+    ///
+    /// ```
+    /// use peerpipe::Options;
+    /// use peerpipe::process::Spawn;
+    /// let (ours, default) = (Spawn::from_options(&Options::default()), Spawn::default());
+    /// assert_eq!(format!("{ours:?}"), format!("{default:?}"));
+    /// ```
+    pub fn from_options(options: &Options) -> Spawn {
+        Spawn {
+            wait: options.wait,
+            transport: options.transport,
+            pipe_capacity: options.pipe_capacity,
+            shm_capacity: options.shm_capacity,
+        }
+    }
+}
+
+impl Peer {
+    /// Whether the codec path encodes into and decodes out of the transport in place
+    /// (`shm-ring`, whose ring lends its memory) rather than through the scratch buffer. Not
+    /// pipes (one `write` of the whole frame beats many small ones), nor `shm-sem`, where a
+    /// frame must travel as one chunk of the slot for three to be in flight (see
+    /// `Link::max_frames_in_flight`).
+    fn codec_in_place(&self) -> bool {
+        self.transport.kind() == TransportKind::ShmRing
+    }
+}
+
 /// Replaces the "what were we waiting for" of a timeout with something the caller recognises.
 fn retarget(error: Error, waiting_for: &str) -> Error {
     match error {
@@ -1246,8 +1328,10 @@ mod tests {
         let server = slow_echo_server(server, Duration::from_secs(5), Duration::ZERO, released);
         let options = Options { timeout: Some(Duration::from_millis(100)), ..Options::default() };
         let mut peer = Peer::connect(client, options).unwrap();
-        peer.send(Values::F64(&[1.0])).unwrap();
+        // The timeout counts from the start of the send, and deadlines are now kept to the
+        // microsecond: read the clock before sending.
         let sent = Instant::now();
+        peer.send(Values::F64(&[1.0])).unwrap();
         let mut reply = [0.0];
         let err = loop {
             match peer.recv_for(ValuesMut::F64(&mut reply), Duration::from_millis(30)) {

@@ -10,8 +10,10 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::error::Result;
-use crate::peer::Options;
-use crate::transport::{Deadline, ShmLink, Transport, TransportKind, Wait, tcp};
+use crate::transport::{
+    DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, Deadline, ShmLink, Transport, TransportKind, Wait,
+    tcp,
+};
 
 /// How long a client waits for a `tcp` server to announce its address and for the
 /// connection (an ssh login takes most of it): 10 s.
@@ -34,20 +36,15 @@ pub struct Spawn {
 }
 
 impl Default for Spawn {
-    /// As [`Options::default`]: hybrid wait, pipes of 1 MiB, 1 MiB of shared memory.
+    /// As `Options::default()` of [`crate::peer`]: hybrid wait, pipes of 1 MiB, 1 MiB of
+    /// shared memory. (`Spawn::from_options`, the conversion from a peer's options, lives in
+    /// `peer`, so that this module, below `peer`, does not import it back.)
     fn default() -> Spawn {
-        Spawn::from_options(&Options::default())
-    }
-}
-
-impl Spawn {
-    /// The connection settings of `options`.
-    pub fn from_options(options: &Options) -> Spawn {
         Spawn {
-            wait: options.wait,
-            transport: options.transport,
-            pipe_capacity: options.pipe_capacity,
-            shm_capacity: options.shm_capacity,
+            wait: Wait::default(),
+            transport: TransportKind::Pipe,
+            pipe_capacity: Some(DEFAULT_PIPE_CAPACITY),
+            shm_capacity: DEFAULT_SHM_CAPACITY,
         }
     }
 }

@@ -4,10 +4,13 @@
 //! allows it). What lives here is the smallest set of operations the shared-memory transports
 //! need, each behind a safe, bounds-checked method:
 //!
-//! - [`Mapping`]: a `MAP_SHARED` mapping of a memfd, unmapped on drop. Its bytes are never
-//!   exposed as Rust references (another process writes them concurrently); they are copied
-//!   in and out with [`Mapping::write`] and [`Mapping::read`], and the synchronisation words
-//!   are lent out only as atomics ([`Mapping::atomic_u32`], [`Mapping::atomic_u64`]).
+//! - [`Mapping`]: a `MAP_SHARED` mapping of a memfd, unmapped on drop. Its bytes are copied
+//!   in and out with [`Mapping::write`] and [`Mapping::read`], or lent as a byte slice for
+//!   the duration of one closure call ([`Mapping::write_with`], which needs `&mut self`, and
+//!   [`Mapping::read_with`]) to a codec that converts in place; no reference into it outlives
+//!   a call. The synchronisation words are lent out only as atomics
+//!   ([`Mapping::atomic_u32`], [`Mapping::atomic_u64`]).
+//! - [`tighten_timer_slack`]: a 1 µs timer slack for a thread that sleeps towards deadlines.
 //! - Process-shared POSIX semaphores living in the mapping ([`Mapping::sem_init`],
 //!   [`Mapping::sem_post`], [`Mapping::sem_try_wait`], [`Mapping::sem_wait_for`]).
 //! - [`futex_wait`] and [`futex_wake`] on a 32-bit atomic in the mapping (shared futexes: no
@@ -156,6 +159,44 @@ impl Mapping {
         unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) }
     }
 
+    /// Lends `offset..offset + len` to `f` as a byte slice to write into in place (the codec
+    /// encodes straight into a ring this way), for the duration of the call. `&mut self`: no
+    /// other lend of this mapping can be alive meanwhile in this process.
+    ///
+    /// # Panics
+    /// When the range is out of bounds.
+    pub(crate) fn write_with<R>(
+        &mut self,
+        offset: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> R {
+        let dst = self.at(offset, len, 1);
+        // SAFETY: the range is inside the mapping (checked by `at`), which stays mapped while
+        // `f` runs (it borrows `self`). `&mut self` rules out any other slice of this mapping
+        // in this process during the call, and the slice cannot outlive it (it is only the
+        // closure's argument). The protocol gives this side the range exclusively until it
+        // publishes its position, so the peer does not touch it; a peer that breaks the
+        // protocol can only change the values of plain bytes, which every reader validates.
+        // Every bit pattern is a valid `u8`.
+        f(unsafe { std::slice::from_raw_parts_mut(dst, len) })
+    }
+
+    /// Lends `offset..offset + len` to `f` as a byte slice to read in place (the codec
+    /// decodes straight out of a ring this way), for the duration of the call.
+    ///
+    /// # Panics
+    /// When the range is out of bounds.
+    pub(crate) fn read_with<R>(&self, offset: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        let src = self.at(offset, len, 1);
+        // SAFETY: in bounds and mapped for the call, as for `write_with`; no mutable slice of
+        // this mapping can exist meanwhile (`write_with` needs `&mut self`). The protocol
+        // leaves the range to this side until it publishes its read position, so the peer
+        // does not write it; if it broke the protocol and did, the bytes would only hold
+        // other values (plain data, decoded, never trusted as lengths or offsets).
+        f(unsafe { std::slice::from_raw_parts(src, len) })
+    }
+
     fn sem(&self, offset: usize) -> *mut libc::sem_t {
         self.at(offset, SEM_BYTES, 8).cast()
     }
@@ -285,6 +326,26 @@ pub(crate) fn futex_wake(word: &AtomicU32, waiters: i32) -> Result<()> {
     Ok(())
 }
 
+/// Timer slack this crate asks for on a thread that sleeps towards a deadline: 1 µs.
+pub(crate) const TIMER_SLACK_NS: u64 = 1_000;
+
+thread_local! {
+    static SLACK_SET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Sets the calling thread's timer slack (`prctl(PR_SET_TIMERSLACK)`) to [`TIMER_SLACK_NS`],
+/// once per thread. Linux lets a timed sleep of a normal thread end up to 50 µs late (the
+/// default slack) so that wake-ups can be merged; a deadline of 200 µs then fires 70–90 µs
+/// late. This changes only how precisely this thread's timers fire (it wakes a little more
+/// often); a failure is ignored (the deadline is then kept by spinning a longer stretch).
+pub(crate) fn tighten_timer_slack() {
+    SLACK_SET.with(|set| {
+        if !set.replace(true) {
+            let _ = nix::sys::prctl::set_timerslack(TIMER_SLACK_NS as libc::c_ulong);
+        }
+    });
+}
+
 /// Writes `bufs` into the pipe `fd` with `vmsplice(2)`: the pipe takes references to the
 /// pages instead of a copy of the bytes (`SPLICE_F_NONBLOCK`: `EAGAIN` when the pipe is full).
 ///
@@ -329,6 +390,23 @@ mod tests {
         let mut raw = [0u8; 8];
         m.read(8, &mut raw);
         assert_eq!(u64::from_ne_bytes(raw), 0x0102_0304_0506_0708);
+    }
+
+    #[test]
+    fn lent_ranges_write_and_read_the_same_bytes_as_copies() {
+        let mut m = mapping(4096);
+        m.write_with(200, 6, |dst| dst.copy_from_slice(b"peerpp"));
+        let mut out = [0u8; 6];
+        m.read(200, &mut out);
+        assert_eq!(&out, b"peerpp");
+        assert_eq!(m.read_with(201, 3, |src| src.to_vec()), b"eer");
+    }
+
+    #[test]
+    #[should_panic(expected = "outside a mapping")]
+    fn a_lent_range_past_the_end_panics() {
+        let mut m = mapping(4096);
+        m.write_with(4000, 97, |_| ());
     }
 
     #[test]

@@ -213,6 +213,49 @@ proptest! {
         }
     }
 
+    // ---- (b2) encoding and decoding in pieces (in place, in a ring) equal the whole ----------
+
+    #[test]
+    fn pieces_of_any_length_encode_and_decode_like_the_whole_payload(
+        values in vec(any_f64(), 0..200),
+        cuts in vec(1usize..40, 1..64),
+        narrow in any::<bool>(),
+    ) {
+        let src = if narrow { Values::F64AsF32(&values) } else { Values::F64(&values) };
+        let mut whole = vec![0u8; src.wire_len()];
+        codec::encode_into(src, &mut whole).unwrap();
+        // The encoding, piece by piece at the cut lengths (cycled), equals the whole.
+        let mut pieces = vec![0u8; whole.len()];
+        let (mut at, mut k) = (0, 0);
+        while at < whole.len() {
+            let n = cuts[k % cuts.len()].min(whole.len() - at);
+            codec::encode_at(src, at, &mut pieces[at..at + n]).unwrap();
+            at += n;
+            k += 1;
+        }
+        prop_assert_eq!(&pieces, &whole);
+        prop_assert!(codec::encode_at(src, whole.len(), &mut [0u8; 1]).is_err());
+        // Decoding the pieces in order equals decoding the whole.
+        let mut expected = vec![0.0f64; values.len()];
+        let mut got = vec![0.0f64; values.len()];
+        let (oracle, mut decoder) = if narrow {
+            (ValuesMut::F64FromF32(&mut expected), codec::PieceDecoder::new(ValuesMut::F64FromF32(&mut got)))
+        } else {
+            (ValuesMut::F64(&mut expected), codec::PieceDecoder::new(ValuesMut::F64(&mut got)))
+        };
+        codec::decode_into(&whole, oracle).unwrap();
+        let (mut at, mut k) = (0, 0);
+        while at < whole.len() {
+            let n = cuts[(k + 3) % cuts.len()].min(whole.len() - at);
+            decoder.push(&whole[at..at + n]).unwrap();
+            at += n;
+            k += 1;
+        }
+        prop_assert!(decoder.is_complete());
+        prop_assert!(decoder.push(&[0]).is_err());
+        prop_assert_eq!(bits64(&got), bits64(&expected));
+    }
+
     // ---- (c) narrowing and widening equal Rust's `as` ----------------------------------------
 
     #[test]

@@ -53,11 +53,29 @@ pub use tcp::TcpLink;
 /// docs/PERFORMANCE.md for the measurement behind it).
 pub const LEND_MIN_BYTES: usize = 256 << 10;
 
+/// How long before its deadline a sleeping wait wakes up to spin the rest of the way, in every
+/// wait strategy: a timed sleep ends late by the timer slack plus the wake-up latency (on the
+/// 2-core VM, 15–40 µs with a 1 µs slack, see docs/PERFORMANCE.md "Timeouts"), so sleeping
+/// to the deadline itself would return that late.
+pub const DEADLINE_SPIN: Duration = Duration::from_micros(60);
+
 /// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
 /// The zero bytes padding is cut from (a frame pads to a multiple of 8).
 const ZERO_PADDING: [u8; 8] = [0; 8];
+
+/// Bytes a link without in-place access encodes into (or reads out of) a stack buffer at a
+/// time for [`Link::try_write_filled`] and [`Link::try_read_drained`]: 16 KiB stays in L1/L2.
+const FILL_CHUNK: usize = 16 << 10;
+
+/// Produces bytes `at..at + dst.len()` of a payload into `dst` (an encoder writing straight
+/// into the link's memory); see [`Transport::send_frame_filled`].
+pub type Fill<'a> = dyn FnMut(usize, &mut [u8]) -> Result<()> + 'a;
+
+/// Consumes the next bytes of a payload, in order (a decoder reading straight out of the
+/// link's memory); see [`Transport::recv_payload_drained`].
+pub type Drain<'a> = dyn FnMut(&[u8]) -> Result<()> + 'a;
 
 /// Pipe capacity requested by default: 1 MiB (Linux's default `pipe-max-size`).
 pub const DEFAULT_PIPE_CAPACITY: usize = 1 << 20;
@@ -347,6 +365,32 @@ pub trait Link: fmt::Debug + Send {
         self.try_write(bufs)
     }
 
+    /// Writes what fits now of bytes `at..at + len` of a payload that `fill` produces in
+    /// place, without waiting; returns how many were written, `None` when there is no room.
+    /// `fill` may be asked for bytes again after a short write (it is positional). The default
+    /// fills a stack buffer of 16 KiB and writes it; a shared ring lends its own memory.
+    ///
+    /// # Errors
+    /// As [`Link::try_write`], and those of `fill`.
+    fn try_write_filled(
+        &mut self,
+        at: usize,
+        len: usize,
+        fill: &mut Fill<'_>,
+    ) -> Result<Option<usize>> {
+        write_filled_via_chunk(self, at, len, fill)
+    }
+
+    /// Reads what is available now, up to `max` bytes, handing the bytes to `drain` in order,
+    /// without waiting; returns as [`Link::try_read`]. The default reads into a stack buffer
+    /// of 16 KiB; a shared ring lends its own memory.
+    ///
+    /// # Errors
+    /// As [`Link::try_read`], and those of `drain`.
+    fn try_read_drained(&mut self, max: usize, drain: &mut Drain<'_>) -> Result<Option<usize>> {
+        read_drained_via_chunk(self, max, drain)
+    }
+
     /// Sleeps until reading (or writing) may make progress or `until` passes. May return
     /// early (the caller retries and checks its deadline), but must not sleep past `until`
     /// by more than the system's timer slack.
@@ -387,6 +431,35 @@ pub trait Link: fmt::Debug + Send {
     /// # Errors
     /// [`Error::Sys`] when the capacity cannot even be read back.
     fn set_capacity(&mut self, bytes: usize) -> Result<usize>;
+}
+
+/// [`Link::try_write_filled`] through a stack buffer: `fill` encodes up to 16 KiB into it,
+/// and `try_write` copies what fits.
+fn write_filled_via_chunk<L: Link + ?Sized>(
+    link: &mut L,
+    at: usize,
+    len: usize,
+    fill: &mut Fill<'_>,
+) -> Result<Option<usize>> {
+    let mut chunk = [0u8; FILL_CHUNK];
+    let n = len.min(FILL_CHUNK);
+    fill(at, &mut chunk[..n])?;
+    link.try_write(&[IoSlice::new(&chunk[..n])])
+}
+
+/// [`Link::try_read_drained`] through a stack buffer of up to 16 KiB.
+fn read_drained_via_chunk<L: Link + ?Sized>(
+    link: &mut L,
+    max: usize,
+    drain: &mut Drain<'_>,
+) -> Result<Option<usize>> {
+    let mut chunk = [0u8; FILL_CHUNK];
+    let n = max.min(FILL_CHUNK);
+    let got = link.try_read(&mut [IoSliceMut::new(&mut chunk[..n])])?;
+    if let Some(k) = got.filter(|&k| k > 0) {
+        drain(&chunk[..k])?;
+    }
+    Ok(got)
 }
 
 /// Frames over a [`Link`]: the one place where headers, payloads, padding, deadlines and
@@ -555,6 +628,101 @@ impl Transport {
         self.write_all(&mut [IoSlice::new(header)], deadline, false)?;
         self.write_all(&mut [IoSlice::new(payload)], deadline, true)?;
         self.write_all(&mut [IoSlice::new(padding)], deadline, false)
+    }
+
+    /// Writes one frame whose payload of `len` bytes `fill` produces straight into the link
+    /// ([`Link::try_write_filled`]: into the ring itself over `shm-ring`), waiting for room
+    /// with the wait strategy until `deadline`. An encoder that runs here is timed by the
+    /// caller inside `fill`; what is left of the send is moving bytes and waiting.
+    ///
+    /// # Errors
+    /// As [`Transport::send_frame`], and those of `fill`.
+    pub fn send_frame_filled(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        len: usize,
+        fill: &mut Fill<'_>,
+        deadline: Deadline,
+    ) -> Result<()> {
+        self.write_all(&mut [IoSlice::new(header)], deadline, false)?;
+        let mut at = 0;
+        let mut spin = Spinning::default();
+        while at < len {
+            match self.link.try_write_filled(at, len - at, fill)? {
+                Some(written) => {
+                    at += written;
+                    spin = Spinning::default();
+                }
+                None => self.wait_ready(
+                    Direction::Write,
+                    deadline,
+                    &mut spin,
+                    "the peer to read (pipe or ring full)",
+                )?,
+            }
+        }
+        let padding = &ZERO_PADDING[..padding_len(len)];
+        self.write_all(&mut [IoSlice::new(padding)], deadline, false)
+    }
+
+    /// Reads a payload of exactly `len` bytes, handing it to `drain` in order as it arrives
+    /// ([`Link::try_read_drained`]: straight out of the ring over `shm-ring`), then its
+    /// padding, which must be zero.
+    ///
+    /// # Errors
+    /// As [`Transport::recv_payload`], and those of `drain`.
+    pub fn recv_payload_drained(
+        &mut self,
+        len: usize,
+        drain: &mut Drain<'_>,
+        deadline: Deadline,
+    ) -> Result<()> {
+        let mut deadline = deadline;
+        let mut got = 0;
+        // Read-ahead bytes first.
+        let pending = &self.pushback[self.pushback_read..];
+        let n = pending.len().min(len);
+        if n > 0 {
+            drain(&pending[..n])?;
+            self.pushback_read += n;
+            if self.pushback_read == self.pushback.len() {
+                self.pushback.clear();
+                self.pushback_read = 0;
+            }
+            got = n;
+            deadline = deadline.on_data();
+        }
+        let mut spin = Spinning::default();
+        while got < len {
+            match self.link.try_read_drained(len - got, drain)? {
+                Some(0) => {
+                    return Err(Error::Truncated {
+                        what: "payload",
+                        expected: len as u64,
+                        got: got as u64,
+                    });
+                }
+                Some(n) => {
+                    got += n;
+                    spin = Spinning::default();
+                    deadline = deadline.on_data();
+                }
+                None => {
+                    self.wait_ready(Direction::Read, deadline, &mut spin, "data from the peer")?
+                }
+            }
+        }
+        let mut padding = [0u8; 8];
+        let padding = &mut padding[..padding_len(len)];
+        let read = self.recv_exact(padding, deadline)?;
+        if read < padding.len() {
+            return Err(Error::Truncated {
+                what: "padding",
+                expected: padding.len() as u64,
+                got: read as u64,
+            });
+        }
+        check_padding(padding)
     }
 
     /// Writes `bytes` as they are, without framing: the raw-bytes baseline uses this.
@@ -848,16 +1016,24 @@ impl Transport {
             return Err(deadline.error(waiting_for));
         }
         let started = *spin.started.get_or_insert(now);
-        let keep_spinning = match self.wait {
-            Wait::Block => false,
-            Wait::Spin => true,
-            Wait::Hybrid { spin } => now.duration_since(started) < spin,
-        };
+        let at = deadline.instant();
+        // The last stretch before a deadline is spun in every strategy, so that the deadline
+        // is kept to within a poll rather than a timer's slack and a wake-up.
+        let near_deadline = at.is_some_and(|at| at.duration_since(now) <= DEADLINE_SPIN);
+        let keep_spinning = near_deadline
+            || match self.wait {
+                Wait::Block => false,
+                Wait::Spin => true,
+                Wait::Hybrid { spin } => now.duration_since(started) < spin,
+            };
         if keep_spinning {
             std::hint::spin_loop();
             return Ok(());
         }
-        self.link.sleep(direction, deadline.instant())
+        if at.is_some() {
+            crate::sys::tighten_timer_slack();
+        }
+        self.link.sleep(direction, at.map(|at| at - DEADLINE_SPIN))
     }
 }
 

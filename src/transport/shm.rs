@@ -48,7 +48,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::memfd::{MFdFlags, memfd_create};
 use nix::sys::stat::{SFlag, fstat};
 
-use super::{Direction, Link, TransportKind};
+use super::{Direction, Drain, Fill, Link, TransportKind};
 use crate::error::{Error, Result};
 use crate::sys::{Mapping, SEM_BYTES, futex_wait, futex_wake};
 
@@ -446,7 +446,9 @@ impl ShmLink {
         Ok(used)
     }
 
-    fn ring_read(&mut self, bufs: &mut [IoSliceMut<'_>]) -> Result<Option<usize>> {
+    /// Bytes that may be read now (at most a granule): `Some(0)` at the end of the stream,
+    /// `None` when nothing has arrived yet.
+    fn ring_readable(&mut self) -> Result<Option<usize>> {
         let mut available = self.ring_available()?;
         if available == 0 {
             // The writer closes after its last byte; an Acquire load of the flag followed by
@@ -461,20 +463,28 @@ impl ShmLink {
             }
         }
         self.idle_polls = 0;
-        let available = available.min(self.granule as u64);
+        Ok(Some(available.min(self.granule as u64) as usize))
+    }
+
+    /// The incoming ring's data offsets of the `n` bytes from our read position on: one
+    /// stretch, or two when they wrap around the end.
+    fn read_stretches(&self, n: usize) -> [(usize, usize); 2] {
+        let offset = (self.read_pos % self.capacity as u64) as usize;
+        let first = n.min(self.capacity - offset);
         let data = self.data(self.rx);
-        let mut total = 0usize;
-        for buf in bufs.iter_mut() {
-            let n = buf.len().min((available - total as u64) as usize);
-            let offset = ((self.read_pos + total as u64) % self.capacity as u64) as usize;
-            let first = n.min(self.capacity - offset);
-            self.map.read(data + offset, &mut buf[..first]);
-            self.map.read(data, &mut buf[first..n]);
-            total += n;
-            if total as u64 == available {
-                break;
-            }
-        }
+        [(data + offset, first), (data, n - first)]
+    }
+
+    /// The outgoing ring's data offsets of the `n` bytes from our write position on.
+    fn write_stretches(&self, n: usize) -> [(usize, usize); 2] {
+        let offset = (self.write_pos % self.capacity as u64) as usize;
+        let first = n.min(self.capacity - offset);
+        let data = self.data(self.tx);
+        [(data + offset, first), (data, n - first)]
+    }
+
+    /// Publishes `total` more bytes read, and wakes a writer sleeping for room.
+    fn ring_consumed(&mut self, total: usize) -> Result<()> {
         self.read_pos += total as u64;
         // SeqCst: a release of the bytes just read, and the first half of Dekker's pattern
         // with the writer's `W_SLEEPING` (see the module docs).
@@ -484,10 +494,51 @@ impl ShmLink {
             sleeping.store(0, SeqCst);
             futex_wake(sleeping, 1)?;
         }
+        Ok(())
+    }
+
+    fn ring_read(&mut self, bufs: &mut [IoSliceMut<'_>]) -> Result<Option<usize>> {
+        let available = match self.ring_readable()? {
+            Some(0) => return Ok(Some(0)),
+            Some(n) => n,
+            None => return Ok(None),
+        };
+        let mut total = 0usize;
+        for buf in bufs.iter_mut() {
+            let n = buf.len().min(available - total);
+            let offset = ((self.read_pos + total as u64) % self.capacity as u64) as usize;
+            let first = n.min(self.capacity - offset);
+            let data = self.data(self.rx);
+            self.map.read(data + offset, &mut buf[..first]);
+            self.map.read(data, &mut buf[first..n]);
+            total += n;
+            if total == available {
+                break;
+            }
+        }
+        self.ring_consumed(total)?;
         Ok(Some(total))
     }
 
-    fn ring_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+    /// [`Link::try_read_drained`] on a ring: `drain` reads the bytes where they lie.
+    fn ring_read_drained(&mut self, max: usize, drain: &mut Drain<'_>) -> Result<Option<usize>> {
+        let n = match self.ring_readable()? {
+            Some(0) => return Ok(Some(0)),
+            Some(n) => n.min(max),
+            None => return Ok(None),
+        };
+        for (offset, len) in self.read_stretches(n) {
+            if len > 0 {
+                self.map.read_with(offset, len, |bytes| drain(bytes))?;
+            }
+        }
+        self.ring_consumed(n)?;
+        Ok(Some(n))
+    }
+
+    /// Room to write now (at most a granule), after rewinding an emptied ring when something
+    /// is to be written; `None` when the ring is full.
+    fn ring_writable(&mut self, nonempty: bool) -> Result<Option<usize>> {
         if self.write_closed {
             return Err(Error::PeerClosed { context: "after shutdown_write" });
         }
@@ -496,10 +547,7 @@ impl ShmLink {
         }
         let used = self.ring_used()?;
         let capacity = self.capacity as u64;
-        if used == 0
-            && !self.write_pos.is_multiple_of(capacity)
-            && bufs.iter().any(|b| !b.is_empty())
-        {
+        if used == 0 && !self.write_pos.is_multiple_of(capacity) && nonempty {
             // The reader has taken everything: start over at offset 0 instead of moving on
             // through the ring, so that small messages keep reusing the same cache lines (as
             // a slot does) instead of cycling through the whole ring. The reader skips the
@@ -517,20 +565,11 @@ impl ShmLink {
             return Ok(None);
         }
         self.idle_polls = 0;
-        let free = free.min(self.granule as u64);
-        let data = self.data(self.tx);
-        let mut total = 0usize;
-        for buf in bufs {
-            let n = buf.len().min((free - total as u64) as usize);
-            let offset = ((self.write_pos + total as u64) % self.capacity as u64) as usize;
-            let first = n.min(self.capacity - offset);
-            self.map.write(data + offset, &buf[..first]);
-            self.map.write(data, &buf[first..n]);
-            total += n;
-            if total as u64 == free {
-                break;
-            }
-        }
+        Ok(Some(free.min(self.granule as u64) as usize))
+    }
+
+    /// Publishes `total` more bytes written, and wakes a reader sleeping for data.
+    fn ring_produced(&mut self, total: usize) -> Result<()> {
         self.write_pos += total as u64;
         // SeqCst: a release of the bytes just written, and Dekker's pattern with the reader's
         // `R_SLEEPING`.
@@ -540,7 +579,50 @@ impl ShmLink {
             sleeping.store(0, SeqCst);
             futex_wake(sleeping, 1)?;
         }
+        Ok(())
+    }
+
+    fn ring_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
+        let Some(free) = self.ring_writable(bufs.iter().any(|b| !b.is_empty()))? else {
+            return Ok(None);
+        };
+        let data = self.data(self.tx);
+        let mut total = 0usize;
+        for buf in bufs {
+            let n = buf.len().min(free - total);
+            let offset = ((self.write_pos + total as u64) % self.capacity as u64) as usize;
+            let first = n.min(self.capacity - offset);
+            self.map.write(data + offset, &buf[..first]);
+            self.map.write(data, &buf[first..n]);
+            total += n;
+            if total == free {
+                break;
+            }
+        }
+        self.ring_produced(total)?;
         Ok(Some(total))
+    }
+
+    /// [`Link::try_write_filled`] on a ring: `fill` writes the bytes where they will lie.
+    fn ring_write_filled(
+        &mut self,
+        at: usize,
+        len: usize,
+        fill: &mut Fill<'_>,
+    ) -> Result<Option<usize>> {
+        let Some(free) = self.ring_writable(len > 0)? else {
+            return Ok(None);
+        };
+        let n = len.min(free);
+        let mut done = 0;
+        for (offset, stretch) in self.write_stretches(n) {
+            if stretch > 0 {
+                self.map.write_with(offset, stretch, |bytes| fill(at + done, bytes))?;
+                done += stretch;
+            }
+        }
+        self.ring_produced(n)?;
+        Ok(Some(n))
     }
 
     /// Whether a ring wait in `direction` is over: bytes (or room) are there, or the other
@@ -728,6 +810,25 @@ impl Link for ShmLink {
         }
     }
 
+    fn try_write_filled(
+        &mut self,
+        at: usize,
+        len: usize,
+        fill: &mut Fill<'_>,
+    ) -> Result<Option<usize>> {
+        match self.kind {
+            TransportKind::ShmRing => self.ring_write_filled(at, len, fill),
+            _ => super::write_filled_via_chunk(self, at, len, fill),
+        }
+    }
+
+    fn try_read_drained(&mut self, max: usize, drain: &mut Drain<'_>) -> Result<Option<usize>> {
+        match self.kind {
+            TransportKind::ShmRing => self.ring_read_drained(max, drain),
+            _ => super::read_drained_via_chunk(self, max, drain),
+        }
+    }
+
     fn sleep(&mut self, direction: Direction, until: Option<Instant>) -> Result<()> {
         match self.kind {
             TransportKind::ShmSem => self.slot_sleep(direction, until),
@@ -879,6 +980,32 @@ mod tests {
             read_exact(&mut b, &mut got);
             assert_eq!(got, message(round - 1), "round {round}");
         }
+        assert!(a.write_pos > 4 * 4096, "the ring wrapped several times: {}", a.write_pos);
+    }
+
+    #[test]
+    fn bytes_filled_and_drained_in_place_wrap_around_the_ring_in_order() {
+        let (mut a, mut b) = ShmLink::pair(TransportKind::ShmRing, 4096).unwrap();
+        let stream: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        // Keep 1500 bytes in the ring so the writer never rewinds and pieces wrap the end.
+        write_all(&mut a, &stream[..1500]);
+        let (mut written, mut read) = (1500, Vec::new());
+        while read.len() < stream.len() {
+            let mut fill = |at: usize, dst: &mut [u8]| {
+                dst.copy_from_slice(&stream[at..at + dst.len()]);
+                Ok(())
+            };
+            if written < stream.len() {
+                let len = (stream.len() - written).min(777);
+                written += a.try_write_filled(written, len, &mut fill).unwrap().unwrap_or(0);
+            }
+            let mut drain = |src: &[u8]| {
+                read.extend_from_slice(src);
+                Ok(())
+            };
+            b.try_read_drained(999, &mut drain).unwrap();
+        }
+        assert_eq!(read, stream);
         assert!(a.write_pos > 4 * 4096, "the ring wrapped several times: {}", a.write_pos);
     }
 

@@ -1,10 +1,14 @@
 //! Round-trip latency of the `ipc-channel` crate (servo/ipc-channel), for comparison with
-//! peerpipe: the parent sends 500 `f64` to a child process, the child sends them back.
+//! peerpipe: the parent sends N `f64` (500 by default) to a child process, the child sends them
+//! back.
 //!
 //! ```sh
-//! cargo run --release --example ipc_channel_pingpong
-//! cargo run --release --example ipc_channel_pingpong -- --pin split --warmup 2000 --iterations 20000
+//! cd benches/peers   # its own workspace: the main crate's `cargo test` never builds ipc-channel
+//! cargo run --release --bin ipc_channel_pingpong
+//! cargo run --release --bin ipc_channel_pingpong -- --pin split --warmup 2000 --iterations 20000 --elements 500
 //! ```
+//!
+//! `run.sh` beside this workspace runs it interleaved with iceoryx2, the C ping-pong and peer.
 //!
 //! The child is this same binary re-executed as `ipc_channel_pingpong --child <server-name>`: it
 //! connects to the parent's `IpcOneShotServer` and hands over the four channel ends of the two
@@ -17,7 +21,7 @@
 //!   parent decodes the reply. Conversion on both sides is inside the timed round trip.
 //!
 //! One line per variant on stdout:
-//! `ipc-channel <variant>: elements=500 iterations=N p50_ns=.. p99_ns=.. min_ns=..`.
+//! `ipc-channel <variant>: elements=N iterations=N p50_ns=.. p99_ns=.. min_ns=..`.
 //! Every echoed array is checked bit for bit against the one sent. `--pin free|same|split`
 //! places the two processes as peer's `--pin` does (default `free`). The child is killed and
 //! reaped on every error path, and exits by itself when the parent goes away.
@@ -39,7 +43,6 @@ use serde::{Deserialize, Serialize};
 
 type BoxResult<T> = Result<T, Box<dyn Error>>;
 
-const ELEMENTS: usize = 500;
 /// How long the parent waits for the child to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -84,8 +87,8 @@ fn child(server_name: String) -> BoxResult<()> {
         tx.send(values)?;
     }
 
-    let mut values = Vec::with_capacity(ELEMENTS);
-    let mut encoded = Vec::with_capacity(ELEMENTS * 8);
+    let mut values = Vec::new();
+    let mut encoded = Vec::new();
     loop {
         let bytes = rx_bytes.recv()?;
         if bytes.is_empty() {
@@ -109,6 +112,7 @@ enum Pin {
 }
 
 struct Config {
+    elements: usize,
     warmup: usize,
     iterations: usize,
     pin: Pin,
@@ -116,11 +120,13 @@ struct Config {
 
 impl Config {
     fn parse(args: &[String]) -> BoxResult<Config> {
-        let mut config = Config { warmup: 2_000, iterations: 20_000, pin: Pin::Free };
+        let mut config =
+            Config { elements: 500, warmup: 2_000, iterations: 20_000, pin: Pin::Free };
         let mut args = args.iter();
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
             match flag.as_str() {
+                "--elements" => config.elements = value()?.parse()?,
                 "--warmup" => config.warmup = value()?.parse()?,
                 "--iterations" => config.iterations = value()?.parse()?,
                 "--pin" => {
@@ -134,14 +140,14 @@ impl Config {
                 other => {
                     return Err(format!(
                         "unknown argument {other:?}; usage: ipc_channel_pingpong \
-                         [--warmup N] [--iterations N] [--pin free|same|split]"
+                         [--elements N] [--warmup N] [--iterations N] [--pin free|same|split]"
                     )
                     .into());
                 }
             }
         }
-        if config.iterations == 0 {
-            return Err("--iterations must be at least 1".into());
+        if config.iterations == 0 || config.elements == 0 {
+            return Err("--iterations and --elements must be at least 1".into());
         }
         Ok(config)
     }
@@ -212,7 +218,8 @@ fn parent(config: &Config) -> BoxResult<()> {
 
     for (variant, samples) in [("serde-vec", serde_result), ("bytes-le", bytes_result)] {
         println!(
-            "ipc-channel {variant}: elements={ELEMENTS} iterations={} p50_ns={} p99_ns={} min_ns={}",
+            "ipc-channel {variant}: elements={} iterations={} p50_ns={} p99_ns={} min_ns={}",
+            config.elements,
             samples.len(),
             percentile(&samples, 0.50),
             percentile(&samples, 0.99),
@@ -250,11 +257,12 @@ fn accept(server: IpcOneShotServer<Bootstrap>, guard: &mut ChildGuard) -> BoxRes
 /// The array sent in round trip `i`: one element changes every time, so a stale or reordered
 /// reply cannot pass the check.
 fn update(values: &mut [f64], i: usize) {
-    values[i % ELEMENTS] = i as f64 * 0.5 + 0.25;
+    let n = values.len();
+    values[i % n] = i as f64 * 0.5 + 0.25;
 }
 
-fn initial_values() -> Vec<f64> {
-    (0..ELEMENTS).map(|k| (k as f64).sin() * 1e3).collect()
+fn initial_values(elements: usize) -> Vec<f64> {
+    (0..elements).map(|k| (k as f64).sin() * 1e3).collect()
 }
 
 fn same_bits(a: &[f64], b: &[f64]) -> bool {
@@ -262,7 +270,7 @@ fn same_bits(a: &[f64], b: &[f64]) -> bool {
 }
 
 fn serde_variant(channels: &Bootstrap, config: &Config) -> BoxResult<Vec<u64>> {
-    let mut expected = initial_values();
+    let mut expected = initial_values(config.elements);
     let mut values = expected.clone();
     let mut samples = Vec::with_capacity(config.iterations);
     for i in 0..config.warmup + config.iterations {
@@ -284,9 +292,9 @@ fn serde_variant(channels: &Bootstrap, config: &Config) -> BoxResult<Vec<u64>> {
 }
 
 fn bytes_variant(channels: &Bootstrap, config: &Config) -> BoxResult<Vec<u64>> {
-    let mut values = initial_values();
-    let mut encoded = Vec::with_capacity(ELEMENTS * 8);
-    let mut echoed = Vec::with_capacity(ELEMENTS);
+    let mut values = initial_values(config.elements);
+    let mut encoded = Vec::with_capacity(config.elements * 8);
+    let mut echoed = Vec::with_capacity(config.elements);
     let mut samples = Vec::with_capacity(config.iterations);
     for i in 0..config.warmup + config.iterations {
         update(&mut values, i);

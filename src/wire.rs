@@ -1,0 +1,65 @@
+//! The header's two one-byte enums, [`Kind`] and [`Dtype`], below both [`crate::error`] (whose
+//! variants name them) and [`crate::frame`] (which parses them, returning those errors): types
+//! both sides need live here, so neither imports the other back. Reached through
+//! `peerpipe::frame::{Kind, Dtype}`; parsing a byte (`Kind::from_byte`, `Dtype::from_byte`) is
+//! in `frame`, next to the rest of the header's validation.
+
+use std::fmt;
+
+/// What a frame is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// Opens a conversation; payload is `key=value` lines.
+    Hello = 1,
+    /// A request or reply carrying an array.
+    Data = 2,
+    /// A rejected request or a protocol violation; payload is a UTF-8 message.
+    Error = 3,
+    /// Ends a conversation.
+    Bye = 4,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Hello => "HELLO",
+            Kind::Data => "DATA",
+            Kind::Error => "ERROR",
+            Kind::Bye => "BYE",
+        })
+    }
+}
+
+/// The element type of a payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Dtype {
+    /// Raw bytes (`u8`).
+    Bytes = 0,
+    /// IEEE-754 binary32, little-endian.
+    F32 = 1,
+    /// IEEE-754 binary64, little-endian.
+    F64 = 2,
+}
+
+impl Dtype {
+    /// Width of one element in bytes: 1, 4 or 8.
+    pub const fn width(self) -> u64 {
+        match self {
+            Dtype::Bytes => 1,
+            Dtype::F32 => 4,
+            Dtype::F64 => 8,
+        }
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dtype::Bytes => "bytes",
+            Dtype::F32 => "f32",
+            Dtype::F64 => "f64",
+        })
+    }
+}
