@@ -290,7 +290,7 @@ pub struct Row {
     pub elements: u64,
     /// Payload bytes on the wire per request.
     pub bytes: u64,
-    /// Transport: `pipe`, `shm-sem` or `shm-ring`.
+    /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
     pub transport: String,
     /// `zero-copy` or `codec`.
     pub path: String,
@@ -490,7 +490,7 @@ pub struct Skipped {
     pub elements: u64,
     /// Payload bytes on the wire per request.
     pub bytes: u64,
-    /// Transport: `pipe`, `shm-sem` or `shm-ring`.
+    /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
     pub transport: String,
     /// `zero-copy` or `codec`.
     pub path: String,
