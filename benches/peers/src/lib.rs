@@ -143,9 +143,17 @@ impl ChildGuard {
     ///
     /// # Errors
     /// A child that exits unsuccessfully, or not in time (it is then killed).
-    pub fn finish(mut self) -> BoxResult<()> {
+    pub fn finish(self) -> BoxResult<()> {
+        self.finish_within(CHILD_TIMEOUT)
+    }
+
+    /// [`ChildGuard::finish`] with a limit of its own.
+    ///
+    /// # Errors
+    /// A child that exits unsuccessfully, or not within `limit` (it is then killed).
+    pub fn finish_within(mut self, limit: Duration) -> BoxResult<()> {
         let Some(mut child) = self.0.take() else { return Ok(()) };
-        let deadline = Instant::now() + CHILD_TIMEOUT;
+        let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = child.try_wait()? {
                 return if status.success() {

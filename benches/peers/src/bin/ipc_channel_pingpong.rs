@@ -29,8 +29,7 @@
 //! ipc-channel always waits in a blocking `recvmsg` (it has no spinning wait), so its figures are
 //! closest to `peer --wait block`; `peer --wait hybrid` spins first and avoids the wake-up cost.
 
-use std::error::Error;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -39,9 +38,9 @@ use ipc_channel::ipc::{
     self, IpcBytesReceiver, IpcBytesSender, IpcOneShotServer, IpcReceiver, IpcSender,
 };
 use peerpipe::report::cpu::Pinned;
+use peerpipe::report::nearest_rank;
+use peerpipe_peers::{BoxResult, ChildGuard, elapsed_ns, initial_values, same_bits, update};
 use serde::{Deserialize, Serialize};
-
-type BoxResult<T> = Result<T, Box<dyn Error>>;
 
 /// How long the parent waits for the child to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -153,41 +152,6 @@ impl Config {
     }
 }
 
-/// The child process; killed (if still running) and reaped when dropped.
-struct ChildGuard(Option<Child>);
-
-impl ChildGuard {
-    /// Waits for a child that was told to stop, and checks that it exited cleanly.
-    fn finish(mut self) -> BoxResult<()> {
-        let Some(mut child) = self.0.take() else { return Ok(()) };
-        let deadline = Instant::now() + CONNECT_TIMEOUT;
-        loop {
-            if let Some(status) = child.try_wait()? {
-                return if status.success() {
-                    Ok(())
-                } else {
-                    Err(format!("child exited with {status}").into())
-                };
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("child did not exit after the end of the run; killed".into());
-            }
-            thread::sleep(Duration::from_millis(1));
-        }
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 fn parent(config: &Config) -> BoxResult<()> {
     // Placement as in peer: pin to the first allowed CPU; for `split`, spawn the child from
     // the second one so that it inherits that CPU, then move back.
@@ -214,15 +178,15 @@ fn parent(config: &Config) -> BoxResult<()> {
     channels.to_child.send(Vec::new())?;
     let bytes_result = bytes_variant(&channels, config)?;
     channels.to_child_bytes.send(&[])?;
-    guard.finish()?;
+    guard.finish_within(CONNECT_TIMEOUT)?;
 
     for (variant, samples) in [("serde-vec", serde_result), ("bytes-le", bytes_result)] {
         println!(
             "ipc-channel {variant}: elements={} iterations={} p50_ns={} p99_ns={} min_ns={}",
             config.elements,
             samples.len(),
-            percentile(&samples, 0.50),
-            percentile(&samples, 0.99),
+            nearest_rank(&samples, 0.50),
+            nearest_rank(&samples, 0.99),
             samples[0],
         );
     }
@@ -252,21 +216,6 @@ fn accept(server: IpcOneShotServer<Bootstrap>, guard: &mut ChildGuard) -> BoxRes
             return Err("child did not connect within 10 s".into());
         }
     }
-}
-
-/// The array sent in round trip `i`: one element changes every time, so a stale or reordered
-/// reply cannot pass the check.
-fn update(values: &mut [f64], i: usize) {
-    let n = values.len();
-    values[i % n] = i as f64 * 0.5 + 0.25;
-}
-
-fn initial_values(elements: usize) -> Vec<f64> {
-    (0..elements).map(|k| (k as f64).sin() * 1e3).collect()
-}
-
-fn same_bits(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
 fn serde_variant(channels: &Bootstrap, config: &Config) -> BoxResult<Vec<u64>> {
@@ -330,14 +279,4 @@ fn decode_le(bytes: &[u8], out: &mut Vec<f64>) -> BoxResult<()> {
     out.clear();
     out.extend(chunks.map(|c| f64::from_le_bytes(c.try_into().expect("chunks of 8 bytes"))));
     Ok(())
-}
-
-fn elapsed_ns(start: Instant) -> u64 {
-    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// Nearest-rank percentile of sorted samples.
-fn percentile(sorted: &[u64], q: f64) -> u64 {
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
