@@ -228,20 +228,8 @@ pub unsafe extern "C" fn pp_call_f64(
     timing: *mut pp_timing,
 ) -> c_int {
     guard(|| {
-        ffi::check_disjoint(r#in, n, out.cast_const(), out_len)?;
-        // SAFETY: the caller guarantees these pointers as documented above; `in` and `out`
-        // do not overlap (checked), so the shared and the mutable slice never alias.
-        let (peer, values, reply) = unsafe {
-            (
-                peer.as_mut().ok_or_else(|| invalid("peer", "is NULL"))?,
-                ffi::slice(r#in, n, "in")?,
-                ffi::slice_mut(out, out_len, "out")?,
-            )
-        };
-        let t = peer.peer.call(Values::F64(values), ValuesMut::F64(reply))?;
-        // SAFETY: the caller guarantees NULL or a writable pp_timing.
-        unsafe { write_timing(timing, t) };
-        Ok(())
+        // SAFETY: the caller guarantees the pointers as documented above.
+        unsafe { call(peer, r#in, n, out, out_len, timing, Values::F64, ValuesMut::F64) }
     })
 }
 
@@ -260,20 +248,43 @@ pub unsafe extern "C" fn pp_call_f32(
     timing: *mut pp_timing,
 ) -> c_int {
     guard(|| {
-        ffi::check_disjoint(r#in, n, out.cast_const(), out_len)?;
-        // SAFETY: as in pp_call_f64.
-        let (peer, values, reply) = unsafe {
-            (
-                peer.as_mut().ok_or_else(|| invalid("peer", "is NULL"))?,
-                ffi::slice(r#in, n, "in")?,
-                ffi::slice_mut(out, out_len, "out")?,
-            )
-        };
-        let t = peer.peer.call(Values::F32(values), ValuesMut::F32(reply))?;
-        // SAFETY: the caller guarantees NULL or a writable pp_timing.
-        unsafe { write_timing(timing, t) };
-        Ok(())
+        // SAFETY: the caller guarantees the pointers as documented for pp_call_f64.
+        unsafe { call(peer, r#in, n, out, out_len, timing, Values::F32, ValuesMut::F32) }
     })
+}
+
+/// The body of `pp_call_f64` and `pp_call_f32`: checks the buffers, makes the call with the
+/// request and reply built by `values` and `reply`, and writes the timing.
+///
+/// # Safety
+/// As `pp_call_f64`: `peer` is NULL or a live peer used by no other thread; `input` is NULL or
+/// points to `n` readable `T`s, `out` NULL or to `out_len` writable `T`s, both valid for
+/// `'a`; `timing` is NULL or points to a writable `pp_timing`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn call<'a, T>(
+    peer: *mut pp_peer,
+    input: *const T,
+    n: usize,
+    out: *mut T,
+    out_len: usize,
+    timing: *mut pp_timing,
+    values: fn(&'a [T]) -> Values<'a>,
+    reply: fn(&'a mut [T]) -> ValuesMut<'a>,
+) -> Result<(), Failure> {
+    ffi::check_disjoint(input, n, out.cast_const(), out_len)?;
+    // SAFETY: the caller guarantees these pointers; `input` and `out` do not overlap
+    // (checked), so the shared and the mutable slice never alias.
+    let (peer, request, answer) = unsafe {
+        (
+            peer.as_mut().ok_or_else(|| invalid("peer", "is NULL"))?,
+            ffi::slice(input, n, "in")?,
+            ffi::slice_mut(out, out_len, "out")?,
+        )
+    };
+    let t = peer.peer.call(values(request), reply(answer))?;
+    // SAFETY: the caller guarantees NULL or a writable pp_timing.
+    unsafe { write_timing(timing, t) };
+    Ok(())
 }
 
 /// # Safety
