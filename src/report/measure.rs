@@ -196,6 +196,22 @@ impl Plan {
         if self.spawn.is_some() { 1 } else { self.handlers.len() }
     }
 
+    /// The (workload, path, elements) of every row that moves `bytes` bytes at `wait`, for
+    /// each handler, in report order.
+    fn row_shapes(&self, bytes: usize, wait: Wait) -> Vec<(Workload, DataPath, usize)> {
+        let mut shapes = Vec::new();
+        for (workload, path) in self.workload_paths() {
+            for &elements in &self.sizes {
+                if workload.wire_bytes(elements).max(1) == bytes
+                    && self.waits_for(elements).contains(&wait)
+                {
+                    shapes.push((workload, path, elements));
+                }
+            }
+        }
+        shapes
+    }
+
     /// Byte counts needing a baseline at `wait`: those of the rows, and [`WAKE_BYTES`] as the
     /// reference for what a wake-up costs with (almost) no data, which the verdict uses.
     fn baseline_bytes(&self, wait: Wait) -> BTreeSet<usize> {
@@ -502,12 +518,7 @@ impl<'p> Section<'p> {
     ) -> std::result::Result<(), GroupError> {
         let plan = self.plan;
         // A floor with no row of its bytes (the wake-up floor) needs no handler server.
-        let with_rows = plan.workload_paths().iter().any(|&(workload, _)| {
-            plan.sizes.iter().any(|&elements| {
-                workload.wire_bytes(elements).max(1) == bytes
-                    && plan.waits_for(elements).contains(&self.wait)
-            })
-        });
+        let with_rows = !plan.row_shapes(bytes, self.wait).is_empty();
         let mut first = self.spawn(bytes, with_rows).map_err(GroupError::Run)?;
         let mut setups = Vec::new();
         for setup in if with_rows { self.rows_of(bytes, pin) } else { Vec::new() } {
@@ -662,24 +673,19 @@ impl<'p> Section<'p> {
     fn rows_of(&self, bytes: usize, pin: Placement) -> Vec<RowSetup> {
         let plan = self.plan;
         let mut setups = Vec::new();
+        let shapes = plan.row_shapes(bytes, self.wait);
         for (peer, (handler, expect)) in self.handlers.iter().enumerate() {
-            for (workload, path) in plan.workload_paths() {
-                for &elements in &plan.sizes {
-                    if workload.wire_bytes(elements).max(1) == bytes
-                        && plan.waits_for(elements).contains(&self.wait)
-                    {
-                        setups.push(RowSetup {
-                            workload,
-                            elements,
-                            path,
-                            wait: self.wait,
-                            pin,
-                            expect: *expect,
-                            peer,
-                            handler: handler.clone(),
-                        });
-                    }
-                }
+            for &(workload, path, elements) in &shapes {
+                setups.push(RowSetup {
+                    workload,
+                    elements,
+                    path,
+                    wait: self.wait,
+                    pin,
+                    expect: *expect,
+                    peer,
+                    handler: handler.clone(),
+                });
             }
         }
         setups
