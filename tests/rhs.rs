@@ -3,14 +3,22 @@
 
 mod common;
 
-use common::{Watchdog, child_processes, peer_exe, secs};
+use std::sync::Mutex;
+
+use common::{Watchdog, child_processes, peer_exe, secs, serialize};
 use peerpipe::report::baseline::RawEcho;
 use peerpipe::rhs::RemoteRhs;
 use peerpipe::{Options, TransportKind, Wait, lorenz96};
 
+/// Both tests spawn servers; one asserts that no child of this process is left, so they take
+/// turns (the other test's live servers would otherwise be counted as leaks).
+static FORK_LOCK: Mutex<()> = Mutex::new(());
+
 #[test]
 fn a_paired_floor_records_one_segment_per_n_calls_and_gives_an_overhead_ratio() {
+    let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(60));
+    assert_eq!(child_processes(), [], "children before the test");
     for transport in TransportKind::ALL {
         let options = Options { transport, wait: Wait::default(), ..Options::default() };
         let n = 64;
@@ -49,6 +57,7 @@ fn a_paired_floor_records_one_segment_per_n_calls_and_gives_an_overhead_ratio() 
 
 #[test]
 fn a_paired_floor_needs_calls_and_round_trips_and_a_refusal_loses_nothing() {
+    let _lock = serialize(&FORK_LOCK);
     let echo = RawEcho::spawn(
         peer_exe().as_ref(),
         8,

@@ -130,6 +130,7 @@ fn soak_for_3s_with_2_pairs(transport: &str) {
 
 #[test]
 fn peer_soak_refuses_an_unknown_transport_naming_the_known_ones() {
+    let _lock = serialize(&FORK_LOCK);
     let (status, stdout, stderr) = run_peer(&["soak", "--transport", "shm"], secs(10));
     assert_eq!(status.code(), Some(2), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stderr.contains("expected pipe, shm-sem, shm-ring or tcp"), "{stderr}");
@@ -138,6 +139,7 @@ fn peer_soak_refuses_an_unknown_transport_naming_the_known_ones() {
 
 #[test]
 fn peer_soak_refuses_more_elements_than_a_frame_may_hold() {
+    let _lock = serialize(&FORK_LOCK);
     let (status, _, stderr) = run_peer(&["soak", "--max-elements", "100000000"], secs(10));
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(stderr.starts_with("peer: error: invalid max elements:"), "{stderr}");
