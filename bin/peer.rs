@@ -243,8 +243,8 @@ struct RunArgs {
     /// Client: sets of fresh server processes per group: the rounds are split between N
     /// generations, each with newly spawned floor and handler servers and newly allocated
     /// buffers, so that what differs from one process to the next (a few percent here) is
-    /// sampled within a run and shows in its interval instead of between runs [default: 4; 2
-    /// with --quick; at most one per round].
+    /// sampled within a run and shows in its interval instead of between runs; the 95% CI is
+    /// computed by generation too [default: 10; 5 with --quick; at most one per round].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(measure::MAX_ROUNDS)))]
     generations: Option<u32>,
 

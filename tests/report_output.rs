@@ -81,6 +81,7 @@ fn rounds(p50: u64, floor: Option<u64>) -> Vec<Round> {
             client_cpu: Some(0),
             server_cpu: Some(1),
             preemptions: None,
+            generation: 0,
         })
         .to_vec()
 }
@@ -222,7 +223,7 @@ fn json_has_the_documented_keys_and_nesting() {
         // A floor's rounds carry no floor of their own.
         assert_eq!(
             keys(&b["rounds"][0]),
-            set(&["p50_ns", "client_cpu", "server_cpu", "preemptions"])
+            set(&["p50_ns", "client_cpu", "server_cpu", "preemptions", "generation"])
         );
         assert!(b["bytes"].is_u64() && b["wait"].is_string());
         assert_eq!(keys(&b["rtt_ns"]), set(&PERCENTILE_KEYS));
@@ -259,7 +260,14 @@ fn json_has_the_documented_keys_and_nesting() {
         assert_eq!(keys(r), expected, "{r}");
         assert_eq!(
             keys(&r["rounds"][0]),
-            set(&["p50_ns", "floor_p50_ns", "client_cpu", "server_cpu", "preemptions"]),
+            set(&[
+                "p50_ns",
+                "floor_p50_ns",
+                "client_cpu",
+                "server_cpu",
+                "preemptions",
+                "generation"
+            ]),
             "{r}"
         );
         assert_eq!(r["ratio_ci"].as_array().map(Vec::len), Some(2), "{r}");
@@ -603,6 +611,7 @@ fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
             client_cpu: None,
             server_cpu: None,
             preemptions: None,
+            generation: 0,
         })
         .collect();
     report(vec![], vec![r])

@@ -16,7 +16,7 @@ use super::baseline::RawEcho;
 use super::cpu::{
     current_cpu, last_cpu_of, preemptions_of, process_cpu_time, thread_cpu_time, thread_preemptions,
 };
-use super::pairing::{Group, Rounds, paired_ratio};
+use super::pairing::{Group, PairedRatio, Rounds, paired_ratio_by_generation};
 use super::{
     BaselineRow, Expectation, Percentiles, Placement, Round, Row, Workload, new_histogram,
     shared_core_share, test_values, verify,
@@ -122,8 +122,9 @@ struct Seen {
 }
 
 impl Seen {
-    fn round(&self, p50_ns: u64, floor_p50_ns: Option<u64>) -> Round {
+    fn round(&self, p50_ns: u64, floor_p50_ns: Option<u64>, generation: u32) -> Round {
         Round {
+            generation,
             p50_ns,
             floor_p50_ns,
             client_cpu: self.client_cpu,
@@ -253,10 +254,15 @@ impl<'a> LiveGroup<'a> {
     ) -> Result<(BaselineRow, Vec<Row>)> {
         self.retire()?;
         let floor_p50 = &rounds.p50_ns[0];
+        let generation_of: Vec<u32> = (0u32..)
+            .zip(&rounds.generations)
+            .flat_map(|(generation, &len)| std::iter::repeat_n(generation, len))
+            .collect();
         let floor_rounds: Vec<Round> = floor_p50
             .iter()
             .zip(&self.floor.seen)
-            .map(|(&p50_ns, seen)| seen.round(p50_ns, None))
+            .zip(&generation_of)
+            .map(|((&p50_ns, seen), &generation)| seen.round(p50_ns, None, generation))
             .collect();
         let mut rows = Vec::with_capacity(self.rows.len());
         for (i, row) in self.rows.iter_mut().enumerate() {
@@ -265,10 +271,14 @@ impl<'a> LiveGroup<'a> {
                 .iter()
                 .zip(floor_p50)
                 .zip(&row.seen)
-                .map(|((&p50_ns, &floor), seen)| seen.round(p50_ns, Some(floor)))
+                .zip(&generation_of)
+                .map(|(((&p50_ns, &floor), seen), &generation)| {
+                    seen.round(p50_ns, Some(floor), generation)
+                })
                 .collect();
             let iterations = rounds.round_trips[i + 1];
-            rows.push(row.finish(iterations, round_records, p50s, floor_p50, transport));
+            let ratio = paired_ratio_by_generation(p50s, floor_p50, &rounds.generations);
+            rows.push(row.finish(iterations, round_records, ratio, transport));
         }
         let baseline = BaselineRow {
             bytes: self.floor.bytes as u64,
@@ -443,15 +453,13 @@ impl RowMember {
         &self,
         iterations: u64,
         rounds: Vec<Round>,
-        p50s: &[u64],
-        floor_p50s: &[u64],
+        ratio: Option<PairedRatio>,
         transport: TransportKind,
     ) -> Row {
         let setup = &self.setup;
         let (client_cpu_ns, server_cpu_ns) = self.cpu.per_round_trip(iterations);
         let rtt = Percentiles::of(&self.phases.rtt);
         let bytes = setup.workload.wire_bytes(setup.elements) as u64;
-        let ratio = paired_ratio(p50s, floor_p50s);
         Row {
             dtype: setup.workload.name().to_owned(),
             elements: setup.elements as u64,

@@ -218,6 +218,11 @@ pub struct Round {
     /// machine with pinned processes; `null` when unknown.
     #[serde(default)]
     pub preemptions: Option<u64>,
+    /// Which generation (set of freshly spawned servers, counted from 0) measured this round;
+    /// `ratio_ci` treats the rounds of one generation as alike (see
+    /// [`pairing::paired_ratio_by_generation`]). 0 in reports written before it was recorded.
+    #[serde(default)]
+    pub generation: u32,
 }
 
 /// Share of `rounds` in which client and server were seen on the same CPU, among the rounds
@@ -328,8 +333,8 @@ pub struct Row {
     /// median over rounds of (this row's p50 ÷ the floor's p50 in the same round); see
     /// [`pairing`].
     pub ratio_to_baseline: Option<f64>,
-    /// The 95 % confidence interval of `ratio_to_baseline` (see
-    /// [`pairing::median_interval`]).
+    /// The 95 % confidence interval of `ratio_to_baseline`, by rounds and by generation (see
+    /// [`pairing::paired_ratio_by_generation`]).
     #[serde(default)]
     pub ratio_ci: Option<[f64; 2]>,
     /// Each round's burst, in order, with its floor's p50 in the same round.
