@@ -52,6 +52,7 @@ fn report_with_p50(p50: u64) -> Report {
             rounds: vec![],
             shared_core_share: None,
             route: None,
+            cross_core: None,
         }],
         rows: vec![Row {
             dtype: "f64".into(),
@@ -380,6 +381,14 @@ fn split_placement_runs_and_labels_its_rows() {
     let (client, server) = cpus.into_iter().next().unwrap();
     assert!(client.is_some() && server.is_some() && client != server, "{client:?} {server:?}");
     assert!(report.rows.iter().all(|r| r.shared_core_share == Some(0.0)));
+    // Each floor records the machine's state before its group (unknown only when the probe's
+    // partner thread got no CPU within its deadline).
+    for floor in &report.baseline {
+        if let Some(probe) = floor.cross_core {
+            assert!(probe.line_ns > 0 && probe.block_ns > 0, "{probe:?}");
+        }
+    }
+    assert!(report.baseline.iter().any(|b| b.cross_core.is_some()), "no group was probed");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use peerpipe::report::compare::{self, Mode, Outcome, Thresholds};
+use peerpipe::report::crosscore::CrossCore;
 use peerpipe::report::{
     BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row, export, render,
 };
@@ -69,6 +70,7 @@ fn base(bytes: u64, wait: &str, p50: u64) -> BaselineRow {
         rounds: rounds(p50, None),
         shared_core_share: Some(0.0),
         route: None,
+        cross_core: None,
     }
 }
 
@@ -216,7 +218,8 @@ fn json_has_the_documented_keys_and_nesting() {
                 "iterations",
                 "rtt_ns",
                 "rounds",
-                "shared_core_share"
+                "shared_core_share",
+                "cross_core"
             ]),
             "{b}"
         );
@@ -615,6 +618,46 @@ fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
         })
         .collect();
     report(vec![], vec![r])
+}
+
+/// `sample()` with every floor's cross-core probe at `line_ns` / `block_ns`, and the first
+/// floor's 4 KiB figure at `first_block_ns`.
+fn probed(line_ns: u64, block_ns: u64, first_block_ns: u64) -> Report {
+    let mut report = sample();
+    for (i, floor) in report.baseline.iter_mut().enumerate() {
+        let block_ns = if i == 0 { first_block_ns } else { block_ns };
+        floor.cross_core = Some(CrossCore { line_ns, block_ns });
+    }
+    report
+}
+
+#[test]
+fn the_table_names_the_machine_state_and_notes_a_change_of_state() {
+    let table = |report: &Report| text_of(|out| render::table(report, out));
+    let steady = table(&probed(120, 900, 950));
+    assert!(
+        steady.contains("machine state: a cache line between the client's CPU and the server's 120ns, 4 KiB 900ns..950ns"),
+        "{steady}"
+    );
+    assert!(!steady.contains("changed state"), "{steady}");
+    let changed = table(&probed(120, 900, 3_400));
+    assert!(changed.contains("took 3.78x longer in some groups"), "{changed}");
+    assert!(changed.contains("the machine changed state during the run"), "{changed}");
+    // Not probed (no split placement): nothing is claimed.
+    assert!(!table(&sample()).contains("machine state"));
+}
+
+#[test]
+fn compare_says_when_two_runs_were_taken_in_different_states() {
+    let judge = |a: &Report, b: &Report| compare::compare(a, b, thresholds(1, 5.0), Mode::Paired);
+    let fast = probed(120, 900, 900);
+    let slow = probed(350, 3_400, 3_400);
+    let across = judge(&fast, &slow);
+    assert_eq!(across.states_differ, Some((900, 3_400)));
+    let text = text_of(|out| compare::render(&across, out));
+    assert!(text.contains("took 900ns in A and 3.40us in B"), "{text}");
+    assert_eq!(judge(&fast, &probed(130, 1_000, 1_000)).states_differ, None);
+    assert_eq!(judge(&fast, &sample()).states_differ, None, "unknown on one side: no claim");
 }
 
 fn thresholds(abs_us: u64, rel_pct: f64) -> Thresholds {

@@ -153,6 +153,23 @@ pub struct Comparison {
     pub only_in_b: Vec<String>,
     /// The CPU models of A and B when they differ.
     pub machines_differ: Option<(String, String)>,
+    /// The median 4 KiB cross-core round trip of A's and of B's probes (see
+    /// [`super::crosscore`]) when they differ by more than [`STATE_CHANGE_FACTOR`]: the
+    /// machine was in different states, and ratios of transfer-bound rows move with that.
+    pub states_differ: Option<(u64, u64)>,
+}
+
+/// How much the median cross-core probe of two reports may differ before [`render`] says that
+/// they were measured in different states of the machine (on this project's VM the two states
+/// differ by 3.5-4x; a state holds its figure to within ~20 %).
+pub const STATE_CHANGE_FACTOR: f64 = 1.5;
+
+/// The median 4 KiB cross-core round trip over a report's probed floors.
+fn median_block_ns(report: &Report) -> Option<u64> {
+    let mut blocks: Vec<u64> =
+        report.baseline.iter().filter_map(|b| b.cross_core.map(|c| c.block_ns)).collect();
+    blocks.sort_unstable();
+    blocks.get(blocks.len().checked_sub(1)? / 2).copied()
 }
 
 impl Comparison {
@@ -200,7 +217,22 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
     only_in_b.extend(base_b);
     let machines_differ =
         (a.machine.cpu != b.machine.cpu).then(|| (a.machine.cpu.clone(), b.machine.cpu.clone()));
-    Comparison { thresholds, mode, rows, baselines, only_in_a, only_in_b, machines_differ }
+    let states_differ = match (median_block_ns(a), median_block_ns(b)) {
+        (Some(x), Some(y)) if x.max(y) as f64 > STATE_CHANGE_FACTOR * x.min(y).max(1) as f64 => {
+            Some((x, y))
+        }
+        _ => None,
+    };
+    Comparison {
+        thresholds,
+        mode,
+        rows,
+        baselines,
+        only_in_a,
+        only_in_b,
+        machines_differ,
+        states_differ,
+    }
 }
 
 /// The paired view of rows `x` of `a` and `y` of `b`, when both have a ratio, an interval and
@@ -382,6 +414,17 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     }
     if let Some((a, b)) = &comparison.machines_differ {
         writeln!(out, "note: measured on different machines: A on {a:?}, B on {b:?}.")?;
+    }
+    if let Some((a, b)) = comparison.states_differ {
+        writeln!(
+            out,
+            "note: the machine was in different states: moving 4 KiB between the client's CPU \
+             and the server's took {} in A and {} in B (median cross_core probe). A cost added \
+             to every transfer changes ratios as well as times; compare runs taken in one state \
+             (docs/PERFORMANCE.md, \"Paired measurement\").",
+            format_nanos(a as f64),
+            format_nanos(b as f64)
+        )?;
     }
     let differing: Vec<&Pair> = comparison.differing().collect();
     if differing.is_empty() {

@@ -291,6 +291,7 @@ impl<'a> LiveGroup<'a> {
             shared_core_share: shared_core_share(&floor_rounds),
             rounds: floor_rounds,
             route: self.floor.route.clone(),
+            cross_core: None,
         };
         Ok((baseline, rows))
     }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::baseline::{RawEcho, route_line};
+use super::crosscore::{self, CrossCore};
 use super::group::{LiveGroup, Processes, RowSetup};
 use super::pairing::Group;
 use super::pairing::{self, Burst, Schedule};
@@ -520,6 +521,7 @@ impl<'p> Section<'p> {
         measured: &mut Measured,
     ) -> std::result::Result<(), GroupError> {
         let plan = self.plan;
+        let cross_core = self.probe_cross_core();
         // A floor with no row of its bytes (the wake-up floor) needs no handler server.
         let with_rows = !plan.row_shapes(bytes, self.wait).is_empty();
         let mut first = self.spawn(bytes, with_rows).map_err(GroupError::Run)?;
@@ -543,7 +545,8 @@ impl<'p> Section<'p> {
         let kept = setups.clone();
         let result = self.measure_rounds(bytes, pin, seed, progress, first, setups, with_rows);
         match result {
-            Ok((floor, rows)) => {
+            Ok((mut floor, rows)) => {
+                floor.cross_core = cross_core;
                 measured.baseline.push(floor);
                 measured.rows.extend(rows);
                 Ok(())
@@ -556,6 +559,21 @@ impl<'p> Section<'p> {
                 Err(GroupError::Group(e))
             }
         }
+    }
+
+    /// The machine's state before a group: [`crosscore::probe`] between the client's CPU and a
+    /// thread started where the servers are; only with `split`, where each has its own CPU.
+    fn probe_cross_core(&self) -> Option<CrossCore> {
+        if self.placement.placement() != Placement::Split {
+            return None;
+        }
+        crosscore::probe(|run| {
+            let start = || {
+                let thread = std::thread::Builder::new().name("cross-core probe".into());
+                thread.spawn(run).map_err(Error::from)
+            };
+            self.placement.spawn(start).ok()
+        })
     }
 
     /// The rounds of a group whose rows passed their probe, `first` its first generation.

@@ -6,12 +6,15 @@
 //! decode, server time and transfer; [`baseline`] measures the same pair of processes moving
 //! the same bytes with plain `read`/`write`. The result is a [`Report`], which [`render`] turns
 //! into a table and a verdict, [`export`] into JSON, CSV and SVG, and [`compare`] holds against
-//! another run.
+//! another run. [`pairing`] measures a floor and its rows in interleaved rounds, [`placement`]
+//! and [`cpu`] put the processes on their CPUs and watch them there, and [`crosscore`] says
+//! which state the machine was in.
 
 pub mod answer;
 pub mod baseline;
 pub mod compare;
 pub mod cpu;
+pub mod crosscore;
 pub mod export;
 mod group;
 pub mod machine;
@@ -285,6 +288,11 @@ pub struct BaselineRow {
     /// costs what the route costs, so the rows' ratios measure framing and conversion only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
+    /// How long moving data between the client's CPU and the server's took just before this
+    /// group (see [`crosscore`]): which state the machine was in. Measured with `split`
+    /// placement only; `null` otherwise and in reports from before it was recorded.
+    #[serde(default)]
+    pub cross_core: Option<crosscore::CrossCore>,
 }
 
 /// One measured combination.

@@ -107,6 +107,9 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if let Some(line) = contention(report) {
         writeln!(out, "{line}")?;
     }
+    if let Some(lines) = machine_state(report) {
+        writeln!(out, "{lines}")?;
+    }
     if report.rows.is_empty() {
         writeln!(out, "(no rows measured)")?;
     }
@@ -356,6 +359,38 @@ pub fn contention(report: &Report) -> Option<String> {
     })
 }
 
+/// The machine's state as the cross-core probe saw it before each group (see
+/// [`super::crosscore`]): one line with the round trips between the client's CPU and the
+/// server's, and a note when the 4 KiB figure varied by more than [`SPEED_CHANGE_FACTOR`]
+/// across groups — groups measured in different states have different ratios. `None` when
+/// no group was probed (no `split` placement).
+pub fn machine_state(report: &Report) -> Option<String> {
+    let probes: Vec<_> = report.baseline.iter().filter_map(|b| b.cross_core).collect();
+    let range = |f: fn(&super::crosscore::CrossCore) -> u64| {
+        let lo = probes.iter().map(f).min().unwrap_or(0);
+        let hi = probes.iter().map(f).max().unwrap_or(0);
+        (lo, hi, if lo == hi { ns(lo) } else { format!("{}..{}", ns(lo), ns(hi)) })
+    };
+    let (_, _, line) = range(|c| c.line_ns);
+    let (lo, hi, block) = range(|c| c.block_ns);
+    if probes.is_empty() {
+        return None;
+    }
+    let mut out = format!(
+        "machine state: a cache line between the client's CPU and the server's {line}, 4 KiB \
+         {block} (round trips, before each group)."
+    );
+    if hi as f64 > SPEED_CHANGE_FACTOR * lo.max(1) as f64 {
+        out.push_str(&format!(
+            "\nnote: moving 4 KiB between the two CPUs took {:.2}x longer in some groups than in \
+             others: the machine changed state during the run, and ratios measured in different \
+             states differ (each floor's cross_core in the JSON says which).",
+            hi as f64 / lo.max(1) as f64
+        ));
+    }
+    Some(out)
+}
+
 /// One line when some floor's per-round p50 varied by more than [`SPEED_CHANGE_FACTOR`]: the
 /// machine changed speed during the run, which paired ratios survive and absolute times do
 /// not.
@@ -442,7 +477,8 @@ impl Breakdown {
 /// #     rounds: vec![], shared_core_share: None };
 /// # let base = BaselineRow { bytes: 8, transport: "pipe".into(), wait: "block".into(),
 /// #     pin: "free".into(), lent: false, iterations: 1,
-/// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None, route: None };
+/// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None, route: None,
+/// #     cross_core: None };
 /// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
 /// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()],
 /// #     sync_costs: vec![], skipped: vec![] };
