@@ -656,6 +656,7 @@ fn compare_says_when_two_runs_were_taken_in_different_states() {
     assert_eq!(across.states_differ, Some((900, 3_400)));
     let text = text_of(|out| compare::render(&across, out));
     assert!(text.contains("took 900ns in A and 3.40us in B"), "{text}");
+    assert!(text.contains("(the machine's state, see the note above)"), "{text}");
     assert_eq!(judge(&fast, &probed(130, 1_000, 1_000)).states_differ, None);
     assert_eq!(judge(&fast, &sample()).states_differ, None, "unknown on one side: no claim");
 }

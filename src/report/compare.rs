@@ -442,7 +442,7 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out)?;
     }
     if comparison.mode == Mode::Paired {
-        floors_moved(&comparison.baselines, out)?;
+        floors_moved(&comparison.baselines, comparison.states_differ.is_some(), out)?;
     }
     writeln!(
         out,
@@ -522,7 +522,9 @@ fn render_absolute(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// `floors: B/A of the p50 ranged 0.98x-1.35x over 4 floors (the machine's speed; not judged)`.
-fn floors_moved(baselines: &[Pair], out: &mut dyn Write) -> io::Result<()> {
+/// When the machine was in different states (`states_differ`), the floors moved with the
+/// state, which pairing does not take out; the line says so instead.
+fn floors_moved(baselines: &[Pair], states_differ: bool, out: &mut dyn Write) -> io::Result<()> {
     let ratios: Vec<f64> = baselines
         .iter()
         .filter(|p| p.a_p50_ns > 0)
@@ -533,10 +535,14 @@ fn floors_moved(baselines: &[Pair], out: &mut dyn Write) -> io::Result<()> {
     else {
         return Ok(());
     };
+    let why = if states_differ {
+        "the machine's state, see the note above"
+    } else {
+        "the machine's speed, which pairing takes out; --mode absolute judges them"
+    };
     writeln!(
         out,
-        "floors: B/A of their p50 ranged {lo:.2}x-{hi:.2}x over {} floors (the machine's speed, \
-         which pairing takes out; --mode absolute judges them).",
+        "floors: B/A of their p50 ranged {lo:.2}x-{hi:.2}x over {} floors ({why}).",
         ratios.len()
     )
 }
