@@ -16,7 +16,9 @@
 # Rows: 500 f64 and 1 Mi f64 (8 MiB). "spin" / "polling" rows spin while waiting; "block" /
 # "events" rows sleep in the kernel until woken. The 1 Mi rows include peer's codec path on
 # both sides (`--path codec --handler echo`) over shm-ring and pipe, whose per-round ratio is
-# printed on its own line.
+# printed on its own line. "bare ring, threads" (ring_pingpong) is peer's shm-ring without the
+# layers above it (no frames, no Peer, no serve loop, two threads of one process): the part of
+# peer's round trip that the ring itself costs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS="${1:-5}"
@@ -36,6 +38,7 @@ small=(
   "c-shm block|$OUT/shm_pingpong 4000 20000 block 50 split"
   "peer shm-ring zero-copy echo spin|$BIN/peer_pingpong --peer-exe $PEER --transport shm-ring --wait spin --handler echo --elements 500"
   "peer shm-ring zero-copy echo-raw spin|$BIN/peer_pingpong --peer-exe $PEER --transport shm-ring --wait spin --handler echo-raw --elements 500"
+  "peer shm-ring bare ring, threads|$BIN/ring_pingpong --elements 500"
   "peer shm-ring zero-copy echo-raw block|$BIN/peer_pingpong --peer-exe $PEER --transport shm-ring --wait block --handler echo-raw --elements 500"
   "peer pipe zero-copy echo-raw spin|$BIN/peer_pingpong --peer-exe $PEER --transport pipe --wait spin --handler echo-raw --elements 500"
   "peer pipe zero-copy echo-raw block|$BIN/peer_pingpong --peer-exe $PEER --transport pipe --wait block --handler echo-raw --elements 500"
