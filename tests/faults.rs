@@ -1,4 +1,4 @@
-//! Faults injected under load, on every transport: a server killed with SIGKILL in the middle
+//! Faults injected under load, on every transport (tcp on loopback included): a server killed with SIGKILL in the middle
 //! of a soak, a client dying in the middle of a frame, and a server stopped with SIGSTOP. Each
 //! ends in a specific, prompt outcome, and no process is left behind. On shared memory nothing
 //! in the region tells a side that its peer died, so these are the tests of liveness checking.
@@ -63,7 +63,8 @@ fn a_server_killed_mid_soak_is_reported_as_killed_by_signal_9_well_within_the_ti
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(90));
     assert_eq!(child_processes(), [], "children before the test");
-    for (transport, handler) in TransportKind::ALL.iter().flat_map(|t| HANDLERS.map(|h| (*t, h))) {
+    for (transport, handler) in TransportKind::EVERY.iter().flat_map(|t| HANDLERS.map(|h| (*t, h)))
+    {
         let options = Options { timeout: Some(KILL_TIMEOUT), transport, ..Options::default() };
         let peer = Peer::spawn_server(peer_exe(), handler, options).expect("spawn");
         let handler = format!("{handler} over {transport}");
@@ -161,7 +162,7 @@ fn a_client_dying_mid_payload_makes_the_server_exit_2_naming_the_truncated_paylo
     // A header announcing 1,000,000 f64 (8,000,000 bytes), then 100,000 of them.
     let mut partial = Header::data(21, Dtype::F64, 1_000_000).to_bytes().to_vec();
     partial.extend(std::iter::repeat_n(0x3f, 100_000));
-    for transport in TransportKind::ALL {
+    for transport in TransportKind::EVERY {
         let (status, stderr, frames) = die_mid_frame(transport, &partial);
         assert_eq!(status.code(), Some(2), "{transport}: {status:?}; stderr: {stderr}");
         assert_eq!(
@@ -182,7 +183,7 @@ fn a_client_dying_mid_header_makes_the_server_exit_2_naming_the_truncated_header
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(30));
     let header = Header::data(21, Dtype::F64, 1000).to_bytes();
-    for transport in TransportKind::ALL {
+    for transport in TransportKind::EVERY {
         let (status, stderr, _) = die_mid_frame(transport, &header[..10]);
         assert_eq!(status.code(), Some(2), "{transport}: {status:?}; stderr: {stderr}");
         assert_eq!(
@@ -238,7 +239,7 @@ fn reap_within(pid: u32, limit: Duration) -> Option<WaitStatus> {
 fn servers_of_a_soak_client_killed_mid_run_exit_by_themselves() {
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(90));
-    for transport in TransportKind::ALL {
+    for transport in TransportKind::EVERY {
         servers_of_a_killed_soak_client_exit_by_themselves(transport);
     }
 }
@@ -327,7 +328,7 @@ impl Drop for ContinueOnDrop {
 fn a_stopped_server_makes_the_client_time_out_cleanly_and_is_reaped() {
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(60));
-    for transport in TransportKind::ALL {
+    for transport in TransportKind::EVERY {
         a_stopped_server_times_out_cleanly(transport);
     }
 }

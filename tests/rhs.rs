@@ -19,7 +19,7 @@ fn a_paired_floor_records_one_segment_per_n_calls_and_gives_an_overhead_ratio() 
     let _lock = serialize(&FORK_LOCK);
     let _watchdog = Watchdog::new(secs(60));
     assert_eq!(child_processes(), [], "children before the test");
-    for transport in TransportKind::ALL {
+    for transport in TransportKind::EVERY {
         let options = Options { transport, wait: Wait::default(), ..Options::default() };
         let n = 64;
         let echo = RawEcho::spawn(

@@ -329,7 +329,7 @@ proptest! {
 
     #[test]
     fn a_valid_conversation_gets_one_reply_per_request_in_order_and_bit_exact(
-        transport in select(&TransportKind::ALL[..]),
+        transport in select(&TransportKind::EVERY[..]),
         handler in select(&HANDLERS[..]),
         conversation in conversation(),
     ) {
@@ -364,7 +364,7 @@ proptest! {
 
     #[test]
     fn a_corrupted_stream_ends_in_error_or_cleanly_before_the_corruption_matters(
-        transport in select(&TransportKind::ALL[..]),
+        transport in select(&TransportKind::EVERY[..]),
         handler in select(&HANDLERS[..]),
         max in prop_oneof![3 => Just(MAX), 1 => Just(256u64), 1 => Just(72u64)],
         conversation in conversation(),
@@ -380,7 +380,7 @@ proptest! {
 
     #[test]
     fn garbage_after_a_valid_hello_ends_in_error_or_cleanly(
-        transport in select(&TransportKind::ALL[..]),
+        transport in select(&TransportKind::EVERY[..]),
         handler in select(&HANDLERS[..]),
         garbage in vec(any::<u8>(), 0..600),
     ) {
@@ -393,7 +393,7 @@ proptest! {
 
     #[test]
     fn garbage_from_the_first_byte_ends_in_error(
-        transport in select(&TransportKind::ALL[..]),
+        transport in select(&TransportKind::EVERY[..]),
         handler in select(&HANDLERS[..]),
         garbage in vec(any::<u8>(), 0..600),
     ) {
@@ -426,7 +426,8 @@ fn every_fixture_frame_gets_the_modelled_answer() {
         let bytes = std::fs::read(&path).expect("read fixture");
         let mut after_hello = client_hello(u64::MAX);
         after_hello.extend_from_slice(&bytes);
-        for (transport, handler) in TransportKind::ALL.iter().flat_map(|t| HANDLERS.map(|h| (t, h)))
+        for (transport, handler) in
+            TransportKind::EVERY.iter().flat_map(|t| HANDLERS.map(|h| (t, h)))
         {
             for input in [&bytes, &after_hello] {
                 let run = run_server_on(*transport, handler, input, &options(MAX));
@@ -455,6 +456,8 @@ fn a_long_pipelined_stream_of_changing_sizes_is_answered_in_order() {
     }
     input.extend(common::bye(9999));
     assert!(input.len() > 4 * 65536, "the stream should exceed a default pipe several times");
+    // Not over TCP: its end in this process is written whole before it is read, and 429 KB
+    // exceed what loopback buffers hold unread (`stream_model::TCP_UNREAD_BYTES`).
     for (transport, handler) in
         TransportKind::ALL.iter().flat_map(|t| ["echo", "echo-raw"].map(|h| (*t, h)))
     {

@@ -119,6 +119,33 @@ macro_rules! per_transport {
     )+};
 }
 
+/// Like [`per_transport!`], and a fourth test `NAME::tcp`: for the tests of a client that
+/// spawns its server, which over `tcp` listens on loopback and is connected to (see
+/// `PROTOCOL.md` §14).
+#[macro_export]
+macro_rules! per_transport_and_tcp {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn pipe() {
+                super::$name(peerpipe::transport::TransportKind::Pipe)
+            }
+            #[test]
+            fn shm_sem() {
+                super::$name(peerpipe::transport::TransportKind::ShmSem)
+            }
+            #[test]
+            fn shm_ring() {
+                super::$name(peerpipe::transport::TransportKind::ShmRing)
+            }
+            #[test]
+            fn tcp() {
+                super::$name(peerpipe::transport::TransportKind::Tcp)
+            }
+        }
+    )+};
+}
+
 /// `Duration::from_secs`, shorter.
 pub const fn secs(n: u64) -> Duration {
     Duration::from_secs(n)

@@ -119,10 +119,15 @@ pub fn run_server(handler: &str, input: &[u8], options: &ServeOptions) -> Run {
     Run { result, output }
 }
 
-/// [`run_server`] over any transport. Over shared memory the client's end is one
-/// [`Transport`]: the whole input is written first (it must fit in the ring or slot, so the
-/// write never waits), then the client's direction is shut down and the output read to its
-/// end.
+/// The most input [`run_server_on`] writes over TCP before reading: what loopback buffers
+/// hold without the reader's help (the kernel's default `tcp_rmem` of 128 KiB receiving the
+/// replies, and its `tcp_wmem` of 16 KiB sending).
+pub const TCP_UNREAD_BYTES: usize = 128 << 10;
+
+/// [`run_server`] over any transport. Over shared memory and TCP the client's end is one
+/// [`Transport`]: the whole input is written first (it must fit in the ring or slot, or in
+/// [`TCP_UNREAD_BYTES`], so the write never waits for the client to read), then the client's
+/// direction is shut down and the output read to its end.
 ///
 /// # Panics
 /// As [`run_server`]; when the input does not fit in the shared region.
@@ -136,7 +141,10 @@ pub fn run_server_on(
         return run_server(handler, input, options);
     }
     let (mut client, mut transport) = Transport::pair(kind, Wait::Block).expect("a transport pair");
-    let capacity = client.capacity().expect("a shared region has a capacity");
+    let capacity = match kind {
+        TransportKind::Tcp => TCP_UNREAD_BYTES,
+        _ => client.capacity().expect("a shared region has a capacity"),
+    };
     assert!(
         input.len() <= capacity,
         "input of {} bytes over a {capacity}-byte {kind}",
