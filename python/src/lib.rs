@@ -5,7 +5,8 @@
 //! slices; replies land in the caller's `out` array without allocation. Every wait runs
 //! inside `Python::detach` so other threads run; a call's wait for its reply is cut into
 //! slices of at most [`SLICE`] (`Peer::recv_for`), with `Python::check_signals` between them,
-//! so Ctrl-C is seen within ~100 ms. Rust errors become the exceptions created once below,
+//! so Ctrl-C is seen within ~100 ms; a spawn's handshake runs on a thread of its own, waited
+//! for the same way ([`spawn_interruptibly`]). Rust errors become the exceptions created once below,
 //! with the crate's message unchanged. Nothing here panics across the boundary (pyo3 turns a
 //! panic into `PanicException` all the same).
 
@@ -145,6 +146,40 @@ trait IntoPy<T> {
 impl<T> IntoPy<T> for peerpipe::Result<T> {
     fn py_err(self, py: Python<'_>) -> PyResult<T> {
         self.map_err(|e| to_py(py, e))
+    }
+}
+
+/// Runs `spawn` (a spawn and its HELLO exchange, which may wait up to the handshake timeout)
+/// on a thread of its own while this thread, with the GIL released, waits for it in slices of
+/// [`SLICE`] and checks for signals between them: Ctrl-C during a handshake raises
+/// `KeyboardInterrupt` within ~100 ms instead of after the timeout. The interrupted spawn
+/// still ends by itself — its handshake succeeds or times out — and the thread then drops the
+/// `Peer` it made, which closes the server and reaps it, so nothing outlives the timeout.
+fn spawn_interruptibly(
+    py: Python<'_>,
+    spawn: impl FnOnce() -> peerpipe::Result<peerpipe::Peer> + Send + 'static,
+) -> PyResult<peerpipe::Peer> {
+    use std::sync::mpsc::{RecvTimeoutError, channel};
+    let (sender, receiver) = channel();
+    std::thread::Builder::new()
+        .name("peerpipe spawn".into())
+        .spawn(move || {
+            // Nobody left to receive it (interrupted): dropping the peer reaps the server.
+            let _ = sender.send(spawn());
+        })
+        .map_err(|e| PyOSError::new_err(format!("could not start the spawning thread: {e}")))?;
+    let mut receiver = receiver;
+    loop {
+        // The receiver travels into the GIL-free closure and back (it is Send, not Sync).
+        let (got, back) = py.detach(move || (receiver.recv_timeout(SLICE), receiver));
+        receiver = back;
+        match got {
+            Ok(result) => return result.py_err(py),
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err("the spawning thread ended without a result"));
+            }
+        }
     }
 }
 
@@ -335,7 +370,7 @@ impl PyPeer {
     ) -> PyResult<PyPeer> {
         let options = options(transport, wait, timeout, max_frame_bytes, path)?;
         let command = command(cmd)?;
-        let peer = py.detach(|| peerpipe::Peer::spawn(command, options)).py_err(py)?;
+        let peer = spawn_interruptibly(py, move || peerpipe::Peer::spawn(command, options))?;
         Ok(PyPeer::new(peer))
     }
 
@@ -354,8 +389,10 @@ impl PyPeer {
         path: &str,
     ) -> PyResult<PyPeer> {
         let options = options(transport, wait, timeout, max_frame_bytes, path)?;
-        let peer =
-            py.detach(|| peerpipe::Peer::spawn_server(&peer_exe, handler, options)).py_err(py)?;
+        let handler = handler.to_owned();
+        let peer = spawn_interruptibly(py, move || {
+            peerpipe::Peer::spawn_server(&peer_exe, &handler, options)
+        })?;
         Ok(PyPeer::new(peer))
     }
 
@@ -653,7 +690,7 @@ impl PyRemoteRhs {
         };
         let options = options(transport, wait, timeout, max_frame_bytes, "zero-copy")?;
         let command = command(cmd)?;
-        let peer = py.detach(|| peerpipe::Peer::spawn(command, options)).py_err(py)?;
+        let peer = spawn_interruptibly(py, move || peerpipe::Peer::spawn(command, options))?;
         let rhs = rhs::RemoteRhs::new(peer).with_exchange(exchange);
         Ok(PyRemoteRhs { rhs: Mutex::new(Some(rhs)) })
     }

@@ -71,3 +71,38 @@ def test_a_second_thread_calling_while_a_call_waits_gets_runtime_error():
             peer.call(np.ones(3))
         first.join()
         assert peer.call(np.ones(3)).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("make", ["Peer.spawn", "RemoteRhs"])
+def test_ctrl_c_during_a_handshake_raises_keyboard_interrupt_and_nothing_is_left(make):
+    # A server that never says HELLO: without the interrupt, the spawn would wait its whole
+    # 8 s handshake timeout.
+    before = children()
+    spawn = {
+        "Peer.spawn": lambda: peerpipe.Peer.spawn(
+            python_server("misbehaving", "silent"), timeout=8.0
+        ),
+        "RemoteRhs": lambda: peerpipe.RemoteRhs(
+            python_server("misbehaving", "silent"), timeout=8.0
+        ),
+    }[make]
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.perf_counter()
+    try:
+        spawn()
+    except KeyboardInterrupt:
+        waited = time.perf_counter() - started
+    else:
+        raise AssertionError("the spawn returned instead of being interrupted")
+    finally:
+        timer.cancel()
+    assert waited < 4, "interrupted, not after the 8 s handshake timeout"
+    # The interrupted handshake ends by itself: its server is killed and reaped at the
+    # timeout (here 8 s); a spawn that is not interrupted is unaffected.
+    with peerpipe.Peer.spawn(python_server("echo_server")) as peer:
+        assert peer.call(np.arange(3.0)).tolist() == [0.0, 1.0, 2.0]
+    deadline = time.monotonic() + 30
+    while children() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert children() == before, "the silent server was not reaped after its handshake timeout"
