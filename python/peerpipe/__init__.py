@@ -12,7 +12,7 @@ The Python face of the Rust crate ``peerpipe`` (a binding, not a second implemen
 
 The GIL is released while a call waits; Ctrl-C during a call's wait raises
 ``KeyboardInterrupt`` within about 100 ms and leaves the peer closed (its server terminated and
-reaped).
+reaped). Ctrl-C during a spawn's handshake is seen as soon.
 """
 
 from ._peerpipe import (
