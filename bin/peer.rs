@@ -43,7 +43,9 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Compare two `--json` reports. Exit 0 when nothing differs, 1 when something does, 2 on
-    /// error.
+    /// error, 3 when something differs but A and B were measured in different states of the
+    /// machine (their cross-core probes differ by more than 1.5x, see the note it prints): the
+    /// difference may be the machine's, not the code's; measure both again.
     ///
     /// By default (--mode paired) each row is judged by its ratio to its own floor from the
     /// same run, so two runs taken while the machine ran at different speeds compare
@@ -539,7 +541,12 @@ fn run_compare(args: &CompareArgs) -> peerpipe::Result<ExitCode> {
     let comparison =
         compare::compare(&a, &b, Thresholds { abs: args.abs, rel_pct: args.rel }, mode);
     compare::render(&comparison, &mut io::stdout().lock())?;
-    Ok(if comparison.differs() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(match (comparison.differs(), comparison.states_differ) {
+        (false, _) => ExitCode::SUCCESS,
+        (true, None) => ExitCode::from(1),
+        // A change of the machine's state moves ratios too: not a verdict on the code.
+        (true, Some(_)) => ExitCode::from(3),
+    })
 }
 
 fn run_soak(args: &SoakArgs) -> peerpipe::Result<ExitCode> {

@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Watchdog, peer_exe, secs};
+use peerpipe::report::crosscore::CrossCore;
 use peerpipe::report::{BaselineRow, ConfigRecord, Machine, Percentiles, Report, Row, export};
 
 /// A fresh directory under the system temp dir, unique per process and call.
@@ -215,6 +216,27 @@ fn server_delay_is_server_time_and_recorded_but_refused_with_spawn() {
     let out = peer(&["--spawn", "peer --role server", "--server-delay", "1us"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("pass --server-delay to the server command"), "{}", stderr(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_exits_3_when_a_difference_comes_with_a_change_of_machine_state() {
+    let dir = temp_dir("compare-states");
+    // The ratio moved from 1.30 to 1.05 with tight intervals: a difference by the numbers.
+    let probe = |block_ns| Some(CrossCore { line_ns: block_ns / 8, block_ns });
+    let mut fast = paired_report(1_800, 1.30, [1.28, 1.32]);
+    fast.baseline[0].cross_core = probe(900);
+    let mut slow = paired_report(5_800, 1.05, [1.03, 1.07]);
+    slow.baseline[0].cross_core = probe(3_400);
+    let (a, b) = (write(&dir, "fast.json", &fast), write(&dir, "slow.json", &slow));
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(3), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("the machine was in different states"), "{}", stdout(&out));
+    // The same two ratios measured in one state: an ordinary difference, exit 1.
+    slow.baseline[0].cross_core = probe(950);
+    let b = write(&dir, "slow-same-state.json", &slow);
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
     fs::remove_dir_all(dir).ok();
 }
 
