@@ -114,11 +114,11 @@ typedef struct pp_timing {
   // The server's time, from reading the request's header to writing the reply (as the
   // server reported it).
   uint64_t server_ns;
-  // Client: converting the request into wire bytes (about 0 on little-endian machines,
-  // where the request is sent straight from `in`).
+  // Client: converting the request into wire bytes (0 on little-endian machines, where the
+  // request is sent straight from `in` and there is nothing to convert or time).
   uint64_t encode_ns;
-  // Client: converting the reply from wire bytes (about 0 on little-endian machines,
-  // where the reply is read straight into `out`).
+  // Client: converting the reply from wire bytes (0 on little-endian machines, where the
+  // reply is read straight into `out`).
   uint64_t decode_ns;
 } pp_timing;
 

@@ -31,11 +31,11 @@ pub struct pp_timing {
     /// The server's time, from reading the request's header to writing the reply (as the
     /// server reported it).
     pub server_ns: u64,
-    /// Client: converting the request into wire bytes (about 0 on little-endian machines,
-    /// where the request is sent straight from `in`).
+    /// Client: converting the request into wire bytes (0 on little-endian machines, where the
+    /// request is sent straight from `in` and there is nothing to convert or time).
     pub encode_ns: u64,
-    /// Client: converting the reply from wire bytes (about 0 on little-endian machines,
-    /// where the reply is read straight into `out`).
+    /// Client: converting the reply from wire bytes (0 on little-endian machines, where the
+    /// reply is read straight into `out`).
     pub decode_ns: u64,
 }
 

@@ -47,7 +47,7 @@ class CallTiming:
         """Server time, from reading the request header to writing the reply."""
     @property
     def encode_ns(self) -> int:
-        """Converting the request into wire bytes (near zero on the zero-copy path)."""
+        """Converting the request into wire bytes (0 on the zero-copy path, which converts nothing)."""
     @property
     def decode_ns(self) -> int:
         """Converting the reply from wire bytes."""

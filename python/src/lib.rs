@@ -243,7 +243,7 @@ struct PyCallTiming {
     round_trip_ns: u64,
     /// Server time: from reading the request header to writing the reply.
     server_ns: u64,
-    /// Converting the request into wire bytes (near zero on the zero-copy path).
+    /// Converting the request into wire bytes (0 on the zero-copy path, which converts nothing).
     encode_ns: u64,
     /// Converting the reply from wire bytes.
     decode_ns: u64,
