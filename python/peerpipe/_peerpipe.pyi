@@ -8,7 +8,7 @@ import numpy.typing as npt
 
 __version__: str
 
-Transport = Literal["pipe", "shm-sem", "shm-ring"]
+Transport = Literal["pipe", "shm-sem", "shm-ring", "tcp"]
 F64 = npt.NDArray[np.float64]
 F32 = npt.NDArray[np.float32]
 
@@ -74,9 +74,12 @@ class Peer:
         """Spawns ``cmd`` (a list of arguments, or a string run with ``sh -c``) with its stdin
         and stdout connected to this process, and exchanges HELLOs.
 
-        ``transport``: "pipe", or "shm-sem"/"shm-ring" (the server's stdin is then a shared
+        ``transport``: "pipe", "shm-sem"/"shm-ring" (the server's stdin is then a shared
         region; the server must serve that transport -- ``peerpipe.serve`` and
-        ``peer --role server --transport KIND`` do). ``wait``: "block", "spin", "hybrid" or
+        ``peer --role server --transport KIND`` do), or "tcp" (the server listens, announces
+        its address and a token on its stdout, and this side connects: PROTOCOL.md section 14;
+        ``peerpipe.serve(..., transport="tcp")`` and ``peer --role server --transport tcp``
+        do). ``wait``: "block", "spin", "hybrid" or
         "hybrid:50us". ``timeout``: seconds for the handshake and for each reply (None: no
         limit). ``max_frame_bytes``: largest reply accepted (default 64 MiB). The GIL is
         released during the handshake, and Ctrl-C interrupts it within about 100 ms (the server
@@ -201,7 +204,10 @@ def serve(
     exception in the handler becomes an ERROR reply ("NAME: Type: message") and serving goes
     on. ``transport=None`` serves what the spawning client chose (a pipe, or the shm-sem /
     shm-ring region it passed as stdin), so ``peer --spawn "python3 model.py" --transport
-    shm-ring`` works unchanged. ``name`` is announced in HELLO (default: the handler's
+    shm-ring`` works unchanged. ``transport="tcp"`` must be said: stdin is then a pipe all
+    the same (the control channel, over ssh), and the server listens on the address of
+    ``$SSH_CONNECTION`` (else 127.0.0.1), announces it with a token on stdout, and serves the
+    one client that connects with that token. ``name`` is announced in HELLO (default: the handler's
     __name__). After the call starts, fd 1 points at stderr: print() goes to the log, never
     into the stream. Runs with the GIL released between requests.
     """

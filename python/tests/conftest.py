@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 SERVERS = Path(__file__).parent / "servers"
-TRANSPORTS = ["pipe", "shm-sem", "shm-ring"]
+TRANSPORTS = ["pipe", "shm-sem", "shm-ring", "tcp"]
 
 
 def peer_exe() -> str:
@@ -34,6 +34,12 @@ def rust_server(handler: str, transport: str) -> list:
 def python_server(name: str, *args: str) -> list:
     """The command running python/tests/servers/NAME.py with this interpreter."""
     return [sys.executable, str(SERVERS / f"{name}.py"), *args]
+
+
+def python_echo_server(transport: str) -> list:
+    """The Python echo server for a client on `transport`: it finds a pipe or a shared region
+    on its stdin by itself; for tcp (whose stdin is the control channel, a pipe) it is told."""
+    return python_server("echo_server", *(["tcp"] if transport == "tcp" else []))
 
 
 def shell_line(argv: list) -> str:

@@ -2,13 +2,13 @@
 
 import numpy as np
 import pytest
-from conftest import TRANSPORTS, bits, f32_edges, f64_edges, python_server, rust_server
+from conftest import TRANSPORTS, bits, f32_edges, f64_edges, python_echo_server, rust_server
 
 import peerpipe
 
 SERVERS = {
     "rust-echo": lambda t: rust_server("echo", t),
-    "py-echo": lambda t: python_server("echo_server"),
+    "py-echo": python_echo_server,
 }
 
 

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TRANSPORTS, peer_exe, python_server, rust_server, shell_line
+from conftest import (
+    TRANSPORTS,
+    peer_exe,
+    python_echo_server,
+    python_server,
+    rust_server,
+    shell_line,
+)
 
 import peerpipe
 
@@ -23,7 +30,7 @@ def test_the_peer_report_measures_a_python_echo_server_on_every_transport(tmp_pa
         [
             peer_exe(),
             "--spawn",
-            shell_line(python_server("echo_server")),
+            shell_line(python_echo_server(transport)),
             "--transport",
             transport,
             "--sizes",

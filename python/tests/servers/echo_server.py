@@ -1,5 +1,9 @@
-"""A Python echo server: peerpipe.serve(lambda x: x) on whatever transport it was spawned with."""
+"""A Python echo server: peerpipe.serve(lambda x: x) on whatever transport it was spawned with
+(a pipe or a shared region, found on stdin), or on the transport named by argv[1] ("tcp": it
+listens, announces its address on stdout and serves the client that connects)."""
+
+import sys
 
 import peerpipe
 
-peerpipe.serve(lambda x: x, name="py-echo")
+peerpipe.serve(lambda x: x, name="py-echo", transport=sys.argv[1] if len(sys.argv) > 1 else None)
