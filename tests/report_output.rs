@@ -10,7 +10,7 @@ use std::time::Duration;
 use peerpipe::report::compare::{self, Mode, Outcome, Thresholds};
 use peerpipe::report::crosscore::CrossCore;
 use peerpipe::report::{
-    BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row, export, render,
+    BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row, answer, export, render,
 };
 use serde_json::Value;
 
@@ -645,6 +645,10 @@ fn the_table_names_the_machine_state_and_notes_a_change_of_state() {
     assert!(changed.contains("the machine changed state during the run"), "{changed}");
     // Not probed (no split placement): nothing is claimed.
     assert!(!table(&sample()).contains("machine state"));
+    // The answer at the top says it too, right under its figures.
+    let answer = |report: &Report| text_of(|out| answer::answer(report, out));
+    assert!(answer(&probed(120, 900, 3_400)).contains("the machine changed state"));
+    assert!(!answer(&probed(120, 900, 950)).contains("changed state"));
 }
 
 #[test]

@@ -12,7 +12,7 @@
 
 use std::io::{self, Write};
 
-use super::{Report, Row, Skipped, Workload};
+use super::{Report, Row, Skipped, Workload, crosscore};
 use crate::units::format_nanos;
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
@@ -159,6 +159,11 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             row.path,
             row.wait
         )?;
+    }
+    if let Some((_, _, Some(factor))) = crosscore::block_spread(&report.cross_core_probes()) {
+        // Ratios of groups measured in different states differ: say so before any figure is
+        // taken away from here.
+        writeln!(out, "{}", crosscore::state_change_note(factor))?;
     }
     Ok(())
 }

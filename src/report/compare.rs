@@ -19,7 +19,7 @@ use std::fmt;
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::{BaselineRow, Report, Row};
+use super::{BaselineRow, Report, Row, crosscore};
 use crate::units::format_nanos;
 
 /// Thresholds a difference must exceed (both) to be reported.
@@ -154,22 +154,15 @@ pub struct Comparison {
     /// The CPU models of A and B when they differ.
     pub machines_differ: Option<(String, String)>,
     /// The median 4 KiB cross-core round trip of A's and of B's probes (see
-    /// [`super::crosscore`]) when they differ by more than [`STATE_CHANGE_FACTOR`]: the
+    /// [`super::crosscore`]) when they differ by more than
+    /// [`super::crosscore::STATE_CHANGE_FACTOR`]: the
     /// machine was in different states, and ratios of transfer-bound rows move with that.
     pub states_differ: Option<(u64, u64)>,
 }
 
-/// How much the median cross-core probe of two reports may differ before [`render`] says that
-/// they were measured in different states of the machine (on this project's VM the two states
-/// differ by 3.5-4x; a state holds its figure to within ~20 %).
-pub const STATE_CHANGE_FACTOR: f64 = 1.5;
-
 /// The median 4 KiB cross-core round trip over a report's probed floors.
 fn median_block_ns(report: &Report) -> Option<u64> {
-    let mut blocks: Vec<u64> =
-        report.baseline.iter().filter_map(|b| b.cross_core.map(|c| c.block_ns)).collect();
-    blocks.sort_unstable();
-    blocks.get(blocks.len().checked_sub(1)? / 2).copied()
+    crosscore::median_block_ns(&report.cross_core_probes())
 }
 
 impl Comparison {
@@ -218,7 +211,9 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
     let machines_differ =
         (a.machine.cpu != b.machine.cpu).then(|| (a.machine.cpu.clone(), b.machine.cpu.clone()));
     let states_differ = match (median_block_ns(a), median_block_ns(b)) {
-        (Some(x), Some(y)) if x.max(y) as f64 > STATE_CHANGE_FACTOR * x.min(y).max(1) as f64 => {
+        (Some(x), Some(y))
+            if x.max(y) as f64 > crosscore::STATE_CHANGE_FACTOR * x.min(y).max(1) as f64 =>
+        {
             Some((x, y))
         }
         _ => None,

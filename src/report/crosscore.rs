@@ -30,6 +30,38 @@ pub struct CrossCore {
     pub block_ns: u64,
 }
 
+/// How much the 4 KiB figure may vary before the machine counts as having changed state: on
+/// this project's VM the two states differ by 3.5-4x, and a state holds its figure to within
+/// ~20 % (docs/PERFORMANCE.md, "Paired measurement").
+pub const STATE_CHANGE_FACTOR: f64 = 1.5;
+
+/// The smallest and the largest of `probes`' 4 KiB round trips, with their factor when it
+/// exceeds [`STATE_CHANGE_FACTOR`] (the machine changed state between them); `None` for no
+/// probe.
+pub fn block_spread(probes: &[CrossCore]) -> Option<(u64, u64, Option<f64>)> {
+    let lo = probes.iter().map(|c| c.block_ns).min()?;
+    let hi = probes.iter().map(|c| c.block_ns).max()?;
+    let factor = hi as f64 / lo.max(1) as f64;
+    Some((lo, hi, (factor > STATE_CHANGE_FACTOR).then_some(factor)))
+}
+
+/// The note for a run whose probes varied by `factor` (more than [`STATE_CHANGE_FACTOR`]),
+/// printed under the report's answer and in its table.
+pub fn state_change_note(factor: f64) -> String {
+    format!(
+        "note: moving 4 KiB between the two CPUs took {factor:.2}x longer in some groups than in \
+         others: the machine changed state during the run, and ratios measured in different \
+         states differ (each floor's cross_core in the JSON says which)."
+    )
+}
+
+/// The median of `probes`' 4 KiB round trips (the lower middle one for an even count).
+pub fn median_block_ns(probes: &[CrossCore]) -> Option<u64> {
+    let mut blocks: Vec<u64> = probes.iter().map(|c| c.block_ns).collect();
+    blocks.sort_unstable();
+    blocks.get(blocks.len().checked_sub(1)? / 2).copied()
+}
+
 /// Bytes of the block that [`probe`] moves each way.
 pub const BLOCK_BYTES: usize = 4096;
 
@@ -168,6 +200,18 @@ mod tests {
     #[test]
     fn a_partner_that_never_answers_gives_nothing() {
         assert_eq!(probe(|_run| Some(thread::spawn(|| {}))), None);
+    }
+
+    #[test]
+    fn spreads_and_medians_of_probes() {
+        let probe = |block_ns| CrossCore { line_ns: 100, block_ns };
+        assert_eq!(block_spread(&[]), None);
+        assert_eq!(median_block_ns(&[]), None);
+        assert_eq!(block_spread(&[probe(900), probe(1000)]), Some((900, 1000, None)));
+        let (lo, hi, changed) = block_spread(&[probe(900), probe(3600), probe(950)]).unwrap();
+        assert_eq!((lo, hi, changed), (900, 3600, Some(4.0)));
+        assert_eq!(median_block_ns(&[probe(3600), probe(900), probe(950)]), Some(950));
+        assert_eq!(median_block_ns(&[probe(3600), probe(900)]), Some(900));
     }
 
     #[test]

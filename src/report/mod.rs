@@ -533,6 +533,11 @@ impl Skipped {
 }
 
 impl Report {
+    /// The cross-core probes of every floor that was probed (see [`crosscore`]), in order.
+    pub fn cross_core_probes(&self) -> Vec<crosscore::CrossCore> {
+        self.baseline.iter().filter_map(|b| b.cross_core).collect()
+    }
+
     /// The baseline with the same bytes, transport, wait and placement as `row`.
     pub fn baseline_for(&self, row: &Row) -> Option<&BaselineRow> {
         self.baseline.iter().find(|b| {

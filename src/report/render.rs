@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::io::{self, Write};
 
-use super::{BaselineRow, Report, Row, Workload};
+use super::{BaselineRow, Report, Row, Workload, crosscore};
 use crate::transport::TransportKind;
 use crate::units::format_nanos;
 
@@ -361,32 +361,25 @@ pub fn contention(report: &Report) -> Option<String> {
 
 /// The machine's state as the cross-core probe saw it before each group (see
 /// [`super::crosscore`]): one line with the round trips between the client's CPU and the
-/// server's, and a note when the 4 KiB figure varied by more than [`SPEED_CHANGE_FACTOR`]
-/// across groups — groups measured in different states have different ratios. `None` when
-/// no group was probed (no `split` placement).
+/// server's, and a note when the 4 KiB figure varied by more than
+/// [`super::crosscore::STATE_CHANGE_FACTOR`] across groups — groups measured in different
+/// states have different ratios. `None` when no group was probed (no `split` placement).
 pub fn machine_state(report: &Report) -> Option<String> {
-    let probes: Vec<_> = report.baseline.iter().filter_map(|b| b.cross_core).collect();
-    let range = |f: fn(&super::crosscore::CrossCore) -> u64| {
-        let lo = probes.iter().map(f).min().unwrap_or(0);
-        let hi = probes.iter().map(f).max().unwrap_or(0);
-        (lo, hi, if lo == hi { ns(lo) } else { format!("{}..{}", ns(lo), ns(hi)) })
-    };
-    let (_, _, line) = range(|c| c.line_ns);
-    let (lo, hi, block) = range(|c| c.block_ns);
-    if probes.is_empty() {
-        return None;
-    }
+    let probes = report.cross_core_probes();
+    let (lo, hi, changed) = crosscore::block_spread(&probes)?;
+    let range =
+        |lo: u64, hi: u64| if lo == hi { ns(lo) } else { format!("{}..{}", ns(lo), ns(hi)) };
+    let line_lo = probes.iter().map(|c| c.line_ns).min().unwrap_or(0);
+    let line_hi = probes.iter().map(|c| c.line_ns).max().unwrap_or(0);
     let mut out = format!(
-        "machine state: a cache line between the client's CPU and the server's {line}, 4 KiB \
-         {block} (round trips, before each group)."
+        "machine state: a cache line between the client's CPU and the server's {}, 4 KiB {} \
+         (round trips, before each group).",
+        range(line_lo, line_hi),
+        range(lo, hi)
     );
-    if hi as f64 > SPEED_CHANGE_FACTOR * lo.max(1) as f64 {
-        out.push_str(&format!(
-            "\nnote: moving 4 KiB between the two CPUs took {:.2}x longer in some groups than in \
-             others: the machine changed state during the run, and ratios measured in different \
-             states differ (each floor's cross_core in the JSON says which).",
-            hi as f64 / lo.max(1) as f64
-        ));
+    if let Some(factor) = changed {
+        out.push('\n');
+        out.push_str(&crosscore::state_change_note(factor));
     }
     Some(out)
 }
