@@ -38,21 +38,26 @@ def test_other_threads_run_while_a_call_waits_for_a_slow_reply():
         assert counts[0] > 100_000
 
 
-def test_ctrl_c_during_a_long_wait_raises_keyboard_interrupt_and_closes_the_peer():
-    before = children()
-    peer = peerpipe.Peer.spawn(python_server("slow_server", "60"))
-    pid = peer.server_pid
+def seconds_until_interrupted(action) -> float:
+    """Runs `action` while a timer sends this process SIGINT (Ctrl-C) 0.3 s in, and returns the
+    seconds until `action` raised KeyboardInterrupt; fails if it returned instead."""
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     started = time.perf_counter()
     try:
-        peer.call(np.ones(4))
+        action()
     except KeyboardInterrupt:
-        waited = time.perf_counter() - started
-    else:
-        raise AssertionError("the call returned instead of being interrupted")
+        return time.perf_counter() - started
     finally:
         timer.cancel()
+    raise AssertionError("it returned instead of being interrupted")
+
+
+def test_ctrl_c_during_a_long_wait_raises_keyboard_interrupt_and_closes_the_peer():
+    before = children()
+    peer = peerpipe.Peer.spawn(python_server("slow_server", "60"))
+    pid = peer.server_pid
+    waited = seconds_until_interrupted(lambda: peer.call(np.ones(4)))
     # Interrupted, not after the 60 s reply (the ~100 ms figure is in docs/PERFORMANCE.md).
     assert waited < 10
     assert peer.closed
@@ -86,17 +91,7 @@ def test_ctrl_c_during_a_handshake_raises_keyboard_interrupt_and_nothing_is_left
             python_server("misbehaving", "silent"), timeout=8.0
         ),
     }[make]
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    started = time.perf_counter()
-    try:
-        spawn()
-    except KeyboardInterrupt:
-        waited = time.perf_counter() - started
-    else:
-        raise AssertionError("the spawn returned instead of being interrupted")
-    finally:
-        timer.cancel()
+    waited = seconds_until_interrupted(spawn)
     assert waited < 4, "interrupted, not after the 8 s handshake timeout"
     # The interrupted handshake ends by itself: its server is killed and reaped at the
     # timeout (here 8 s); a spawn that is not interrupted is unaffected.

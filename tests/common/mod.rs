@@ -102,48 +102,33 @@ impl Drop for Watchdog {
 #[allow(unused_macros)]
 macro_rules! per_transport {
     ($($name:ident),+ $(,)?) => {$(
-        mod $name {
-            #[test]
-            fn pipe() {
-                super::$name(peerpipe::transport::TransportKind::Pipe)
-            }
-            #[test]
-            fn shm_sem() {
-                super::$name(peerpipe::transport::TransportKind::ShmSem)
-            }
-            #[test]
-            fn shm_ring() {
-                super::$name(peerpipe::transport::TransportKind::ShmRing)
-            }
-        }
+        transport_tests!($name: pipe Pipe, shm_sem ShmSem, shm_ring ShmRing);
     )+};
 }
 
 /// Like [`per_transport!`], and a fourth test `NAME::tcp`: for the tests of a client that
 /// spawns its server, which over `tcp` listens on loopback and is connected to (see
 /// `PROTOCOL.md` §14).
-#[macro_export]
+#[allow(unused_macros)]
 macro_rules! per_transport_and_tcp {
     ($($name:ident),+ $(,)?) => {$(
-        mod $name {
-            #[test]
-            fn pipe() {
-                super::$name(peerpipe::transport::TransportKind::Pipe)
-            }
-            #[test]
-            fn shm_sem() {
-                super::$name(peerpipe::transport::TransportKind::ShmSem)
-            }
-            #[test]
-            fn shm_ring() {
-                super::$name(peerpipe::transport::TransportKind::ShmRing)
-            }
-            #[test]
-            fn tcp() {
-                super::$name(peerpipe::transport::TransportKind::Tcp)
-            }
-        }
+        transport_tests!($name: pipe Pipe, shm_sem ShmSem, shm_ring ShmRing, tcp Tcp);
     )+};
+}
+
+/// The module `name` of [`per_transport!`]: one test per `test Kind` pair.
+#[allow(unused_macros)]
+macro_rules! transport_tests {
+    ($name:ident: $($test:ident $kind:ident),+) => {
+        mod $name {
+            $(
+                #[test]
+                fn $test() {
+                    super::$name(peerpipe::transport::TransportKind::$kind)
+                }
+            )+
+        }
+    };
 }
 
 /// `Duration::from_secs`, shorter.
