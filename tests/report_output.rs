@@ -642,6 +642,9 @@ fn the_table_names_the_machine_state_and_notes_a_change_of_state() {
     assert!(!steady.contains("changed state"), "{steady}");
     let changed = table(&probed(120, 900, 3_400));
     assert!(changed.contains("took 3.78x longer in some groups"), "{changed}");
+    // Each group then names its state; in a steady run none does.
+    assert!(changed.contains("; cross-core 4 KiB 900ns"), "{changed}");
+    assert!(!steady.contains("; cross-core 4 KiB"), "{steady}");
     assert!(changed.contains("the machine changed state during the run"), "{changed}");
     // Not probed (no split placement): nothing is claimed.
     assert!(!table(&sample()).contains("machine state"));

@@ -145,10 +145,19 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .collect();
         rows.sort_by(|a, b| order.compare_within_group(a, b));
         let bytes = rows.first().map_or(0, |r| r.bytes);
+        // When the machine changed state during the run, each group says which it was in.
+        let changed =
+            matches!(crosscore::block_spread(&report.cross_core_probes()), Some((_, _, Some(_))));
         let notes: String = rows
             .first()
             .and_then(|row| report.baseline_for(row))
-            .map(|floor| floor_notes(floor, rows.iter().copied()))
+            .map(|floor| {
+                let mut notes = floor_notes(floor, rows.iter().copied());
+                if let Some(probe) = floor.cross_core.filter(|_| changed) {
+                    notes.push_str(&format!("; cross-core 4 KiB {}", ns(probe.block_ns)));
+                }
+                notes
+            })
             .unwrap_or_default();
         writeln!(out, "{dtype} x {elements} ({}){notes}", format_bytes(bytes))?;
         // The raw floor of each transport in the group, in the rows' transport order.
