@@ -5,8 +5,9 @@
 #   1. ten consecutive runs of one row: the spread (max / min) of ratio_to_baseline, and how
 #      many of the ten 95 % intervals contain the median of the ten;
 #   2. `peer compare --abs 100ns --rel 5` on five pairs of same-configuration runs (should say
-#      "same": exit 0), and on five pairs where B ran with `--server-delay 500ns` (should say
-#      "differs": exit 1), with the p50 difference each time;
+#      "same": exit 0), and on five pairs of a run and, right after it, one with
+#      `--server-delay 500ns` (should say "differs": exit 1; exit 3 when the machine changed
+#      state between the two), with the p50 difference each time;
 #   3. five runs of the Lorenz-96 example: the spread of its overhead_ratio.
 #
 # Usage: benches/paired_check.sh [OUTPUT_DIR]   (default target/paired-check; about 2 minutes)
@@ -34,11 +35,16 @@ print("intervals:", " ".join(f"{r['ratio_ci'][0]:.3f}-{r['ratio_ci'][1]:.3f}" fo
 print(f"max/min {max(ratios) / min(ratios):.3f} (target <= 1.15); median {median:.3f}; "
       f"{inside}/10 intervals contain it (target >= 8)")
 print("row p50 (ns):  ", " ".join(str(r["rtt_ns"]["p50"]) for r in rows))
+# Which state of the machine each run was measured in (the floor's cross-core probe, 4 KiB).
+runs = [json.load(open(f"{out}/r{i}.json")) for i in range(1, 11)]
+probes = [next((f["cross_core"] for f in run["baseline"] if f.get("cross_core")), None) for run in runs]
+print("cross-core 4 KiB (ns):", " ".join(str(p["block_ns"]) if p else "-" for p in probes))
 EOF
 
 echo "== 2. peer compare --abs 100ns --rel 5"
 same=0
 delayed=0
+other_state=0
 for i in 1 2 3 4 5; do
     a="$out/r$((2 * i - 1)).json"
     b="$out/r$((2 * i)).json"
@@ -47,12 +53,17 @@ for i in 1 2 3 4 5; do
     code=$?
     set -e
     [ "$code" = 0 ] && same=$((same + 1))
+    # The run without the delay is taken right before the one with it, so that both are
+    # likely taken in one state of the machine (compare exits 3 when they were not).
+    b="$out/b$i.json"
+    "$peer" "${row[@]}" --json "$b" >/dev/null
     "$peer" "${row[@]}" --server-delay 500ns --json "$out/d$i.json" >/dev/null
     set +e
     "$peer" compare --abs 100ns --rel 5 "$b" "$out/d$i.json" >"$out/delay$i.txt"
     dcode=$?
     set -e
     [ "$dcode" = 1 ] && delayed=$((delayed + 1))
+    [ "$dcode" = 3 ] && other_state=$((other_state + 1))
     python3 - "$b" "$out/d$i.json" "$code" "$dcode" <<'EOF'
 import json, sys
 a, d = (json.load(open(p)) for p in sys.argv[1:3])
@@ -67,6 +78,7 @@ print(f"pair: same-config exit {sys.argv[3]}; with --server-delay 500ns exit {sy
 EOF
 done
 echo "same configuration: exit 0 in $same of 5 (target >= 4); with the delay: exit 1 in $delayed of 5 (target >= 4)"
+echo "(exit 3, a pair taken in two states of the machine and not judged: $other_state of the 5 delay pairs)"
 
 echo "== 3. five runs of the Lorenz-96 example"
 for i in 1 2 3 4 5; do
