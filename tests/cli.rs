@@ -362,6 +362,48 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
 }
 
 #[test]
+fn free_placement_probes_the_machine_state_and_same_placement_cannot() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        println!("skipping: the probe needs two CPUs");
+        return;
+    }
+    let dir = temp_dir("probe-placements");
+    let json = dir.join("run.json");
+    let output = peer(&[
+        "--sizes",
+        "8",
+        "--dtype",
+        "f64",
+        "--path",
+        "codec",
+        "--handler",
+        "echo",
+        "--wait",
+        "block",
+        "--pin",
+        "free,same",
+        "--duration",
+        "4ms",
+        "--rounds",
+        "2",
+        "--generations",
+        "1",
+        "--warmup",
+        "1ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = export::read_json(&json).unwrap();
+    let floors = |pin: &'static str| report.baseline.iter().filter(move |b| b.pin == pin);
+    // `same` has no second CPU to probe: never a made-up figure.
+    assert!(floors("same").count() > 0 && floors("same").all(|b| b.cross_core.is_none()));
+    // `free` probes the first two CPUs (unknown only if the probe got no CPU in time).
+    assert!(floors("free").any(|b| b.cross_core.is_some_and(|c| c.block_ns > 0)));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn split_placement_runs_and_labels_its_rows() {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         println!("skipping: split placement needs two CPUs");

@@ -636,7 +636,9 @@ fn the_table_names_the_machine_state_and_notes_a_change_of_state() {
     let table = |report: &Report| text_of(|out| render::table(report, out));
     let steady = table(&probed(120, 900, 950));
     assert!(
-        steady.contains("machine state: a cache line between the client's CPU and the server's 120ns, 4 KiB 900ns..950ns"),
+        steady.contains(
+            "machine state: a cache line between the first two CPUs 120ns, 4 KiB 900ns..950ns"
+        ),
         "{steady}"
     );
     assert!(!steady.contains("changed state"), "{steady}");

@@ -1,5 +1,5 @@
-//! The state of the machine: how long moving data between the client's CPU and the server's
-//! takes right now, measured by two threads of this process.
+//! The state of the machine: how long moving data between two CPUs (the two `split` gives the
+//! client and the server) takes right now, measured by two threads of this process.
 //!
 //! Pairing takes a slow spell out of a ratio when it stretches a floor and its row alike. This
 //! project's VM also has states that *add* cost to every cross-core transfer: for minutes at a
@@ -7,7 +7,8 @@
 //! 500-double round trip 6 µs instead of 2 µs, and its ratio to the floor fell from ~1.30 to
 //! ~1.06 (the excess over the floor barely moved, the floor did). No ratio can hold across
 //! that, so the report says which state each group was measured in: [`probe`] runs before
-//! every group with `split` placement and its figures go into the floor's `cross_core`.
+//! every group with `split` or `free` placement and its figures go into the floor's
+//! `cross_core`.
 //!
 //! The probe is a ping-pong of one cache line and of a 4 KiB block between the calling thread
 //! and a partner thread on the server's CPU, through atomics only: no system call, no wake-up,

@@ -561,18 +561,26 @@ impl<'p> Section<'p> {
         }
     }
 
-    /// The machine's state before a group: [`crosscore::probe`] between the client's CPU and a
-    /// thread started where the servers are; only with `split`, where each has its own CPU.
+    /// The machine's state before a group: [`crosscore::probe`] between the client's first
+    /// allowed CPU and a thread on its second — where `split` puts client and server, and
+    /// what `free` may; with `same` (or one CPU) there is no second CPU to probe: `None`.
     fn probe_cross_core(&self) -> Option<CrossCore> {
-        if self.placement.placement() != Placement::Split {
-            return None;
-        }
+        let split;
+        let placer = match self.placement.placement() {
+            Placement::Split => self.placement,
+            // Pinned for the probe only: dropping the placer restores the thread's affinity.
+            Placement::Free => {
+                split = Placer::new(Placement::Split).ok()?;
+                &split
+            }
+            Placement::Same => return None,
+        };
         crosscore::probe(|run| {
             let start = || {
                 let thread = std::thread::Builder::new().name("cross-core probe".into());
                 thread.spawn(run).map_err(Error::from)
             };
-            self.placement.spawn(start).ok()
+            placer.spawn(start).ok()
         })
     }
 

@@ -288,9 +288,10 @@ pub struct BaselineRow {
     /// costs what the route costs, so the rows' ratios measure framing and conversion only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
-    /// How long moving data between the client's CPU and the server's took just before this
-    /// group (see [`crosscore`]): which state the machine was in. Measured with `split`
-    /// placement only; `null` otherwise and in reports from before it was recorded.
+    /// How long moving data between the first two allowed CPUs (where `split` puts client and
+    /// server) took just before this group (see [`crosscore`]): which state the machine was
+    /// in. `null` with `same` placement (no second CPU), when the probe got no CPU in time, and
+    /// in reports from before it was recorded.
     #[serde(default)]
     pub cross_core: Option<crosscore::CrossCore>,
 }

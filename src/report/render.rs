@@ -381,8 +381,8 @@ pub fn machine_state(report: &Report) -> Option<String> {
     let line_lo = probes.iter().map(|c| c.line_ns).min().unwrap_or(0);
     let line_hi = probes.iter().map(|c| c.line_ns).max().unwrap_or(0);
     let mut out = format!(
-        "machine state: a cache line between the client's CPU and the server's {}, 4 KiB {} \
-         (round trips, before each group).",
+        "machine state: a cache line between the first two CPUs {}, 4 KiB {} (round trips, \
+         probed before each group).",
         range(line_lo, line_hi),
         range(lo, hi)
     );
