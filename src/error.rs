@@ -215,13 +215,18 @@ pub enum Error {
         cause: String,
     },
 
-    /// The peer process ended; `status` says how (`exited with status 3`, `killed by signal 9`).
+    /// The peer process ended; `status` says how (`exited with status 3`, `killed by signal 9`),
+    /// and `code` or `signal` say it as a number.
     #[error("peer {status} {context}")]
     PeerExited {
         /// How the process ended.
         status: String,
         /// What this side was doing when it noticed.
         context: String,
+        /// Its exit status, when it exited.
+        code: Option<i32>,
+        /// The signal that killed it, when one did.
+        signal: Option<i32>,
     },
 
     /// Data came back different from what it must be (a verified reply, an echoed message).

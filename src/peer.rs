@@ -985,10 +985,10 @@ impl Peer {
             return Ok(Some(status));
         }
         let status = child.terminate()?;
-        Err(Error::PeerExited {
-            status: describe_status(status),
-            context: format!("after not exiting within {CLOSE_GRACE:?} of BYE"),
-        })
+        Err(crate::process::exited(
+            status,
+            format!("after not exiting within {CLOSE_GRACE:?} of BYE"),
+        ))
     }
 
     fn say_bye(&mut self) -> Result<()> {
@@ -1065,10 +1065,7 @@ impl Peer {
                     .map(|tail| tail.text(Duration::from_millis(200)))
                     .filter(|text| !text.is_empty())
                     .map_or_else(String::new, |text| format!("; its stderr ended with: {text}"));
-                Error::PeerExited {
-                    status: describe_status(status),
-                    context: format!("{context} ({error}){said}"),
-                }
+                crate::process::exited(status, format!("{context} ({error}){said}"))
             }
             None => {
                 let _ = child.terminate();

@@ -121,6 +121,17 @@ pub(crate) fn resume(pid: u32) {
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
 }
 
+/// [`crate::Error::PeerExited`] for a process that ended with `status`, noticed while doing
+/// `context`: the status in words and as a number.
+pub(crate) fn exited(status: ExitStatus, context: String) -> crate::Error {
+    crate::Error::PeerExited {
+        status: describe_status(status),
+        context,
+        code: status.code(),
+        signal: status.signal(),
+    }
+}
+
 /// `exited with status 3` or `was killed by signal 9 (SIGKILL)`.
 pub fn describe_status(status: ExitStatus) -> String {
     if let Some(code) = status.code() {
@@ -172,10 +183,7 @@ impl ChildGuard {
             _ => Duration::ZERO,
         };
         match self.wait_timeout(patience) {
-            Ok(Some(status)) => crate::Error::PeerExited {
-                status: describe_status(status),
-                context: format!("during the tcp set-up ({error})"),
-            },
+            Ok(Some(status)) => exited(status, format!("during the tcp set-up ({error})")),
             _ => {
                 let _ = self.terminate();
                 error

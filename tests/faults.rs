@@ -81,7 +81,7 @@ fn a_server_killed_mid_soak_is_reported_as_killed_by_signal_9_well_within_the_ti
         let delay = noticed.saturating_duration_since(killed_at);
 
         match &error {
-            Error::PeerExited { status, context } => {
+            Error::PeerExited { status, context, .. } => {
                 assert_eq!(status, "was killed by signal 9 (SIGKILL)", "{handler}: {context}");
             }
             other => panic!("{handler}: expected PeerExited, got {other:?}"),

@@ -166,8 +166,9 @@ fn a_server_that_sends_half_a_frame_and_exits_is_peer_exited_naming_the_truncati
     kind: TransportKind,
 ) {
     match misbehave(kind, "half-frame") {
-        Error::PeerExited { status, context } => {
+        Error::PeerExited { status, context, code, signal } => {
             assert_eq!(status, "exited with status 0");
+            assert_eq!((code, signal), (Some(0), None), "the status as a number too");
             assert!(context.contains("truncated payload: got 13 of 32 bytes"), "{context:?}");
         }
         Error::Truncated { what: "payload", expected: 32, got: 13 } => {}
@@ -179,8 +180,8 @@ fn a_server_that_sends_half_a_hello_header_and_exits_is_peer_exited_naming_the_t
     kind: TransportKind,
 ) {
     match misbehave(kind, "half-header") {
-        Error::PeerExited { status, context } => {
-            assert_eq!(status, "exited with status 0");
+        Error::PeerExited { status, context, code, .. } => {
+            assert_eq!((status.as_str(), code), ("exited with status 0", Some(0)));
             assert!(context.contains("truncated header: got 10 of 32 bytes"), "{context:?}");
         }
         Error::Truncated { what: "header", expected: 32, got: 10 } => {}
@@ -190,8 +191,9 @@ fn a_server_that_sends_half_a_hello_header_and_exits_is_peer_exited_naming_the_t
 
 fn a_server_killed_mid_run_is_peer_exited_killed_by_signal_9(kind: TransportKind) {
     match misbehave(kind, "killed") {
-        Error::PeerExited { status, context } => {
+        Error::PeerExited { status, context, code, signal } => {
             assert!(status.contains("killed by signal 9"), "{status:?}");
+            assert_eq!((code, signal), (None, Some(9)), "the signal as a number too");
             assert!(context.contains("seq 1"), "{context:?}");
         }
         other => panic!("{other:?}"),
@@ -228,7 +230,7 @@ fn a_server_killed_while_the_client_waits_is_reported_well_before_the_timeout(ki
     let noticed_after = done.saturating_duration_since(killed_at);
     eprintln!("{kind}: the death was reported {noticed_after:?} after the kill");
     match result {
-        Err(Error::PeerExited { status, context }) => {
+        Err(Error::PeerExited { status, context, .. }) => {
             assert!(status.contains("killed by signal 9"), "{kind}: {status:?}");
             assert!(context.contains("reply to seq 1"), "{kind}: {context:?}");
         }

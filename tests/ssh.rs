@@ -149,7 +149,7 @@ fn killing_the_local_ssh_client_is_peer_exited_and_the_remote_server_exits_by_it
         }
     }
     match error.expect("calls fail once the ssh client is killed") {
-        Error::PeerExited { status, context } => {
+        Error::PeerExited { status, context, .. } => {
             assert_eq!(status, "was killed by signal 9 (SIGKILL)", "{context}")
         }
         other => panic!("expected PeerExited, got {other:?}"),
@@ -282,7 +282,7 @@ fn tcp_over_ssh_matches_the_local_lorenz96_bit_for_bit_and_its_report_runs() {
         }
     }
     match error.expect("calls fail once the ssh client is killed") {
-        Error::PeerExited { status, context } => {
+        Error::PeerExited { status, context, .. } => {
             assert_eq!(status, "was killed by signal 9 (SIGKILL)", "{context}")
         }
         other => panic!("expected PeerExited, got {other:?}"),

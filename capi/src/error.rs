@@ -187,7 +187,12 @@ mod tests {
                 PP_ETIMEDOUT,
             ),
             (
-                Error::PeerExited { status: "exited with status 3".into(), context: "c".into() },
+                Error::PeerExited {
+                    status: "exited with status 3".into(),
+                    context: "c".into(),
+                    code: Some(3),
+                    signal: None,
+                },
                 PP_EEXITED,
             ),
             (Error::PeerClosed { context: "before replying" }, PP_ECLOSED),

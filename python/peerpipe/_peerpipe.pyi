@@ -24,6 +24,10 @@ class PeerExited(Error):
 
     status: Optional[str]
     """How it ended ('exited with status 3', 'was killed by signal 9 (SIGKILL)'), if known."""
+    exit_code: Optional[int]
+    """Its exit status (3), when it exited and that is known."""
+    signal: Optional[int]
+    """The signal that killed it (9), when one did and that is known."""
 
 class ProtocolError(Error):
     """The other side broke wire format v1. The peer is closed and its server reaped."""

@@ -95,11 +95,17 @@ fn to_py(py: Python<'_>, error: peerpipe::Error) -> PyErr {
             Ok(t) => PyErr::from_type(t.clone(), message),
             Err(e) => e,
         },
-        E::PeerExited { status, .. } => {
-            with(PeerExited::new_err(message), &[("status", Some(status))])
+        E::PeerExited { status, code, signal, .. } => {
+            let err = with(PeerExited::new_err(message), &[("status", Some(status))]);
+            let _ = err.value(py).setattr("exit_code", code);
+            let _ = err.value(py).setattr("signal", signal);
+            err
         }
         E::PeerClosed { .. } | E::ClosedAfter { .. } => {
-            with(PeerExited::new_err(message), &[("status", None)])
+            let err = with(PeerExited::new_err(message), &[("status", None)]);
+            let _ = err.value(py).setattr("exit_code", None::<i32>);
+            let _ = err.value(py).setattr("signal", None::<i32>);
+            err
         }
         E::Remote { seq, message: text } => {
             let err = RemoteError::new_err(message);

@@ -52,6 +52,7 @@ def test_a_server_that_exits_is_peer_exited_with_its_status():
     with pytest.raises(peerpipe.PeerExited, match=r"exited with status 3") as info:
         peer.call(np.ones(4))
     assert info.value.status == "exited with status 3"
+    assert (info.value.exit_code, info.value.signal) == (3, None)
     assert peer.closed
     assert children() == before
 
@@ -66,6 +67,7 @@ def test_a_server_killed_by_a_signal_is_peer_exited_naming_the_signal():
         for _ in range(100):
             peer.call(np.ones(4))
     assert info.value.status == "was killed by signal 9 (SIGKILL)"
+    assert (info.value.exit_code, info.value.signal) == (None, signal.SIGKILL)
 
 
 def test_a_server_that_exits_before_hello_is_peer_exited():

@@ -230,16 +230,11 @@ impl RawEcho {
         self.transport = None;
         match self.child.wait_timeout(CLOSE_GRACE)? {
             Some(status) if status.success() => Ok(()),
-            Some(status) => Err(Error::PeerExited {
-                status: crate::process::describe_status(status),
-                context: "after the baseline".into(),
-            }),
+            Some(status) => Err(crate::process::exited(status, "after the baseline".into())),
             None => {
                 let status = self.child.terminate()?;
-                Err(Error::PeerExited {
-                    status: crate::process::describe_status(status),
-                    context: "after not exiting at end of stream (baseline)".into(),
-                })
+                let context = "after not exiting at end of stream (baseline)".into();
+                Err(crate::process::exited(status, context))
             }
         }
     }
