@@ -129,6 +129,9 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         ))
     });
     let mut section: Option<(&str, &str)> = None;
+    // When the machine changed state during the run, each group says which it was in.
+    let changed =
+        matches!(crosscore::block_spread(&report.cross_core_probes()), Some((_, _, Some(_))));
     for &(pin, wait, dtype, elements) in &groups {
         if section != Some((pin, wait)) {
             section = Some((pin, wait));
@@ -145,9 +148,6 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .collect();
         rows.sort_by(|a, b| order.compare_within_group(a, b));
         let bytes = rows.first().map_or(0, |r| r.bytes);
-        // When the machine changed state during the run, each group says which it was in.
-        let changed =
-            matches!(crosscore::block_spread(&report.cross_core_probes()), Some((_, _, Some(_))));
         let notes: String = rows
             .first()
             .and_then(|row| report.baseline_for(row))
