@@ -24,6 +24,11 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// The flags of a run of one f64 × 8 `echo` row over the codec, blocking: the smallest real
+/// report.
+const ONE_ECHO_ROW: [&str; 10] =
+    ["--sizes", "8", "--dtype", "f64", "--path", "codec", "--handler", "echo", "--wait", "block"];
+
 fn peer(args: &[&str]) -> Output {
     Command::new(peer_exe()).args(args).output().expect("run peer")
 }
@@ -178,28 +183,14 @@ fn server_delay_is_server_time_and_recorded_but_refused_with_spawn() {
     let _watchdog = Watchdog::new(secs(120));
     let dir = temp_dir("server-delay");
     let json = dir.join("delay.json");
-    let out = peer(&[
-        "--sizes",
-        "8",
-        "--dtype",
-        "f64",
-        "--path",
-        "codec",
-        "--handler",
-        "echo",
-        "--wait",
-        "block",
-        "--duration",
-        "20ms",
-        "--warmup",
-        "1ms",
-        "--rounds",
-        "4",
-        "--server-delay",
-        "300us",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let out = peer(
+        &[
+            &ONE_ECHO_ROW[..],
+            &["--duration", "20ms", "--warmup", "1ms", "--rounds", "4", "--server-delay", "300us"],
+            &["--json", json.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report = export::read_json(&json).unwrap();
     assert_eq!(report.config.server_delay_ns, 300_000);
@@ -369,30 +360,14 @@ fn free_placement_probes_the_machine_state_and_same_placement_cannot() {
     }
     let dir = temp_dir("probe-placements");
     let json = dir.join("run.json");
-    let output = peer(&[
-        "--sizes",
-        "8",
-        "--dtype",
-        "f64",
-        "--path",
-        "codec",
-        "--handler",
-        "echo",
-        "--wait",
-        "block",
-        "--pin",
-        "free,same",
-        "--duration",
-        "4ms",
-        "--rounds",
-        "2",
-        "--generations",
-        "1",
-        "--warmup",
-        "1ms",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let output = peer(
+        &[
+            &ONE_ECHO_ROW[..],
+            &["--pin", "free,same", "--duration", "4ms", "--rounds", "2", "--generations", "1"],
+            &["--warmup", "1ms", "--json", json.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let report = export::read_json(&json).unwrap();
     let floors = |pin: &'static str| report.baseline.iter().filter(move |b| b.pin == pin);
