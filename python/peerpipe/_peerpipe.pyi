@@ -198,6 +198,7 @@ def serve(
     name: Optional[str] = None,
     max_frame_bytes: Optional[int] = None,
     frame_timeout: Optional[float] = 10.0,
+    listen: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Serves requests on this process's stdin/stdout with ``handler`` until the client says
     BYE or closes; returns {"replies", "rejected", "ending", "transport"}.
@@ -210,8 +211,10 @@ def serve(
     shm-ring region it passed as stdin), so ``peer --spawn "python3 model.py" --transport
     shm-ring`` works unchanged. ``transport="tcp"`` must be said: stdin is then a pipe all
     the same (the control channel, over ssh), and the server listens on the address of
-    ``$SSH_CONNECTION`` (else 127.0.0.1), announces it with a token on stdout, and serves the
-    one client that connects with that token. ``name`` is announced in HELLO (default: the handler's
+    ``$SSH_CONNECTION`` (else 127.0.0.1) -- or on ``listen`` ("IP", "IP:PORT" or
+    "[IPv6]:PORT"; ValueError for anything else, or without ``transport="tcp"``) --, announces
+    it with a token on stdout, and serves the one client that connects with that token before
+    ``frame_timeout`` (10 s when None: nothing listens without a deadline). ``name`` is announced in HELLO (default: the handler's
     __name__). After the call starts, fd 1 points at stderr: print() goes to the log, never
     into the stream. Runs with the GIL released between requests.
     """

@@ -881,7 +881,7 @@ impl Handler for PyHandler {
 /// Serves requests on stdin/stdout (or the shared region given as stdin) with a Python
 /// callable until the client says BYE or closes (see `peerpipe.serve`).
 #[pyfunction]
-#[pyo3(signature = (handler, *, transport=None, wait="hybrid", in_place=None, name=None, max_frame_bytes=None, frame_timeout=Some(10.0)))]
+#[pyo3(signature = (handler, *, transport=None, wait="hybrid", in_place=None, name=None, max_frame_bytes=None, frame_timeout=Some(10.0), listen=None))]
 #[allow(clippy::too_many_arguments)]
 fn serve<'py>(
     py: Python<'py>,
@@ -892,6 +892,7 @@ fn serve<'py>(
     name: Option<String>,
     max_frame_bytes: Option<u64>,
     frame_timeout: Option<f64>,
+    listen: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let bound = handler.bind(py);
     if !bound.is_callable() {
@@ -911,6 +912,17 @@ fn serve<'py>(
             .unwrap_or_else(|_| "python".to_owned()),
     };
     let wait: Wait = wait.parse().py_err(py)?;
+    let listen = match (transport, listen) {
+        (_, None) => None,
+        (Some("tcp"), Some(address)) => {
+            Some(peerpipe::transport::tcp::parse_listen(address).py_err(py)?)
+        }
+        (other, Some(_)) => {
+            return Err(PyValueError::new_err(format!(
+                "listen is for transport='tcp', found transport={other:?}"
+            )));
+        }
+    };
     let kind = match transport {
         Some(kind) => kind.parse().py_err(py)?,
         None => TransportKind::of_stdin().py_err(py)?,
@@ -929,7 +941,17 @@ fn serve<'py>(
         frame_timeout,
         ..defaults
     };
-    let mut transport = server::stdio_transport_of(kind, wait).py_err(py)?;
+    let mut transport = match listen {
+        // An address to listen on (tcp only, checked above). Nothing listens without a
+        // deadline: the client has the frame timeout to connect, or the default one when
+        // frame_timeout=None (as with the default address).
+        Some(address) => {
+            let deadline = options.frame_timeout.unwrap_or(server::DEFAULT_FRAME_TIMEOUT);
+            server::stdio_tcp_transport(wait, Some(address), Some(deadline))
+        }
+        None => server::stdio_transport_of(kind, wait),
+    }
+    .py_err(py)?;
     let mut handler =
         PyHandler { callable: handler, in_place, name, f64s: Vec::new(), f32s: Vec::new() };
     let summary = py.detach(|| server::serve(&mut transport, &mut handler, &options)).py_err(py)?;

@@ -118,3 +118,25 @@ def test_the_solve_ivp_example_prints_bit_identical_trajectories():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "bit-identical: yes" in result.stdout
+
+
+def test_a_python_server_over_tcp_listens_where_it_is_told():
+    # An explicit address with port 0 (a free port), as `peer --role server --listen` takes it.
+    with peerpipe.Peer.spawn(
+        python_server("echo_server", "tcp", "127.0.0.1:0"), transport="tcp"
+    ) as peer:
+        assert peer.transport == "tcp"
+        assert peer.call(np.arange(5.0)).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"transport": "pipe", "listen": "127.0.0.1"}, r"listen is for transport='tcp'"),
+        ({"listen": "127.0.0.1"}, r"listen is for transport='tcp'"),
+        ({"transport": "tcp", "listen": "localhost"}, r"expected IP, IP:PORT or \[IPv6\]:PORT"),
+    ],
+)
+def test_serve_refuses_a_listen_address_it_cannot_use_before_touching_stdio(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        peerpipe.serve(lambda x: x, **kwargs)
