@@ -218,7 +218,10 @@ struct RunArgs {
     /// split on a machine with two or more cores, else free]. split is the default because
     /// with free the scheduler sometimes keeps client and server on one core for a whole
     /// process lifetime, differently for each server process, so a floor and a row could be
-    /// measured on one core and on two: the per-round CPUs in the JSON show it.
+    /// measured on one core and on two: the per-round CPUs in the JSON show it. With split and
+    /// free, each group is preceded by a ~5 ms probe of the machine's state (a cache line and
+    /// 4 KiB between the first two CPUs: the table's `machine state:` line, each floor's
+    /// cross_core), which says when the machine changed state during a run.
     #[arg(long, value_delimiter = ',', value_parser = parse_pin)]
     pin: Vec<Placement>,
 
