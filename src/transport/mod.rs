@@ -714,17 +714,7 @@ impl Transport {
                 }
             }
         }
-        let mut padding = [0u8; 8];
-        let padding = &mut padding[..padding_len(len)];
-        let read = self.recv_exact(padding, deadline)?;
-        if read < padding.len() {
-            return Err(Error::Truncated {
-                what: "padding",
-                expected: padding.len() as u64,
-                got: read as u64,
-            });
-        }
-        check_padding(padding)
+        self.recv_padding(len, deadline)
     }
 
     /// Writes `bytes` as they are, without framing: the raw-bytes baseline uses this.
@@ -980,8 +970,14 @@ impl Transport {
                 got: got as u64,
             });
         }
+        self.recv_padding(payload.len(), deadline)
+    }
+
+    /// Reads the padding after a payload of `payload_len` bytes, which must be there in full
+    /// and zero ([`Error::Truncated`] naming the padding, [`Error::NonzeroPadding`]).
+    fn recv_padding(&mut self, payload_len: usize, deadline: Deadline) -> Result<()> {
         let mut padding = [0u8; 8];
-        let padding = &mut padding[..padding_len(payload.len())];
+        let padding = &mut padding[..padding_len(payload_len)];
         let got = self.recv_exact(padding, deadline)?;
         if got < padding.len() {
             return Err(Error::Truncated {
