@@ -189,6 +189,15 @@ fn spawn_interruptibly(
     }
 }
 
+/// What `__exit__` returns after closing: `False` (the exception, if any, goes on), or the
+/// failure to close when no exception is on its way out (one that is wins over it).
+fn exit_after<T>(closed: PyResult<T>, exc_type: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    if exc_type.is_none_or(|t| t.is_none()) {
+        closed?;
+    }
+    Ok(false)
+}
+
 /// The crate's options from the keyword arguments every constructor takes.
 fn options(
     transport: &str,
@@ -562,12 +571,7 @@ impl PyPeer {
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let closed = self.close(py);
-        // An exception already on its way out wins over a failure to close.
-        if exc_type.is_none_or(|t| t.is_none()) {
-            closed?;
-        }
-        Ok(false)
+        exit_after(self.close(py), exc_type)
     }
 
     fn __repr__(&mut self) -> String {
@@ -785,11 +789,7 @@ impl PyRemoteRhs {
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let closed = self.close(py);
-        if exc_type.is_none_or(|t| t.is_none()) {
-            closed?;
-        }
-        Ok(false)
+        exit_after(self.close(py), exc_type)
     }
 }
 
