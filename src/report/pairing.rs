@@ -248,17 +248,17 @@ pub fn paired_ratio(row: &[u64], floor: &[u64]) -> Option<PairedRatio> {
     if row.len() != floor.len() {
         return None;
     }
-    let mut ratios: Vec<f64> = row
-        .iter()
-        .zip(floor)
-        .filter(|&(_, &f)| f > 0)
-        .map(|(&r, &f)| r as f64 / f as f64)
-        .collect();
+    let mut ratios = round_ratios(row, floor);
     if ratios.is_empty() {
         return None;
     }
     ratios.sort_unstable_by(f64::total_cmp);
     Some(PairedRatio { median: median(&ratios), ci: median_interval(&ratios) })
+}
+
+/// `row[i] / floor[i]` for every round whose floor p50 is not 0.
+fn round_ratios(row: &[u64], floor: &[u64]) -> Vec<f64> {
+    row.iter().zip(floor).filter(|&(_, &f)| f > 0).map(|(&r, &f)| r as f64 / f as f64).collect()
 }
 
 /// Like [`paired_ratio`], for rounds measured in generations of `generations[i]` rounds each
@@ -290,12 +290,7 @@ pub fn paired_ratio_by_generation(
     let mut start = 0;
     let mut groups = Vec::with_capacity(generations.len());
     for &len in generations {
-        let ratios: Vec<f64> = row[start..start + len]
-            .iter()
-            .zip(&floor[start..start + len])
-            .filter(|&(_, &f)| f > 0)
-            .map(|(&r, &f)| r as f64 / f as f64)
-            .collect();
+        let ratios = round_ratios(&row[start..start + len], &floor[start..start + len]);
         if !ratios.is_empty() {
             groups.push(ratios);
         }
