@@ -278,13 +278,16 @@ proptest! {
         let expected: Vec<u64> = values.iter().map(|&x| (x as f64).to_bits()).collect();
         prop_assert_eq!(bits64(&widened), expected);
         let narrowed_again = codec::encode_f64_as_f32(&widened);
-        let expected: Vec<u8> =
-            values.iter().flat_map(|&x| ((x as f64) as f32).to_bits().to_le_bytes()).collect();
-        prop_assert_eq!(&narrowed_again, &expected);
-        // Widening is exact, so every non-NaN comes back with its original bits.
+        // Widening is exact, so every non-NaN comes back with its original bits. A NaN comes
+        // back a NaN of the same sign: whether a cast quiets a signaling NaN is not fixed by
+        // Rust (an optimised `as` folded at compile time may keep it, the CPU quiets it), so
+        // neither the codec nor an `as` cast is an oracle for those bits.
         for (x, chunk) in values.iter().zip(narrowed_again.chunks_exact(4)) {
-            if !x.is_nan() {
-                prop_assert_eq!(u32::from_le_bytes(chunk.try_into().unwrap()), x.to_bits());
+            let back = f32::from_bits(u32::from_le_bytes(chunk.try_into().unwrap()));
+            if x.is_nan() {
+                prop_assert!(back.is_nan() && back.is_sign_negative() == x.is_sign_negative());
+            } else {
+                prop_assert_eq!(back.to_bits(), x.to_bits());
             }
         }
     }
