@@ -156,7 +156,11 @@ impl FromStr for Wait {
 pub struct Deadline {
     at: Option<Instant>,
     timeout: Option<Duration>,
+    /// No deadline yet: it starts when data arrives ([`Deadline::once_data_arrives`]).
     arm_on_data: bool,
+    /// Data has arrived: the deadline starts at the next wait, whose clock read it borrows
+    /// (a read of the clock as each frame arrives would cost every request ~23 ns).
+    arm_at_wait: bool,
     /// Gives up earlier, at this instant, while no byte has arrived (see
     /// [`Deadline::or_idle_until`]).
     idle_until: Option<Instant>,
@@ -164,8 +168,13 @@ pub struct Deadline {
 
 impl Deadline {
     /// No deadline: wait as long as it takes.
-    pub const NEVER: Deadline =
-        Deadline { at: None, timeout: None, arm_on_data: false, idle_until: None };
+    pub const NEVER: Deadline = Deadline {
+        at: None,
+        timeout: None,
+        arm_on_data: false,
+        arm_at_wait: false,
+        idle_until: None,
+    };
 
     /// A deadline `timeout` from now; `None` means never. A zero timeout makes every wait a
     /// single poll.
@@ -174,20 +183,29 @@ impl Deadline {
             at: timeout.map(|t| Instant::now() + t),
             timeout,
             arm_on_data: false,
+            arm_at_wait: false,
             idle_until: None,
         }
     }
 
     /// A deadline `timeout` after `start` (saves reading the clock when the caller just did).
     pub fn after_from(start: Instant, timeout: Option<Duration>) -> Deadline {
-        Deadline { at: timeout.map(|t| start + t), timeout, arm_on_data: false, idle_until: None }
+        Deadline {
+            at: timeout.map(|t| start + t),
+            timeout,
+            arm_on_data: false,
+            arm_at_wait: false,
+            idle_until: None,
+        }
     }
 
-    /// No deadline until the first byte arrives, then `timeout` from that moment: how a server
+    /// No deadline until the first byte arrives, then `timeout` from the first wait after it
+    /// (a frame that arrives whole never waits, so it never reads the clock): how a server
     /// waits for the next request (idle as long as the client likes, but a frame that has
-    /// started must finish).
+    /// started must finish). Between the first byte and that wait lies only the copy of what
+    /// had arrived.
     pub fn once_data_arrives(timeout: Option<Duration>) -> Deadline {
-        Deadline { at: None, timeout, arm_on_data: true, idle_until: None }
+        Deadline { at: None, timeout, arm_on_data: true, arm_at_wait: false, idle_until: None }
     }
 
     /// This deadline, but giving up already at `until` if no byte has arrived by then: a
@@ -202,12 +220,25 @@ impl Deadline {
     /// This deadline as it stands once data has arrived: armed if it was waiting for data,
     /// without the idle limit of [`Deadline::or_idle_until`].
     pub fn data_arrived(self) -> Deadline {
-        let armed = if self.arm_on_data { Deadline::after(self.timeout) } else { self };
+        let armed =
+            if self.arm_on_data || self.arm_at_wait { Deadline::after(self.timeout) } else { self };
         Deadline { idle_until: None, ..armed }
     }
 
+    /// This deadline once data has arrived, inside a wait loop: like
+    /// [`Deadline::data_arrived`], but one that was waiting for data starts at the loop's next
+    /// wait ([`Deadline::armed_at`]) instead of reading the clock now.
     fn on_data(self) -> Deadline {
-        self.data_arrived()
+        if self.arm_on_data {
+            Deadline { arm_on_data: false, arm_at_wait: true, idle_until: None, ..self }
+        } else {
+            Deadline { idle_until: None, ..self }
+        }
+    }
+
+    /// This deadline at a wait at `now`: one that was to start at the next wait starts now.
+    fn armed_at(self, now: Instant) -> Deadline {
+        if self.arm_at_wait { Deadline::after_from(now, self.timeout) } else { self }
     }
 
     /// Time left, `None` when there is no deadline; zero once passed.
@@ -644,7 +675,7 @@ impl Transport {
         header: &[u8; HEADER_LEN],
         len: usize,
         fill: &mut Fill<'_>,
-        deadline: Deadline,
+        mut deadline: Deadline,
     ) -> Result<()> {
         self.write_all(&mut [IoSlice::new(header)], deadline, false)?;
         let mut at = 0;
@@ -657,7 +688,7 @@ impl Transport {
                 }
                 None => self.wait_ready(
                     Direction::Write,
-                    deadline,
+                    &mut deadline,
                     &mut spin,
                     "the peer to read (pipe or ring full)",
                 )?,
@@ -709,9 +740,12 @@ impl Transport {
                     spin = Spinning::default();
                     deadline = deadline.on_data();
                 }
-                None => {
-                    self.wait_ready(Direction::Read, deadline, &mut spin, "data from the peer")?
-                }
+                None => self.wait_ready(
+                    Direction::Read,
+                    &mut deadline,
+                    &mut spin,
+                    "data from the peer",
+                )?,
             }
         }
         self.recv_padding(len, deadline)
@@ -739,7 +773,7 @@ impl Transport {
     fn write_all(
         &mut self,
         slices: &mut [IoSlice<'_>],
-        deadline: Deadline,
+        mut deadline: Deadline,
         lend: bool,
     ) -> Result<()> {
         let mut remaining = slices;
@@ -758,7 +792,7 @@ impl Transport {
                 }
                 None => self.wait_ready(
                     Direction::Write,
-                    deadline,
+                    &mut deadline,
                     &mut spin,
                     "the peer to read (pipe or ring full)",
                 )?,
@@ -788,9 +822,12 @@ impl Transport {
                     spin = Spinning::default();
                     deadline = deadline.on_data();
                 }
-                None => {
-                    self.wait_ready(Direction::Read, deadline, &mut spin, "data from the peer")?
-                }
+                None => self.wait_ready(
+                    Direction::Read,
+                    &mut deadline,
+                    &mut spin,
+                    "data from the peer",
+                )?,
             }
         }
         Ok(filled)
@@ -908,7 +945,12 @@ impl Transport {
                     deadline = deadline.on_data();
                 }
                 None => {
-                    self.wait_ready(Direction::Read, deadline, &mut spin, "data from the peer")?;
+                    self.wait_ready(
+                        Direction::Read,
+                        &mut deadline,
+                        &mut spin,
+                        "data from the peer",
+                    )?;
                     continue;
                 }
             }
@@ -994,7 +1036,7 @@ impl Transport {
     fn wait_ready(
         &mut self,
         direction: Direction,
-        deadline: Deadline,
+        deadline: &mut Deadline,
         spin: &mut Spinning,
         waiting_for: &'static str,
     ) -> Result<()> {
@@ -1010,6 +1052,7 @@ impl Transport {
         }
         spin.polls = 0;
         let now = Instant::now();
+        *deadline = deadline.armed_at(now);
         if deadline.passed(now) {
             return Err(deadline.error(waiting_for));
         }
@@ -1298,6 +1341,25 @@ mod tests {
             drop(b);
             assert_eq!(reader.join().unwrap().unwrap(), 0, "{kind}");
         }
+    }
+
+    #[test]
+    fn a_deadline_waiting_for_data_starts_at_the_first_wait_after_it() {
+        let timeout = Duration::from_millis(50);
+        let idle = Deadline::once_data_arrives(Some(timeout));
+        assert_eq!(idle.instant(), None, "no deadline while no byte has arrived");
+        let arrived = idle.on_data();
+        assert_eq!(arrived.instant(), None, "the clock is not read as the data arrives");
+        let now = Instant::now();
+        assert_eq!(arrived.armed_at(now).instant(), Some(now + timeout));
+        assert_eq!(arrived.armed_at(now).armed_at(now + timeout).instant(), Some(now + timeout));
+        // Outside a wait loop the deadline starts at once, as before.
+        let started = Instant::now();
+        let at = idle.data_arrived().instant().expect("armed");
+        assert!(at >= started + timeout && at <= Instant::now() + timeout);
+        // A deadline that was armed already is untouched by data.
+        let fixed = Deadline::after_from(now, Some(timeout));
+        assert_eq!(fixed.on_data().armed_at(now + timeout).instant(), Some(now + timeout));
     }
 
     #[test]
