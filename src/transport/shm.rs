@@ -524,8 +524,14 @@ impl ShmLink {
             let offset = self.wrapped(self.read_offset, total);
             let first = n.min(self.capacity - offset);
             let data = self.data(self.rx);
-            self.map.read(data + offset, &mut buf[..first]);
-            self.map.read(data, &mut buf[first..n]);
+            // Empty stretches are skipped: a frame's padding is usually empty, and every copy
+            // is a call into memcpy.
+            if first > 0 {
+                self.map.read(data + offset, &mut buf[..first]);
+            }
+            if n > first {
+                self.map.read(data, &mut buf[first..n]);
+            }
             total += n;
             if total == available {
                 break;
@@ -609,8 +615,12 @@ impl ShmLink {
             let n = buf.len().min(free - total);
             let offset = self.wrapped(self.write_offset, total);
             let first = n.min(self.capacity - offset);
-            self.map.write(data + offset, &buf[..first]);
-            self.map.write(data, &buf[first..n]);
+            if first > 0 {
+                self.map.write(data + offset, &buf[..first]);
+            }
+            if n > first {
+                self.map.write(data, &buf[first..n]);
+            }
             total += n;
             if total == free {
                 break;
