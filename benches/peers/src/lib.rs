@@ -10,11 +10,13 @@
 //! out into the caller's buffer.
 
 use std::error::Error;
+use std::io::{IoSlice, IoSliceMut};
 use std::process::Child;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use peerpipe::report::cpu::Pinned;
+use peerpipe::transport::{Link, ShmLink};
 
 /// The error type of the binaries: anything, with its message.
 pub type BoxResult<T> = Result<T, Box<dyn Error>>;
@@ -192,4 +194,50 @@ impl Drop for ChildGuard {
             let _ = child.wait();
         }
     }
+}
+
+/// Writes all of `bytes` to a bare ring, spinning while it is full.
+///
+/// # Errors
+/// Those of [`Link::try_write`].
+pub fn ring_send(link: &mut ShmLink, bytes: &[u8]) -> BoxResult<()> {
+    let mut done = 0;
+    while done < bytes.len() {
+        match link.try_write(&[IoSlice::new(&bytes[done..])])? {
+            Some(n) => done += n,
+            None => std::hint::spin_loop(),
+        }
+    }
+    Ok(())
+}
+
+/// Reads exactly `bytes.len()` bytes from a bare ring, spinning while none have arrived.
+///
+/// # Errors
+/// Those of [`Link::try_read`]; the other side closing the ring first.
+pub fn ring_recv(link: &mut ShmLink, bytes: &mut [u8]) -> BoxResult<()> {
+    let mut done = 0;
+    while done < bytes.len() {
+        match link.try_read(&mut [IoSliceMut::new(&mut bytes[done..])])? {
+            Some(0) => return Err("the other side closed the ring".into()),
+            Some(n) => done += n,
+            None => std::hint::spin_loop(),
+        }
+    }
+    Ok(())
+}
+
+/// Pins the calling thread to the `n`th CPU it may run on, for the rest of its life.
+///
+/// # Errors
+/// When the affinity cannot be set, or there are not `n + 1` CPUs.
+pub fn pin_thread_to(n: usize) -> BoxResult<()> {
+    let pinned = Pinned::to_first_allowed_cpu()?;
+    if pinned.allowed_cpus() <= n {
+        return Err(format!("needs {} CPUs, has {}", n + 1, pinned.allowed_cpus()).into());
+    }
+    pinned.to_nth_allowed(n)?;
+    // Stay there: dropping `pinned` would restore the old affinity.
+    std::mem::forget(pinned);
+    Ok(())
 }

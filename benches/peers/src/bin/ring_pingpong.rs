@@ -12,39 +12,14 @@
 //!
 //! Prints `peer shm-ring bare ring, threads: elements=N iterations=N p50_ns=.. p99_ns=.. min_ns=..`.
 
-use std::io::{IoSlice, IoSliceMut};
 use std::thread;
 use std::time::Instant;
 
-use peerpipe::transport::{DEFAULT_SHM_CAPACITY, Link, ShmLink, TransportKind};
+use peerpipe::transport::{DEFAULT_SHM_CAPACITY, ShmLink, TransportKind};
 use peerpipe_peers::{
-    Args, BoxResult, elapsed_ns, initial_values, print_result, same_bits, spawn_placed, update,
+    Args, BoxResult, elapsed_ns, initial_values, print_result, ring_recv, ring_send, same_bits,
+    spawn_placed, update,
 };
-
-/// Writes all of `bytes`, spinning while the ring is full.
-fn send(link: &mut ShmLink, bytes: &[u8]) -> BoxResult<()> {
-    let mut done = 0;
-    while done < bytes.len() {
-        match link.try_write(&[IoSlice::new(&bytes[done..])])? {
-            Some(n) => done += n,
-            None => std::hint::spin_loop(),
-        }
-    }
-    Ok(())
-}
-
-/// Reads exactly `bytes.len()` bytes, spinning while none have arrived.
-fn recv(link: &mut ShmLink, bytes: &mut [u8]) -> BoxResult<()> {
-    let mut done = 0;
-    while done < bytes.len() {
-        match link.try_read(&mut [IoSliceMut::new(&mut bytes[done..])])? {
-            Some(0) => return Err("the other side closed the ring".into()),
-            Some(n) => done += n,
-            None => std::hint::spin_loop(),
-        }
-    }
-    Ok(())
-}
 
 fn as_bytes(values: &[f64]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_ne_bytes()).collect()
@@ -66,8 +41,8 @@ fn main() -> BoxResult<()> {
         Ok(thread::spawn(move || -> Result<(), String> {
             let mut buffer = vec![0u8; bytes];
             for _ in 0..rounds {
-                recv(&mut server, &mut buffer).map_err(|e| e.to_string())?;
-                send(&mut server, &buffer).map_err(|e| e.to_string())?;
+                ring_recv(&mut server, &mut buffer).map_err(|e| e.to_string())?;
+                ring_send(&mut server, &buffer).map_err(|e| e.to_string())?;
             }
             Ok(())
         }))
@@ -79,8 +54,8 @@ fn main() -> BoxResult<()> {
         update(&mut values, i);
         let request = as_bytes(&values);
         let start = Instant::now();
-        send(&mut client, &request)?;
-        recv(&mut client, &mut reply)?;
+        ring_send(&mut client, &request)?;
+        ring_recv(&mut client, &mut reply)?;
         let ns = elapsed_ns(start);
         let echoed: Vec<f64> =
             reply.chunks_exact(8).map(|c| f64::from_ne_bytes(c.try_into().unwrap())).collect();
