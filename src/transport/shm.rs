@@ -480,21 +480,19 @@ impl ShmLink {
         Ok(Some(available.min(self.granule as u64) as usize))
     }
 
-    /// The incoming ring's data offsets of the `n` bytes from our read position on: one
-    /// stretch, or two when they wrap around the end.
-    fn read_stretches(&self, n: usize) -> [(usize, usize); 2] {
-        let offset = self.read_offset;
+    /// Where the `n` bytes from ring offset `offset` of `channel` lie in the region: one
+    /// stretch, or two when they wrap around the end, as (region offset, length, offset into
+    /// the `n` bytes); only the stretches that are not empty (each copy is a call into memcpy,
+    /// and a frame's padding is usually empty).
+    fn stretches(
+        &self,
+        channel: usize,
+        offset: usize,
+        n: usize,
+    ) -> impl Iterator<Item = (usize, usize, usize)> + use<> {
         let first = n.min(self.capacity - offset);
-        let data = self.data(self.rx);
-        [(data + offset, first), (data, n - first)]
-    }
-
-    /// The outgoing ring's data offsets of the `n` bytes from our write position on.
-    fn write_stretches(&self, n: usize) -> [(usize, usize); 2] {
-        let offset = self.write_offset;
-        let first = n.min(self.capacity - offset);
-        let data = self.data(self.tx);
-        [(data + offset, first), (data, n - first)]
+        let data = self.data(channel);
+        [(data + offset, first, 0), (data, n - first, first)].into_iter().filter(|s| s.1 > 0)
     }
 
     /// Publishes `total` more bytes read, and wakes a writer sleeping for room.
@@ -521,16 +519,9 @@ impl ShmLink {
         let mut total = 0usize;
         for buf in bufs.iter_mut() {
             let n = buf.len().min(available - total);
-            let offset = self.wrapped(self.read_offset, total);
-            let first = n.min(self.capacity - offset);
-            let data = self.data(self.rx);
-            // Empty stretches are skipped: a frame's padding is usually empty, and every copy
-            // is a call into memcpy.
-            if first > 0 {
-                self.map.read(data + offset, &mut buf[..first]);
-            }
-            if n > first {
-                self.map.read(data, &mut buf[first..n]);
+            for (at, len, into) in self.stretches(self.rx, self.wrapped(self.read_offset, total), n)
+            {
+                self.map.read(at, &mut buf[into..into + len]);
             }
             total += n;
             if total == available {
@@ -548,10 +539,8 @@ impl ShmLink {
             Some(n) => n.min(max),
             None => return Ok(None),
         };
-        for (offset, len) in self.read_stretches(n) {
-            if len > 0 {
-                self.map.read_with(offset, len, |bytes| drain(bytes))?;
-            }
+        for (at, len, _) in self.stretches(self.rx, self.read_offset, n) {
+            self.map.read_with(at, len, |bytes| drain(bytes))?;
         }
         self.ring_consumed(n)?;
         Ok(Some(n))
@@ -609,17 +598,13 @@ impl ShmLink {
         let Some(free) = self.ring_writable(bufs.iter().any(|b| !b.is_empty()))? else {
             return Ok(None);
         };
-        let data = self.data(self.tx);
         let mut total = 0usize;
         for buf in bufs {
             let n = buf.len().min(free - total);
-            let offset = self.wrapped(self.write_offset, total);
-            let first = n.min(self.capacity - offset);
-            if first > 0 {
-                self.map.write(data + offset, &buf[..first]);
-            }
-            if n > first {
-                self.map.write(data, &buf[first..n]);
+            for (at, len, from) in
+                self.stretches(self.tx, self.wrapped(self.write_offset, total), n)
+            {
+                self.map.write(at, &buf[from..from + len]);
             }
             total += n;
             if total == free {
@@ -641,12 +626,8 @@ impl ShmLink {
             return Ok(None);
         };
         let n = len.min(free);
-        let mut done = 0;
-        for (offset, stretch) in self.write_stretches(n) {
-            if stretch > 0 {
-                self.map.write_with(offset, stretch, |bytes| fill(at + done, bytes))?;
-                done += stretch;
-            }
+        for (region_at, len, from) in self.stretches(self.tx, self.write_offset, n) {
+            self.map.write_with(region_at, len, |bytes| fill(at + from, bytes))?;
         }
         self.ring_produced(n)?;
         Ok(Some(n))
