@@ -710,8 +710,6 @@ impl Transport {
         drain: &mut Drain<'_>,
         deadline: Deadline,
     ) -> Result<()> {
-        let mut deadline = deadline;
-        let mut got = 0;
         // Read-ahead bytes first.
         let pending = &self.pushback[self.pushback_read..];
         let n = pending.len().min(len);
@@ -722,31 +720,15 @@ impl Transport {
                 self.pushback.clear();
                 self.pushback_read = 0;
             }
-            got = n;
-            deadline = deadline.on_data();
         }
-        let mut spin = Spinning::default();
-        while got < len {
-            match self.link.try_read_drained(len - got, drain)? {
-                Some(0) => {
-                    return Err(Error::Truncated {
-                        what: "payload",
-                        expected: len as u64,
-                        got: got as u64,
-                    });
-                }
-                Some(n) => {
-                    got += n;
-                    spin = Spinning::default();
-                    deadline = deadline.on_data();
-                }
-                None => self.wait_ready(
-                    Direction::Read,
-                    &mut deadline,
-                    &mut spin,
-                    "data from the peer",
-                )?,
-            }
+        let (got, deadline) =
+            self.read_until(len, n, deadline, |link, got| link.try_read_drained(len - got, drain))?;
+        if got < len {
+            return Err(Error::Truncated {
+                what: "payload",
+                expected: len as u64,
+                got: got as u64,
+            });
         }
         self.recv_padding(len, deadline)
     }
@@ -808,17 +790,35 @@ impl Transport {
     /// [`Error::Timeout`] at the deadline (some bytes may have been read into `buf`);
     /// [`Error::Sys`] for read failures other than `EINTR`/`EAGAIN`.
     pub fn recv_exact(&mut self, buf: &mut [u8], deadline: Deadline) -> Result<usize> {
-        let mut deadline = deadline;
-        let mut filled = self.take_pushback(buf);
-        if filled > 0 {
+        let filled = self.take_pushback(buf);
+        let want = buf.len();
+        let read = |link: &mut dyn Link, filled: usize| {
+            link.try_read(&mut [IoSliceMut::new(&mut buf[filled..])])
+        };
+        Ok(self.read_until(want, filled, deadline, read)?.0)
+    }
+
+    /// Reads with `read` (given the link and the bytes so far) until `want` bytes have come
+    /// or the stream ends, `already` of them taken before the call, waiting with the wait
+    /// strategy until `deadline`. Returns how many came and the deadline as it stands after
+    /// them (armed once data arrived, see [`Deadline::once_data_arrives`]).
+    fn read_until(
+        &mut self,
+        want: usize,
+        already: usize,
+        mut deadline: Deadline,
+        mut read: impl FnMut(&mut dyn Link, usize) -> Result<Option<usize>>,
+    ) -> Result<(usize, Deadline)> {
+        let mut got = already;
+        if got > 0 {
             deadline = deadline.on_data();
         }
         let mut spin = Spinning::default();
-        while filled < buf.len() {
-            match self.link.try_read(&mut [IoSliceMut::new(&mut buf[filled..])])? {
+        while got < want {
+            match read(self.link.as_mut(), got)? {
                 Some(0) => break,
                 Some(n) => {
-                    filled += n;
+                    got += n;
                     spin = Spinning::default();
                     deadline = deadline.on_data();
                 }
@@ -830,7 +830,7 @@ impl Transport {
                 )?,
             }
         }
-        Ok(filled)
+        Ok((got, deadline))
     }
 
     /// Copies read-ahead bytes into the start of `buf`; returns how many.
