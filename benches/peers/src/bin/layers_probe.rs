@@ -97,10 +97,7 @@ struct FramesClient {
 impl FramesClient {
     /// Reads the server's HELLO and answers with the client's (as `Peer::connect` does).
     fn connect(mut transport: Transport) -> BoxResult<FramesClient> {
-        let raw = transport.recv_header(Deadline::NEVER)?.ok_or("no HELLO")?;
-        let header = Header::parse(&raw, u64::MAX)?;
-        let mut payload = vec![0u8; header.payload_bytes()? as usize];
-        transport.recv_payload(&mut payload, Deadline::NEVER)?;
+        read_hello(&mut transport)?;
         let hello =
             Hello { max_frame_bytes: DEFAULT_MAX_FRAME_BYTES, ..Hello::default() }.to_payload();
         let header = Header::control(Kind::Hello, 0, hello.len() as u64).to_bytes();
@@ -144,14 +141,28 @@ impl Client for PeerClient {
     }
 }
 
-/// The plain server: its HELLO, then every DATA frame echoed as it came, until BYE.
-fn plain_server(transport: &mut Transport) -> BoxResult<()> {
+/// Sends a server's HELLO (handler echo-raw).
+fn send_server_hello(transport: &mut Transport) -> BoxResult<()> {
     let hello = Hello::server(DEFAULT_MAX_FRAME_BYTES, "echo-raw").to_payload();
     let header = Header::control(Kind::Hello, 0, hello.len() as u64).to_bytes();
-    transport.send_frame(&header, &hello, Deadline::NEVER)?;
+    Ok(transport.send_frame(&header, &hello, Deadline::NEVER)?)
+}
+
+/// Reads the other side's HELLO frame and checks that it is one.
+fn read_hello(transport: &mut Transport) -> BoxResult<()> {
     let raw = transport.recv_header(Deadline::NEVER)?.ok_or("no HELLO")?;
-    let mut payload = vec![0u8; Header::parse(&raw, u64::MAX)?.payload_bytes()? as usize];
-    transport.recv_payload(&mut payload, Deadline::NEVER)?;
+    let header = Header::parse(&raw, u64::MAX)?;
+    if header.kind != Kind::Hello {
+        return Err(format!("expected HELLO, found {:?}", header.kind).into());
+    }
+    let mut payload = vec![0u8; header.payload_bytes()? as usize];
+    Ok(transport.recv_payload(&mut payload, Deadline::NEVER)?)
+}
+
+/// The plain server: its HELLO, then every DATA frame echoed as it came, until BYE.
+fn plain_server(transport: &mut Transport) -> BoxResult<()> {
+    send_server_hello(transport)?;
+    read_hello(transport)?;
     let mut frame = vec![0u8; HEADER_LEN + BYTES];
     loop {
         match transport.recv_frame_contiguous(&mut frame, BYTES, Deadline::NEVER)? {
@@ -266,13 +277,9 @@ fn one_thread() -> BoxResult<[f64; 3]> {
     let bare = start.elapsed().as_nanos() as f64 / n as f64;
 
     let (client, mut server) = Transport::pair(TransportKind::ShmRing, Wait::Spin)?;
-    let hello = Hello::server(DEFAULT_MAX_FRAME_BYTES, "echo-raw").to_payload();
-    let header = Header::control(Kind::Hello, 0, hello.len() as u64).to_bytes();
-    server.send_frame(&header, &hello, Deadline::NEVER)?;
+    send_server_hello(&mut server)?;
     let mut frames = FramesClient::connect(client)?;
-    let raw = server.recv_header(Deadline::NEVER)?.ok_or("no HELLO")?;
-    let mut payload = vec![0u8; Header::parse(&raw, u64::MAX)?.payload_bytes()? as usize];
-    server.recv_payload(&mut payload, Deadline::NEVER)?;
+    read_hello(&mut server)?;
     let mut frame = vec![0u8; HEADER_LEN + BYTES];
     let mut echo = |server: &mut Transport| -> BoxResult<()> {
         match server.recv_frame_contiguous(&mut frame, BYTES, Deadline::NEVER)? {
@@ -294,13 +301,11 @@ fn one_thread() -> BoxResult<[f64; 3]> {
 
     // Peer::send, the server's step, Peer::recv: its own checks and clock reads on top.
     let (client, mut server2) = Transport::pair(TransportKind::ShmRing, Wait::Spin)?;
-    server2.send_frame(&header, &hello, Deadline::NEVER)?;
+    send_server_hello(&mut server2)?;
     let options =
         Options { transport: TransportKind::ShmRing, wait: Wait::Spin, ..Options::default() };
     let mut peer = Peer::connect(client, options)?;
-    let raw = server2.recv_header(Deadline::NEVER)?.ok_or("no HELLO")?;
-    let mut payload = vec![0u8; Header::parse(&raw, u64::MAX)?.payload_bytes()? as usize];
-    server2.recv_payload(&mut payload, Deadline::NEVER)?;
+    read_hello(&mut server2)?;
     let start = Instant::now();
     for _ in 0..n {
         peer.send(Values::F64(&values))?;
