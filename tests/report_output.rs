@@ -657,6 +657,25 @@ fn the_table_names_the_machine_state_and_notes_a_change_of_state() {
 }
 
 #[test]
+fn the_answer_columns_line_up_whatever_the_longest_size_label() {
+    let mut report = sample();
+    report.rows.push(row("f64-as-f32", 1_048_576, "echo", "codec", "spin", 3_000_000));
+    let text = text_of(|out| answer::answer(&report, out));
+    // Every line of the answer's table puts its overhead figure's last character in the
+    // header's column, however long the size label ("f64-as-f32 x 1048576" is 20 characters).
+    let header = text.lines().find(|l| l.trim_start().starts_with("size")).expect("header");
+    let end = header.find("overhead").expect("overhead column") + "overhead".len();
+    let lines: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("  ") && l.contains(" x ") && *l != header).collect();
+    assert!(lines.iter().any(|l| l.contains("f64-as-f32 x 1048576")), "{text}");
+    for line in lines {
+        let figure = line[..end].trim_end();
+        assert_eq!(figure.len(), end, "misaligned:\n{header}\n{line}");
+        assert!(line[..end].ends_with("us") || line[..end].ends_with("ms"), "{header}\n{line}");
+    }
+}
+
+#[test]
 fn compare_says_when_two_runs_were_taken_in_different_states() {
     let judge = |a: &Report, b: &Report| compare::compare(a, b, thresholds(1, 5.0), Mode::Paired);
     let fast = probed(120, 900, 900);

@@ -113,24 +113,26 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
          below; docs/PERFORMANCE.md."
     )?;
     let budget = report.config.budget_ns;
+    // The size column is as wide as its longest label ("f64-as-f32 x 1048576" is 20).
+    let labels: Vec<String> = sizes.iter().map(|(d, e)| format!("{d} x {e}")).collect();
+    let w = labels.iter().map(String::len).max().unwrap_or(0).max(17);
     writeln!(
         out,
-        "  {:<17} {:>9} {:>9} {:>20} {:<26} row",
+        "  {:<w$} {:>9} {:>9} {:>20} {:<26} row",
         "size",
         "overhead",
         "p99",
         "x floor [95% CI]",
         if budget == 0 { "budget".to_owned() } else { format!("budget {}", ns(budget)) },
     )?;
-    for (dtype, elements) in sizes {
-        let size = format!("{dtype} x {elements}");
+    for ((dtype, elements), size) in sizes.into_iter().zip(labels) {
         let Some(a) = realistic(report, &dtype, elements) else {
             let why = report
                 .skipped
                 .iter()
                 .find(|s| s.dtype == dtype && s.elements == elements)
                 .map_or_else(|| "no row".to_owned(), |s| s.reason.clone());
-            writeln!(out, "  {size:<17} not measured: {}", clip(&why, 96))?;
+            writeln!(out, "  {size:<w$} not measured: {}", clip(&why, 96))?;
             continue;
         };
         let row = a.row;
@@ -152,7 +154,7 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             if row.transport == "pipe" { String::new() } else { format!(" {}", row.transport) };
         writeln!(
             out,
-            "  {size:<17} {:>9} {:>9} {ratio:>20} {judged:<26} {} {}{transport}, {}",
+            "  {size:<w$} {:>9} {:>9} {ratio:>20} {judged:<26} {} {}{transport}, {}",
             ns(a.overhead_p50_ns),
             ns(a.overhead_p99_ns),
             row.handler,
