@@ -29,6 +29,7 @@ use nix::poll::{PollFd, PollFlags, ppoll};
 
 use super::{Deadline, Direction, Link, TransportKind, timespec_for};
 use crate::error::{Error, Result};
+use crate::frame::MAGIC;
 
 /// Bytes of the token a client presents before its first frame.
 pub const TOKEN_LEN: usize = 16;
@@ -523,7 +524,12 @@ pub fn connect_announced(
             Ok(0) => {
                 return Err(Error::PeerClosed { context: "before announcing its tcp address" });
             }
-            Ok(_) => line.push(byte[0]),
+            Ok(_) => {
+                line.push(byte[0]);
+                if line == MAGIC {
+                    return Err(not_a_tcp_server());
+                }
+            }
             Err(Errno::EINTR) => {}
             Err(Errno::EAGAIN) => {
                 let now = Instant::now();
@@ -556,6 +562,18 @@ pub fn connect_announced(
     TcpLink::new(stream, Some(announce), Some(control))
 }
 
+/// What a server that serves its stdin and stdout (a pipe server) looks like to a tcp client:
+/// its first bytes are a frame's magic where the announcement belongs.
+fn not_a_tcp_server() -> Error {
+    Error::Corrupted {
+        what: "tcp announcement",
+        detail: "the server sent a frame (\"PEER\"...) instead: it serves its stdin and stdout, \
+                 not tcp. Start it for tcp (`peer --role server --transport tcp`, \
+                 `peerpipe.serve(handler, transport=\"tcp\")`), or connect over a pipe"
+            .to_owned(),
+    }
+}
+
 fn set_nonblocking(fd: BorrowedFd<'_>) -> Result<()> {
     let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
     fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
@@ -579,6 +597,23 @@ mod tests {
             let err = parse_announcement(bad).unwrap_err().to_string();
             assert!(err.contains("expected \"peerpipe-tcp 1 IP PORT TOKEN\""), "{err}");
         }
+    }
+
+    #[test]
+    fn a_pipe_server_s_hello_where_the_announcement_belongs_says_how_to_start_it_for_tcp() {
+        use crate::frame::{Header, Kind};
+        let (announce, mut server_stdout) = std::io::pipe().unwrap();
+        let (_server_stdin, control) = std::io::pipe().unwrap();
+        // What `peer --role server` without `--transport tcp` writes first: its HELLO, whose
+        // payload ("version=1\n...") holds a newline a line reader would stop at.
+        server_stdout.write_all(&Header::control(Kind::Hello, 0, 10).to_bytes()).unwrap();
+        server_stdout.write_all(b"version=1\n").unwrap();
+        let deadline = Deadline::after(Some(Duration::from_secs(5)));
+        let err = connect_announced(announce.into(), control.into(), deadline).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::Corrupted { what: "tcp announcement", .. }), "{text}");
+        assert!(text.contains("serves its stdin and stdout, not tcp"), "{text}");
+        assert!(text.contains("--transport tcp") && text.contains("transport=\"tcp\""), "{text}");
     }
 
     #[test]
