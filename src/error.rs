@@ -246,6 +246,14 @@ pub enum Error {
         detail: String,
     },
 
+    /// The caller asked to stop waiting (see [`crate::Peer::spawn_interruptible`]); the
+    /// server was terminated and reaped.
+    #[error("interrupted {during}; the server was terminated")]
+    Interrupted {
+        /// What was being waited for.
+        during: &'static str,
+    },
+
     /// A command-line or configuration value could not be used.
     #[error("invalid {what}: {reason}")]
     InvalidArgument {

@@ -45,6 +45,7 @@ use crate::error::{Error, Result};
 use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, HEADER_LEN, Header, Hello, Kind};
 pub use crate::process::describe_status;
 use crate::process::{ChildGuard, Spawn, spawn_with_transport};
+pub use crate::transport::INTERRUPT_CHECK;
 use crate::transport::{
     DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, Deadline, Received, Transport, TransportKind, Wait,
 };
@@ -362,7 +363,43 @@ impl Peer {
     /// # Errors
     /// [`Error::Io`] when the command cannot be started; any handshake error (the server is
     /// then terminated and reaped, and [`Error::PeerExited`] says how it ended if it died).
-    pub fn spawn(mut command: Command, options: Options) -> Result<Peer> {
+    pub fn spawn(command: Command, options: Options) -> Result<Peer> {
+        Peer::spawn_with(command, options, None)
+    }
+
+    /// [`Peer::spawn`] for a caller that must react to an interrupt (Ctrl-C) while a server
+    /// starts: the waits for a tcp server's announcement and for the server's HELLO are cut
+    /// into slices of [`INTERRUPT_CHECK`], and `interrupted()` is asked between them. Once it
+    /// says yes, the server is terminated and reaped, and [`Error::Interrupted`] returned.
+    ///
+    /// ```
+    /// # use std::process::Command;
+    /// # use std::time::{Duration, Instant};
+    /// # use peerpipe::{Error, Options, Peer};
+    /// let started = Instant::now();
+    /// let mut silent = Command::new("sleep"); // a "server" that never says HELLO
+    /// silent.arg("30");
+    /// let give_up = || started.elapsed() > Duration::from_millis(200);
+    /// let err = Peer::spawn_interruptible(silent, Options::default(), &give_up).unwrap_err();
+    /// assert!(matches!(err, Error::Interrupted { .. }), "{err}");
+    /// assert!(started.elapsed() < Duration::from_secs(5)); // not the 10 s handshake timeout
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Peer::spawn`], and [`Error::Interrupted`].
+    pub fn spawn_interruptible(
+        command: Command,
+        options: Options,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<Peer> {
+        Peer::spawn_with(command, options, Some(interrupted))
+    }
+
+    fn spawn_with(
+        mut command: Command,
+        options: Options,
+        interrupted: Option<&dyn Fn() -> bool>,
+    ) -> Result<Peer> {
         let stderr = match options.capture_stderr {
             true => StderrTail::start().map(|(stdio, tail)| {
                 command.stderr(stdio);
@@ -370,10 +407,11 @@ impl Peer {
             }),
             false => None,
         };
-        let (transport, child) = spawn_with_transport(command, &Spawn::from_options(&options))?;
+        let spawn = Spawn::from_options(&options);
+        let (transport, child) = spawn_with_transport(command, &spawn, interrupted)?;
         let mut peer = Peer::new(transport, Some(child), options);
         peer.stderr = stderr;
-        peer.handshake()?;
+        peer.handshake(interrupted)?;
         Ok(peer)
     }
 
@@ -446,7 +484,7 @@ impl Peer {
     /// Any handshake error.
     pub fn connect(transport: Transport, options: Options) -> Result<Peer> {
         let mut peer = Peer::new(transport, None, options);
-        peer.handshake()?;
+        peer.handshake(None)?;
         Ok(peer)
     }
 
@@ -464,12 +502,34 @@ impl Peer {
         }
     }
 
-    fn handshake(&mut self) -> Result<()> {
-        let result = self.exchange_hellos();
+    fn handshake(&mut self, interrupted: Option<&dyn Fn() -> bool>) -> Result<()> {
+        let result = self.exchange_hellos(interrupted);
         result.map_err(|e| self.fail(e, "during the handshake"))
     }
 
-    fn exchange_hellos(&mut self) -> Result<()> {
+    /// The header of the server's HELLO by `deadline`; with `interrupted`, waited for in
+    /// slices of [`INTERRUPT_CHECK`] (a slice that ends with nothing read has consumed
+    /// nothing), asking `interrupted` between them.
+    fn recv_hello_header(
+        &mut self,
+        deadline: Deadline,
+        interrupted: Option<&dyn Fn() -> bool>,
+    ) -> Result<Option<[u8; HEADER_LEN]>> {
+        let Some(interrupted) = interrupted else { return self.transport.recv_header(deadline) };
+        loop {
+            let slice = deadline.or_idle_until(Instant::now() + INTERRUPT_CHECK);
+            match self.transport.recv_header(slice) {
+                Err(Error::Timeout { .. }) if !deadline.passed(Instant::now()) => {
+                    if interrupted() {
+                        return Err(Error::Interrupted { during: "while waiting for HELLO" });
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn exchange_hellos(&mut self, interrupted: Option<&dyn Fn() -> bool>) -> Result<()> {
         let hello = Hello {
             max_frame_bytes: self.options.max_frame_bytes,
             implementation: Some(frame::implementation_name()),
@@ -481,8 +541,7 @@ impl Peer {
         let deadline = Deadline::after(self.options.timeout);
         self.transport.send_frame(&header, payload, deadline)?;
         let raw = self
-            .transport
-            .recv_header(deadline)
+            .recv_hello_header(deadline, interrupted)
             .map_err(|e| retarget(e, "the server's HELLO"))?
             .ok_or(Error::PeerClosed { context: "before sending HELLO" })?;
         let header = Header::parse(&raw, self.options.max_frame_bytes)?;

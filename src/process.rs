@@ -66,7 +66,18 @@ impl Default for Spawn {
 /// # Errors
 /// [`crate::Error::Sys`] when the pipes or the region cannot be made; [`crate::Error::Io`]
 /// when the command cannot be started.
-pub fn spawn_connected(mut command: Command, spawn: &Spawn) -> Result<(Transport, Child)> {
+pub fn spawn_connected(command: Command, spawn: &Spawn) -> Result<(Transport, Child)> {
+    spawn_connected_unless(command, spawn, None)
+}
+
+/// [`spawn_connected`]; with `interrupted`, the wait for a tcp server's announcement asks it
+/// every [`crate::transport::INTERRUPT_CHECK`] and ends in [`crate::Error::Interrupted`] (the
+/// child terminated and reaped) once it says yes.
+fn spawn_connected_unless(
+    mut command: Command,
+    spawn: &Spawn,
+    interrupted: Option<&dyn Fn() -> bool>,
+) -> Result<(Transport, Child)> {
     let (our_rx, child_stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     if spawn.transport == TransportKind::Tcp {
         let (child_stdin, our_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
@@ -74,7 +85,7 @@ pub fn spawn_connected(mut command: Command, spawn: &Spawn) -> Result<(Transport
         let child = command.spawn()?;
         drop(command);
         let deadline = Deadline::after(Some(TCP_SETUP_TIMEOUT));
-        return match tcp::connect_announced(our_rx, our_tx, deadline) {
+        return match tcp::connect_announced_unless(our_rx, our_tx, deadline, interrupted) {
             Ok(link) => Ok((Transport::new(link, spawn.wait), child)),
             Err(error) => Err(ChildGuard { child }.fail_setup(error)),
         };
@@ -105,8 +116,9 @@ pub fn spawn_connected(mut command: Command, spawn: &Spawn) -> Result<(Transport
 pub(crate) fn spawn_with_transport(
     command: Command,
     spawn: &Spawn,
+    interrupted: Option<&dyn Fn() -> bool>,
 ) -> Result<(Transport, ChildGuard)> {
-    let (transport, child) = spawn_connected(command, spawn)?;
+    let (transport, child) = spawn_connected_unless(command, spawn, interrupted)?;
     Ok((transport, ChildGuard { child }))
 }
 

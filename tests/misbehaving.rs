@@ -58,6 +58,8 @@ fn misbehave(kind: TransportKind, mode: &str) -> Error {
 }
 
 per_transport!(
+    an_interrupted_handshake_terminates_and_reaps_the_server_at_once,
+    spawn_interruptible_left_alone_times_out_and_serves_as_spawn_does,
     terminate_abandons_a_call_in_progress_and_reaps_the_server_at_once,
     a_server_that_exits_at_once_is_peer_exited_with_status_3,
     a_server_that_never_says_hello_times_out,
@@ -77,6 +79,59 @@ per_transport!(
     the_client_binary_names_a_timeout_in_one_line_and_exits_2,
     the_client_binary_names_an_early_exit_in_one_line_and_exits_2,
 );
+
+fn an_interrupted_handshake_terminates_and_reaps_the_server_at_once(kind: TransportKind) {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(20));
+    assert_eq!(child_processes(), [], "children before the test");
+    // A server that never says HELLO, and a handshake timeout far beyond the interrupt.
+    let options = Options { timeout: Some(secs(60)), ..options(kind) };
+    let started = Instant::now();
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let interrupted = || {
+        asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        started.elapsed() > Duration::from_millis(300)
+    };
+    let silent = misbehaving_command_on(kind, "silent", None);
+    let err = Peer::spawn_interruptible(silent, options, &interrupted)
+        .expect_err("a server that never says HELLO cannot complete a handshake");
+    let took = started.elapsed();
+    assert!(matches!(err, Error::Interrupted { .. }), "{kind}: {err:?}");
+    let waited_for = if kind == TransportKind::Tcp { "tcp announcement" } else { "HELLO" };
+    assert!(err.to_string().contains(waited_for), "{err}");
+    assert!(took < secs(30), "{kind}: returned after {took:?}, not at the interrupt");
+    assert!(asked.load(std::sync::atomic::Ordering::Relaxed) >= 2, "asked between slices");
+    // Terminated and reaped before the call returned: not left for the timeout.
+    assert_eq!(child_processes(), [], "{kind}: the server outlived the interrupted handshake");
+}
+
+/// Over tcp the silent server never announces its address: the interrupt comes during that
+/// wait, which is cut into slices as the HELLO's is.
+#[test]
+fn an_interrupted_tcp_set_up_terminates_and_reaps_the_server_at_once() {
+    an_interrupted_handshake_terminates_and_reaps_the_server_at_once(TransportKind::Tcp);
+}
+
+fn spawn_interruptible_left_alone_times_out_and_serves_as_spawn_does(kind: TransportKind) {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(20));
+    let never = || false;
+    let silent = misbehaving_command_on(kind, "silent", None);
+    match Peer::spawn_interruptible(silent, options(kind), &never) {
+        Err(Error::Timeout { waiting_for, after }) => {
+            assert_eq!(after, TIMEOUT);
+            assert!(waiting_for.contains("HELLO"), "{waiting_for:?}");
+        }
+        other => panic!("{kind}: {:?}", other.map(|_| ())),
+    }
+    let echo = Peer::server_command(peer_exe(), "echo", &options(kind));
+    let mut peer = Peer::spawn_interruptible(echo, options(kind), &never).expect("spawn echo");
+    let mut reply = [0.0; 3];
+    peer.call_f64(&[1.0, -0.0, f64::INFINITY], &mut reply).expect("call");
+    assert_eq!(reply.map(f64::to_bits), [1.0, -0.0, f64::INFINITY].map(f64::to_bits));
+    peer.close().expect("close");
+    assert_eq!(child_processes(), [], "{kind}: a child was left behind");
+}
 
 fn terminate_abandons_a_call_in_progress_and_reaps_the_server_at_once(kind: TransportKind) {
     let _lock = serialize(&FORK_LOCK);

@@ -87,7 +87,7 @@ class Peer:
         "hybrid:50us". ``timeout``: seconds for the handshake and for each reply (None: no
         limit). ``max_frame_bytes``: largest reply accepted (default 64 MiB). The GIL is
         released during the handshake, and Ctrl-C interrupts it within about 100 ms (the server
-        being started is reaped when the handshake ends, at the latest at ``timeout``).
+        being started is terminated and reaped before ``KeyboardInterrupt`` is raised).
 
         Raises FileNotFoundError/OSError when ``cmd`` cannot be started, Timeout,
         PeerExited or ProtocolError when the handshake fails, ValueError for bad options.

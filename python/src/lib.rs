@@ -29,6 +29,11 @@ use pyo3::{create_exception, intern};
 /// Longest a call waits with the GIL released before it checks for signals (Ctrl-C).
 const SLICE: Duration = Duration::from_millis(100);
 
+/// Longest an interrupted spawn waits for its server to be terminated and reaped before
+/// `KeyboardInterrupt` goes on regardless: the give-up check (`INTERRUPT_CHECK`, 50 ms) plus
+/// a server's grace to exit after SIGTERM (`TERM_GRACE`, 200 ms), with room to spare.
+const REAP_WAIT: Duration = Duration::from_secs(2);
+
 create_exception!(
     peerpipe,
     Error,
@@ -155,23 +160,31 @@ impl<T> IntoPy<T> for peerpipe::Result<T> {
     }
 }
 
-/// Runs `spawn` (a spawn and its HELLO exchange, which may wait up to the handshake timeout)
-/// on a thread of its own while this thread, with the GIL released, waits for it in slices of
+/// Spawns `command` and exchanges HELLOs ([`peerpipe::Peer::spawn_interruptible`]) on a
+/// thread of its own while this thread, with the GIL released, waits for it in slices of
 /// [`SLICE`] and checks for signals between them: Ctrl-C during a handshake raises
-/// `KeyboardInterrupt` within ~100 ms instead of after the timeout. The interrupted spawn
-/// still ends by itself — its handshake succeeds or times out — and the thread then drops the
-/// `Peer` it made, which closes the server and reaps it, so nothing outlives the timeout.
+/// `KeyboardInterrupt` within ~100 ms instead of after the timeout. Before raising it, this
+/// thread tells the spawn to give up and waits (at most [`REAP_WAIT`]) while it terminates
+/// and reaps the server, so no server outlives the interrupted spawn.
 fn spawn_interruptibly(
     py: Python<'_>,
-    spawn: impl FnOnce() -> peerpipe::Result<peerpipe::Peer> + Send + 'static,
+    command: Command,
+    options: peerpipe::Options,
 ) -> PyResult<peerpipe::Peer> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::mpsc::{RecvTimeoutError, channel};
     let (sender, receiver) = channel();
+    let give_up = Arc::new(AtomicBool::new(false));
+    let asked = Arc::clone(&give_up);
     std::thread::Builder::new()
         .name("peerpipe spawn".into())
         .spawn(move || {
-            // Nobody left to receive it (interrupted): dropping the peer reaps the server.
-            let _ = sender.send(spawn());
+            let interrupted = || asked.load(Ordering::Relaxed);
+            let spawned = peerpipe::Peer::spawn_interruptible(command, options, &interrupted);
+            // Nobody left to receive it (interrupted, and tired of waiting): dropping the
+            // peer reaps the server.
+            let _ = sender.send(spawned);
         })
         .map_err(|e| PyOSError::new_err(format!("could not start the spawning thread: {e}")))?;
     let mut receiver = receiver;
@@ -181,7 +194,15 @@ fn spawn_interruptibly(
         receiver = back;
         match got {
             Ok(result) => return result.py_err(py),
-            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Err(interrupt) = py.check_signals() {
+                    give_up.store(true, Ordering::Relaxed);
+                    // The spawn sees it within INTERRUPT_CHECK and reaps its server; a peer
+                    // made meanwhile is dropped here, which closes and reaps it as well.
+                    let _ = py.detach(move || receiver.recv_timeout(REAP_WAIT));
+                    return Err(interrupt);
+                }
+            }
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(PyRuntimeError::new_err("the spawning thread ended without a result"));
             }
@@ -385,7 +406,7 @@ impl PyPeer {
     ) -> PyResult<PyPeer> {
         let options = options(transport, wait, timeout, max_frame_bytes, path)?;
         let command = command(cmd)?;
-        let peer = spawn_interruptibly(py, move || peerpipe::Peer::spawn(command, options))?;
+        let peer = spawn_interruptibly(py, command, options)?;
         Ok(PyPeer::new(peer))
     }
 
@@ -404,10 +425,9 @@ impl PyPeer {
         path: &str,
     ) -> PyResult<PyPeer> {
         let options = options(transport, wait, timeout, max_frame_bytes, path)?;
-        let handler = handler.to_owned();
-        let peer = spawn_interruptibly(py, move || {
-            peerpipe::Peer::spawn_server(&peer_exe, &handler, options)
-        })?;
+        let exe = peerpipe::peer::find_peer_binary(Some(&peer_exe)).py_err(py)?;
+        let command = peerpipe::Peer::server_command(exe, handler, &options);
+        let peer = spawn_interruptibly(py, command, options)?;
         Ok(PyPeer::new(peer))
     }
 
@@ -700,7 +720,7 @@ impl PyRemoteRhs {
         };
         let options = options(transport, wait, timeout, max_frame_bytes, "zero-copy")?;
         let command = command(cmd)?;
-        let peer = spawn_interruptibly(py, move || peerpipe::Peer::spawn(command, options))?;
+        let peer = spawn_interruptibly(py, command, options)?;
         let rhs = rhs::RemoteRhs::new(peer).with_exchange(exchange);
         Ok(PyRemoteRhs { rhs: Mutex::new(Some(rhs)) })
     }

@@ -140,7 +140,7 @@ impl RawEcho {
                 reason: "must be at least 1 byte".into(),
             });
         }
-        let (transport, child) = spawn_with_transport(command, spawn)?;
+        let (transport, child) = spawn_with_transport(command, spawn, None)?;
         let message = (0..bytes).map(|i| (i % 251) as u8).collect();
         let lend = spawn.transport == TransportKind::Pipe && bytes >= LEND_MIN_BYTES;
         Ok(RawEcho {

@@ -64,6 +64,9 @@ pub const DEADLINE_SPIN: Duration = Duration::from_micros(100);
 /// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
+/// How often an interruptible wait (`Peer::spawn_interruptible`) asks whether to give up.
+pub const INTERRUPT_CHECK: Duration = Duration::from_millis(50);
+
 /// The zero bytes padding is cut from (a frame pads to a multiple of 8).
 const ZERO_PADDING: [u8; 8] = [0; 8];
 

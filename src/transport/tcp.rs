@@ -506,6 +506,20 @@ pub fn connect_announced(
     control: OwnedFd,
     deadline: Deadline,
 ) -> Result<TcpLink> {
+    connect_announced_unless(announce, control, deadline, None)
+}
+
+/// [`connect_announced`]; with `interrupted`, asked every [`super::INTERRUPT_CHECK`] while
+/// no announcement has come, and [`Error::Interrupted`] once it says yes.
+///
+/// # Errors
+/// As [`connect_announced`], and [`Error::Interrupted`].
+pub(crate) fn connect_announced_unless(
+    announce: OwnedFd,
+    control: OwnedFd,
+    deadline: Deadline,
+    interrupted: Option<&dyn Fn() -> bool>,
+) -> Result<TcpLink> {
     set_nonblocking(announce.as_fd())?;
     let mut line = Vec::with_capacity(MAX_ANNOUNCE_LEN);
     let mut byte = [0u8; 1];
@@ -536,8 +550,18 @@ pub fn connect_announced(
                 if deadline.passed(now) {
                     return Err(deadline.error("waiting for the server's tcp announcement"));
                 }
-                let timeout =
-                    deadline.instant().map(|at| timespec_for(at.saturating_duration_since(now)));
+                if interrupted.is_some_and(|interrupted| interrupted()) {
+                    return Err(Error::Interrupted {
+                        during: "while waiting for the tcp announcement",
+                    });
+                }
+                let mut wait = deadline.instant().map(|at| at.saturating_duration_since(now));
+                if interrupted.is_some() {
+                    wait = Some(
+                        wait.map_or(super::INTERRUPT_CHECK, |w| w.min(super::INTERRUPT_CHECK)),
+                    );
+                }
+                let timeout = wait.map(timespec_for);
                 let mut fds = [PollFd::new(announce.as_fd(), PollFlags::POLLIN)];
                 match ppoll(&mut fds, timeout, None) {
                     Ok(_) | Err(Errno::EINTR) => {}
