@@ -2,7 +2,7 @@
  * payloads, -0.0, subnormals, infinities) bit for bit in f64 and f32, then times round trips
  * of 500 doubles.
  *
- *   client [--transport pipe|shm-sem|shm-ring] [--dtype f64|f32|both] [--calls N] PROGRAM [ARGS...]
+ *   client [--transport pipe|shm-sem|shm-ring|tcp] [--dtype f64|f32|both] [--calls N] PROGRAM [ARGS...]
  *   client target/release/peer --role server --handler echo
  *
  * Exits 0 when every echo came back bit-exact, 1 when one did not, 2 on a peerpipe error

@@ -1,12 +1,12 @@
 /* A C server of peerpipe: echoes every request back, bit for bit, from a C handler.
  *
- *   server [--transport pipe|shm-sem|shm-ring] [--wait W] [--dtype f64|f32] [--name NAME]
+ *   server [--transport pipe|shm-sem|shm-ring|tcp] [--wait W] [--dtype f64|f32] [--name NAME]
  *
  * It must be started by a peerpipe client, which speaks to it on its stdin and stdout:
  *   peer --spawn "path/to/server" --sizes 500 --dtype f64
  *   peer --spawn "path/to/server --transport shm-ring" --transport shm-ring --sizes 500
  * The transport must be the client's: over shared memory the client hands the server the
- * region as its stdin. Exits 0 after the client's BYE, 2 on an error (message on stderr).
+ * region as its stdin; over tcp the server listens and announces its port on stdout. Exits 0 after the client's BYE, 2 on an error (message on stderr).
  */
 #include <stdio.h>
 #include <string.h>

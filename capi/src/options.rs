@@ -91,12 +91,16 @@ pub unsafe extern "C" fn pp_options_free(options: *mut pp_options) {
 }
 
 /// Chooses the transport: "pipe" (default; works across machines, e.g. through ssh),
-/// "shm-sem" or "shm-ring" (shared memory, same machine only).
+/// "shm-sem" or "shm-ring" (shared memory, same machine only), or "tcp" (the server listens
+/// on a free port, announces it with a one-time token on its stdout, and the frames go over
+/// a TCP connection while its stdin and stdout stay open as the liveness channel; with
+/// `ssh host ...` as the command, ssh only starts the server: docs/PROTOCOL.md section 14).
 ///
-/// The transport is fixed when the server is spawned. With shared memory the server's stdin
-/// is the region's memfd instead of a pipe, so the server must be started for the same
-/// transport: `peer --role server --transport shm-ring`, or a C server that passes options
-/// with this transport to `pp_serve_stdio_*_with`.
+/// The transport is fixed when the server is spawned, and the server must be started for
+/// the same one: with shared memory its stdin is the region's memfd instead of a pipe, over
+/// tcp it must listen and announce. So: `peer --role server --transport shm-ring` (or
+/// `tcp`), or a C server that passes options with this transport to
+/// `pp_serve_stdio_*_with`.
 ///
 /// Returns `PP_OK`, or `PP_EINVAL` when `options` or `name` is NULL or `name` is not a
 /// transport (options unchanged).

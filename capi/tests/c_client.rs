@@ -6,7 +6,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-const TRANSPORTS: [&str; 3] = ["pipe", "shm-sem", "shm-ring"];
+const TRANSPORTS: [&str; 4] = ["pipe", "shm-sem", "shm-ring", "tcp"];
 
 fn assert_echoed_everything(output: &common::Output, what: &str) {
     output.assert_success(what);

@@ -15,7 +15,7 @@ fn the_c_client_and_the_c_server_echo_both_dtypes_bit_exact_over_every_transport
     }
     let client = common::compile_c("examples/client.c");
     let server = common::compile_c("examples/server.c");
-    for transport in ["pipe", "shm-sem", "shm-ring"] {
+    for transport in ["pipe", "shm-sem", "shm-ring", "tcp"] {
         for dtype in ["f64", "f32"] {
             let mut command = Command::new(&client);
             command.args(["--transport", transport, "--dtype", dtype, "--calls", "100"]);
