@@ -198,8 +198,9 @@ fn spawn_interruptibly(
                 if let Err(interrupt) = py.check_signals() {
                     give_up.store(true, Ordering::Relaxed);
                     // The spawn sees it within INTERRUPT_CHECK and reaps its server; a peer
-                    // made meanwhile is dropped here, which closes and reaps it as well.
-                    let _ = py.detach(move || receiver.recv_timeout(REAP_WAIT));
+                    // made meanwhile is dropped here, without the GIL (closing it says BYE
+                    // and waits for the server to exit), which reaps it as well.
+                    py.detach(move || drop(receiver.recv_timeout(REAP_WAIT)));
                     return Err(interrupt);
                 }
             }
