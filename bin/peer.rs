@@ -23,7 +23,9 @@ use peerpipe::{Error, handlers};
 ///
 /// With no arguments, `peer` runs the round-trip latency report: it spawns servers, measures
 /// every combination of dtype, size, path, handler and wait strategy against a raw-bytes
-/// floor, and prints a table and a verdict.
+/// floor, and prints first the answer — per size, what a call costs beyond the server's own
+/// time (p50, p99, its ratio to the floor, the --budget met or missed) — then the table and
+/// the verdict.
 ///
 /// Ratios are paired: a floor and the rows that move the same bytes are measured in rounds
 /// (--rounds), each round one short burst of each in a random order, and a row's ratio is the
