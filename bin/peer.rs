@@ -128,8 +128,10 @@ struct RunArgs {
     #[arg(long, value_enum, default_value_t = Role::Client)]
     role: Role,
 
-    /// Server handler(s): echo (decode + re-encode), echo-raw (bytes untouched), lorenz96. As a
-    /// client, a comma-separated list of the handlers to measure [default: echo-raw,echo].
+    /// Server handler(s): echo (decode + re-encode), echo-raw (bytes untouched), lorenz96 (the
+    /// Lorenz-96 derivative of an f64 state of at least 4 elements) or lorenz96-f32 (the same
+    /// for f32, computed in f64). As a client, a comma-separated list of the handlers to
+    /// measure [default: echo-raw,echo]; rows a handler cannot serve are skipped with a note.
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(handlers::NAMES))]
     handler: Vec<String>,
 
