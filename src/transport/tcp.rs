@@ -555,13 +555,13 @@ pub(crate) fn connect_announced_unless(
                         during: "while waiting for the tcp announcement",
                     });
                 }
-                let mut wait = deadline.instant().map(|at| at.saturating_duration_since(now));
-                if interrupted.is_some() {
-                    wait = Some(
-                        wait.map_or(super::INTERRUPT_CHECK, |w| w.min(super::INTERRUPT_CHECK)),
-                    );
-                }
-                let timeout = wait.map(timespec_for);
+                // With `interrupted`, wake at least every INTERRUPT_CHECK to ask it again.
+                let wake = match interrupted {
+                    Some(_) => deadline.or_idle_until(now + super::INTERRUPT_CHECK),
+                    None => deadline,
+                };
+                let timeout =
+                    wake.instant().map(|at| timespec_for(at.saturating_duration_since(now)));
                 let mut fds = [PollFd::new(announce.as_fd(), PollFlags::POLLIN)];
                 match ppoll(&mut fds, timeout, None) {
                     Ok(_) | Err(Errno::EINTR) => {}
