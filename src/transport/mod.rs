@@ -718,11 +718,7 @@ impl Transport {
         let n = pending.len().min(len);
         if n > 0 {
             drain(&pending[..n])?;
-            self.pushback_read += n;
-            if self.pushback_read == self.pushback.len() {
-                self.pushback.clear();
-                self.pushback_read = 0;
-            }
+            self.pushback_consumed(n);
         }
         let (got, deadline) =
             self.read_until(len, n, deadline, |link, got| link.try_read_drained(len - got, drain))?;
@@ -841,12 +837,17 @@ impl Transport {
         let available = &self.pushback[self.pushback_read..];
         let n = available.len().min(buf.len());
         buf[..n].copy_from_slice(&available[..n]);
+        self.pushback_consumed(n);
+        n
+    }
+
+    /// Marks `n` more read-ahead bytes as taken; the buffer empties once all are.
+    fn pushback_consumed(&mut self, n: usize) {
         self.pushback_read += n;
         if self.pushback_read == self.pushback.len() {
             self.pushback.clear();
             self.pushback_read = 0;
         }
-        n
     }
 
     /// Reads the next frame, guessing that its payload is exactly `payload_guess.len()` bytes:
