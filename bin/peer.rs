@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use peerpipe::clock;
 use peerpipe::frame::DEFAULT_MAX_FRAME_BYTES;
 use peerpipe::peer::{DataPath, Options};
 use peerpipe::report::compare::{self, Thresholds};
@@ -32,6 +33,10 @@ use peerpipe::{Error, handlers};
 /// median over rounds of its p50 over the floor's p50 in the same round, with a 95 %
 /// confidence interval. A machine that changes speed during the run moves both sides of a
 /// round together, so the ratios hold still even when absolute times do not.
+///
+/// Every call is timed with the CPU's time-stamp counter where the kernel keeps time with it
+/// (a cheap read that does not wait for the copy before it), else with clock_gettime; the
+/// report's `clock:` line says which. PEERPIPE_CLOCK=monotonic always uses clock_gettime.
 #[derive(Debug, Parser)]
 #[command(name = "peer", version, args_conflicts_with_subcommands = true)]
 struct Cli {
@@ -347,6 +352,12 @@ fn parse_percent(text: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Ok(value) = std::env::var(clock::CLOCK_ENV)
+        && let Err(reason) = clock::check_env_value(&value)
+    {
+        eprintln!("peer: error: {reason}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Some(Command::Compare(args)) => run_compare(&args),
         Some(Command::Soak(args)) => run_soak(&args),

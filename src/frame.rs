@@ -152,9 +152,11 @@ impl Header {
         // Every DATA frame of a call passes here twice per side: its first eight bytes are
         // checked in one compare, and anything else takes the rule-by-rule path below, which
         // also names what is wrong.
+        // Words only, no single bytes: the caller's copy of the header then stays four words,
+        // and reading them back does not wait on narrower stores.
         let opening = read_u64(bytes, 0);
         if opening & !DTYPE_BYTE_MASK == DATA_OPENING {
-            let dtype = match bytes[6] {
+            let dtype = match (opening >> 48) as u8 {
                 0 => Some(Dtype::Bytes),
                 1 => Some(Dtype::F32),
                 2 => Some(Dtype::F64),

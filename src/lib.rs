@@ -62,6 +62,7 @@ compile_error!(
      F_SETPIPE_SZ and vmsplice, which this target does not have"
 );
 
+pub mod clock;
 pub mod codec;
 pub mod error;
 pub mod frame;

@@ -40,6 +40,7 @@ use std::process::{Command, ExitStatus};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use crate::clock::{self, Stamp};
 use crate::codec::{self, Values, ValuesMut};
 use crate::error::{Error, Result};
 use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, HEADER_LEN, Header, Hello, Kind};
@@ -324,8 +325,10 @@ pub struct Reply {
 #[derive(Clone, Copy, Debug)]
 struct Pending {
     seq: u64,
-    started: Instant,
+    started: Stamp,
     encode_ns: u64,
+    /// The deadline of [`Peer::recv_for`]'s waits for this reply, from the first of them.
+    reply_deadline: Option<Deadline>,
 }
 
 /// A conversation with a server.
@@ -540,6 +543,9 @@ impl Peer {
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
         let deadline = Deadline::after(self.options.timeout);
         self.transport.send_frame(&header, payload, deadline)?;
+        // The clock of the calls' split is chosen (and calibrated) while the server answers,
+        // not in the first call.
+        clock::init();
         let raw = self
             .recv_hello_header(deadline, interrupted)
             .map_err(|e| retarget(e, "the server's HELLO"))?
@@ -673,7 +679,7 @@ impl Peer {
     /// slice is not referred to by the pipe any more when the caller gets it back.
     fn send_with(&mut self, values: Values<'_>, lend: bool) -> Result<u64> {
         self.check_open()?;
-        let started = Instant::now();
+        let started = Stamp::now();
         let wire_len = values.wire_len();
         if wire_len as u64 > self.server_hello.max_frame_bytes {
             return Err(Error::FrameTooLarge {
@@ -707,12 +713,12 @@ impl Peer {
             // Over shm-ring the codec encodes straight into the ring, piece by piece as room
             // appears; encode_ns is the time spent inside the encoder (docs/PERFORMANCE.md,
             // "Conversion in the exchange").
-            let deadline = Deadline::after_from(started, self.options.timeout);
-            let mut encode = Duration::ZERO;
+            let deadline = Deadline::from_first_wait(self.options.timeout);
+            let mut encode_ns = 0;
             let mut fill = |at: usize, dst: &mut [u8]| {
-                let t = Instant::now();
+                let t = Stamp::now();
                 let result = codec::encode_at(values, at, dst);
-                encode += t.elapsed();
+                encode_ns += t.elapsed_nanos();
                 result
             };
             let sent = self.transport.send_frame_filled(&header, wire_len, &mut fill, deadline);
@@ -720,8 +726,7 @@ impl Peer {
                 let context = format!("while sending seq {seq}");
                 return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
             }
-            let encode_ns = encode.as_nanos() as u64;
-            self.pending.push_back(Pending { seq, started, encode_ns });
+            self.pending.push_back(Pending { seq, started, encode_ns, reply_deadline: None });
             self.next_seq += 1;
             return Ok(seq);
         }
@@ -733,12 +738,10 @@ impl Peer {
             codec::encode_into(values, &mut frame[HEADER_LEN..HEADER_LEN + wire_len])?;
             frame[HEADER_LEN + wire_len..].fill(0);
         }
-        // Zero-copy converts nothing: no clock read (23 ns here, on the critical path) for an
-        // encode that does not happen; its encode_ns is 0 and the header's few ns count as
-        // transfer.
-        let encoded = if zero_copy.is_some() { started } else { Instant::now() };
-        let encode_ns = nanos_between(started, encoded);
-        let deadline = Deadline::after_from(encoded, self.options.timeout);
+        // Zero-copy converts nothing: no clock read (on the critical path) for an encode that
+        // does not happen; its encode_ns is 0 and the header's few ns count as transfer.
+        let encode_ns = if zero_copy.is_some() { 0 } else { started.elapsed_nanos() };
+        let deadline = Deadline::from_first_wait(self.options.timeout);
         let sent = match zero_copy {
             Some(payload) if lend && payload.len() >= LEND_MIN_BYTES => {
                 self.transport.send_frame_lent(&header, payload, deadline)
@@ -750,7 +753,7 @@ impl Peer {
             let context = format!("while sending seq {seq}");
             return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
         }
-        self.pending.push_back(Pending { seq, started, encode_ns });
+        self.pending.push_back(Pending { seq, started, encode_ns, reply_deadline: None });
         self.next_seq += 1;
         Ok(seq)
     }
@@ -774,16 +777,18 @@ impl Peer {
     /// within `patience`: the request stays in flight and the peer untouched, so the caller
     /// can wait again — in slices, checking for an interrupt in between, as the Python binding
     /// does for Ctrl-C. A reply that has started arriving is read to its end. The timeout of
-    /// [`Options::timeout`] counts from when the request was sent; once it has passed, the
-    /// error (and the server's termination) are those of [`Peer::recv`].
+    /// [`Options::timeout`] counts from the first of these waits for the reply, as a
+    /// [`Peer::recv`]'s counts from its start; once it has passed, the error (and the server's
+    /// termination) are those of [`Peer::recv`].
     ///
     /// # Errors
     /// As [`Peer::recv`].
     pub fn recv_for(&mut self, dst: ValuesMut<'_>, patience: Duration) -> Result<Option<Reply>> {
-        let Some(started) = self.pending.front().map(|p| p.started) else {
+        let timeout = self.options.timeout;
+        let Some(pending) = self.pending.front_mut() else {
             return self.recv(dst).map(Some); // the error for nothing in flight
         };
-        let overall = Deadline::after_from(started, self.options.timeout);
+        let overall = *pending.reply_deadline.get_or_insert_with(|| Deadline::after(timeout));
         let deadline = overall.or_idle_until(Instant::now() + patience);
         self.recv_until(dst, deadline, Some(overall))
     }
@@ -855,13 +860,12 @@ impl Peer {
         };
         // From here on the reply has started: it must be read to its end.
         let deadline = deadline.data_arrived();
-        let (raw, payload_read) = match received {
+        let (header, payload_read) = match received {
             Received::End => return Err(Error::PeerClosed { context: "before replying" }),
-            Received::Header(raw) => (raw, false),
-            Received::Whole(raw) => (raw, true),
+            Received::Header(raw) => (Header::parse(&raw, self.options.max_frame_bytes)?, false),
+            Received::Whole(raw) => (Header::parse(&raw, self.options.max_frame_bytes)?, true),
             Received::Broken(_, error) => return Err(error),
         };
-        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
         let seq = header.seq;
         if seq != pending.seq {
             return Err(Error::SeqMismatch { expected: pending.seq, found: seq });
@@ -897,23 +901,22 @@ impl Peer {
         }
         if shm_codec && !in_dst {
             // decode_ns is the time spent inside the decoder, as the pieces arrive.
-            let mut decode = Duration::ZERO;
+            let mut decode_ns = 0;
             let mut decoder = codec::PieceDecoder::new(dst);
             let mut drain = |src: &[u8]| {
-                let t = Instant::now();
+                let t = Stamp::now();
                 let result = decoder.push(src);
-                decode += t.elapsed();
+                decode_ns += t.elapsed_nanos();
                 result
             };
             self.transport.recv_payload_drained(len, &mut drain, deadline)?;
-            let done = Instant::now();
             return Ok(Reply {
                 seq,
                 timing: CallTiming {
                     encode_ns: pending.encode_ns,
-                    decode_ns: decode.as_nanos() as u64,
+                    decode_ns,
                     server_ns: header.aux,
-                    round_trip_ns: nanos_between(pending.started, done),
+                    round_trip_ns: pending.started.elapsed_nanos(),
                 },
             });
         }
@@ -928,16 +931,16 @@ impl Peer {
         }
         let (decode_ns, done) = if in_dst && zerocopy::NATIVE_IS_WIRE {
             // Received in place, already in native order: nothing to decode, nothing to time.
-            (0, Instant::now())
+            (0, Stamp::now())
         } else {
-            let decode_started = Instant::now();
+            let decode_started = Stamp::now();
             if in_dst {
                 zerocopy::finish_receive(&mut dst);
             } else {
                 codec::decode_into(&self.scratch[payload], dst)?;
             }
-            let done = Instant::now();
-            (nanos_between(decode_started, done), done)
+            let done = Stamp::now();
+            (done.nanos_since(decode_started), done)
         };
         Ok(Reply {
             seq,
@@ -945,7 +948,7 @@ impl Peer {
                 encode_ns: pending.encode_ns,
                 decode_ns,
                 server_ns: header.aux,
-                round_trip_ns: nanos_between(pending.started, done),
+                round_trip_ns: done.nanos_since(pending.started),
             },
         })
     }
@@ -1223,10 +1226,6 @@ fn grow(buf: &mut Vec<u8>, len: usize) {
     }
 }
 
-fn nanos_between(start: Instant, end: Instant) -> u64 {
-    end.saturating_duration_since(start).as_nanos() as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1389,17 +1388,18 @@ mod tests {
     }
 
     #[test]
-    fn recv_for_past_the_timeout_since_the_send_is_the_timeout_of_recv() {
+    fn recv_for_past_the_timeout_since_its_first_wait_is_the_timeout_of_recv() {
         let (client, server) = Transport::pipe_pair(Wait::Block).unwrap();
         let (release, released) = std::sync::mpsc::channel();
         let server = slow_echo_server(server, Duration::from_secs(5), Duration::ZERO, released);
         let options = Options { timeout: Some(Duration::from_millis(100)), ..Options::default() };
         let mut peer = Peer::connect(client, options).unwrap();
-        // The timeout counts from the start of the send, and deadlines are now kept to the
-        // microsecond: read the clock before sending.
-        let sent = Instant::now();
+        // The timeout counts from the first wait for the reply (as `recv`'s from its start),
+        // not from the send: a caller busy for 60 ms before waiting still gets its 100 ms.
         peer.send(Values::F64(&[1.0])).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
         let mut reply = [0.0];
+        let waited = Instant::now();
         let err = loop {
             match peer.recv_for(ValuesMut::F64(&mut reply), Duration::from_millis(30)) {
                 Ok(None) => continue,
@@ -1407,8 +1407,8 @@ mod tests {
                 Err(e) => break e,
             }
         };
-        assert!(sent.elapsed() >= Duration::from_millis(100));
-        assert!(sent.elapsed() < Duration::from_secs(2));
+        assert!(waited.elapsed() >= Duration::from_millis(100), "{:?}", waited.elapsed());
+        assert!(waited.elapsed() < Duration::from_secs(2));
         match err {
             Error::Timeout { waiting_for, .. } => {
                 assert_eq!(waiting_for, "waiting for the reply to seq 1")

@@ -9,8 +9,9 @@
 //! A server of your own is a handler and a call to [`serve`]; see `examples/custom_server.rs`.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::clock::{self, Stamp};
 use crate::codec::{self, Values};
 use crate::error::{Error, Result};
 use crate::frame::{
@@ -270,9 +271,9 @@ impl Server<'_, '_> {
                 }
                 Err(e) => return Err(self.violation(0, e)),
             };
-            let started = Instant::now();
+            let started = Stamp::now();
             let header = self.parse(&raw)?;
-            let deadline = Deadline::after_from(started, self.options.frame_timeout);
+            let deadline = Deadline::from_first_wait(self.options.frame_timeout);
             match header.kind {
                 Kind::Data => {}
                 Kind::Bye => {
@@ -304,7 +305,7 @@ impl Server<'_, '_> {
             };
             if !self.options.delay.is_zero() {
                 // Not even a look at the clock without a delay: it would cost every request.
-                spin_until(started + self.options.delay);
+                spin_until(started, self.options.delay);
             }
             let reply = match handler.handle(request) {
                 Ok(response) => wire_form(response, &mut encoded),
@@ -325,14 +326,14 @@ impl Server<'_, '_> {
             match reply {
                 Ok((dtype, count, payload)) => {
                     let mut out = Header::data(header.seq, dtype, count);
-                    out.aux = elapsed_ns(started);
+                    out.aux = started.elapsed_nanos();
                     self.transport.send_frame(&out.to_bytes(), payload, deadline)?;
                     summary.replies += 1;
                 }
                 Err(message) => {
                     let message = truncate_message(&message, self.error_limit());
                     let mut out = Header::control(Kind::Error, header.seq, message.len() as u64);
-                    out.aux = elapsed_ns(started);
+                    out.aux = started.elapsed_nanos();
                     self.transport.send_frame(&out.to_bytes(), message, deadline)?;
                     summary.rejected += 1;
                 }
@@ -346,6 +347,9 @@ impl Server<'_, '_> {
         let payload = hello.to_payload();
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
         self.transport.send_frame(&header, &payload, deadline)?;
+        // The clock of the replies' server time is chosen (and calibrated) while the client
+        // answers, not in the first request.
+        clock::init();
         let raw = match self.transport.recv_header(deadline) {
             Ok(Some(raw)) => raw,
             Ok(None) => {
@@ -444,15 +448,13 @@ fn truncate_message(message: &str, max: usize) -> &[u8] {
     &message.as_bytes()[..end]
 }
 
-/// Busy-waits until `at`: a sleep would add the timer slack and a wake-up to the delay.
-fn spin_until(at: Instant) {
-    while Instant::now() < at {
+/// Busy-waits until `delay` after `start`, on the clock of the reply's server time: a sleep
+/// would add the timer slack and a wake-up to the delay.
+fn spin_until(start: Stamp, delay: Duration) {
+    let delay = delay.as_nanos().min(u128::from(u64::MAX)) as u64;
+    while start.elapsed_nanos() < delay {
         std::hint::spin_loop();
     }
-}
-
-fn elapsed_ns(since: Instant) -> u64 {
-    since.elapsed().as_nanos() as u64
 }
 
 /// The raw-bytes baseline server: reads exactly `bytes` bytes, writes them back unchanged, and

@@ -16,6 +16,7 @@
 //! - [`futex_wait`] and [`futex_wake`] on a 32-bit atomic in the mapping (shared futexes: no
 //!   `FUTEX_PRIVATE_FLAG`, since the waiter and the waker are different processes).
 //! - [`vmsplice_lend`]: sending into a pipe by lending pages instead of copying them.
+//! - [`tsc`]: the CPU's time-stamp counter, for `clock`.
 //!
 //! Offsets are checked against the mapping's length and alignment on every call; a bad offset
 //! is a bug in the caller (the layouts are computed, never read from the peer unchecked), so it
@@ -344,6 +345,25 @@ pub(crate) fn tighten_timer_slack() {
             let _ = nix::sys::prctl::set_timerslack(TIMER_SLACK_NS as libc::c_ulong);
         }
     });
+}
+
+/// The CPU's time-stamp counter (`rdtsc`), on x86-64; `None` elsewhere.
+///
+/// Not ordered: the CPU may read the counter before the instructions ahead of it have
+/// finished, or let later ones start first (see `clock`, which decides whether the counter
+/// can be trusted as a clock at all).
+#[inline]
+pub(crate) fn tsc() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `rdtsc` reads a register and touches no memory; every x86-64 CPU has it, and
+        // an operating system that forbids it in user mode (CR4.TSD) is not one Rust targets.
+        Some(unsafe { core::arch::x86_64::_rdtsc() })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
 }
 
 /// Writes `bufs` into the pipe `fd` with `vmsplice(2)`: the pipe takes references to the

@@ -497,3 +497,38 @@ fn sync_costs_alone_prints_only_the_table() {
     assert_eq!(lines.len(), 9, "a heading and 8 entries:\n{text}");
     assert!(lines.iter().all(|l| !l.contains("baseline")), "{text}");
 }
+
+#[test]
+fn the_report_names_its_clock_and_an_unknown_peerpipe_clock_is_refused() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("clock");
+    let json = dir.join("monotonic.json");
+    let run = |clock: &str, json: &Path| {
+        Command::new(peer_exe())
+            .env("PEERPIPE_CLOCK", clock)
+            .args(ONE_ECHO_ROW)
+            .args(["--duration", "10ms", "--warmup", "1ms", "--rounds", "2"])
+            .args(["--json", json.to_str().unwrap()])
+            .output()
+            .expect("run peer")
+    };
+    let out = run("monotonic", &json);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("clock: monotonic (PEERPIPE_CLOCK=monotonic)"),
+        "{}",
+        stdout(&out)
+    );
+    let report = export::read_json(&json).unwrap();
+    assert_eq!(report.machine.clock, "monotonic (PEERPIPE_CLOCK=monotonic)");
+
+    let refused = dir.join("refused.json");
+    let out = run("fast", &refused);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        "peer: error: PEERPIPE_CLOCK: expected auto or monotonic (or unset), found \"fast\""
+    );
+    assert!(stdout(&out).is_empty() && !refused.exists(), "nothing measured, nothing written");
+    fs::remove_dir_all(dir).ok();
+}

@@ -98,6 +98,7 @@ fn report(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
             pipe_max_size: Some(1 << 20),
             pipe_size_granted: Some(1 << 20),
             endian: "little".into(),
+            clock: "tsc (2.596 GHz)".into(),
         },
         config: ConfigRecord {
             sizes: vec![500, 65_536],
@@ -199,7 +200,7 @@ fn json_has_the_documented_keys_and_nesting() {
     assert!(value["machine"].is_object() && value["config"].is_object());
     assert_eq!(
         keys(&value["machine"]),
-        set(&["cpu", "cores", "kernel", "pipe_max_size", "pipe_size_granted", "endian"])
+        set(&["cpu", "cores", "kernel", "pipe_max_size", "pipe_size_granted", "endian", "clock"])
     );
     assert_eq!(value["config"]["budget_ns"], 150_000);
 
@@ -687,6 +688,29 @@ fn compare_says_when_two_runs_were_taken_in_different_states() {
     assert!(text.contains("(the machine's state, see the note above)"), "{text}");
     assert_eq!(judge(&fast, &probed(130, 1_000, 1_000)).states_differ, None);
     assert_eq!(judge(&fast, &sample()).states_differ, None, "unknown on one side: no claim");
+}
+
+#[test]
+fn compare_says_when_two_runs_were_timed_with_different_clocks() {
+    let judge = |a: &Report, b: &Report| compare::compare(a, b, thresholds(1, 5.0), Mode::Paired);
+    let with_clock = |clock: &str| {
+        let mut report = sample();
+        report.machine.clock = clock.to_owned();
+        report
+    };
+    let tsc = with_clock("tsc (2.596 GHz)");
+    let c = judge(&tsc, &with_clock("monotonic (PEERPIPE_CLOCK=monotonic)"));
+    assert_eq!(c.clocks_differ, Some(("tsc".to_owned(), "monotonic".to_owned())));
+    let text = text_of(|out| compare::render(&c, out));
+    assert!(
+        text.contains("note: timed with different clocks: A with tsc, B with monotonic"),
+        "{text}"
+    );
+    assert!(!c.differs(), "a note, not a difference");
+    // Rates calibrated a little apart are the same clock; a report without one is said so.
+    assert_eq!(judge(&tsc, &with_clock("tsc (2.597 GHz)")).clocks_differ, None);
+    let old = judge(&with_clock(""), &tsc).clocks_differ;
+    assert_eq!(old, Some(("not recorded".to_owned(), "tsc".to_owned())));
 }
 
 fn thresholds(abs_us: u64, rel_pct: f64) -> Thresholds {

@@ -158,6 +158,17 @@ pub struct Comparison {
     /// [`super::crosscore::STATE_CHANGE_FACTOR`]: the
     /// machine was in different states, and ratios of transfer-bound rows move with that.
     pub states_differ: Option<(u64, u64)>,
+    /// The clocks A and B were timed with ([`super::Machine::clock`]) when they are of
+    /// different kinds: the split's spans can move by tens of ns between the two.
+    pub clocks_differ: Option<(String, String)>,
+}
+
+/// The kind of clock a report was timed with: `tsc`, `monotonic`, or `not recorded`.
+fn clock_kind(report: &Report) -> &str {
+    match report.machine.clock.split_whitespace().next() {
+        Some(kind) => kind,
+        None => "not recorded",
+    }
 }
 
 /// The median 4 KiB cross-core round trip over a report's probed floors.
@@ -218,6 +229,8 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
         }
         _ => None,
     };
+    let clocks_differ = (clock_kind(a) != clock_kind(b))
+        .then(|| (clock_kind(a).to_owned(), clock_kind(b).to_owned()));
     Comparison {
         thresholds,
         mode,
@@ -227,6 +240,7 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
         only_in_b,
         machines_differ,
         states_differ,
+        clocks_differ,
     }
 }
 
@@ -409,6 +423,13 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     }
     if let Some((a, b)) = &comparison.machines_differ {
         writeln!(out, "note: measured on different machines: A on {a:?}, B on {b:?}.")?;
+    }
+    if let Some((a, b)) = &comparison.clocks_differ {
+        writeln!(
+            out,
+            "note: timed with different clocks: A with {a}, B with {b}; a span can read tens of \
+             ns apart between them (docs/PERFORMANCE.md, \"The clock\")."
+        )?;
     }
     if let Some((a, b)) = comparison.states_differ {
         writeln!(

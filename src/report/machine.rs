@@ -1,4 +1,4 @@
-//! What machine a report ran on.
+//! What machine a report ran on, and the clock it timed with.
 
 use std::fs;
 
@@ -24,5 +24,6 @@ pub fn describe(pipe_size_granted: Option<u64>) -> Machine {
         pipe_max_size: read_trimmed("/proc/sys/fs/pipe-max-size").and_then(|s| s.parse().ok()),
         pipe_size_granted,
         endian: if cfg!(target_endian = "little") { "little" } else { "big" }.to_owned(),
+        clock: crate::clock::source().to_string(),
     }
 }

@@ -419,6 +419,10 @@ pub struct Machine {
     pub pipe_size_granted: Option<u64>,
     /// Target endianness of this build.
     pub endian: String,
+    /// The clock the split was timed with ([`crate::clock::source`]); empty in reports
+    /// written before it was recorded.
+    #[serde(default)]
+    pub clock: String,
 }
 
 /// The configuration a report ran with, recorded in full.

@@ -96,6 +96,9 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         out,
         "floor's p50 in the same round (same bytes, transport, wait, pin), with its 95% interval."
     )?;
+    if !m.clock.is_empty() {
+        writeln!(out, "clock: {}; PEERPIPE_CLOCK=monotonic times with clock_gettime.", m.clock)?;
+    }
     if let Some(route) = report.baseline.iter().find_map(|b| b.route.as_deref()) {
         // The floors crossed the same route as the rows (`--spawn`); say which.
         let route = route.rsplit_once(" --raw-echo").map_or(route, |(prefix, _)| prefix);

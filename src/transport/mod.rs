@@ -202,6 +202,14 @@ impl Deadline {
         }
     }
 
+    /// `timeout` from the first wait, whose read of the clock it borrows: a send or receive
+    /// that never has to wait never reads the clock. How a call's request and a server's reply
+    /// are sent: the deadline is there for a peer that stops reading, and the first few
+    /// nanoseconds of a send that did not wait do not change it.
+    pub fn from_first_wait(timeout: Option<Duration>) -> Deadline {
+        Deadline { at: None, timeout, arm_on_data: false, arm_at_wait: true, idle_until: None }
+    }
+
     /// No deadline until the first byte arrives, then `timeout` from the first wait after it
     /// (a frame that arrives whole never waits, so it never reads the clock): how a server
     /// waits for the next request (idle as long as the client likes, but a frame that has
@@ -511,7 +519,11 @@ pub struct Transport {
 }
 
 /// What [`Transport::recv_frame`] read.
+// `repr(u64)`: a word-sized tag puts the header bytes at offset 8, so moving a `Received`
+// copies them whole and `Header::parse` reads its words back without waiting on a row of
+// narrow stores (laid out by the compiler at offset 1, they cost ~25 ns per round trip here).
 #[derive(Debug)]
+#[repr(u64)]
 pub enum Received {
     /// The stream ended exactly at a frame boundary.
     End,

@@ -12,7 +12,10 @@
 //! server's answer, the reply into the caller's buffer. Prints
 //! `peer <transport> <path> <handler> <wait>: elements=N iterations=N p50_ns=.. p99_ns=.. min_ns=..`,
 //! then a second line with the medians of the client's encode and decode time per call
-//! (`CallTiming`, as the report splits a round trip): `encode_med_ns=.. decode_med_ns=..`.
+//! (`CallTiming`, as the report splits a round trip): `encode_med_ns=.. decode_med_ns=..`,
+//! the median of the call's own `round_trip_ns` (`call_round_trip_med_ns=..`, on the clock
+//! `clock=..` of `peerpipe::clock`, against the p50 above, timed outside the call with
+//! `Instant`).
 
 use std::time::Instant;
 
@@ -49,7 +52,7 @@ fn main() -> BoxResult<()> {
     let mut values = initial_values(args.elements);
     let mut reply = vec![0.0f64; args.elements];
     let mut samples = Vec::with_capacity(args.iterations);
-    let (mut encode, mut decode) = (Vec::new(), Vec::new());
+    let (mut encode, mut decode, mut timed) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..args.warmup + args.iterations {
         update(&mut values, i);
         let start = Instant::now();
@@ -62,6 +65,7 @@ fn main() -> BoxResult<()> {
             samples.push(ns);
             encode.push(timing.encode_ns);
             decode.push(timing.decode_ns);
+            timed.push(timing.round_trip_ns);
         }
     }
     peer.close()?;
@@ -70,10 +74,13 @@ fn main() -> BoxResult<()> {
     // The client's conversion inside those round trips (peer's own split, as in the report).
     encode.sort_unstable();
     decode.sort_unstable();
+    timed.sort_unstable();
     println!(
-        "{name}: encode_med_ns={} decode_med_ns={}",
+        "{name}: encode_med_ns={} decode_med_ns={} call_round_trip_med_ns={} clock={}",
         encode[encode.len() / 2],
-        decode[decode.len() / 2]
+        decode[decode.len() / 2],
+        timed[timed.len() / 2],
+        peerpipe::clock::source()
     );
     Ok(())
 }
