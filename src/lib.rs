@@ -42,6 +42,8 @@
 //! - [`lorenz96`]: the model's right-hand side in its one fixed evaluation order.
 //! - `rng` (private): the deterministic random numbers of `peer soak` and the report's
 //!   order of measurement.
+//! - [`clock`]: the timestamps of each call's split — the CPU's time-stamp counter where the
+//!   kernel keeps time with it, `Instant` elsewhere.
 //! - [`units`]: durations as people type them (`250ms`).
 //! - [`guide`]: the protocol, performance and guarantees documents (`docs/*.md`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
@@ -50,7 +52,7 @@
 //!   imports the other back.
 //!
 //! `unsafe` code lives in one private module, `sys` (the shared mapping, atomics inside it,
-//! process-shared semaphores, futexes), every block with a `// SAFETY:` comment; the crate
+//! process-shared semaphores, futexes, `rdtsc`), every block with a `// SAFETY:` comment; the crate
 //! root denies `unsafe_code` everywhere else.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
