@@ -1379,6 +1379,26 @@ mod tests {
     }
 
     #[test]
+    fn a_send_deadline_starts_at_its_first_wait_not_when_made() {
+        let timeout = Duration::from_millis(50);
+        let deadline = Deadline::from_first_wait(Some(timeout));
+        assert_eq!(deadline.instant(), None, "no clock read until a wait");
+        let now = Instant::now();
+        assert_eq!(deadline.armed_at(now).instant(), Some(now + timeout));
+        // A send into a full pipe, 100 ms after the deadline was made: it still waits its
+        // 50 ms for room before giving up, counted from its first wait.
+        let (mut writer, _silent_reader) = Transport::pipe_pair(Wait::Block).unwrap();
+        let full = vec![0u8; 4 << 20];
+        let filled = writer.send_bytes(&full, Deadline::after(Some(Duration::from_millis(20))));
+        assert!(matches!(filled, Err(Error::Timeout { .. })), "{filled:?}");
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        let sent = writer.send_bytes(&[1; 64], deadline);
+        assert!(matches!(sent, Err(Error::Timeout { .. })), "{sent:?}");
+        assert!(started.elapsed() >= timeout, "gave up after {:?}", started.elapsed());
+    }
+
+    #[test]
     fn wait_strategies_parse_and_print() {
         for text in ["block", "spin", "hybrid", "hybrid:20us"] {
             assert_eq!(text.parse::<Wait>().unwrap().to_string(), text);
