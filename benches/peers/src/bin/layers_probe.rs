@@ -9,6 +9,10 @@
 //! Layers (each line's figure is the p50 of 20,000 round trips, and its ratio to the bare ring
 //! of the same round):
 //! - `bare ring`: `ShmLink::try_write` / `try_read` of the 4000 payload bytes, nothing else;
+//! - `header + payload`: the same, with a 32-byte DATA header ahead of the payload in the same
+//!   write (two `IoSlice`s) and read (two `IoSliceMut`s on the client, one buffer on the
+//!   server), its bytes compared with the expected ones: what any framed exchange costs over
+//!   this ring, without `Transport`, `Peer` or the serve loop;
 //! - `frames`: `Transport::send_frame` / `recv_frame` on both sides (header, padding, the
 //!   guessed single read, the header check of the guess) — no `Peer`, no serve loop, no clock;
 //! - `Peer + plain server`: `Peer::call_f64` (its checks and its timing) against the plain
@@ -20,6 +24,7 @@
 //! Then the CPU cost of the same layers with no cross-core traffic at all: one thread plays
 //! both sides of 200,000 round trips (request written, read, echoed, reply read).
 
+use std::io::{IoSlice, IoSliceMut};
 use std::thread;
 use std::time::Instant;
 
@@ -28,7 +33,7 @@ use peerpipe::handlers::EchoRaw;
 use peerpipe::report::cpu::Pinned;
 use peerpipe::server::{ServeOptions, serve};
 use peerpipe::transport::{
-    DEFAULT_SHM_CAPACITY, Deadline, Received, ShmLink, Transport, TransportKind, Wait,
+    DEFAULT_SHM_CAPACITY, Deadline, Link, Received, ShmLink, Transport, TransportKind, Wait,
 };
 use peerpipe::{Options, Peer, Values, ValuesMut};
 use peerpipe_peers::{BoxResult, initial_values, pin_thread_to, ring_recv, ring_send, update};
@@ -54,19 +59,27 @@ trait Client {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Layer {
     Bare,
+    HeaderPayload,
     Frames,
     PeerPlain,
     FramesServe,
     PeerServe,
 }
 
-const LAYERS: [Layer; 5] =
-    [Layer::Bare, Layer::Frames, Layer::PeerPlain, Layer::FramesServe, Layer::PeerServe];
+const LAYERS: [Layer; 6] = [
+    Layer::Bare,
+    Layer::HeaderPayload,
+    Layer::Frames,
+    Layer::PeerPlain,
+    Layer::FramesServe,
+    Layer::PeerServe,
+];
 
 impl Layer {
     fn name(self) -> &'static str {
         match self {
             Layer::Bare => "bare ring",
+            Layer::HeaderPayload => "header + payload",
             Layer::Frames => "frames",
             Layer::PeerPlain => "Peer + plain server",
             Layer::FramesServe => "frames + serve",
@@ -86,6 +99,71 @@ impl Client for BareClient {
     fn finish(self: Box<Self>) -> BoxResult<()> {
         Ok(())
     }
+}
+
+/// A header and the payload in one ring write, and back, with no layer of peerpipe above the
+/// ring; the echo's header must come back unchanged.
+struct HeaderPayloadClient(ShmLink);
+
+/// The DATA header of every request of [`HeaderPayloadClient`].
+fn data_header() -> [u8; HEADER_LEN] {
+    Header::data(1, Dtype::F64, ELEMENTS as u64).to_bytes()
+}
+
+impl Client for HeaderPayloadClient {
+    fn round_trip(&mut self, values: &[f64], reply: &mut [f64]) -> BoxResult<()> {
+        let header = data_header();
+        ring_send_parts(&mut self.0, &header, bytemuck::cast_slice(values))?;
+        let mut echoed = [0u8; HEADER_LEN];
+        ring_recv_parts(&mut self.0, &mut echoed, bytemuck::cast_slice_mut(reply))?;
+        if echoed != header {
+            return Err("the echoed header differs from the request's".into());
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> BoxResult<()> {
+        Ok(())
+    }
+}
+
+/// Writes `header` and `payload` with one ring write where they fit (else as they fit).
+fn ring_send_parts(link: &mut ShmLink, header: &[u8], payload: &[u8]) -> BoxResult<()> {
+    let total = header.len() + payload.len();
+    let mut done = 0;
+    while done < total {
+        let parts = if done < header.len() {
+            [IoSlice::new(&header[done..]), IoSlice::new(payload)]
+        } else {
+            [IoSlice::new(&[]), IoSlice::new(&payload[done - header.len()..])]
+        };
+        match link.try_write(&parts)? {
+            Some(n) => done += n,
+            None => std::hint::spin_loop(),
+        }
+    }
+    Ok(())
+}
+
+/// Reads exactly `header.len() + payload.len()` bytes into the two, spinning while none have
+/// arrived.
+fn ring_recv_parts(link: &mut ShmLink, header: &mut [u8], payload: &mut [u8]) -> BoxResult<()> {
+    let total = header.len() + payload.len();
+    let mut done = 0;
+    while done < total {
+        let got = if done < header.len() {
+            let (head, body) = (&mut header[done..], &mut *payload);
+            link.try_read(&mut [IoSliceMut::new(head), IoSliceMut::new(body)])?
+        } else {
+            link.try_read(&mut [IoSliceMut::new(&mut payload[done - header.len()..])])?
+        };
+        match got {
+            Some(0) => return Err("the other side closed the ring".into()),
+            Some(n) => done += n,
+            None => std::hint::spin_loop(),
+        }
+    }
+    Ok(())
 }
 
 /// Plain frames from the client's side; `seq` counts its requests.
@@ -202,6 +280,25 @@ fn sides(layer: Layer) -> BoxResult<(ServerSide, ClientSide)> {
             Ok(())
         });
         return Ok((echo, Box::new(move || Ok(Box::new(BareClient(client)) as Box<dyn Client>))));
+    }
+    if layer == Layer::HeaderPayload {
+        let (client, mut server) = ShmLink::pair(TransportKind::ShmRing, DEFAULT_SHM_CAPACITY)?;
+        let echo: ServerSide = Box::new(move || {
+            let expected = data_header();
+            let mut frame = vec![0u8; HEADER_LEN + BYTES];
+            for _ in 0..rounds {
+                ring_recv(&mut server, &mut frame)?;
+                let (header, payload) = frame.split_at(HEADER_LEN);
+                if header != expected {
+                    return Err("the request's header is not the one sent".into());
+                }
+                ring_send_parts(&mut server, header, payload)?;
+            }
+            Ok(())
+        });
+        let connect: ClientSide =
+            Box::new(move || Ok(Box::new(HeaderPayloadClient(client)) as Box<dyn Client>));
+        return Ok((echo, connect));
     }
     let (client, mut server) = Transport::pair(TransportKind::ShmRing, Wait::Spin)?;
     let plain = matches!(layer, Layer::Frames | Layer::PeerPlain);
