@@ -91,8 +91,8 @@ struct SoakArgs {
     /// Deadline for the handshake and for each reply.
     #[arg(long, default_value = "10s", value_parser = parse_nonzero_duration)]
     timeout: Duration,
-    /// Wait strategy of both sides: block, spin, hybrid or hybrid:DUR.
-    #[arg(long, default_value = "hybrid", value_parser = parse_wait)]
+    /// Wait strategy of both sides: auto, block, spin, hybrid or hybrid:DUR.
+    #[arg(long, default_value = "auto", value_parser = parse_wait)]
     wait: Wait,
     /// Transport of every pair: pipe, shm-sem, shm-ring or tcp.
     #[arg(long, default_value = "pipe", value_parser = parse_transport)]
@@ -144,8 +144,12 @@ struct RunArgs {
     #[arg(long, default_value_t = DEFAULT_MAX_FRAME_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
     max_frame_bytes: u64,
 
-    /// Wait strategy: block, spin, hybrid or hybrid:DUR (spin DUR, then block). As a client, a
-    /// comma-separated list [default: all three up to 65536 elements, hybrid above].
+    /// Wait strategy: auto (the default: spin while the peer answers within 50 µs, block once
+    /// spinning stops paying — the peer shares this core, or other work holds the cores — and
+    /// probe now and then to spin again), block (sleep in the kernel: least CPU), spin (never
+    /// sleep: burns a core per side) or hybrid[:DUR] (spin DUR, 50 µs by default, then block).
+    /// As a client, a comma-separated list [default: block, spin and auto up to 65536 elements,
+    /// auto above].
     #[arg(long, value_delimiter = ',', value_parser = parse_wait)]
     wait: Vec<Wait>,
 
@@ -267,10 +271,17 @@ struct RunArgs {
     #[arg(long)]
     seed: Option<u64>,
 
-    /// Client: a quick run: f64 only, sizes 1,500,65536,1048576, the hybrid wait only, 30ms
+    /// Client: a quick run: f64 only, sizes 1,500,65536,1048576, the auto wait only, 30ms
     /// per row in 10 rounds: the answer and a short table in a few seconds.
     #[arg(long)]
     quick: bool,
+
+    /// Client: run N busy threads beside the client and servers for the whole run, allowed on
+    /// every CPU this process may use, to see what each wait costs on a machine whose cores are
+    /// not idle (a simulation using its cores, a laptop, a shared node). Recorded in the JSON
+    /// as config.load.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(peerpipe::report::load::MAX_LOAD)))]
+    load: u32,
 
     /// Client: the per-round-trip budget the verdict checks.
     #[arg(long, default_value = "150us", value_parser = parse_timeout)]
@@ -505,6 +516,7 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         },
         sync_operations: args.sync_ops,
         budget: args.budget,
+        load: args.load,
     };
     if args.sync_costs {
         let costs = measure::measure_sync_costs(&plan)?;

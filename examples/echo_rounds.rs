@@ -8,7 +8,7 @@
 //!
 //! Argument: the server command (run with `sh -c`; default: `peer --role server --handler
 //! echo` beside this example). Each line on stdin is a number of calls N (500 f64 each, with
-//! the reply written into a warm buffer, hybrid wait, timed around each `call_f64` as a
+//! the reply written into a warm buffer, auto wait, timed around each `call_f64` as a
 //! Python caller would time `peer.call`); each answer is one line `p50_ns min_ns`. End of
 //! input closes the peer.
 

@@ -3,7 +3,7 @@
 //! compared bit for bit.
 //!
 //! ```sh
-//! cargo run --release --example lorenz96                       # n = 500, 2000 steps, hybrid wait
+//! cargo run --release --example lorenz96                       # n = 500, 2000 steps, auto wait
 //! cargo run --release --example lorenz96 -- --dtype f64-as-f32 # narrowed: reports the deviation
 //! cargo run --release --example lorenz96 -- --transport shm-ring # over shared memory
 //! ```
@@ -36,8 +36,8 @@ struct Args {
     /// Step size.
     #[arg(long, default_value_t = 0.01)]
     dt: f64,
-    /// Wait strategy of both processes: block, spin, hybrid or hybrid:DUR.
-    #[arg(long, default_value = "hybrid", value_parser = parse_wait)]
+    /// Wait strategy of both processes: auto, block, spin, hybrid or hybrid:DUR.
+    #[arg(long, default_value = "auto", value_parser = parse_wait)]
     wait: Wait,
     /// Placement of this process and the servers: free, same or split [default: split on two
     /// cores or more, as `peer` does: with free, a loaded machine can leave the server waiting

@@ -27,7 +27,8 @@
 //!   shared-memory region (`shm-sem`: slots and semaphores; `shm-ring`: lock-free rings and
 //!   futexes), or a TCP connection set up through the server's stdio (`tcp`, for ssh) — one
 //!   vectored write out, read straight into the destination in; the
-//!   [`transport::Wait`] strategies (block, spin, hybrid) with nanosecond deadlines.
+//!   [`transport::Wait`] strategies (auto, the default, which learns per connection whether spinning pays; block,
+//!   spin, hybrid) with nanosecond deadlines.
 //! - [`peer`]: the client — spawns a server, HELLO, typed calls with per-call timing, BYE,
 //!   reaping.
 //! - [`process`]: spawning a server on two pipes (or a pipe and a shared region); terminating

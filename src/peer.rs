@@ -251,7 +251,7 @@ impl FromStr for DataPath {
 /// Settings of a [`Peer`].
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// How to wait for replies and for room in the pipe. Default: hybrid.
+    /// How to wait for replies and for room in the pipe. Default: [`Wait::Auto`].
     pub wait: Wait,
     /// Deadline for the handshake and for each reply; `None` waits forever. Default: 10 s.
     pub timeout: Option<Duration>,

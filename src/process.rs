@@ -36,7 +36,7 @@ pub struct Spawn {
 }
 
 impl Default for Spawn {
-    /// As `Options::default()` of [`crate::peer`]: hybrid wait, pipes of 1 MiB, 1 MiB of
+    /// As `Options::default()` of [`crate::peer`]: auto wait, pipes of 1 MiB, 1 MiB of
     /// shared memory. (`Spawn::from_options`, the conversion from a peer's options, lives in
     /// `peer`, so that this module, below `peer`, does not import it back.)
     fn default() -> Spawn {

@@ -120,6 +120,7 @@ fn report(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
             transports: vec!["pipe".into()],
             shm_size: 1 << 20,
             hybrid_spin_ns: 50_000,
+            load: 0,
         },
         baseline,
         rows,

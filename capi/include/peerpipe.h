@@ -87,7 +87,7 @@
 // library's `Options`, made by `pp_options_new` and freed by `pp_options_free`; change it
 // only through the `pp_options_set_*` functions.
 //
-// Defaults: transport "pipe", wait "hybrid" (spin 50 µs, then block), timeout 10 s,
+// Defaults: transport "pipe", wait "auto" (see `pp_options_set_wait`), timeout 10 s,
 // max_frame_bytes 64 MiB, 1 MiB per direction of shared memory, handler name "c-f64" or
 // "c-f32" (servers only).
 //
@@ -145,7 +145,7 @@ extern "C" {
 
 // Starts the program `argv[0]` (looked up in `PATH` when it has no '/') with the arguments
 // `argv[1..argc]` as a server on two new pipes — its stdin and stdout; its stderr is
-// inherited — and exchanges HELLOs, with default options (pipe, hybrid wait, 10 s timeout,
+// inherited — and exchanges HELLOs, with default options (pipe, auto wait, 10 s timeout,
 // 64 MiB frames). E.g. `{"peer", "--role", "server", "--handler", "echo"}`.
 //
 // Ownership: on success `*out` is a new peer the caller owns and must pass to `pp_close`; on
@@ -317,9 +317,12 @@ void pp_options_free(struct pp_options *options);
 // `options` is NULL or a live `pp_options`; `name` is NULL or a NUL-terminated string.
 int pp_options_set_transport(struct pp_options *options, const char *name);
 
-// Chooses how this side waits for the other: "block" (sleep in the kernel), "spin" (poll
-// without sleeping; burns a core), "hybrid" (spin 50 µs, then block; default) or
-// "hybrid:DURATION" (e.g. "hybrid:20us", "hybrid:1ms").
+// Chooses how this side waits for the other: "auto" (the default: spin up to 50 µs while the
+// other side answers within that, block at once while spinning does not pay — both sides on
+// one core, or other work holding the cores — and spin again now and then to see whether it
+// pays again), "block" (sleep in the kernel: least CPU), "spin" (poll without sleeping;
+// burns a core), "hybrid" (spin 50 µs, then block) or "hybrid:DURATION" (e.g.
+// "hybrid:20us", "hybrid:1ms").
 //
 // Returns `PP_OK`, or `PP_EINVAL` when `options` or `spec` is NULL or `spec` does not
 // parse (options unchanged).
@@ -370,7 +373,7 @@ int pp_options_set_handler_name(struct pp_options *options, const char *name);
 
 // Serves this process's stdin and stdout as a peerpipe server over a pipe, answering each
 // f64 request with `handler`, until the client says BYE or closes the connection; with
-// default options (pipe, hybrid wait, 10 s frame timeout, 64 MiB frames, handler name
+// default options (pipe, auto wait, 10 s frame timeout, 64 MiB frames, handler name
 // "c-f64" in the HELLO). Requests of another dtype are answered with an ERROR frame.
 //
 // The process must have been started by a peerpipe client (`pp_spawn*`, `peer --spawn

@@ -52,7 +52,7 @@ impl From<CallTiming> for pp_timing {
 
 /// Starts the program `argv[0]` (looked up in `PATH` when it has no '/') with the arguments
 /// `argv[1..argc]` as a server on two new pipes — its stdin and stdout; its stderr is
-/// inherited — and exchanges HELLOs, with default options (pipe, hybrid wait, 10 s timeout,
+/// inherited — and exchanges HELLOs, with default options (pipe, auto wait, 10 s timeout,
 /// 64 MiB frames). E.g. `{"peer", "--role", "server", "--handler", "echo"}`.
 ///
 /// Ownership: on success `*out` is a new peer the caller owns and must pass to `pp_close`; on

@@ -13,7 +13,7 @@ use crate::ffi::{self, guard};
 /// library's `Options`, made by `pp_options_new` and freed by `pp_options_free`; change it
 /// only through the `pp_options_set_*` functions.
 ///
-/// Defaults: transport "pipe", wait "hybrid" (spin 50 µs, then block), timeout 10 s,
+/// Defaults: transport "pipe", wait "auto" (see `pp_options_set_wait`), timeout 10 s,
 /// max_frame_bytes 64 MiB, 1 MiB per direction of shared memory, handler name "c-f64" or
 /// "c-f32" (servers only).
 ///
@@ -122,9 +122,12 @@ pub unsafe extern "C" fn pp_options_set_transport(
     })
 }
 
-/// Chooses how this side waits for the other: "block" (sleep in the kernel), "spin" (poll
-/// without sleeping; burns a core), "hybrid" (spin 50 µs, then block; default) or
-/// "hybrid:DURATION" (e.g. "hybrid:20us", "hybrid:1ms").
+/// Chooses how this side waits for the other: "auto" (the default: spin up to 50 µs while the
+/// other side answers within that, block at once while spinning does not pay — both sides on
+/// one core, or other work holding the cores — and spin again now and then to see whether it
+/// pays again), "block" (sleep in the kernel: least CPU), "spin" (poll without sleeping;
+/// burns a core), "hybrid" (spin 50 µs, then block) or "hybrid:DURATION" (e.g.
+/// "hybrid:20us", "hybrid:1ms").
 ///
 /// Returns `PP_OK`, or `PP_EINVAL` when `options` or `spec` is NULL or `spec` does not
 /// parse (options unchanged).

@@ -33,7 +33,7 @@ pub type pp_handler_f32 = Option<
 
 /// Serves this process's stdin and stdout as a peerpipe server over a pipe, answering each
 /// f64 request with `handler`, until the client says BYE or closes the connection; with
-/// default options (pipe, hybrid wait, 10 s frame timeout, 64 MiB frames, handler name
+/// default options (pipe, auto wait, 10 s frame timeout, 64 MiB frames, handler name
 /// "c-f64" in the HELLO). Requests of another dtype are answered with an ERROR frame.
 ///
 /// The process must have been started by a peerpipe client (`pp_spawn*`, `peer --spawn

@@ -70,7 +70,7 @@ class Peer:
         cmd: Union[Sequence[str], str],
         *,
         transport: Transport = "pipe",
-        wait: str = "hybrid",
+        wait: str = "auto",
         timeout: Optional[float] = 10.0,
         max_frame_bytes: Optional[int] = None,
         path: Literal["zero-copy", "codec"] = "zero-copy",
@@ -83,8 +83,11 @@ class Peer:
         ``peer --role server --transport KIND`` do), or "tcp" (the server listens, announces
         its address and a token on its stdout, and this side connects: PROTOCOL.md section 14;
         ``peerpipe.serve(..., transport="tcp")`` and ``peer --role server --transport tcp``
-        do). ``wait``: "block", "spin", "hybrid" or
-        "hybrid:50us". ``timeout``: seconds for the handshake and for each reply (None: no
+        do). ``wait``: "auto" (the default: spin up to
+        50 us while the server answers within that, block while spinning does not pay -- both
+        processes on one core, or other work holding the cores -- and try spinning again now
+        and then), "block" (least CPU), "spin" (burns a core) or "hybrid[:50us]" (spin, then
+        block). ``timeout``: seconds for the handshake and for each reply (None: no
         limit). ``max_frame_bytes``: largest reply accepted (default 64 MiB). The GIL is
         released during the handshake, and Ctrl-C interrupts it within about 100 ms (the server
         being started is terminated and reaped before ``KeyboardInterrupt`` is raised).
@@ -98,7 +101,7 @@ class Peer:
         handler: str = "echo",
         *,
         transport: Transport = "pipe",
-        wait: str = "hybrid",
+        wait: str = "auto",
         timeout: Optional[float] = 10.0,
         max_frame_bytes: Optional[int] = None,
         path: Literal["zero-copy", "codec"] = "zero-copy",
@@ -166,7 +169,7 @@ class RemoteRhs:
         cmd: Union[Sequence[str], str],
         *,
         transport: Transport = "pipe",
-        wait: str = "hybrid",
+        wait: str = "auto",
         timeout: Optional[float] = 10.0,
         max_frame_bytes: Optional[int] = None,
         wire: Literal["f64", "f32"] = "f64",
@@ -193,7 +196,7 @@ def serve(
     handler: Union[Callable[[Any], Any], Callable[[Any, Any], Any]],
     *,
     transport: Optional[Transport] = None,
-    wait: str = "hybrid",
+    wait: str = "auto",
     in_place: Optional[bool] = None,
     name: Optional[str] = None,
     max_frame_bytes: Optional[int] = None,

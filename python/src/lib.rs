@@ -395,7 +395,7 @@ impl PyPeer {
 impl PyPeer {
     /// Spawns `cmd` as the server and exchanges HELLOs (see `peerpipe.Peer.spawn`).
     #[staticmethod]
-    #[pyo3(signature = (cmd, *, transport="pipe", wait="hybrid", timeout=Some(10.0), max_frame_bytes=None, path="zero-copy"))]
+    #[pyo3(signature = (cmd, *, transport="pipe", wait="auto", timeout=Some(10.0), max_frame_bytes=None, path="zero-copy"))]
     fn spawn(
         py: Python<'_>,
         cmd: &Bound<'_, PyAny>,
@@ -413,7 +413,7 @@ impl PyPeer {
 
     /// Spawns `peer_exe --role server --handler HANDLER` with the same transport and wait.
     #[staticmethod]
-    #[pyo3(signature = (peer_exe, handler="echo", *, transport="pipe", wait="hybrid", timeout=Some(10.0), max_frame_bytes=None, path="zero-copy"))]
+    #[pyo3(signature = (peer_exe, handler="echo", *, transport="pipe", wait="auto", timeout=Some(10.0), max_frame_bytes=None, path="zero-copy"))]
     #[allow(clippy::too_many_arguments)]
     fn spawn_server(
         py: Python<'_>,
@@ -700,7 +700,7 @@ impl PyRemoteRhs {
 impl PyRemoteRhs {
     /// Spawns `cmd` as the derivative server (see `peerpipe.RemoteRhs`).
     #[new]
-    #[pyo3(signature = (cmd, *, transport="pipe", wait="hybrid", timeout=Some(10.0), max_frame_bytes=None, wire="f64"))]
+    #[pyo3(signature = (cmd, *, transport="pipe", wait="auto", timeout=Some(10.0), max_frame_bytes=None, wire="f64"))]
     fn new(
         py: Python<'_>,
         cmd: &Bound<'_, PyAny>,
@@ -902,7 +902,7 @@ impl Handler for PyHandler {
 /// Serves requests on stdin/stdout (or the shared region given as stdin) with a Python
 /// callable until the client says BYE or closes (see `peerpipe.serve`).
 #[pyfunction]
-#[pyo3(signature = (handler, *, transport=None, wait="hybrid", in_place=None, name=None, max_frame_bytes=None, frame_timeout=Some(10.0), listen=None))]
+#[pyo3(signature = (handler, *, transport=None, wait="auto", in_place=None, name=None, max_frame_bytes=None, frame_timeout=Some(10.0), listen=None))]
 #[allow(clippy::too_many_arguments)]
 fn serve<'py>(
     py: Python<'py>,

@@ -124,7 +124,7 @@ def test_a_missing_command_is_file_not_found():
     ("kwargs", "message"),
     [
         ({"transport": "carrier-pigeon"}, r"invalid transport"),
-        ({"wait": "sleepy"}, r"expected block, spin, hybrid or hybrid:DUR"),
+        ({"wait": "sleepy"}, r"expected auto, block, spin, hybrid or hybrid:DUR"),
         ({"timeout": -1.0}, r"timeout must be a non-negative number"),
         ({"path": "copy"}, r"expected zero-copy or codec"),
     ],

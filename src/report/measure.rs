@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::baseline::{RawEcho, route_line};
 use super::crosscore::{self, CrossCore};
 use super::group::{LiveGroup, Processes, RowSetup};
+use super::load::{Load, MAX_LOAD};
 use super::pairing::Group;
 use super::pairing::{self, Burst, Schedule};
 use super::placement::Placer;
@@ -29,7 +30,7 @@ use crate::transport::{DEFAULT_SPIN_BUDGET, TransportKind, Wait};
 pub const DEFAULT_SIZES: [usize; 6] = [1, 8, 500, 1000, 65_536, 1_048_576];
 /// Element counts measured with `--quick`.
 pub const QUICK_SIZES: [usize; 4] = [1, 500, 65_536, 1_048_576];
-/// Up to this many elements every wait strategy is measured by default; above it, hybrid only
+/// Up to this many elements block, spin and auto are measured by default; above it, auto only
 /// (spinning on 8 MiB frames only burns the second core).
 pub const ALL_WAITS_MAX_ELEMENTS: usize = 65_536;
 /// Time per row by default.
@@ -156,6 +157,8 @@ pub struct Plan {
     pub sync_operations: u64,
     /// Budget per round trip for the verdict.
     pub budget: Duration,
+    /// Busy threads run beside the client and servers for the whole run ([`Load`]).
+    pub load: u32,
 }
 
 impl Plan {
@@ -316,6 +319,7 @@ impl Plan {
                     _ => None,
                 })
                 .unwrap_or(DEFAULT_SPIN_BUDGET.as_nanos() as u64),
+            load: self.load,
         }
     }
 }
@@ -405,6 +409,14 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
             reason: "must be at least 1".into(),
         });
     }
+    if plan.load > MAX_LOAD {
+        return Err(Error::InvalidArgument {
+            what: "load",
+            reason: format!("expected at most {MAX_LOAD} busy threads, found {}", plan.load),
+        });
+    }
+    // Started before anything is pinned, so the busy threads may run on every CPU.
+    let _load = Load::start(plan.load, Load::process_cpus()?)?;
     let mut measured = Measured::default();
     let mut error = None;
     let mut pipe_size_granted = None;
@@ -775,6 +787,7 @@ mod tests {
             transports: vec![TransportKind::Pipe],
             sync_operations: 1,
             budget: DEFAULT_BUDGET,
+            load: 0,
         }
     }
 

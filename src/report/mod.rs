@@ -17,6 +17,7 @@ pub mod cpu;
 pub mod crosscore;
 pub mod export;
 mod group;
+pub mod load;
 pub mod machine;
 pub mod measure;
 pub mod pairing;
@@ -437,7 +438,7 @@ pub struct ConfigRecord {
     /// Handlers.
     pub handlers: Vec<String>,
     /// Wait strategies given, or empty for the default rule (all three up to 65536 elements,
-    /// hybrid above).
+    /// auto above).
     pub waits: Vec<String>,
     /// Placements.
     pub pins: Vec<String>,
@@ -474,6 +475,10 @@ pub struct ConfigRecord {
     pub shm_size: u64,
     /// Hybrid spin budget in nanoseconds.
     pub hybrid_spin_ns: u64,
+    /// Busy threads that ran beside the client and servers for the whole run (`--load`); 0
+    /// when none, and in reports from before the flag existed.
+    #[serde(default)]
+    pub load: u32,
 }
 
 /// A whole run: the JSON document `--json` writes and `peer compare` reads.

@@ -99,6 +99,14 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if !m.clock.is_empty() {
         writeln!(out, "clock: {}; PEERPIPE_CLOCK=monotonic times with clock_gettime.", m.clock)?;
     }
+    if report.config.load > 0 {
+        writeln!(
+            out,
+            "load: {} busy thread{} beside the client and servers for the whole run (--load).",
+            report.config.load,
+            if report.config.load == 1 { "" } else { "s" }
+        )?;
+    }
     if let Some(route) = report.baseline.iter().find_map(|b| b.route.as_deref()) {
         // The floors crossed the same route as the rows (`--spawn`); say which.
         let route = route.rsplit_once(" --raw-echo").map_or(route, |(prefix, _)| prefix);

@@ -32,6 +32,7 @@
 pub mod pipe;
 pub mod shm;
 pub mod tcp;
+pub mod wait;
 
 use std::fmt;
 use std::io::{IoSlice, IoSliceMut};
@@ -42,11 +43,11 @@ use nix::sys::time::TimeSpec;
 
 use crate::error::{Error, Result};
 use crate::frame::{HEADER_LEN, Header, Kind, check_padding, padding_len};
-use crate::units::{format_duration, parse_duration};
 
 pub use pipe::PipeLink;
 pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 pub use tcp::TcpLink;
+pub use wait::{AutoWait, DEFAULT_SPIN_BUDGET, Wait};
 
 /// Smallest zero-copy payload that [`crate::Peer::call`] lends to a pipe with `vmsplice`
 /// instead of copying it, and from which the raw floor does the same (see
@@ -60,9 +61,6 @@ pub const LEND_MIN_BYTES: usize = 256 << 10;
 /// alternating the two, every row's p99 stayed within 10 µs in 4 of 6 runs against 1 of 6.
 /// The spin is paid only by a wait that reaches its deadline's last 100 µs.
 pub const DEADLINE_SPIN: Duration = Duration::from_micros(100);
-
-/// Spin budget of [`Wait::Hybrid`] when none is given: 50 µs.
-pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
 /// How often an interruptible wait (`Peer::spawn_interruptible`) asks whether to give up.
 pub const INTERRUPT_CHECK: Duration = Duration::from_millis(50);
@@ -84,75 +82,6 @@ pub type Drain<'a> = dyn FnMut(&[u8]) -> Result<()> + 'a;
 
 /// Pipe capacity requested by default: 1 MiB (Linux's default `pipe-max-size`).
 pub const DEFAULT_PIPE_CAPACITY: usize = 1 << 20;
-
-/// How a side waits for its peer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
-    /// Sleep in the kernel until the descriptor is ready.
-    Block,
-    /// Poll without sleeping until ready or the deadline passes.
-    Spin,
-    /// Spin for `spin`, then block.
-    Hybrid {
-        /// How long to spin before sleeping.
-        spin: Duration,
-    },
-}
-
-impl Default for Wait {
-    fn default() -> Self {
-        Wait::Hybrid { spin: DEFAULT_SPIN_BUDGET }
-    }
-}
-
-impl Wait {
-    /// Short name: `block`, `spin` or `hybrid`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Wait::Block => "block",
-            Wait::Spin => "spin",
-            Wait::Hybrid { .. } => "hybrid",
-        }
-    }
-}
-
-impl fmt::Display for Wait {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Wait::Hybrid { spin } if *spin != DEFAULT_SPIN_BUDGET => {
-                write!(f, "hybrid:{}", format_duration(*spin))
-            }
-            other => f.write_str(other.name()),
-        }
-    }
-}
-
-impl FromStr for Wait {
-    type Err = Error;
-
-    /// Parses `block`, `spin`, `hybrid` or `hybrid:DUR` (e.g. `hybrid:20us`).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use peerpipe::transport::Wait;
-    /// assert_eq!("hybrid:20us".parse::<Wait>().unwrap(), Wait::Hybrid { spin: Duration::from_micros(20) });
-    /// assert!("sleepy".parse::<Wait>().is_err());
-    /// ```
-    fn from_str(text: &str) -> Result<Wait> {
-        match text {
-            "block" => Ok(Wait::Block),
-            "spin" => Ok(Wait::Spin),
-            "hybrid" => Ok(Wait::default()),
-            _ => match text.strip_prefix("hybrid:") {
-                Some(budget) => Ok(Wait::Hybrid { spin: parse_duration(budget)? }),
-                None => Err(Error::InvalidArgument {
-                    what: "wait strategy",
-                    reason: format!("expected block, spin, hybrid or hybrid:DUR, found {text:?}"),
-                }),
-            },
-        }
-    }
-}
 
 /// A point in time after which a wait gives up, with the timeout it came from (for messages).
 #[derive(Clone, Copy, Debug)]
@@ -512,6 +441,8 @@ fn read_drained_via_chunk<L: Link + ?Sized>(
 pub struct Transport {
     link: Box<dyn Link>,
     wait: Wait,
+    /// What [`Wait::Auto`] has learned of this connection (unused by the other strategies).
+    auto: AutoWait,
     /// Bytes read ahead of the frame they belong to (a speculative read that guessed wrong);
     /// every read drains them first.
     pushback: Vec<u8>,
@@ -590,7 +521,7 @@ impl Transport {
 
     /// Frames over an already boxed link.
     pub fn from_box(link: Box<dyn Link>, wait: Wait) -> Transport {
-        Transport { link, wait, pushback: Vec::new(), pushback_read: 0 }
+        Transport { link, wait, auto: AutoWait::default(), pushback: Vec::new(), pushback_read: 0 }
     }
 
     /// Ends the outgoing stream (half-close): the peer sees the end of the stream after the
@@ -612,9 +543,15 @@ impl Transport {
         self.wait
     }
 
-    /// Changes the wait strategy.
+    /// Changes the wait strategy (what [`Wait::Auto`] learned so far starts over).
     pub fn set_wait(&mut self, wait: Wait) {
         self.wait = wait;
+        self.auto = AutoWait::default();
+    }
+
+    /// What [`Wait::Auto`] has learned of this connection so far.
+    pub fn auto_wait(&self) -> &AutoWait {
+        &self.auto
     }
 
     /// Asks for `bytes` of capacity in each direction and returns the capacity granted: on
@@ -699,7 +636,7 @@ impl Transport {
             match self.link.try_write_filled(at, len - at, fill)? {
                 Some(written) => {
                     at += written;
-                    spin = Spinning::default();
+                    self.waited(&mut spin);
                 }
                 None => self.wait_ready(
                     Direction::Write,
@@ -781,7 +718,7 @@ impl Transport {
             match written {
                 Some(written) => {
                     IoSlice::advance_slices(&mut remaining, written);
-                    spin = Spinning::default();
+                    self.waited(&mut spin);
                 }
                 None => self.wait_ready(
                     Direction::Write,
@@ -830,7 +767,7 @@ impl Transport {
                 Some(0) => break,
                 Some(n) => {
                     got += n;
-                    spin = Spinning::default();
+                    self.waited(&mut spin);
                     deadline = deadline.on_data();
                 }
                 None => self.wait_ready(
@@ -957,7 +894,7 @@ impl Transport {
                 }
                 Some(n) => {
                     filled += n;
-                    spin = Spinning::default();
+                    self.waited(&mut spin);
                     deadline = deadline.on_data();
                 }
                 None => {
@@ -1060,7 +997,7 @@ impl Transport {
         // every few polls, so it does not delay noticing the data.
         spin.polls += 1;
         if spin.started.is_some()
-            && self.wait != Wait::Block
+            && spin.budget != Some(Duration::ZERO)
             && spin.polls < self.link.spin_polls_per_clock_read()
         {
             std::hint::spin_loop();
@@ -1072,17 +1009,24 @@ impl Transport {
         if deadline.passed(now) {
             return Err(deadline.error(waiting_for));
         }
-        let started = *spin.started.get_or_insert(now);
+        let started = match spin.started {
+            Some(started) => started,
+            None => {
+                spin.budget = match self.wait {
+                    Wait::Block => Some(Duration::ZERO),
+                    Wait::Spin => None,
+                    Wait::Hybrid { spin } => Some(spin),
+                    Wait::Auto => Some(self.auto.budget()),
+                };
+                *spin.started.insert(now)
+            }
+        };
         let at = deadline.instant();
         // The last stretch before a deadline is spun in every strategy, so that the deadline
         // is kept to within a poll rather than a timer's slack and a wake-up.
         let near_deadline = at.is_some_and(|at| at.duration_since(now) <= DEADLINE_SPIN);
-        let keep_spinning = near_deadline
-            || match self.wait {
-                Wait::Block => false,
-                Wait::Spin => true,
-                Wait::Hybrid { spin } => now.duration_since(started) < spin,
-            };
+        let keep_spinning =
+            near_deadline || spin.budget.is_none_or(|budget| now.duration_since(started) < budget);
         if keep_spinning {
             std::hint::spin_loop();
             return Ok(());
@@ -1090,14 +1034,32 @@ impl Transport {
         if at.is_some() {
             crate::sys::tighten_timer_slack();
         }
+        spin.slept = true;
         self.link.sleep(direction, at.map(|at| at - DEADLINE_SPIN))
+    }
+
+    /// Called when a read or write made progress: ends the wait that preceded it, if any
+    /// (what [`Wait::Auto`] learns from), and readies `spin` for the next one.
+    #[inline]
+    fn waited(&mut self, spin: &mut Spinning) {
+        if let Some(started) = spin.started {
+            if self.wait == Wait::Auto {
+                let budget = spin.budget.unwrap_or(Duration::MAX);
+                self.auto.record(budget, started.elapsed(), spin.slept);
+            }
+            *spin = Spinning::default();
+        }
     }
 }
 
-/// Where a wait stands: when it started spinning and how many polls since the clock was read.
+/// Where a wait stands: when its first poll found nothing, how long it may spin before it
+/// sleeps (`None`: until its deadline), whether it has slept, and how many polls since the
+/// clock was read.
 #[derive(Debug, Default)]
 struct Spinning {
     started: Option<Instant>,
+    budget: Option<Duration>,
+    slept: bool,
     polls: u32,
 }
 
@@ -1400,7 +1362,7 @@ mod tests {
 
     #[test]
     fn wait_strategies_parse_and_print() {
-        for text in ["block", "spin", "hybrid", "hybrid:20us"] {
+        for text in ["auto", "block", "spin", "hybrid", "hybrid:20us"] {
             assert_eq!(text.parse::<Wait>().unwrap().to_string(), text);
         }
         assert!(matches!("hybrid:fast".parse::<Wait>(), Err(Error::InvalidArgument { .. })));
