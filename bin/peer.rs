@@ -227,11 +227,13 @@ struct RunArgs {
     path: Vec<DataPath>,
 
     /// Client: placement, a comma-separated list: free (the scheduler decides), same (both
-    /// processes on one core), split (client and server on two different cores) [default:
-    /// split on a machine with two or more cores, else free]. split is the default because
-    /// with free the scheduler sometimes keeps client and server on one core for a whole
-    /// process lifetime, differently for each server process, so a floor and a row could be
-    /// measured on one core and on two: the per-round CPUs in the JSON show it. With split and
+    /// processes on one core), split (client and server on two different cores) [default: the
+    /// default wait (auto) free, as a program gets it, which the answer reports; the other
+    /// waits split on a machine with two or more cores, else free]. split suits comparing
+    /// waits because with free the scheduler sometimes keeps client and server on one core
+    /// for a whole process lifetime, differently for each server process, so a floor and a
+    /// row could be measured on one core and on two: the per-round CPUs in the JSON show it.
+    /// The answer says when placement changes it by more than 1.5x. With split and
     /// free, each group is preceded by a ~5 ms probe of the machine's state (a cache line and
     /// 4 KiB between the first two CPUs: the table's `machine state:` line, each floor's
     /// cross_core), which says when the machine changed state during a run.
@@ -489,6 +491,8 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         } else {
             args.pin.clone()
         },
+        // With no --pin, the default wait is measured as a program gets it: unpinned.
+        default_wait_pins: args.pin.is_empty().then(|| vec![Placement::Free]),
         length,
         warmup: args.warmup,
         rounds: args.rounds.unwrap_or(if args.quick {

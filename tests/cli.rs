@@ -259,7 +259,7 @@ fn compare_exits_2_naming_a_file_that_is_not_json() {
 
 #[test]
 fn bad_flags_exit_2_with_a_clear_message() {
-    let cases: [(&[&str], &[&str]); 10] = [
+    let cases: [(&[&str], &[&str]); 11] = [
         (&["--dtype", "f16"], &["--dtype", "f16", "expected f64, f32 or f64-as-f32"]),
         (&["--iters", "0"], &["--iters", "0 is not in 1.."]),
         (&["--duration", "fast"], &["--duration", "missing number", "expected e.g. 500us"]),
@@ -269,6 +269,7 @@ fn bad_flags_exit_2_with_a_clear_message() {
         (&["--frobnicate"], &["unexpected argument '--frobnicate'"]),
         (&["compare", "a.json", "b.json", "--rel", "lots"], &["--rel", "expected a percentage"]),
         (&["--rounds", "0"], &["--rounds", "0 is not in 1..=1000"]),
+        (&["--load", "5000"], &["--load", "5000 is not in 0..=1024"]),
         (&["compare", "a.json", "b.json", "--mode", "loose"], &["--mode", "paired, absolute"]),
     ];
     for (args, expected) in cases {
@@ -349,6 +350,49 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
     let svg_text = fs::read_to_string(&svg).unwrap();
     assert!(svg_text.starts_with("<svg") && svg_text.trim_end().ends_with("</svg>"));
     assert!(svg_text.contains("echo zero-copy") && svg_text.contains("wait block"));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_run_with_load_says_so_records_it_and_measures_the_default_wait_unpinned() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("load");
+    let json = dir.join("run.json");
+    // No --pin: block at the default placement, auto unpinned (as a program gets it).
+    let output = peer(&[
+        "--sizes",
+        "8",
+        "--dtype",
+        "f64",
+        "--path",
+        "codec",
+        "--handler",
+        "echo",
+        "--wait",
+        "block,auto",
+        "--load",
+        "1",
+        "--duration",
+        "4ms",
+        "--rounds",
+        "2",
+        "--generations",
+        "1",
+        "--warmup",
+        "1ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("load: 1 busy thread beside the client and servers"), "{text}");
+    assert!(text.contains("beside 1 busy threads"), "{text}");
+    let report = export::read_json(&json).unwrap();
+    assert_eq!(report.config.load, 1);
+    assert!(report.rows.iter().any(|r| r.wait == "auto" && r.pin == "free"), "{:?}", report.rows);
+    assert!(report.rows.iter().all(|r| r.wait != "auto" || r.pin == "free"));
+    let line = text.lines().find(|l| l.starts_with("  f64 x 8 ")).expect("the answer's line");
+    assert!(line.trim_end().ends_with("echo codec, auto"), "{text}");
     fs::remove_dir_all(dir).ok();
 }
 

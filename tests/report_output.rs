@@ -852,3 +852,55 @@ fn a_busy_machine_is_named_when_most_rounds_were_preempted() {
     }
     assert_eq!(render::contention(&report), None, "a few preemptions a burst are kernel noise");
 }
+
+/// A row of `wait` at `pin` (f64 x 500, echo, codec) whose p50 round trip is `rtt`.
+fn placed(wait: &str, pin: &str, rtt: u64) -> Row {
+    Row { pin: pin.into(), ..row("f64", 500, "echo", "codec", wait, rtt) }
+}
+
+#[test]
+fn the_answer_gives_the_default_wait_unpinned_even_when_a_pinned_wait_is_faster() {
+    let rows = vec![placed("spin", "split", 2_000), placed("auto", "free", 3_000)];
+    let text = text_of(|out| answer::answer(&report(vec![], rows), out));
+    let line = text.lines().find(|l| l.contains("f64 x 500")).expect("the 500 line");
+    assert!(line.trim_end().ends_with("echo codec, auto"), "{text}");
+    assert!(text.contains("at the default wait, unpinned, as a program gets it"), "{text}");
+    // Only one placement of auto: the answer says how to see the others.
+    assert!(
+        text.contains("placement: auto measured unpinned only; --pin same,split,free"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_answer_says_when_placement_changes_it_by_more_than_one_and_a_half_times() {
+    let rows = vec![
+        placed("auto", "free", 3_000),
+        placed("auto", "same", 10_000),
+        placed("auto", "split", 2_800),
+    ];
+    let text = text_of(|out| answer::answer(&report(vec![], rows), out));
+    // Overheads are round trip - server time (a twentieth of it here): 2850, 9500, 2660 ns.
+    assert!(
+        text.contains(
+            "placement changes f64 x 500 at wait auto by 3.6x: unpinned 2.85us, on one core \
+             9.50us, on two cores 2.66us."
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("measured unpinned only"), "{text}");
+    // Within 1.5x: nothing to say.
+    let close = vec![placed("auto", "free", 3_000), placed("auto", "same", 4_000)];
+    let text = text_of(|out| answer::answer(&report(vec![], close), out));
+    assert!(!text.contains("placement"), "{text}");
+}
+
+#[test]
+fn the_answer_names_the_load_it_ran_beside() {
+    let mut loaded = report(vec![], vec![placed("auto", "free", 3_000)]);
+    loaded.config.load = 2;
+    let text = text_of(|out| answer::answer(&loaded, out));
+    assert!(text.contains(", beside 2 busy threads)"), "{text}");
+    let text = text_of(|out| render::table(&loaded, out));
+    assert!(text.contains("load: 2 busy threads beside the client and servers"), "{text}");
+}

@@ -4,10 +4,12 @@
 //! the table, which puts every handler, path and wait side by side, answers it only to someone
 //! who knows which row is theirs. [`answer`] picks that row for each size and says it in one
 //! line: the realistic case, where both sides convert (`echo`, or the user's own handler; not
-//! `echo-raw`, whose server converts nothing, and not the raw floor), at the user's wait
-//! strategy when they chose one and the best measured one otherwise. Its overhead is the round
-//! trip minus the server's own time: what going to another process costs, whatever the server
-//! computes. [`verdict_lines`] gives the verdict the same row, and says apart what the floor and
+//! `echo-raw`, whose server converts nothing, and not the raw floor), at the default wait
+//! (`auto`) unpinned — what a program that leaves both to the library gets — when the run
+//! measured it, and at the best measured wait and placement otherwise. Its overhead is the
+//! round trip minus the server's own time: what going to another process costs, whatever the
+//! server computes. When the run measured the default wait at several placements and they
+//! disagree by more than [`PLACEMENT_MATTERS`], the answer says so under its table. [`verdict_lines`] gives the verdict the same row, and says apart what the floor and
 //! `echo-raw` show; [`skipped`] lists the rows a run could not measure.
 
 use std::io::{self, Write};
@@ -17,6 +19,16 @@ use crate::units::format_nanos;
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
 const RAW_HANDLER: &str = "echo-raw";
+
+/// The default wait's name, as rows record it.
+const DEFAULT_WAIT: &str = "auto";
+
+/// The placement a program gets when it pins nothing.
+const UNPINNED: &str = "free";
+
+/// How far apart (max ÷ min overhead p50) the default wait's placements must be for the answer
+/// to say that placement changes it: 1.5×.
+pub const PLACEMENT_MATTERS: f64 = 1.5;
 
 /// The realistic row of one size: the overhead (round trip − server time) of a handler that
 /// converts, at the user's wait or the best one.
@@ -42,14 +54,54 @@ impl<'a> Answer<'a> {
 }
 
 /// The realistic row for `dtype` × `elements`: among the rows of a handler other than
-/// `echo-raw` (any handler when only `echo-raw` was measured), the one with the lowest
-/// overhead p50 — over every wait, path, transport and placement measured, so with a single
-/// `--wait` it is at the user's wait.
+/// `echo-raw` (any handler when only `echo-raw` was measured), those of the default wait when
+/// it was measured, of them those unpinned when measured so, and of what is left the one with
+/// the lowest overhead p50 — so with a single `--wait` and `--pin` it is at the user's own.
 pub fn realistic<'a>(report: &'a Report, dtype: &str, elements: u64) -> Option<Answer<'a>> {
     let of_size = || report.rows.iter().filter(move |r| r.dtype == dtype && r.elements == elements);
     let converting: Vec<&Row> = of_size().filter(|r| r.handler != RAW_HANDLER).collect();
     let candidates = if converting.is_empty() { of_size().collect() } else { converting };
+    let candidates = prefer(candidates, |r| r.wait == DEFAULT_WAIT);
+    let candidates = prefer(candidates, |r| r.pin == UNPINNED);
     candidates.into_iter().map(Answer::of).min_by_key(|a| (a.overhead_p50_ns, a.row.rtt_ns.p50))
+}
+
+/// The rows that pass `test`, or all of them when none does.
+fn prefer(rows: Vec<&Row>, test: impl Fn(&Row) -> bool) -> Vec<&Row> {
+    if rows.iter().any(|r| test(r)) { rows.into_iter().filter(|r| test(r)).collect() } else { rows }
+}
+
+/// The answer's row at every placement measured with the same handler, path, transport and
+/// wait, by placement name, when their overhead p50s differ by more than
+/// [`PLACEMENT_MATTERS`]: `None` when placement does not change the answer that much (or only
+/// one placement was measured).
+pub fn placement_spread<'a>(report: &'a Report, answer: &Answer<'a>) -> Option<Vec<Answer<'a>>> {
+    let mut same = placements_of(report, answer);
+    let min = same.iter().map(|a| a.overhead_p50_ns).min()?.max(1);
+    let max = same.iter().map(|a| a.overhead_p50_ns).max()?;
+    if same.len() < 2 || (max as f64) <= PLACEMENT_MATTERS * min as f64 {
+        return None;
+    }
+    same.sort_by_key(|a| a.row.pin != answer.row.pin);
+    Some(same)
+}
+
+/// The rows of `answer`'s size, handler, path, transport and wait, at every placement measured.
+fn placements_of<'a>(report: &'a Report, answer: &Answer<'a>) -> Vec<Answer<'a>> {
+    let row = answer.row;
+    report
+        .rows
+        .iter()
+        .filter(|r| {
+            r.dtype == row.dtype
+                && r.elements == row.elements
+                && r.handler == row.handler
+                && r.path == row.path
+                && r.transport == row.transport
+                && r.wait == row.wait
+        })
+        .map(Answer::of)
+        .collect()
 }
 
 /// Writes the answer, one line per size (dtype × elements, f64 first, smallest first):
@@ -88,10 +140,15 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         return Ok(());
     }
     let waits = &report.config.waits;
-    let wait_phrase = match waits.as_slice() {
+    let default_unpinned = report.rows.iter().any(|r| r.wait == DEFAULT_WAIT && r.pin == UNPINNED);
+    let mut wait_phrase = match waits.as_slice() {
         [one] => format!("at wait {one}"),
+        _ if default_unpinned => "at the default wait, unpinned, as a program gets it".to_owned(),
         _ => "at the best measured wait".to_owned(),
     };
+    if report.config.load > 0 {
+        wait_phrase.push_str(&format!(", beside {} busy threads", report.config.load));
+    }
     let handlers = converting_handlers(report);
     writeln!(
         out,
@@ -162,12 +219,63 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             row.wait
         )?;
     }
+    placement_notes(report, out)?;
     if let Some((_, _, Some(factor))) = crosscore::block_spread(&report.cross_core_probes()) {
         // Ratios of groups measured in different states differ: say so before any figure is
         // taken away from here.
         writeln!(out, "{}", crosscore::state_change_note(factor))?;
     }
     Ok(())
+}
+
+/// One line per size whose answer changes by more than [`PLACEMENT_MATTERS`] with where the
+/// processes run (among the placements measured); when only one placement was measured, a
+/// line that says how to see it.
+fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let answers: Vec<Answer<'_>> =
+        sizes(report).iter().filter_map(|(d, e)| realistic(report, d, *e)).collect();
+    if answers.iter().all(|a| placements_of(report, a).len() < 2) {
+        if let Some(a) = answers.first() {
+            writeln!(
+                out,
+                "placement: {} measured {} only; --pin same,split,free (one core, two cores, the \
+                 scheduler's choice) and --load N show what placement and busy work change.",
+                a.row.wait,
+                placement_words(&a.row.pin)
+            )?;
+        }
+        return Ok(());
+    }
+    for answer in &answers {
+        let Some(spread) = placement_spread(report, answer) else { continue };
+        let row = answer.row;
+        let figures: Vec<String> = spread
+            .iter()
+            .map(|a| format!("{} {}", placement_words(&a.row.pin), ns(a.overhead_p50_ns)))
+            .collect();
+        let min = spread.iter().map(|a| a.overhead_p50_ns).min().unwrap_or(0).max(1);
+        let max = spread.iter().map(|a| a.overhead_p50_ns).max().unwrap_or(0);
+        writeln!(
+            out,
+            "placement changes {} x {} at wait {} by {:.1}x: {}.",
+            row.dtype,
+            row.elements,
+            row.wait,
+            max as f64 / min as f64,
+            figures.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// A placement as a reader understands it.
+fn placement_words(pin: &str) -> &str {
+    match pin {
+        "free" => "unpinned",
+        "same" => "on one core",
+        "split" => "on two cores",
+        other => other,
+    }
 }
 
 /// The verdict's lines for one size: the realistic row ([`realistic`]) by name with its

@@ -135,6 +135,10 @@ pub struct Plan {
     pub waits: Option<Vec<Wait>>,
     /// Placements.
     pub pins: Vec<Placement>,
+    /// Placements of the default wait ([`Wait::Auto`]) when they differ from `pins`: `peer`
+    /// with no `--pin` measures the default wait unpinned, as a program gets it, and the other
+    /// waits pinned to two cores, where they compare best.
+    pub default_wait_pins: Option<Vec<Placement>>,
     /// How long each row runs.
     pub length: RowLength,
     /// Warm-up per row.
@@ -171,6 +175,29 @@ impl Plan {
             }
             None => vec![Wait::default()],
         }
+    }
+
+    /// Every placement measured, in order: `pins`, then those only the default wait has.
+    pub fn all_pins(&self) -> Vec<Placement> {
+        let mut pins = self.pins.clone();
+        for &pin in self.default_wait_pins.iter().flatten() {
+            if !pins.contains(&pin) {
+                pins.push(pin);
+            }
+        }
+        pins
+    }
+
+    /// The wait strategies measured at `pin`.
+    pub fn waits_at(&self, pin: Placement) -> Vec<Wait> {
+        let at = |pins: &[Placement]| pins.contains(&pin);
+        self.all_waits()
+            .into_iter()
+            .filter(|&wait| match (&self.default_wait_pins, wait) {
+                (Some(pins), Wait::Auto) => at(pins),
+                _ => at(&self.pins),
+            })
+            .collect()
     }
 
     /// Every wait strategy used by some size, in a stable order.
@@ -241,13 +268,16 @@ impl Plan {
     /// Number of rows plus baselines.
     fn members(&self) -> u64 {
         let mut steps = 0;
-        for wait in self.all_waits() {
-            let sizes = self.sizes.iter().filter(|&&s| self.waits_for(s).contains(&wait)).count();
-            steps += (self.baseline_bytes(wait).len()
-                + sizes * self.workload_paths().len() * self.handler_count())
-                * self.transports.len();
+        for pin in self.all_pins() {
+            for wait in self.waits_at(pin) {
+                let sizes =
+                    self.sizes.iter().filter(|&&s| self.waits_for(s).contains(&wait)).count();
+                steps += (self.baseline_bytes(wait).len()
+                    + sizes * self.workload_paths().len() * self.handler_count())
+                    * self.transports.len();
+            }
         }
-        (steps * self.pins.len()) as u64
+        steps as u64
     }
 
     /// Rough wall time of the run, for deciding whether to show progress.
@@ -292,7 +322,7 @@ impl Plan {
             paths: self.paths.iter().map(|p| p.name().to_owned()).collect(),
             handlers: names(&self.handlers),
             waits: self.waits.iter().flatten().map(|w| w.to_string()).collect(),
-            pins: self.pins.iter().map(|p| p.name().to_owned()).collect(),
+            pins: self.all_pins().iter().map(|p| p.name().to_owned()).collect(),
             iterations: match self.length {
                 RowLength::Iterations(n) => Some(n),
                 RowLength::Duration(_) => None,
@@ -421,7 +451,7 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
     let mut error = None;
     let mut pipe_size_granted = None;
     let mut group_index = 0u64;
-    'run: for &pin in &plan.pins {
+    'run: for pin in plan.all_pins() {
         let placement = match Placer::new(pin) {
             Ok(placement) => placement,
             Err(e) => {
@@ -429,7 +459,7 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
                 break 'run;
             }
         };
-        for wait in plan.all_waits() {
+        for wait in plan.waits_at(pin) {
             for &transport in &plan.transports {
                 let mut section = Section::new(plan, &placement, wait, transport);
                 for bytes in plan.baseline_bytes(wait) {
@@ -778,6 +808,7 @@ mod tests {
             handlers: vec!["echo".into()],
             waits: Some(vec![Wait::default()]),
             pins: vec![Placement::Free],
+            default_wait_pins: None,
             length,
             warmup: Duration::from_millis(20),
             rounds,
