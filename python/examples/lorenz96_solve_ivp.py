@@ -1,9 +1,14 @@
-"""SciPy's solve_ivp (RK45) on Lorenz-96, n = 500, with the right-hand side computed by
+"""SciPy's solve_ivp (RK45, or BDF with --method BDF) on Lorenz-96, n = 500, with the right-hand side computed by
 `peer --role server --handler lorenz96` in another process, against the same integration
 with a local numpy right-hand side evaluated in the server's order. The two trajectories must
 be bit-identical; the overhead per call of going remote is printed.
 
     PEERPIPE_PEER=target/release/peer python python/examples/lorenz96_solve_ivp.py [--n 500] [--t-end 2.0]
+    PEERPIPE_PEER=target/release/peer python python/examples/lorenz96_solve_ivp.py --method BDF --n 200 --t-end 0.5
+
+BDF, a stiff solver, estimates its Jacobian by finite differences: n calls in a row with a
+little numpy work between them, a pattern in which the scheduler tends to put the two
+processes on one core.
 
 The server's formula (src/lorenz96.rs, docs/PROTOCOL.md):
     d[i] = (x[(i+1) % n] - x[(i-2) % n]) * x[(i-1) % n] - x[i] + F
@@ -48,13 +53,15 @@ def main():
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--t-end", type=float, default=2.0)
     parser.add_argument("--transport", default="pipe", choices=["pipe", "shm-sem", "shm-ring"])
+    parser.add_argument("--method", default="RK45", choices=["RK45", "BDF"])
+    parser.add_argument("--wait", default="auto", help="auto (default), block, spin, hybrid[:DUR]")
     args = parser.parse_args()
 
     y0 = np.full(args.n, F)
     y0[0] += 0.01
     t_span = (0.0, args.t_end)
     t_eval = np.linspace(*t_span, 51)
-    options = dict(method="RK45", t_eval=t_eval, rtol=1e-6, atol=1e-9)
+    options = dict(method=args.method, t_eval=t_eval, rtol=1e-6, atol=1e-9)
 
     started = time.perf_counter()
     local = solve_ivp(local_rhs, t_span, y0, **options)
@@ -68,8 +75,10 @@ def main():
         "lorenz96",
         "--transport",
         args.transport,
+        "--wait",
+        args.wait,
     ]
-    with peerpipe.RemoteRhs(server, transport=args.transport) as fun:
+    with peerpipe.RemoteRhs(server, transport=args.transport, wait=args.wait) as fun:
         started = time.perf_counter()
         remote = solve_ivp(fun, t_span, y0, **options)
         remote_s = time.perf_counter() - started
@@ -84,7 +93,8 @@ def main():
     )
     calls = stats["calls"]
     print(
-        f"Lorenz-96 n={args.n}, RK45 over t = {t_span}, {args.transport}: {calls} right-hand-side calls"
+        f"Lorenz-96 n={args.n}, {args.method} over t = {t_span}, {args.transport}, wait {args.wait}: "
+        f"{calls} right-hand-side calls"
     )
     print(f"local numpy rhs : {local_s * 1e3:8.1f} ms, nfev {local.nfev}")
     print(f"remote (peer)   : {remote_s * 1e3:8.1f} ms, nfev {remote.nfev}")
