@@ -8,6 +8,10 @@
 # installs it) and root (sshd's privilege separation; key login as root).
 #
 #   cargo build --release && benches/ssh_routes.sh [RUNS] [extra peer flags...]
+#   REMOTE_PREFIX= WAIT=auto benches/ssh_routes.sh 3 --pin free   # as a user runs it: unpinned
+#
+# WAIT is the wait strategy of both sides (default hybrid, the figures PERFORMANCE.md quotes
+# for the pinned routes); an empty REMOTE_PREFIX leaves the remote server unpinned.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
@@ -53,7 +57,7 @@ ssh="ssh -F /dev/null -i $dir/user_key -p $port -o StrictHostKeyChecking=no -o U
 for run in $(seq "$runs"); do
     json=target/ssh-routes-$run.json
     "$peer" --spawn "$ssh $remote $peer --role server" --transport pipe,tcp \
-        --sizes 500,65536 --dtype f64 --path zero-copy --wait hybrid "$@" --json "$json" \
+        --sizes 500,65536 --dtype f64 --path zero-copy --wait "${WAIT:-hybrid}" "$@" --json "$json" \
         > "target/ssh-routes-$run.txt"
     python3 - "$json" <<'PY'
 import json, sys
