@@ -157,8 +157,10 @@ struct RunArgs {
     /// wake-ups) or tcp (the server listens, announces a port and a token on stdout, and the
     /// frames go over TCP; with --spawn "ssh host peer --role server", ssh only starts and
     /// authenticates). As a client, a comma-separated list to measure side by side [default:
-    /// pipe]. A shared-memory server must be spawned by a client of the same transport (it
-    /// takes the region as its stdin), so it cannot run over ssh.
+    /// pipe]. As a server [default: what its stdin is: the shared region a shm-sem or
+    /// shm-ring client hands over, else a pipe]: only tcp needs saying. A shared-memory server
+    /// must be spawned by its client (it takes the region as its stdin), so it cannot run
+    /// over ssh.
     #[arg(long, value_delimiter = ',', value_parser = parse_transport)]
     transport: Vec<TransportKind>,
 
@@ -396,7 +398,9 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
         more => return Err(one_value_error("--wait", more.len())),
     };
     let kind = match args.transport.as_slice() {
-        [] => TransportKind::Pipe,
+        // Untold, serve what the client chose: a shared region handed over as stdin says its
+        // kind in its header; anything else (a pipe, a socket, a file of frames) is a stream.
+        [] => TransportKind::of_stdin().unwrap_or(TransportKind::Pipe),
         [kind] => *kind,
         more => return Err(one_value_error("--transport", more.len())),
     };

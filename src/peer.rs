@@ -611,6 +611,12 @@ impl Peer {
         self.transport.max_frames_in_flight()
     }
 
+    /// What this side's [`Wait::Auto`] has learned of the connection, and what its waits saw
+    /// (unused with another wait strategy).
+    pub fn auto_wait(&self) -> &crate::transport::AutoWait {
+        self.transport.auto_wait()
+    }
+
     /// Which transport this peer talks over.
     pub fn transport_kind(&self) -> TransportKind {
         self.transport.kind()

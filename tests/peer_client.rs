@@ -74,6 +74,22 @@ per_transport_and_tcp!(
     a_200us_timeout_on_a_silent_peer_ends_in_timeout_waiting_for_seq_1,
 );
 
+per_transport!(a_server_told_no_transport_serves_the_one_its_client_chose);
+
+fn a_server_told_no_transport_serves_the_one_its_client_chose(kind: TransportKind) {
+    let _watchdog = Watchdog::new(secs(60));
+    // Only the client names the transport: the server sees what its stdin is.
+    let mut command = std::process::Command::new(peer_exe());
+    command.args(["--role", "server", "--handler", "echo"]);
+    let mut peer = Peer::spawn(command, on(kind)).expect("a server without --transport");
+    assert_eq!(peer.transport_kind(), kind);
+    let x = f64_values();
+    let mut y = vec![0.0; x.len()];
+    peer.call_f64(&x, &mut y).expect("call");
+    assert_eq!(bits64(&y), bits64(&x));
+    close_cleanly(peer);
+}
+
 // The misbehaving server (the re-executed test binary) speaks over its stdin and stdout only;
 // a TCP server that never answers is tests/tcp.rs's.
 per_transport!(a_200us_timeout_on_a_spawned_server_that_never_answers_ends_in_timeout);

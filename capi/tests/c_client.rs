@@ -37,6 +37,21 @@ fn the_c_client_echoes_edge_values_bit_exact_with_peer_server_over_every_transpo
 }
 
 #[test]
+fn a_server_told_no_transport_serves_the_one_the_c_client_chose() {
+    if !common::have("cc") {
+        return;
+    }
+    let client = common::compile_c("examples/client.c");
+    for transport in ["pipe", "shm-sem", "shm-ring"] {
+        let mut command = Command::new(&client);
+        command.args(["--transport", transport, "--calls", "20"]).arg(common::peer_exe());
+        command.args(["--role", "server", "--handler", "echo"]);
+        let output = common::run(command, Duration::from_secs(60), "client.c");
+        assert_echoed_everything(&output, &format!("client.c over {transport}, server untold"));
+    }
+}
+
+#[test]
 fn the_c_client_linked_statically_with_the_documented_libraries_works() {
     if !common::have("cc") {
         return;

@@ -79,8 +79,7 @@ class Peer:
         and stdout connected to this process, and exchanges HELLOs.
 
         ``transport``: "pipe", "shm-sem"/"shm-ring" (the server's stdin is then a shared
-        region; the server must serve that transport -- ``peerpipe.serve`` and
-        ``peer --role server --transport KIND`` do), or "tcp" (the server listens, announces
+        region, which ``peerpipe.serve`` and ``peer --role server`` recognise by themselves), or "tcp" (the server listens, announces
         its address and a token on its stdout, and this side connects: PROTOCOL.md section 14;
         ``peerpipe.serve(..., transport="tcp")`` and ``peer --role server --transport tcp``
         do). ``wait``: "auto" (the default: spin up to

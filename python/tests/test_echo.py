@@ -2,7 +2,15 @@
 
 import numpy as np
 import pytest
-from conftest import TRANSPORTS, bits, f32_edges, f64_edges, python_echo_server, rust_server
+from conftest import (
+    TRANSPORTS,
+    bits,
+    f32_edges,
+    f64_edges,
+    peer_exe,
+    python_echo_server,
+    rust_server,
+)
 
 import peerpipe
 
@@ -33,6 +41,16 @@ def test_edge_values_cross_unchanged_both_dtypes(transport, server):
         assert timing.transfer_ns == max(
             0, timing.round_trip_ns - timing.server_ns - timing.encode_ns - timing.decode_ns
         )
+
+
+@pytest.mark.parametrize("transport", ["pipe", "shm-sem", "shm-ring"])
+def test_a_server_told_no_transport_serves_the_one_the_client_chose(transport):
+    # Only the client names the transport; the server sees what its stdin is.
+    server = [peer_exe(), "--role", "server", "--handler", "echo"]
+    with peerpipe.Peer.spawn(server, transport=transport) as peer:
+        assert peer.transport == transport
+        edges = f64_edges()
+        assert bits(peer.call(edges)) == bits(edges)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

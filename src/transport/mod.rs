@@ -47,7 +47,7 @@ use crate::frame::{HEADER_LEN, Header, Kind, check_padding, padding_len};
 pub use pipe::PipeLink;
 pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 pub use tcp::TcpLink;
-pub use wait::{AutoWait, DEFAULT_SPIN_BUDGET, Wait};
+pub use wait::{AutoCounts, AutoWait, DEFAULT_SPIN_BUDGET, Wait};
 
 /// Smallest zero-copy payload that [`crate::Peer::call`] lends to a pipe with `vmsplice`
 /// instead of copying it, and from which the raw floor does the same (see

@@ -132,13 +132,29 @@ impl FromStr for Wait {
 }
 
 /// What [`Wait::Auto`] has learned of one connection: whether its waits spin, and when the
-/// next probe is due while they do not.
+/// next probe is due while they do not; with counts of what its waits saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutoWait {
     spinning: bool,
     misses: u32,
     probe_interval: u32,
     until_probe: u32,
+    counts: AutoCounts,
+}
+
+/// What the waits of one connection under [`Wait::Auto`] saw, counted since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoCounts {
+    /// Waits that spun (probes included).
+    pub spun: u64,
+    /// Waits that spun and saw their data within the spin.
+    pub hits: u64,
+    /// Waits that slept at once, without spinning.
+    pub slept_at_once: u64,
+    /// Probes: spins while the connection was sleeping.
+    pub probes: u64,
+    /// Switches from spinning to sleeping.
+    pub stopped_spinning: u64,
 }
 
 impl Default for AutoWait {
@@ -148,6 +164,7 @@ impl Default for AutoWait {
             misses: 0,
             probe_interval: AUTO_FIRST_PROBE,
             until_probe: AUTO_FIRST_PROBE,
+            counts: AutoCounts::default(),
         }
     }
 }
@@ -156,6 +173,11 @@ impl AutoWait {
     /// Whether waits currently spin (before blocking) rather than block at once.
     pub fn is_spinning(&self) -> bool {
         self.spinning
+    }
+
+    /// What the waits saw so far.
+    pub fn counts(&self) -> AutoCounts {
+        self.counts
     }
 
     /// The spin budget of a wait that starts now: [`DEFAULT_SPIN_BUDGET`] while spinning
@@ -176,9 +198,13 @@ impl AutoWait {
     /// after its first poll, having `slept` in the kernel or not.
     pub fn record(&mut self, budget: Duration, waited: Duration, slept: bool) {
         if budget.is_zero() {
+            self.counts.slept_at_once += 1;
             return; // blocked at once: nothing learned about spinning
         }
         let hit = !slept && waited <= budget;
+        self.counts.spun += 1;
+        self.counts.hits += u64::from(hit);
+        self.counts.probes += u64::from(!self.spinning);
         if self.spinning {
             if hit {
                 self.misses = 0;
@@ -186,6 +212,7 @@ impl AutoWait {
             }
             self.misses += 1;
             if self.misses >= AUTO_MISSES_TO_BLOCK {
+                self.counts.stopped_spinning += 1;
                 self.spinning = false;
                 self.misses = 0;
                 self.until_probe = self.probe_interval;
@@ -353,6 +380,8 @@ mod tests {
         run(&mut auto, Partner::SameCore { service: 3 * US }, 2);
         let before = auto.clone();
         auto.record(Duration::ZERO, 3 * US, true);
+        assert_eq!(auto.counts.slept_at_once, before.counts.slept_at_once + 1);
+        auto.counts = before.counts;
         assert_eq!(auto, before);
     }
 }
