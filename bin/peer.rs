@@ -147,9 +147,9 @@ struct RunArgs {
     /// Wait strategy: auto (the default: spin while the peer answers within 50 µs, block once
     /// spinning stops paying — the peer shares this core, or other work holds the cores — and
     /// probe now and then to spin again), block (sleep in the kernel: least CPU), spin (never
-    /// sleep: burns a core per side) or hybrid[:DUR] (spin DUR, 50 µs by default, then block).
-    /// As a client, a comma-separated list [default: block, spin and auto up to 65536 elements,
-    /// auto above].
+    /// sleep: burns a core per side), hybrid or hybrid:DUR (spin DUR, 50 µs by default, then
+    /// block). As a client, a comma-separated list [default: block, spin and auto up to 65536
+    /// elements, auto above].
     #[arg(long, value_delimiter = ',', value_parser = parse_wait)]
     wait: Vec<Wait>,
 
