@@ -8,16 +8,17 @@
 //! Each iteration calls `Transport::recv_exact` with `Deadline::after(Some(200 µs))` on an
 //! end whose peer never writes, checks that it ends in `Error::Timeout`, and records the time
 //! *beyond* the 200 µs (`iter_custom`), so the reported figures are the overshoot: how late the
-//! deadline fires. The issue asks that a 200 µs timeout not become a 1 ms or 10 ms sleep; the
-//! tests assert only that the timeout happens, this bench measures how precisely.
+//! deadline fires. A 200 µs timeout must not become a 1 ms or 10 ms sleep; the tests assert
+//! only that the timeout happens, this bench measures how precisely.
 //!
 //! Before criterion's figures (a mean, which hides the tail), it prints one line per transport
 //! and wait strategy with the overshoot's percentiles over `PERCENTILE_RUNS` timeouts, the
 //! cases interleaved round by round so that a slow spell of the machine hits them all alike.
-//! The target (issue 14) is p99 ≤ 10 µs in every row. Each timeout also records whether its
-//! thread was preempted meanwhile (an involuntary context switch, `getrusage(RUSAGE_THREAD)`),
-//! and the table says how many of the late ones (over 10 µs) were: a thread that lost its CPU
-//! near the deadline is late whatever the wait does. Time taken by the hypervisor is not seen
+//! The target is p99 ≤ 10 µs in every row (docs/experiments/deadlines.md has the figures).
+//! Each timeout also records whether its thread was preempted meanwhile (an involuntary
+//! context switch, `getrusage(RUSAGE_THREAD)`), and the table says how many of the late ones
+//! (over 10 µs) were: a thread that lost its CPU near the deadline is late whatever the wait
+//! does. Time taken by the hypervisor is not seen
 //! by the guest's counters and shows as late without a preemption.
 
 use std::hint::black_box;

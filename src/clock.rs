@@ -5,7 +5,7 @@
 //! round trip. `Instant::now` costs 24 ns here and, like any `clock_gettime`, first waits for
 //! every instruction before it to finish (the vDSO orders its `rdtsc`): the copy of the
 //! message still in flight cannot overlap with what comes after. At 500 f64 over `shm-ring`,
-//! the four reads cost ~80 ns of a 1.1 µs round trip (docs/PERFORMANCE.md, issue 14).
+//! the four reads cost ~80 ns of a 1.1 µs round trip (docs/experiments/clock.md).
 //!
 //! So on x86-64, when the kernel itself keeps time with the time-stamp counter (its
 //! clocksource is `tsc`: the kernel checked that the counter runs at a constant rate and

@@ -23,13 +23,13 @@ use crate::frame::Dtype;
 
 /// Arrays with at least this many elements are converted on the rayon pool.
 ///
-/// 1 Mi elements (8 MiB of f64), from `cargo bench --bench codec -- threshold` on the 2-core
-/// development machine. Called back to back, rayon wins from 256–512 Ki elements on (f64 encode
+/// 1 Mi elements (8 MiB of f64), from `cargo bench --bench codec -- threshold` on a 2-core KVM
+/// guest (AMD EPYC). Called back to back, rayon wins from 256–512 Ki elements on (f64 encode
 /// 1.47×, narrowing 1.20× at 512 Ki; 1.99×/1.66× at 1 Mi). But a conversion comes once per
-/// request, after the pool has gone idle, and waking it then costs ~60–100 µs in this VM:
+/// request, after the pool has gone idle, and waking it then costs ~60–100 µs on that machine:
 /// from idle, f64 encode on rayon is slower at 512 Ki (median 0.88× of 5 runs), breaks even at
 /// 1 Mi (median 1.01×, runs 0.86–1.80×) and wins from 2 Mi (1.68–1.81×). The figures are in
-/// `docs/PERFORMANCE.md`, "Rayon threshold".
+/// `docs/experiments/codec.md`, "Rayon threshold".
 pub const PARALLEL_MIN_ELEMENTS: usize = 1_048_576;
 
 /// Elements per parallel chunk: big enough that scheduling costs vanish, small enough to split.
@@ -39,8 +39,8 @@ const PARALLEL_CHUNK_ELEMENTS: usize = 65_536;
 ///
 /// A conversion runs inside an exchange whose peer holds a core of its own (spinning, or
 /// about to be woken); on 2 CPUs rayon's second worker can only take that core. Measured on
-/// the 2-core VM (`benches/peers`, `conversion_probe`, docs/PERFORMANCE.md "Conversion in
-/// the exchange"): with the other CPU busy spinning, 8 MiB encode on rayon took 0.83 ms
+/// a 2-core KVM guest (`benches/peers`, `conversion_probe`, docs/experiments/conversion.md):
+/// with the other CPU busy spinning, 8 MiB encode on rayon took 0.83 ms
 /// against 0.79 ms serial, decode 1.04 against 0.88 ms. (On an idle machine, back to back,
 /// rayon halves 8 MiB: that is the codec bench, not an exchange.)
 pub const PARALLEL_MIN_CPUS: usize = 3;

@@ -1,4 +1,4 @@
-//! Issue 16, "the first hour": what a new user runs into, tried as they would try it.
+//! The first hour: what a new user runs into, tried as they would try it.
 //!
 //! - `cat` is not a server: its HELLO is our own, and the handshake says so;
 //! - a reply buffer of the wrong length or dtype is refused before anything is sent, and the

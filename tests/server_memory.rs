@@ -37,7 +37,7 @@
 //! for the common case of one dtype whose request sizes double up to M, `echo` ≤ 3 M + C
 //! (request, f64 values, encoded bytes, each grown to exactly M + a little).
 //!
-//! The issue's wording, "never more memory than `max_frame_bytes` plus a fixed overhead", holds
+//! The requirement, "never more memory than `max_frame_bytes` plus a fixed overhead", holds
 //! for the loop itself: `bug_the_serve_loop_holds_at_most_max_frame_bytes_plus_overhead` (the
 //! request buffer used to grow by doubling to ~2 × M; it now grows to exactly what it needs).
 
@@ -271,12 +271,12 @@ fn handlers_hold_at_most_their_buffers_bound_plus_overhead() {
     assert!(run.bytes_allocated <= bound, "echo: {} > {bound}", run.bytes_allocated);
 }
 
-/// The issue's requirement (issue 7, item 1): "never more memory than `max_frame_bytes` plus a
-/// fixed overhead". The loop's request buffer grows amortized (`AlignedBuf::resize` calls
-/// `Vec::resize`, src/zerocopy.rs), so a request of M − 8 bytes followed by one of M bytes
-/// leaves it at about 2 × M: measured 2.0 MiB + overhead for M = 1 MiB with `echo-raw`, which
-/// keeps no buffer of its own. Growing with `Vec::reserve_exact` before the resize would
-/// keep it at M + 40. (Handlers' buffers grow the same way; see the module doc.)
+/// The requirement: "never more memory than `max_frame_bytes` plus a fixed overhead". The
+/// loop's request buffer grows amortized (`AlignedBuf::resize` calls `Vec::resize`,
+/// src/zerocopy.rs), so a request of M − 8 bytes followed by one of M bytes leaves it at
+/// about 2 × M: measured 2.0 MiB + overhead for M = 1 MiB with `echo-raw`, which keeps no
+/// buffer of its own. Growing with `Vec::reserve_exact` before the resize would keep it at
+/// M + 40. (Handlers' buffers grow the same way; see the module doc.)
 #[test]
 fn bug_the_serve_loop_holds_at_most_max_frame_bytes_plus_overhead() {
     let _measure = common::serialize(&MEASURE);

@@ -1,7 +1,8 @@
-"""Paired latency measurements for issue 12 (docs/PERFORMANCE.md, "Python package").
+"""Paired latency of the Python package beside the Rust client and multiprocessing.Pipe.
 
-This VM has slow spells of 2-4x lasting seconds to minutes, and other work shares its 2 cores,
-so every comparison is paired: each round runs every condition once, in a random order, with a
+The figures are in docs/experiments/python-and-c.md. The 2-core KVM guest they were measured
+on has slow spells of 2-4x lasting seconds to minutes, and other work shares its 2 cores, so
+every comparison is paired: each round runs every condition once, in a random order, with a
 few hundred round trips each, and what is reported is the median over rounds of the per-round
 ratio or difference, with its min-max. Conditions (500 float64 each way, hybrid wait, pipes):
 

@@ -1,14 +1,14 @@
 //! The state of the machine: how long moving data between two CPUs (the two `split` gives the
 //! client and the server) takes right now, measured by two threads of this process.
 //!
-//! Pairing takes a slow spell out of a ratio when it stretches a floor and its row alike. This
-//! project's VM also has states that *add* cost to every cross-core transfer: for minutes at a
-//! time, 4 KiB moved from one CPU to the other and back took ~3.9 µs instead of ~0.9 µs, a
-//! 500-double round trip 6 µs instead of 2 µs, and its ratio to the floor fell from ~1.30 to
-//! ~1.06 (the excess over the floor barely moved, the floor did). No ratio can hold across
-//! that, so the report says which state each group was measured in: [`probe`] runs before
-//! every group with `split` or `free` placement and its figures go into the floor's
-//! `cross_core`.
+//! Pairing takes a slow spell out of a ratio when it stretches a floor and its row alike. A
+//! virtual machine can also have states that *add* cost to every cross-core transfer: on a
+//! 2-core KVM guest (AMD EPYC), for minutes at a time, 4 KiB moved from one CPU to the other
+//! and back took ~3.9 µs instead of ~0.9 µs, a 500-double round trip 6 µs instead of 2 µs,
+//! and its ratio to the floor fell from ~1.30 to ~1.06 (the excess over the floor barely
+//! moved, the floor did). No ratio can hold across that, so the report says which state each
+//! group was measured in: [`probe`] runs before every group with `split` or `free` placement
+//! and its figures go into the floor's `cross_core`.
 //!
 //! The probe is a ping-pong of one cache line and of a 4 KiB block between the calling thread
 //! and a partner thread on the server's CPU, through atomics only: no system call, no wake-up,
@@ -32,8 +32,8 @@ pub struct CrossCore {
 }
 
 /// How much the 4 KiB figure may vary before the machine counts as having changed state: on
-/// this project's VM the two states differ by 3.5-4x, and a state holds its figure to within
-/// ~20 % (docs/PERFORMANCE.md, "Paired measurement").
+/// the 2-core KVM guest the report was measured on, the two states differ by 3.5-4x, and a
+/// state holds its figure to within ~20 % (docs/experiments/paired-measurement.md).
 pub const STATE_CHANGE_FACTOR: f64 = 1.5;
 
 /// The smallest and the largest of `probes`' 4 KiB round trips, with their factor when it
@@ -67,7 +67,7 @@ pub fn median_block_ns(probes: &[CrossCore]) -> Option<u64> {
 pub const BLOCK_BYTES: usize = 4096;
 
 /// Timed round trips of each kind, after [`WARMUP_ROUND_TRIPS`] untimed ones: about 3 ms in
-/// all on this VM in its fast state, 10 ms in its slow one.
+/// all on a machine where the 4 KiB round trip takes ~0.9 µs, 10 ms where it takes ~3.4 µs.
 pub const PROBE_ROUND_TRIPS: usize = 1000;
 
 /// Untimed round trips before each kind.

@@ -16,7 +16,7 @@
 //! interval.
 //!
 //! Rounds are not all alike: the report measures them in **generations**, each with freshly
-//! spawned servers and fresh buffers, and on this project's VM one generation's ratio differed
+//! spawned servers and fresh buffers, and on a 2-core KVM guest one generation's ratio differed
 //! from the next by up to ±5 % while its own rounds agreed to ±2 % (which processes and which
 //! pages a run happened to get). Treating the rounds as independent then gives an interval
 //! that is too narrow: 6 of 10 runs' intervals held the median of ten runs.
@@ -556,7 +556,7 @@ mod tests {
 
     /// Of 400 simulated runs of `generations` × `rounds_each` rounds whose generations differ
     /// by more than their rounds do (uniform ±6 % between generations, ±2 % between rounds,
-    /// as the report's did on this project's VM): how many intervals hold the true ratio, over
+    /// as the report's did on a 2-core KVM guest): how many intervals hold the true ratio, over
     /// rounds alone and by generation.
     fn coverage(generations: usize, rounds_each: usize) -> (usize, usize) {
         let mut rng = Rng::new(11);
