@@ -717,8 +717,8 @@ impl Peer {
         };
         if zero_copy.is_none() && self.codec_in_place() {
             // Over shm-ring the codec encodes straight into the ring, piece by piece as room
-            // appears; encode_ns is the time spent inside the encoder (docs/PERFORMANCE.md,
-            // "Conversion in the exchange").
+            // appears; encode_ns is the time spent inside the encoder (see
+            // docs/experiments/conversion.md).
             let deadline = Deadline::from_first_wait(self.options.timeout);
             let mut encode_ns = 0;
             let mut fill = |at: usize, dst: &mut [u8]| {

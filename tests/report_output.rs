@@ -208,7 +208,7 @@ fn json_has_the_documented_keys_and_nesting() {
     let baseline = value["baseline"].as_array().expect("baseline is an array");
     assert_eq!(baseline.len(), 6);
     for b in baseline {
-        // The documented keys (README, JSON shape).
+        // The documented keys (docs/REPORT.md, JSON shape).
         assert_eq!(
             keys(b),
             set(&[

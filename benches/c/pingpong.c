@@ -10,7 +10,7 @@
  * read(2) until data arrives; `hybrid` spins up to spin_us (default 50) and then sleeps in
  * poll(2) -- the same three strategies peerpipe implements.
  *
- * VMSPLICE=1 (the experiment of issue 6, item 4): both writers send with vmsplice(2), which
+ * VMSPLICE=1 (docs/experiments/round-trip.md, "Large payloads on pipes"): both writers send with vmsplice(2), which
  * maps the sender's pages into the pipe instead of copying them; the line then ends with
  * `send=vmsplice`. It is safe here only because each side waits for the other's answer (which
  * proves its bytes were read out of the pipe) before it touches its buffer again.

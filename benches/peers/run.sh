@@ -6,8 +6,8 @@
 # Builds `peer` (the main crate), this workspace's ping-pongs (iceoryx2 0.10 request-response,
 # ipc-channel 0.23, and peer_pingpong, peerpipe's client in the same shape) and the C shared-
 # memory ping-pong (benches/c/shm_pingpong.c), then runs ROUNDS rounds. Each round runs every
-# contender once, in a fresh random order, so that a slow spell of the machine (this VM has
-# them, 2-4x for seconds) hits every row alike; a row's figure is the median over rounds of
+# contender once, in a fresh random order, so that a slow spell of the machine (virtual
+# machines have them, 2-4x for seconds) hits every row alike; a row's figure is the median over rounds of
 # its p50, with the smallest and largest per-round p50 beside it, and its ratio is the median
 # over rounds of (its p50 / the C spin ping-pong's p50 of the same round and size). Every
 # process pair is placed like `peer --pin split`: client on the first CPU, server on the

@@ -62,7 +62,7 @@ fn the_c_client_linked_statically_with_the_documented_libraries_works() {
         command.arg("-I").arg(common::include_dir());
         command.arg(common::crate_dir().join("examples/client.c"));
         command.arg(lib.join("libpeerpipe.a"));
-        // What `cargo rustc -p peerpipe-capi -- --print native-static-libs` lists (README).
+        // What `cargo rustc -p peerpipe-capi -- --print native-static-libs` lists (docs/USAGE.md).
         command.args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"]);
         command.arg("-o").arg(out);
     });

@@ -51,13 +51,13 @@ pub use wait::{AutoCounts, AutoWait, DEFAULT_SPIN_BUDGET, Wait};
 
 /// Smallest zero-copy payload that [`crate::Peer::call`] lends to a pipe with `vmsplice`
 /// instead of copying it, and from which the raw floor does the same (see
-/// docs/PERFORMANCE.md for the measurement behind it).
+/// docs/experiments/round-trip.md, "Large payloads on pipes", for the measurement behind it).
 pub const LEND_MIN_BYTES: usize = 256 << 10;
 
 /// How long before its deadline a sleeping wait wakes up to spin the rest of the way, in every
-/// wait strategy: a timed sleep ends late by the timer slack plus the wake-up latency (on the
-/// 2-core VM, 15–40 µs with a 1 µs slack and more in the tail, see docs/PERFORMANCE.md
-/// "Timeouts"), so sleeping to the deadline itself would return that late. 100 µs, not 60:
+/// wait strategy: a timed sleep ends late by the timer slack plus the wake-up latency (on a
+/// 2-core KVM guest, 15–40 µs with a 1 µs slack and more in the tail, see
+/// docs/experiments/deadlines.md), so sleeping to the deadline itself would return that late. 100 µs, not 60:
 /// alternating the two, every row's p99 stayed within 10 µs in 4 of 6 runs against 1 of 6.
 /// The spin is paid only by a wait that reaches its deadline's last 100 µs.
 pub const DEADLINE_SPIN: Duration = Duration::from_micros(100);

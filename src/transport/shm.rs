@@ -23,7 +23,7 @@
 //!   call. The sleeper stores its flag then re-reads the position, the waker stores the
 //!   position then reads the flag, all four sequentially consistent (Dekker's pattern): at
 //!   least one of them sees the other, so no wake-up is lost. Two refinements, both measured
-//!   (docs/PERFORMANCE.md): a read or write copies at most [`RING_GRANULE`] bytes before
+//!   (docs/experiments/shared-memory.md): a read or write copies at most [`RING_GRANULE`] bytes before
 //!   publishing, so a large frame streams with both sides copying at once; and a writer that
 //!   finds the ring empty *rewinds* to offset 0 (announcing the skipped gap in `W_START`), so
 //!   small messages reuse the same cache lines instead of cycling through the whole ring.

@@ -1,7 +1,7 @@
 //! Why converting 1 Mi f64 inside a round trip costs several times what `cargo bench --bench
 //! codec` measures: the same encode and decode (peerpipe's codec, 8 MiB) under the conditions
-//! of an exchange, one at a time, interleaved round by round (this VM has no hardware
-//! performance counters: `perf stat -e instructions` says "not supported").
+//! of an exchange, one at a time, interleaved round by round (on a machine without hardware
+//! performance counters, where `perf stat -e instructions` says "not supported").
 //!
 //! ```sh
 //! cd benches/peers && cargo run --release --bin conversion_probe -- [ROUNDS]

@@ -129,7 +129,7 @@ impl Client for HeaderPayloadClient {
 
 /// Writes `header` and `payload` with one ring write where they fit (else as they fit). The
 /// bare ring's `ring_send` keeps its one-slice write: an extra slice, even an empty one, costs
-/// measurably (docs/PERFORMANCE.md, session 7), and that layer is the floor.
+/// measurably (docs/experiments/ring-latency.md), and that layer is the floor.
 fn ring_send_parts(link: &mut ShmLink, header: &[u8], payload: &[u8]) -> BoxResult<()> {
     let total = header.len() + payload.len();
     let mut done = 0;
