@@ -16,12 +16,15 @@
 //!   blocking: a peer that shares this core makes every spin miss, while a spinner that other
 //!   work preempts now and then, with its peer on another CPU, still hits between misses.
 //! - **Blocking.** Waits go straight to the kernel. Every so often one wait is a *probe* that
-//!   spins again, for up to [`AUTO_PROBE_BUDGET`]: a hit switches back to spinning; a miss
-//!   doubles the distance to the next probe, from [`AUTO_FIRST_PROBE`] waits up to
-//!   [`AUTO_MAX_PROBE`], so that on a machine where spinning never pays the probes cost under
-//!   0.1 % of waits. A probe spins longer than a spinning wait because while this side blocks
-//!   its peer may be blocking too: its answer then comes only after the peer's own wake-up,
-//!   which a spin must outlast to see that the peer runs elsewhere.
+//!   spins again: a hit switches back to spinning; a miss doubles the distance to the next
+//!   probe, from [`AUTO_FIRST_PROBE`] waits up to [`AUTO_MAX_PROBE`], so that on a machine
+//!   where spinning never pays the probes cost under 0.1 % of waits. A probe may spin longer
+//!   than a spinning wait, because while this side blocks its peer may be blocking too: its
+//!   answer then comes only after the peer's own wake-up, which a probe must outlast to see
+//!   that the peer runs elsewhere. So a probe spins as long as this side's recent sleeping
+//!   waits took (a running average), within [`DEFAULT_SPIN_BUDGET`] and
+//!   [`AUTO_MAX_PROBE_BUDGET`]: where the peer shares the core those waits are short and so
+//!   is a probe; where every wake-up crosses CPUs they are long, and a probe outlasts one.
 //!
 //! A wait that found its data at the first poll sees nothing and teaches nothing.
 
@@ -43,8 +46,10 @@ pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 /// shares this core costs two spins at most.
 pub const AUTO_MISSES_TO_BLOCK: u32 = 2;
 
-/// How long a probe spins: twice [`DEFAULT_SPIN_BUDGET`], 100 µs.
-pub const AUTO_PROBE_BUDGET: Duration = Duration::from_micros(100);
+/// Longest spin of a probe: 200 µs, four times [`DEFAULT_SPIN_BUDGET`] — a wake-up on another
+/// CPU of a small virtual machine in its slow state, with room to spare. A peer that takes
+/// longer than that is waited for by sleeping.
+pub const AUTO_MAX_PROBE_BUDGET: Duration = Duration::from_micros(200);
 
 /// Waits between the switch to blocking and the first probe: 4, so that a connection that
 /// stopped spinning over a passing hiccup spins again within a few round trips.
@@ -139,6 +144,8 @@ pub struct AutoWait {
     misses: u32,
     probe_interval: u32,
     until_probe: u32,
+    /// Running average (1/8 weight to the newest) of how long the waits that slept took.
+    slept_average: Duration,
     counts: AutoCounts,
 }
 
@@ -164,6 +171,7 @@ impl Default for AutoWait {
             misses: 0,
             probe_interval: AUTO_FIRST_PROBE,
             until_probe: AUTO_FIRST_PROBE,
+            slept_average: Duration::ZERO,
             counts: AutoCounts::default(),
         }
     }
@@ -181,22 +189,31 @@ impl AutoWait {
     }
 
     /// The spin budget of a wait that starts now: [`DEFAULT_SPIN_BUDGET`] while spinning
-    /// pays, [`AUTO_PROBE_BUDGET`] for a probe, zero (block at once) otherwise. Called once per
-    /// wait, when its first poll found nothing.
+    /// pays, [`AutoWait::probe_budget`] for a probe, zero (block at once) otherwise. Called
+    /// once per wait, when its first poll found nothing.
     pub fn budget(&mut self) -> Duration {
         if self.spinning {
             return DEFAULT_SPIN_BUDGET;
         }
         if self.until_probe == 0 {
-            return AUTO_PROBE_BUDGET;
+            return self.probe_budget();
         }
         self.until_probe -= 1;
         Duration::ZERO
     }
 
+    /// How long the next probe may spin: the running average of this side's sleeping waits,
+    /// within [`DEFAULT_SPIN_BUDGET`] and [`AUTO_MAX_PROBE_BUDGET`].
+    pub fn probe_budget(&self) -> Duration {
+        self.slept_average.clamp(DEFAULT_SPIN_BUDGET, AUTO_MAX_PROBE_BUDGET)
+    }
+
     /// Learns from a wait that was given `budget` by [`AutoWait::budget`] and ended `waited`
     /// after its first poll, having `slept` in the kernel or not.
     pub fn record(&mut self, budget: Duration, waited: Duration, slept: bool) {
+        if slept {
+            self.slept_average = (self.slept_average * 7 + waited) / 8;
+        }
         if budget.is_zero() {
             self.counts.slept_at_once += 1;
             return; // blocked at once: nothing learned about spinning
@@ -242,6 +259,9 @@ mod tests {
         Elsewhere { after: Duration },
         /// On this CPU: it runs only once the waiter blocks, then answers `service` later.
         SameCore { service: Duration },
+        /// On another CPU but asleep itself: it answers `wake` after the wait starts (its own
+        /// wake-up), and a waiter that sleeps too pays a wake-up of its own on top.
+        Asleep { wake: Duration },
     }
 
     impl Partner {
@@ -251,6 +271,8 @@ mod tests {
                 Partner::Elsewhere { after } if after <= budget => (after, false),
                 Partner::Elsewhere { after } => (after, true),
                 Partner::SameCore { service } => (budget + service, true),
+                Partner::Asleep { wake } if wake <= budget => (wake, false),
+                Partner::Asleep { wake } => (budget.max(wake) + wake, true),
             }
         }
     }
@@ -343,16 +365,36 @@ mod tests {
     #[test]
     fn a_probe_outlasts_the_wake_up_of_a_peer_that_was_blocking_too() {
         // Both sides blocking on two CPUs: the peer answers only after its own wake-up (70 µs
-        // here), longer than a spinning wait's budget but within a probe's.
+        // here), longer than a spinning wait's budget but within a probe's, which outlasts
+        // the sleeping waits (140 µs: two wake-ups).
         let mut auto = AutoWait::default();
         run(&mut auto, Partner::SameCore { service: 3 * US }, 100);
         assert!(!auto.is_spinning());
-        let partner = Partner::Elsewhere { after: 70 * US };
+        let partner = Partner::Asleep { wake: 70 * US };
         let switched = (0..=AUTO_MAX_PROBE).any(|_| {
             run(&mut auto, partner, 1);
             auto.is_spinning()
         });
-        assert!(switched, "no probe saw the peer answer within {AUTO_PROBE_BUDGET:?}");
+        assert!(switched, "no probe saw the peer answer within {AUTO_MAX_PROBE_BUDGET:?}");
+    }
+
+    #[test]
+    fn a_probe_spins_as_long_as_the_sleeping_waits_took_within_its_bounds() {
+        let mut auto = AutoWait::default();
+        assert_eq!(auto.probe_budget(), DEFAULT_SPIN_BUDGET);
+        // Short sleeping waits (the peer on this core): probes stay at the spin budget.
+        run(&mut auto, Partner::SameCore { service: 3 * US }, 200);
+        assert_eq!(auto.probe_budget(), DEFAULT_SPIN_BUDGET);
+        // Sleeping waits of 150 µs (wake-ups across CPUs): probes outlast them.
+        for _ in 0..100 {
+            auto.record(Duration::ZERO, 150 * US, true);
+        }
+        assert!(auto.probe_budget() > 140 * US && auto.probe_budget() <= 150 * US);
+        // Sleeping waits of 5 ms (a slow peer): probes stop at the longest probe.
+        for _ in 0..100 {
+            auto.record(Duration::ZERO, 5000 * US, true);
+        }
+        assert_eq!(auto.probe_budget(), AUTO_MAX_PROBE_BUDGET);
     }
 
     #[test]
@@ -375,13 +417,15 @@ mod tests {
     }
 
     #[test]
-    fn a_wait_that_blocked_at_once_teaches_nothing() {
+    fn a_wait_that_slept_at_once_teaches_nothing_about_spinning() {
         let mut auto = AutoWait::default();
         run(&mut auto, Partner::SameCore { service: 3 * US }, 2);
         let before = auto.clone();
         auto.record(Duration::ZERO, 3 * US, true);
         assert_eq!(auto.counts.slept_at_once, before.counts.slept_at_once + 1);
+        // Only the counts and the average of sleeping waits moved.
         auto.counts = before.counts;
+        auto.slept_average = before.slept_average;
         assert_eq!(auto, before);
     }
 }
