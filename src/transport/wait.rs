@@ -21,10 +21,11 @@
 //!   where spinning never pays the probes cost under 0.1 % of waits. A probe may spin longer
 //!   than a spinning wait, because while this side blocks its peer may be blocking too: its
 //!   answer then comes only after the peer's own wake-up, which a probe must outlast to see
-//!   that the peer runs elsewhere. So a probe spins as long as this side's recent sleeping
-//!   waits took (a running average), within [`DEFAULT_SPIN_BUDGET`] and
-//!   [`AUTO_MAX_PROBE_BUDGET`]: where the peer shares the core those waits are short and so
-//!   is a probe; where every wake-up crosses CPUs they are long, and a probe outlasts one.
+//!   that the peer runs elsewhere. So a probe spins as long as this side's recent sleeps took
+//!   (a running average), within [`AUTO_MIN_PROBE_BUDGET`] and [`AUTO_MAX_PROBE_BUDGET`]:
+//!   where the peer shares the core those sleeps are short, and a probe that cannot pay costs
+//!   about one more of them; where every wake-up crosses CPUs they are long, and a probe
+//!   outlasts the peer's.
 //!
 //! A wait that found its data at the first poll sees nothing and teaches nothing.
 
@@ -46,6 +47,9 @@ pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 /// shares this core costs two spins at most.
 pub const AUTO_MISSES_TO_BLOCK: u32 = 2;
 
+/// Shortest spin of a probe: 5 µs, about what a sleep costs when the peer shares the core.
+pub const AUTO_MIN_PROBE_BUDGET: Duration = Duration::from_micros(5);
+
 /// Longest spin of a probe: 200 µs, four times [`DEFAULT_SPIN_BUDGET`] — a wake-up on another
 /// CPU of a small virtual machine in its slow state, with room to spare. A peer that takes
 /// longer than that is waited for by sleeping.
@@ -55,8 +59,8 @@ pub const AUTO_MAX_PROBE_BUDGET: Duration = Duration::from_micros(200);
 /// stopped spinning over a passing hiccup spins again within a few round trips.
 pub const AUTO_FIRST_PROBE: u32 = 4;
 
-/// Longest distance between two probes, in waits: 1024 (a failed probe costs one spin budget,
-/// so under 50 ns per wait on average).
+/// Longest distance between two probes, in waits: 1024 (a failed probe costs at most
+/// [`AUTO_MAX_PROBE_BUDGET`], so under 200 ns per wait on average).
 pub const AUTO_MAX_PROBE: u32 = 1024;
 
 /// How a side waits for its peer.
@@ -144,7 +148,8 @@ pub struct AutoWait {
     misses: u32,
     probe_interval: u32,
     until_probe: u32,
-    /// Running average (1/8 weight to the newest) of how long the waits that slept took.
+    /// Running average (1/8 weight to the newest) of how long the waits that slept spent
+    /// asleep; zero until one has.
     slept_average: Duration,
     counts: AutoCounts,
 }
@@ -202,17 +207,22 @@ impl AutoWait {
         Duration::ZERO
     }
 
-    /// How long the next probe may spin: the running average of this side's sleeping waits,
-    /// within [`DEFAULT_SPIN_BUDGET`] and [`AUTO_MAX_PROBE_BUDGET`].
+    /// How long the next probe may spin: the running average of this side's sleeps, within
+    /// [`AUTO_MIN_PROBE_BUDGET`] and [`AUTO_MAX_PROBE_BUDGET`].
     pub fn probe_budget(&self) -> Duration {
-        self.slept_average.clamp(DEFAULT_SPIN_BUDGET, AUTO_MAX_PROBE_BUDGET)
+        self.slept_average.clamp(AUTO_MIN_PROBE_BUDGET, AUTO_MAX_PROBE_BUDGET)
     }
 
     /// Learns from a wait that was given `budget` by [`AutoWait::budget`] and ended `waited`
     /// after its first poll, having `slept` in the kernel or not.
     pub fn record(&mut self, budget: Duration, waited: Duration, slept: bool) {
         if slept {
-            self.slept_average = (self.slept_average * 7 + waited) / 8;
+            // The time asleep: a wait that spun first slept only after its budget.
+            let asleep = waited.saturating_sub(budget);
+            self.slept_average = match self.slept_average {
+                Duration::ZERO => asleep,
+                average => (average * 7 + asleep) / 8,
+            };
         }
         if budget.is_zero() {
             self.counts.slept_at_once += 1;
@@ -379,12 +389,15 @@ mod tests {
     }
 
     #[test]
-    fn a_probe_spins_as_long_as_the_sleeping_waits_took_within_its_bounds() {
+    fn a_probe_spins_as_long_as_the_sleeps_took_within_its_bounds() {
         let mut auto = AutoWait::default();
-        assert_eq!(auto.probe_budget(), DEFAULT_SPIN_BUDGET);
-        // Short sleeping waits (the peer on this core): probes stay at the spin budget.
+        assert_eq!(auto.probe_budget(), AUTO_MIN_PROBE_BUDGET);
+        // Sleeps of 8 µs (the peer on this core): probes as long.
+        run(&mut auto, Partner::SameCore { service: 8 * US }, 200);
+        assert_eq!(auto.probe_budget(), 8 * US);
+        // Sleeps of 3 µs: the shortest probe.
         run(&mut auto, Partner::SameCore { service: 3 * US }, 200);
-        assert_eq!(auto.probe_budget(), DEFAULT_SPIN_BUDGET);
+        assert_eq!(auto.probe_budget(), AUTO_MIN_PROBE_BUDGET);
         // Sleeping waits of 150 µs (wake-ups across CPUs): probes outlast them.
         for _ in 0..100 {
             auto.record(Duration::ZERO, 150 * US, true);
