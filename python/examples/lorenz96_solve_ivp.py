@@ -103,6 +103,13 @@ def main():
         f"p99 {stats['overhead_p99_ns'] / 1e3:.2f} us; whole solve difference per call "
         f"{(remote_s - local_s) / max(calls, 1) * 1e6:.2f} us"
     )
+    if args.wait == "auto":
+        print(
+            f"client waits: {stats['wait_spun']} spun ({stats['wait_hits']} answered within the "
+            f"spin), {stats['wait_slept_at_once']} slept at once, {stats['wait_probes']} probes, "
+            f"{stats['wait_stopped_spinning']} switches to sleeping, "
+            f"{stats['wait_contended']} spins that found the core wanted"
+        )
     print(f"bit-identical: {'yes' if identical else 'NO'}")
     if not identical:
         diff = np.max(np.abs(local.y - remote.y)) if local.y.shape == remote.y.shape else None

@@ -182,7 +182,11 @@ class RemoteRhs:
     def stats(self) -> Dict[str, int]:
         """Cumulative timing: calls; *_ns_total sums (round_trip, server, encode, decode,
         transfer); mean_round_trip_ns; overhead_{p50,p90,p99,max}_ns (round trip - server
-        time per call) and round_trip_{p50,p90,p99,max}_ns."""
+        time per call) and round_trip_{p50,p90,p99,max}_ns; and what this side's waits did
+        under wait="auto": wait_spun (waits that spun), wait_hits (of them, answered within
+        the spin), wait_slept_at_once, wait_probes, wait_stopped_spinning (switches to
+        sleeping), wait_contended (spins after which yielding the CPU ran another task) and
+        wait_spinning (spinning now)."""
     @property
     def last_timing(self) -> CallTiming:
         """Timing of the most recent successful call."""

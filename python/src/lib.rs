@@ -765,9 +765,13 @@ impl PyRemoteRhs {
     }
 
     /// Cumulative timing: calls, sums in ns, and percentiles of the round trip and of the
-    /// overhead (round trip − server time) per call.
+    /// overhead (round trip − server time) per call; and what this side's waits did under
+    /// the auto wait.
     fn stats<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let stats = self.open()?.stats();
+        let rhs = self.open()?;
+        let auto = rhs.peer().auto_wait();
+        let counts = auto.counts();
+        let stats = rhs.stats();
         let d = PyDict::new(py);
         d.set_item("calls", stats.calls)?;
         d.set_item("round_trip_ns_total", stats.round_trip_ns)?;
@@ -780,6 +784,13 @@ impl PyRemoteRhs {
             d.set_item(format!("overhead_{key}_ns"), stats.overhead_quantile_ns(quantile))?;
             d.set_item(format!("round_trip_{key}_ns"), stats.round_trip_quantile_ns(quantile))?;
         }
+        d.set_item("wait_spun", counts.spun)?;
+        d.set_item("wait_hits", counts.hits)?;
+        d.set_item("wait_slept_at_once", counts.slept_at_once)?;
+        d.set_item("wait_probes", counts.probes)?;
+        d.set_item("wait_stopped_spinning", counts.stopped_spinning)?;
+        d.set_item("wait_contended", counts.contended)?;
+        d.set_item("wait_spinning", auto.is_spinning())?;
         Ok(d)
     }
 

@@ -47,7 +47,7 @@ use crate::frame::{HEADER_LEN, Header, Kind, check_padding, padding_len};
 pub use pipe::PipeLink;
 pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 pub use tcp::TcpLink;
-pub use wait::{AutoCounts, AutoWait, DEFAULT_SPIN_BUDGET, Wait};
+pub use wait::{AutoCounts, AutoWait, DEFAULT_SPIN_BUDGET, Wait, WaitSeen};
 
 /// Smallest zero-copy payload that [`crate::Peer::call`] lends to a pipe with `vmsplice`
 /// instead of copying it, and from which the raw floor does the same (see
@@ -1031,6 +1031,15 @@ impl Transport {
             std::hint::spin_loop();
             return Ok(());
         }
+        if self.wait == Wait::Auto && spin.budget != Some(Duration::ZERO) && !spin.yielded {
+            // The spin ran out: hand the CPU to whoever wants it, once, and see whether
+            // someone did (the peer, when the two share this core), then poll again.
+            spin.yielded = true;
+            let before = Instant::now();
+            std::thread::yield_now(); // sched_yield(2) on Linux
+            spin.contended = before.elapsed() > wait::AUTO_YIELD_RAN_ANOTHER;
+            return Ok(());
+        }
         if at.is_some() {
             crate::sys::tighten_timer_slack();
         }
@@ -1044,8 +1053,12 @@ impl Transport {
     fn waited(&mut self, spin: &mut Spinning) {
         if let Some(started) = spin.started {
             if self.wait == Wait::Auto {
-                let budget = spin.budget.unwrap_or(Duration::MAX);
-                self.auto.record(budget, started.elapsed(), spin.slept);
+                self.auto.record(WaitSeen {
+                    budget: spin.budget.unwrap_or(Duration::MAX),
+                    waited: started.elapsed(),
+                    slept: spin.slept,
+                    contended: spin.contended,
+                });
             }
             *spin = Spinning::default();
         }
@@ -1053,12 +1066,14 @@ impl Transport {
 }
 
 /// Where a wait stands: when its first poll found nothing, how long it may spin before it
-/// sleeps (`None`: until its deadline), whether it has slept, and how many polls since the
-/// clock was read.
+/// sleeps (`None`: until its deadline), whether it has yielded (and whether that ran another
+/// task) or slept, and how many polls since the clock was read.
 #[derive(Debug, Default)]
 struct Spinning {
     started: Option<Instant>,
     budget: Option<Duration>,
+    yielded: bool,
+    contended: bool,
     slept: bool,
     polls: u32,
 }

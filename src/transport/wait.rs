@@ -6,26 +6,27 @@
 //! processes on one core, or the scheduler putting a woken peer beside its waker while other
 //! work holds the remaining cores — every microsecond spent spinning is a microsecond the peer
 //! cannot run, and a spin budget of 50 µs on each side costs ~100 µs per round trip where
-//! blocking costs a few. No fixed strategy is right everywhere, and which one is right is
-//! known only at run time, so the default, `auto`, watches what its own waits see:
+//! blocking costs a few. And when the peer runs on another CPU but sleeps, a side that sleeps
+//! too pays a wake-up of its own on top of the peer's — on a virtual machine, tens to hundreds
+//! of microseconds each. No fixed strategy is right everywhere, and which one is right is known
+//! only at run time, so the default, `auto`, watches what its own waits see:
 //!
-//! - **Spinning.** A wait spins up to [`DEFAULT_SPIN_BUDGET`], then blocks. Data caught within
-//!   the budget is a *hit*. A wait that had to block is a *miss*; so is one that caught its
-//!   data only after overrunning the budget, which happens when the spinner was taken off its
-//!   CPU mid-spin. [`AUTO_MISSES_TO_BLOCK`] misses in a row switch the connection to
-//!   blocking: a peer that shares this core makes every spin miss, while a spinner that other
-//!   work preempts now and then, with its peer on another CPU, still hits between misses.
-//! - **Blocking.** Waits go straight to the kernel. Every so often one wait is a *probe* that
-//!   spins again: a hit switches back to spinning; a miss doubles the distance to the next
-//!   probe, from [`AUTO_FIRST_PROBE`] waits up to [`AUTO_MAX_PROBE`], so that on a machine
-//!   where spinning never pays the probes cost under 0.1 % of waits. A probe may spin longer
-//!   than a spinning wait, because while this side blocks its peer may be blocking too: its
-//!   answer then comes only after the peer's own wake-up, which a probe must outlast to see
-//!   that the peer runs elsewhere. So a probe spins as long as this side's recent sleeps took
-//!   (a running average), within [`AUTO_MIN_PROBE_BUDGET`] and [`AUTO_MAX_PROBE_BUDGET`]:
-//!   where the peer shares the core those sleeps are short, and a probe that cannot pay costs
-//!   about one more of them; where every wake-up crosses CPUs they are long, and a probe
-//!   outlasts the peer's.
+//! - **Spinning.** A wait spins up to [`DEFAULT_SPIN_BUDGET`]. When the spin runs out, it
+//!   yields the CPU once (`sched_yield`): if that runs another task first, the core is
+//!   *contended* — wanted by the peer itself when the two share it, or by other work. Then it
+//!   sleeps. Data caught within the spin, uncontended, is a *hit*; so is a wait whose spin
+//!   harmed no one and whose sleep turned out *dear* (longer than [`AUTO_CHEAP_SLEEP`]): the
+//!   peer runs elsewhere and was merely slow or asleep, and sleeping only added a wake-up.
+//!   Anything else — the yield ran another task, the sleep was cheap, or the spin overran its
+//!   budget because the spinner was taken off its CPU — is a *miss*. [`AUTO_MISSES_TO_BLOCK`]
+//!   misses in a row switch the connection to sleeping.
+//! - **Sleeping.** Waits go straight to the kernel. [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps
+//!   in a row switch back to spinning: the peer has moved away, or is asleep elsewhere, and
+//!   each side sleeping doubles the wake-ups. Every so often one wait is a *probe* that spins
+//!   again, as long as this side's recent sleeps took (their running average, within
+//!   [`AUTO_MIN_PROBE_BUDGET`] and [`AUTO_MAX_PROBE_BUDGET`]): a hit switches back to
+//!   spinning; a miss doubles the distance to the next probe, from [`AUTO_FIRST_PROBE`] waits
+//!   up to [`AUTO_MAX_PROBE`], so that where spinning never pays the probes cost little.
 //!
 //! A wait that found its data at the first poll sees nothing and teaches nothing.
 
@@ -46,6 +47,18 @@ pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 /// interrupt, a page fault on the peer's side) does not give up spinning, but a peer that
 /// shares this core costs two spins at most.
 pub const AUTO_MISSES_TO_BLOCK: u32 = 2;
+
+/// Longest sleep that counts as cheap: 20 µs. Handing the core to a peer that shares it and
+/// getting it back took 5–10 µs on a 2-core KVM guest, where a wake-up across CPUs took 30 µs
+/// to several hundred; on hardware where that wake-up is cheap too, sleeping is then right.
+pub const AUTO_CHEAP_SLEEP: Duration = Duration::from_micros(20);
+
+/// A yield that took longer than this ran another task first: 3 µs (the system call alone
+/// takes well under one).
+pub const AUTO_YIELD_RAN_ANOTHER: Duration = Duration::from_micros(3);
+
+/// Dear sleeps in a row after which a sleeping connection spins again: 2.
+pub const AUTO_DEAR_SLEEPS_TO_SPIN: u32 = 2;
 
 /// Shortest spin of a probe: 5 µs, about what a sleep costs when the peer shares the core.
 pub const AUTO_MIN_PROBE_BUDGET: Duration = Duration::from_micros(5);
@@ -146,6 +159,7 @@ impl FromStr for Wait {
 pub struct AutoWait {
     spinning: bool,
     misses: u32,
+    dear_sleeps: u32,
     probe_interval: u32,
     until_probe: u32,
     /// Running average (1/8 weight to the newest) of how long the waits that slept spent
@@ -167,6 +181,22 @@ pub struct AutoCounts {
     pub probes: u64,
     /// Switches from spinning to sleeping.
     pub stopped_spinning: u64,
+    /// Waits whose spin ran out and whose yield ran another task first.
+    pub contended: u64,
+}
+
+/// What one wait saw, for [`AutoWait::record`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaitSeen {
+    /// The spin budget [`AutoWait::budget`] gave it (zero: it slept at once).
+    pub budget: Duration,
+    /// From its first empty poll to its data.
+    pub waited: Duration,
+    /// Whether it slept in the kernel.
+    pub slept: bool,
+    /// Whether its spin ran out and yielding the CPU then ran another task first (the core is
+    /// wanted: by the peer itself when the two share it, or by other work).
+    pub contended: bool,
 }
 
 impl Default for AutoWait {
@@ -174,6 +204,7 @@ impl Default for AutoWait {
         AutoWait {
             spinning: true,
             misses: 0,
+            dear_sleeps: 0,
             probe_interval: AUTO_FIRST_PROBE,
             until_probe: AUTO_FIRST_PROBE,
             slept_average: Duration::ZERO,
@@ -213,27 +244,39 @@ impl AutoWait {
         self.slept_average.clamp(AUTO_MIN_PROBE_BUDGET, AUTO_MAX_PROBE_BUDGET)
     }
 
-    /// Learns from a wait that was given `budget` by [`AutoWait::budget`] and ended `waited`
-    /// after its first poll, having `slept` in the kernel or not.
-    pub fn record(&mut self, budget: Duration, waited: Duration, slept: bool) {
+    /// Learns from one wait (see the module documentation).
+    pub fn record(&mut self, seen: WaitSeen) {
+        let WaitSeen { budget, waited, slept, contended } = seen;
+        // The time asleep: a wait that spun first slept only after its budget.
+        let asleep = if slept { waited.saturating_sub(budget) } else { Duration::ZERO };
         if slept {
-            // The time asleep: a wait that spun first slept only after its budget.
-            let asleep = waited.saturating_sub(budget);
             self.slept_average = match self.slept_average {
                 Duration::ZERO => asleep,
                 average => (average * 7 + asleep) / 8,
             };
         }
+        let dear_sleep = slept && asleep > AUTO_CHEAP_SLEEP;
+        self.counts.contended += u64::from(contended);
         if budget.is_zero() {
             self.counts.slept_at_once += 1;
-            return; // blocked at once: nothing learned about spinning
+            if !dear_sleep {
+                self.dear_sleeps = 0;
+                return;
+            }
+            self.dear_sleeps += 1;
+            if self.dear_sleeps >= AUTO_DEAR_SLEEPS_TO_SPIN {
+                self.start_spinning();
+            }
+            return;
         }
-        let hit = !slept && waited <= budget;
+        let hit = !slept && !contended && waited <= budget;
         self.counts.spun += 1;
         self.counts.hits += u64::from(hit);
         self.counts.probes += u64::from(!self.spinning);
+        // Spinning was right: it paid, or it harmed no one and sleeping was dear.
+        let spinning_was_right = hit || (dear_sleep && !contended);
         if self.spinning {
-            if hit {
+            if spinning_was_right {
                 self.misses = 0;
                 return;
             }
@@ -242,16 +285,23 @@ impl AutoWait {
                 self.counts.stopped_spinning += 1;
                 self.spinning = false;
                 self.misses = 0;
+                self.dear_sleeps = 0;
                 self.until_probe = self.probe_interval;
             }
-        } else if hit {
+        } else if spinning_was_right {
             // The probe paid: spin again, and probe a little sooner if it stops paying.
-            self.spinning = true;
-            self.probe_interval = (self.probe_interval / 2).max(AUTO_FIRST_PROBE);
+            self.start_spinning();
         } else {
             self.probe_interval = (self.probe_interval * 2).min(AUTO_MAX_PROBE);
             self.until_probe = self.probe_interval;
         }
+    }
+
+    fn start_spinning(&mut self) {
+        self.spinning = true;
+        self.misses = 0;
+        self.dear_sleeps = 0;
+        self.probe_interval = (self.probe_interval / 2).max(AUTO_FIRST_PROBE);
     }
 }
 
@@ -261,13 +311,14 @@ mod tests {
 
     const US: Duration = Duration::from_micros(1);
 
-    /// Where the peer runs, as a scripted partner: how long a wait lasts, given how long it
-    /// may spin before it blocks.
+    /// Where the peer runs, as a scripted partner: what one wait sees, given how long it may
+    /// spin before it yields and sleeps.
     #[derive(Clone, Copy)]
     enum Partner {
         /// On another CPU, answering `after` the wait starts whatever the waiter does.
         Elsewhere { after: Duration },
-        /// On this CPU: it runs only once the waiter blocks, then answers `service` later.
+        /// On this CPU: it runs only once the waiter yields or sleeps, then answers `service`
+        /// later.
         SameCore { service: Duration },
         /// On another CPU but asleep itself: it answers `wake` after the wait starts (its own
         /// wake-up), and a waiter that sleeps too pays a wake-up of its own on top.
@@ -275,14 +326,16 @@ mod tests {
     }
 
     impl Partner {
-        /// (waited, slept) of one wait with spin budget `budget`.
-        fn wait(self, budget: Duration) -> (Duration, bool) {
+        fn wait(self, budget: Duration) -> WaitSeen {
+            let seen = |waited, slept, contended| WaitSeen { budget, waited, slept, contended };
             match self {
-                Partner::Elsewhere { after } if after <= budget => (after, false),
-                Partner::Elsewhere { after } => (after, true),
-                Partner::SameCore { service } => (budget + service, true),
-                Partner::Asleep { wake } if wake <= budget => (wake, false),
-                Partner::Asleep { wake } => (budget.max(wake) + wake, true),
+                Partner::Elsewhere { after } if after <= budget => seen(after, false, false),
+                Partner::Elsewhere { after } => seen(after, true, false),
+                Partner::SameCore { service } if budget.is_zero() => seen(service, true, false),
+                // The yield at the end of the spin runs the peer, whose answer is then there.
+                Partner::SameCore { service } => seen(budget + service, false, true),
+                Partner::Asleep { wake } if wake <= budget => seen(wake, false, false),
+                Partner::Asleep { wake } => seen(budget.max(wake) + wake, true, false),
             }
         }
     }
@@ -292,13 +345,16 @@ mod tests {
     fn run(auto: &mut AutoWait, partner: Partner, waits: u32) -> (Duration, u32) {
         let (mut total, mut spun) = (Duration::ZERO, 0);
         for _ in 0..waits {
-            let budget = auto.budget();
-            let (waited, slept) = partner.wait(budget);
-            auto.record(budget, waited, slept);
-            total += waited;
-            spun += u32::from(!budget.is_zero());
+            let seen = partner.wait(auto.budget());
+            auto.record(seen);
+            total += seen.waited;
+            spun += u32::from(!seen.budget.is_zero());
         }
         (total, spun)
+    }
+
+    fn slept_at_once(waited: Duration) -> WaitSeen {
+        WaitSeen { budget: Duration::ZERO, waited, slept: true, contended: false }
     }
 
     #[test]
@@ -328,12 +384,23 @@ mod tests {
         let partner = Partner::SameCore { service: 3 * US };
         run(&mut auto, partner, AUTO_MISSES_TO_BLOCK);
         assert!(!auto.is_spinning());
-        // From then on only the probes spin, fewer and fewer of them.
+        assert_eq!(auto.counts().contended, u64::from(AUTO_MISSES_TO_BLOCK));
+        // From then on only the probes spin, fewer and fewer of them, each as short as a sleep.
         let (total, spun) = run(&mut auto, partner, 100_000);
         assert!(!auto.is_spinning());
         assert!(spun <= 100_000 / AUTO_MAX_PROBE + 16, "{spun} probes in 100000 waits");
-        let blocking_only = 100_000 * 3 * US;
-        assert!(total < blocking_only + blocking_only / 10, "{total:?} against {blocking_only:?}");
+        let sleeping_only = 100_000 * 3 * US;
+        assert!(total < sleeping_only + sleeping_only / 10, "{total:?} against {sleeping_only:?}");
+    }
+
+    #[test]
+    fn a_yield_that_ran_another_task_is_a_miss_even_when_the_data_then_came() {
+        let mut auto = AutoWait::default();
+        let seen = WaitSeen { budget: DEFAULT_SPIN_BUDGET, waited: 53 * US, slept: false, contended: true };
+        auto.record(seen);
+        auto.record(seen);
+        assert!(!auto.is_spinning());
+        assert_eq!(auto.counts().hits, 0);
     }
 
     #[test]
@@ -343,7 +410,7 @@ mod tests {
         for _ in 0..AUTO_MISSES_TO_BLOCK {
             assert!(auto.is_spinning());
             let budget = auto.budget();
-            auto.record(budget, Duration::from_millis(4), false);
+            auto.record(WaitSeen { budget, waited: 4000 * US, slept: false, contended: false });
         }
         assert!(!auto.is_spinning());
     }
@@ -352,40 +419,57 @@ mod tests {
     fn one_miss_between_hits_does_not_stop_the_spinning() {
         let mut auto = AutoWait::default();
         for _ in 0..100 {
-            let budget = auto.budget();
-            auto.record(budget, 2 * US, false);
-            let budget = auto.budget();
-            auto.record(budget, 80 * US, true);
+            run(&mut auto, Partner::Elsewhere { after: 2 * US }, 1);
+            run(&mut auto, Partner::SameCore { service: 3 * US }, 1);
         }
         assert!(auto.is_spinning());
     }
 
     #[test]
-    fn a_peer_that_moves_to_another_cpu_is_found_by_a_probe() {
+    fn a_peer_asleep_on_another_cpu_keeps_this_side_spinning() {
+        // Its answers come after its own wake-up, later than the spin: sleeping too would only
+        // add this side's wake-up, so the spin, which harms no one, stays.
         let mut auto = AutoWait::default();
-        run(&mut auto, Partner::SameCore { service: 3 * US }, 5_000);
-        assert!(!auto.is_spinning());
-        // The peer moves away: within one probe interval the waits spin again.
-        let (_, _) = run(&mut auto, Partner::Elsewhere { after: 2 * US }, AUTO_MAX_PROBE + 1);
+        let (_, spun) = run(&mut auto, Partner::Asleep { wake: 120 * US }, 1_000);
         assert!(auto.is_spinning());
-        let (total, spun) = run(&mut auto, Partner::Elsewhere { after: 2 * US }, 1_000);
-        assert_eq!((total, spun), (2_000 * US, 1_000));
+        assert_eq!(spun, 1_000);
     }
 
     #[test]
-    fn a_probe_outlasts_the_wake_up_of_a_peer_that_was_blocking_too() {
-        // Both sides blocking on two CPUs: the peer answers only after its own wake-up (70 µs
-        // here), longer than a spinning wait's budget but within a probe's, which outlasts
-        // the sleeping waits (140 µs: two wake-ups).
+    fn two_dear_sleeps_in_a_row_bring_the_spinning_back() {
         let mut auto = AutoWait::default();
         run(&mut auto, Partner::SameCore { service: 3 * US }, 100);
         assert!(!auto.is_spinning());
-        let partner = Partner::Asleep { wake: 70 * US };
+        // The peer moved to another CPU and sleeps there: each sleep now costs two wake-ups.
+        auto.record(slept_at_once(300 * US));
+        assert!(!auto.is_spinning());
+        auto.record(slept_at_once(300 * US));
+        assert!(auto.is_spinning());
+        // A cheap sleep between two dear ones restarts the count.
+        run(&mut auto, Partner::SameCore { service: 3 * US }, 100);
+        let budget = auto.budget();
+        assert!(budget.is_zero());
+        for waited in [300 * US, 3 * US, 300 * US] {
+            auto.record(slept_at_once(waited));
+        }
+        assert!(!auto.is_spinning());
+    }
+
+    #[test]
+    fn a_peer_that_moves_to_another_cpu_and_spins_is_found_by_a_probe() {
+        let mut auto = AutoWait::default();
+        run(&mut auto, Partner::SameCore { service: 3 * US }, 5_000);
+        assert!(!auto.is_spinning());
+        // The peer moves away and answers at once; this side's sleeps stay cheap (a fast
+        // wake-up), so only a probe can see that spinning pays again.
+        let partner = Partner::Elsewhere { after: 2 * US };
         let switched = (0..=AUTO_MAX_PROBE).any(|_| {
             run(&mut auto, partner, 1);
             auto.is_spinning()
         });
-        assert!(switched, "no probe saw the peer answer within {AUTO_MAX_PROBE_BUDGET:?}");
+        assert!(switched);
+        let (total, spun) = run(&mut auto, partner, 1_000);
+        assert_eq!((total, spun), (2_000 * US, 1_000));
     }
 
     #[test]
@@ -398,25 +482,12 @@ mod tests {
         // Sleeps of 3 µs: the shortest probe.
         run(&mut auto, Partner::SameCore { service: 3 * US }, 200);
         assert_eq!(auto.probe_budget(), AUTO_MIN_PROBE_BUDGET);
-        // Sleeping waits of 150 µs (wake-ups across CPUs): probes outlast them.
+        // Sleeps of 15 µs (cheap, so the connection keeps sleeping): probes as long.
         for _ in 0..100 {
-            auto.record(Duration::ZERO, 150 * US, true);
+            auto.record(slept_at_once(15 * US));
         }
-        assert!(auto.probe_budget() > 140 * US && auto.probe_budget() <= 150 * US);
-        // Sleeping waits of 5 ms (a slow peer): probes stop at the longest probe.
-        for _ in 0..100 {
-            auto.record(Duration::ZERO, 5000 * US, true);
-        }
-        assert_eq!(auto.probe_budget(), AUTO_MAX_PROBE_BUDGET);
-    }
-
-    #[test]
-    fn a_peer_slower_than_the_spin_is_waited_for_by_blocking() {
-        // A handler that takes 1 ms: spinning never catches it, so the waits block.
-        let mut auto = AutoWait::default();
-        let (_, spun) = run(&mut auto, Partner::Elsewhere { after: 1000 * US }, 10_000);
+        assert!(auto.probe_budget() > 14 * US && auto.probe_budget() <= 15 * US);
         assert!(!auto.is_spinning());
-        assert!(spun < 40, "{spun} of 10000 waits spun");
     }
 
     #[test]
@@ -430,13 +501,13 @@ mod tests {
     }
 
     #[test]
-    fn a_wait_that_slept_at_once_teaches_nothing_about_spinning() {
+    fn a_cheap_sleep_at_once_teaches_nothing_about_spinning() {
         let mut auto = AutoWait::default();
         run(&mut auto, Partner::SameCore { service: 3 * US }, 2);
         let before = auto.clone();
-        auto.record(Duration::ZERO, 3 * US, true);
+        auto.record(slept_at_once(3 * US));
         assert_eq!(auto.counts.slept_at_once, before.counts.slept_at_once + 1);
-        // Only the counts and the average of sleeping waits moved.
+        // Only the counts and the average of sleeps moved.
         auto.counts = before.counts;
         auto.slept_average = before.slept_average;
         assert_eq!(auto, before);
