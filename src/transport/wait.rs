@@ -22,7 +22,10 @@
 //!   misses in a row switch the connection to sleeping.
 //! - **Sleeping.** Waits go straight to the kernel. [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps
 //!   in a row switch back to spinning: the peer has moved away, or is asleep elsewhere, and
-//!   each side sleeping doubles the wake-ups. Every so often one wait is a *probe* that spins
+//!   each side sleeping doubles the wake-ups. Beside other work a sleep can be dear because
+//!   the waker's core was busy, and spinning then misses again; so each time spinning stops
+//!   with no hit since it resumed, the dear sleeps it takes to resume double, up to
+//!   [`AUTO_MAX_DEAR_SLEEPS_TO_SPIN`]; a hit brings them back to two. Every so often one wait is a *probe* that spins
 //!   again, as long as this side's recent sleeps took (their running average, within
 //!   [`AUTO_MIN_PROBE_BUDGET`] and [`AUTO_MAX_PROBE_BUDGET`]): a hit switches back to
 //!   spinning; a miss doubles the distance to the next probe, from [`AUTO_FIRST_PROBE`] waits
@@ -59,6 +62,11 @@ pub const AUTO_YIELD_RAN_ANOTHER: Duration = Duration::from_micros(3);
 
 /// Dear sleeps in a row after which a sleeping connection spins again: 2.
 pub const AUTO_DEAR_SLEEPS_TO_SPIN: u32 = 2;
+
+/// Most dear sleeps in a row that a sleeping connection waits for before it spins again: 16,
+/// so that two sides asleep on two CPUs, each waking the other, pay at most 16 such round
+/// trips before one of them spins.
+pub const AUTO_MAX_DEAR_SLEEPS_TO_SPIN: u32 = 16;
 
 /// Shortest spin of a probe: 5 µs, about what a sleep costs when the peer shares the core.
 pub const AUTO_MIN_PROBE_BUDGET: Duration = Duration::from_micros(5);
@@ -160,6 +168,10 @@ pub struct AutoWait {
     spinning: bool,
     misses: u32,
     dear_sleeps: u32,
+    /// Dear sleeps in a row that switch back to spinning (see the module documentation).
+    dear_sleeps_to_spin: u32,
+    /// Whether a spin has hit since spinning last resumed.
+    hit_since_resumed: bool,
     probe_interval: u32,
     until_probe: u32,
     /// Running average (1/8 weight to the newest) of how long the waits that slept spent
@@ -205,6 +217,8 @@ impl Default for AutoWait {
             spinning: true,
             misses: 0,
             dear_sleeps: 0,
+            dear_sleeps_to_spin: AUTO_DEAR_SLEEPS_TO_SPIN,
+            hit_since_resumed: true,
             probe_interval: AUTO_FIRST_PROBE,
             until_probe: AUTO_FIRST_PROBE,
             slept_average: Duration::ZERO,
@@ -264,7 +278,7 @@ impl AutoWait {
                 return;
             }
             self.dear_sleeps += 1;
-            if self.dear_sleeps >= AUTO_DEAR_SLEEPS_TO_SPIN {
+            if self.dear_sleeps >= self.dear_sleeps_to_spin {
                 self.start_spinning();
             }
             return;
@@ -272,6 +286,10 @@ impl AutoWait {
         let hit = !slept && !contended && waited <= budget;
         self.counts.spun += 1;
         self.counts.hits += u64::from(hit);
+        if hit {
+            self.hit_since_resumed = true;
+            self.dear_sleeps_to_spin = AUTO_DEAR_SLEEPS_TO_SPIN;
+        }
         self.counts.probes += u64::from(!self.spinning);
         // Spinning was right: it paid, or it harmed no one and sleeping was dear.
         let spinning_was_right = hit || (dear_sleep && !contended);
@@ -282,6 +300,10 @@ impl AutoWait {
             }
             self.misses += 1;
             if self.misses >= AUTO_MISSES_TO_BLOCK {
+                if !self.hit_since_resumed {
+                    self.dear_sleeps_to_spin =
+                        (self.dear_sleeps_to_spin * 2).min(AUTO_MAX_DEAR_SLEEPS_TO_SPIN);
+                }
                 self.counts.stopped_spinning += 1;
                 self.spinning = false;
                 self.misses = 0;
@@ -299,6 +321,7 @@ impl AutoWait {
 
     fn start_spinning(&mut self) {
         self.spinning = true;
+        self.hit_since_resumed = false;
         self.misses = 0;
         self.dear_sleeps = 0;
         self.probe_interval = (self.probe_interval / 2).max(AUTO_FIRST_PROBE);
@@ -396,7 +419,12 @@ mod tests {
     #[test]
     fn a_yield_that_ran_another_task_is_a_miss_even_when_the_data_then_came() {
         let mut auto = AutoWait::default();
-        let seen = WaitSeen { budget: DEFAULT_SPIN_BUDGET, waited: 53 * US, slept: false, contended: true };
+        let seen = WaitSeen {
+            budget: DEFAULT_SPIN_BUDGET,
+            waited: 53 * US,
+            slept: false,
+            contended: true,
+        };
         auto.record(seen);
         auto.record(seen);
         assert!(!auto.is_spinning());
@@ -453,6 +481,54 @@ mod tests {
             auto.record(slept_at_once(waited));
         }
         assert!(!auto.is_spinning());
+    }
+
+    #[test]
+    fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_time() {
+        // Beside other work: sleeps are dear (the waker's core busy), and when a spin runs
+        // out, its yield runs another task and the data still does not come.
+        let mut auto = AutoWait::default();
+        let crowded = |auto: &mut AutoWait| {
+            let budget = auto.budget();
+            auto.record(WaitSeen {
+                budget,
+                waited: budget + 30 * US,
+                slept: true,
+                contended: true,
+            });
+        };
+        let contended = |auto: &mut AutoWait| {
+            for _ in 0..AUTO_MISSES_TO_BLOCK {
+                crowded(auto);
+            }
+        };
+        contended(&mut auto);
+        for round in 1..=4u32 {
+            assert!(!auto.is_spinning());
+            let needed = AUTO_DEAR_SLEEPS_TO_SPIN << (round - 1);
+            for _ in 0..needed {
+                assert!(!auto.is_spinning());
+                auto.record(slept_at_once(300 * US));
+            }
+            assert!(auto.is_spinning(), "round {round}: {needed} dear sleeps");
+            contended(&mut auto);
+        }
+        // A hit brings it back to two.
+        run(&mut auto, Partner::Elsewhere { after: 2 * US }, AUTO_MAX_PROBE + 1);
+        assert!(auto.is_spinning());
+        contended(&mut auto);
+        for _ in 0..AUTO_DEAR_SLEEPS_TO_SPIN {
+            auto.record(slept_at_once(300 * US));
+        }
+        assert!(auto.is_spinning());
+        // However often it misses, the dear sleeps it waits for stop at the most.
+        for _ in 0..10 {
+            contended(&mut auto);
+            for _ in 0..AUTO_MAX_DEAR_SLEEPS_TO_SPIN {
+                auto.record(slept_at_once(300 * US));
+            }
+            assert!(auto.is_spinning());
+        }
     }
 
     #[test]
