@@ -405,6 +405,8 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
             reason: "must be at least 1".into(),
         });
     }
+    // Every server of the run dies with this thread, however the process ends.
+    let _tied = crate::process::TiedSpawns::new();
     let mut measured = Measured::default();
     let mut error = None;
     let mut pipe_size_granted = None;
@@ -421,6 +423,9 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
             for &transport in &plan.transports {
                 let mut section = Section::new(plan, &placement, wait, transport);
                 for bytes in plan.baseline_bytes(wait) {
+                    if crate::interrupt::requested().is_some() {
+                        break 'run;
+                    }
                     progress.set_message(format!("{bytes} B {transport} {wait} {pin}"));
                     let seed = plan.order_seed.wrapping_add(group_index);
                     group_index += 1;
@@ -441,6 +446,10 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
                 }
             }
         }
+    }
+    // A run ended by a signal says so, whatever failed on the way out.
+    if let Err(interrupted) = crate::interrupt::check() {
+        error = Some(interrupted);
     }
     let sync_costs =
         if error.is_none() && plan.transports.iter().any(TransportKind::is_shared_memory) {
@@ -671,6 +680,7 @@ impl<'p> Section<'p> {
                 .collect(),
         };
         let mut peers = Vec::with_capacity(commands.len());
+        let names = commands.iter().map(super::group::command_line).collect();
         for command in commands {
             let peer = self.placement.spawn(|| Peer::spawn(command, options.clone()))?;
             self.pipe_capacity = peer.capacity().map(|c| c as u64).or(self.pipe_capacity);
@@ -695,7 +705,7 @@ impl<'p> Section<'p> {
                 .iter()
                 .flatten()
                 .all(|p| p.server_hello().pid.is_some() && p.server_pid().is_some());
-        Ok(Processes { echo, peers, server_cpu_known })
+        Ok(Processes { echo, peers, server_cpu_known, commands: names })
     }
 
     /// Every row of `bytes` bytes at this section's wait: handler × (dtype, path) × size.
@@ -733,6 +743,7 @@ fn shell_command(command_line: &str) -> Command {
 /// # Errors
 /// The errors of [`sync::measure_in_process`] and [`sync::measure_cross_process`].
 pub fn measure_sync_costs(plan: &Plan) -> Result<Vec<SyncCost>> {
+    let _tied = crate::process::TiedSpawns::new();
     let mut costs = sync::measure_in_process(plan.sync_operations)?;
     let placement = Placer::new(Placement::Split).or_else(|_| Placer::new(Placement::Free))?;
     costs.extend(sync::measure_cross_process(plan.sync_operations, |bytes, wait, transport| {
