@@ -202,3 +202,47 @@ fn a_report_ended_by_sigint_writes_every_row_measured_before_the_signal() {
 fn a_report_ended_by_sigterm_writes_every_row_measured_before_the_signal() {
     a_report_ended_by(Signal::SIGTERM);
 }
+
+/// The re-executed test binary plays a misbehaving server; see `common::misbehave`.
+#[test]
+fn misbehaving_server_entry() {
+    common::misbehaving_server_entry();
+}
+
+/// A report waiting for a server that never answers (its deadline a minute away) is not held
+/// by that wait: a second after SIGINT its servers are killed, the wait ends, and the report
+/// exits 130 with nothing left behind.
+#[test]
+fn an_interrupted_report_is_not_held_by_a_wait_for_a_silent_server() {
+    let _lock = serialize(&RUN_LOCK);
+    let _watchdog = Watchdog::new(secs(60));
+    let mut command = Command::new(peer_exe());
+    command
+        .args(["--role", "client", "--sizes", "500", "--dtype", "f64", "--path", "codec"])
+        .args(["--wait", "block", "--timeout", "60s", "--spawn"])
+        .arg(common::misbehaving_shell_line("hang-after-hello", None));
+    let mut run = launch(command, &new_tag("silent"));
+    let report = run.pid() as i32;
+    let until = Instant::now() + secs(20);
+    // The server, not the report (whose --spawn argument names it too).
+    let silent = |tag: &str| {
+        leftovers::tagged(tag)
+            .iter()
+            .any(|p| p.pid != report && p.cmdline.contains("misbehaving_server_entry"))
+    };
+    while !silent(run.tag()) {
+        assert!(run.running() && Instant::now() < until, "the silent server never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(500)); // the report now waits for its reply
+    let signalled = Instant::now();
+    let ending = run.end(Some(Signal::SIGINT));
+    let took = signalled.elapsed();
+    assert!(ending.leftovers.is_empty(), "{:?}", ending.leftovers);
+    assert_eq!(ending.status.and_then(|s| s.code()), Some(130), "{ending:?}");
+    // One second of grace, then the kill; far from the minute the wait was allowed.
+    assert!(took < secs(4), "the report took {took:?} to end after SIGINT");
+    assert!(ending.stderr.contains("interrupted by SIGINT"), "{}", ending.stderr);
+    // The row it was probing is listed with the interrupt as its reason.
+    assert!(ending.stdout.contains("interrupted by SIGINT"), "{}", ending.stdout);
+}

@@ -61,7 +61,7 @@ impl RowSetup {
         match data.call(peer, self.workload) {
             Ok(_) => Ok(None),
             Err(crate::Error::Remote { message, .. }) => Ok(Some(message)),
-            Err(e) => Err(e),
+            Err(e) => Err(or_interrupted(e)),
         }
     }
 }
