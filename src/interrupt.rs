@@ -11,8 +11,8 @@
 //! ([`GRACE`]), a thread of this module kills (`SIGKILL`) every child process still there, so
 //! that a wait for a server that does not answer ends at once instead of at its deadline. A
 //! second signal ends the process at once (`_exit(128 + signal)`), the last resort of a user
-//! who pressed Ctrl-C twice; the servers spawned by the run then die with it
-//! ([`crate::process`], `PR_SET_PDEATHSIG`).
+//! who pressed Ctrl-C twice; the servers of a report then die with it (`PR_SET_PDEATHSIG`,
+//! see [`crate::process`]), and those of a soak, never stopped, see their input end.
 //!
 //! Only a program whose child processes are all its servers should install this: the killing
 //! thread does not ask whose a child is. A library caller that never calls [`install`] is

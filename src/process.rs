@@ -8,8 +8,8 @@
 //! - on every way out that runs code (return, error, panic, and the signals of
 //!   [`crate::interrupt`]) the owner continues the servers it stopped and closes them;
 //! - on the ways out that run none (SIGKILL, a crash), the kernel does: the servers of a run
-//!   of the report or of `peer soak` are spawned while a [`TiedSpawns`] guard lives on the
-//!   spawning thread, so they get `SIGKILL` when that thread ends
+//!   of the report are spawned while a [`TiedSpawns`] guard lives on the spawning thread, so
+//!   they get `SIGKILL` when that thread ends
 //!   (`prctl(PR_SET_PDEATHSIG)`), and a raw floor (`report::baseline::RawEcho`) runs in a
 //!   process group of its own, which the kernel continues and hangs up (`SIGCONT`, `SIGHUP`)
 //!   once its client is gone and it is orphaned.
@@ -148,7 +148,7 @@ thread_local! {
 /// While a guard lives, every server spawned on this thread ([`spawn_connected`], and so
 /// `Peer::spawn*` and `RawEcho::spawn*`) gets `SIGKILL` from the kernel when this thread
 /// ends — with the process, however it ends (`PR_SET_PDEATHSIG`). For runs whose servers all
-/// live and die inside one call on this thread, as the report's and the soak's do: a server
+/// live and die inside one call on this thread, as the report's do: a server
 /// that must outlive its spawning thread (a library caller's, spawned from a short-lived
 /// thread) must not be spawned under a guard.
 #[derive(Debug)]
