@@ -14,6 +14,10 @@
 //! who pressed Ctrl-C twice; the servers of a report then die with it (`PR_SET_PDEATHSIG`,
 //! see [`crate::process`]), and those of a soak, never stopped, see their input end.
 //!
+//! A signal that was ignored when the program started stays ignored: `nohup peer …` keeps
+//! running when its terminal hangs up, and a background job of a non-interactive shell, which
+//! starts with SIGINT ignored, is not ended by the Ctrl-C meant for the shell's foreground.
+//!
 //! Only a program whose child processes are all its servers should install this: the killing
 //! thread does not ask whose a child is. A library caller that never calls [`install`] is
 //! not affected: [`requested`] then always says no.
@@ -42,8 +46,9 @@ static RECEIVED: AtomicUsize = AtomicUsize::new(0);
 static ARMED: AtomicBool = AtomicBool::new(false);
 static INSTALLED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
 
-/// Installs the handlers of [`SIGNALS`] and starts the thread that kills the children
-/// [`GRACE`] after the first one; the second call and later ones do nothing.
+/// Installs the handlers of [`SIGNALS`] — of those not ignored at the time — and starts the
+/// thread that kills the children [`GRACE`] after the first one; the second call and later
+/// ones do nothing.
 ///
 /// # Errors
 /// [`Error::Io`] when a handler cannot be installed or the thread cannot start.
@@ -56,7 +61,8 @@ pub fn install() -> Result<()> {
 
 fn install_once() -> std::io::Result<()> {
     let (mut wake_reader, wake_writer) = UnixStream::pair()?;
-    for signal in SIGNALS {
+    let ignored = ignored_signals();
+    for signal in SIGNALS.into_iter().filter(|&s| ignored >> (s as i32 - 1) & 1 == 0) {
         let number = signal as i32;
         // Registered first, so it sees the flag as the previous signal left it.
         signal_hook::flag::register_conditional_shutdown(number, 128 + number, &ARMED)?;
@@ -77,6 +83,17 @@ fn install_once() -> std::io::Result<()> {
         kill_children();
     })?;
     Ok(())
+}
+
+/// The mask of signals this process ignores (`SigIgn` of `/proc/self/status`: bit `n - 1`
+/// for signal `n`); none when it cannot be read.
+fn ignored_signals() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .unwrap_or(0)
 }
 
 /// Kills (`SIGKILL`) every process whose parent is this process; they are reaped by whoever
@@ -138,6 +155,12 @@ pub fn exit_code(signal: Signal) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ignored_signals_are_read_from_proc() {
+        // Rust's runtime ignores SIGPIPE in every program.
+        assert_eq!(ignored_signals() >> (Signal::SIGPIPE as i32 - 1) & 1, 1);
+    }
 
     #[test]
     fn exit_codes_are_the_shells() {

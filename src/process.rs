@@ -2,17 +2,19 @@
 //!
 //! A server whose client is gone ends by itself: the kernel closes the client's ends of the
 //! pipes (or of the liveness pipe beside a shared region, or of a tcp server's control
-//! channel), and the server sees the end of its stream. A server stopped with [`pause`]
+//! channel), and the server sees the end of its stream. A server stopped with `SIGSTOP`
 //! sees nothing until it runs again, so the code that stops servers makes sure they do:
 //!
 //! - on every way out that runs code (return, error, panic, and the signals of
 //!   [`crate::interrupt`]) the owner continues the servers it stopped and closes them;
 //! - on the ways out that run none (SIGKILL, a crash), the kernel does: the servers of a run
-//!   of the report are spawned while a [`TiedSpawns`] guard lives on the spawning thread, so
-//!   they get `SIGKILL` when that thread ends
-//!   (`prctl(PR_SET_PDEATHSIG)`), and a raw floor (`report::baseline::RawEcho`) runs in a
-//!   process group of its own, which the kernel continues and hangs up (`SIGCONT`, `SIGHUP`)
-//!   once its client is gone and it is orphaned.
+//!   of the report are spawned while a `TiedSpawns` guard lives on the spawning thread, so
+//!   they get `SIGKILL` when that thread ends (`prctl(PR_SET_PDEATHSIG)`); and every local
+//!   server that may be stopped (a raw floor,
+//!   `report::baseline::RawEcho`, and the report's handler servers) runs in a process group
+//!   of its own, which the kernel continues and hangs up (`SIGCONT`, `SIGHUP`) once its
+//!   client is gone and it is orphaned — and which keeps stopped processes out of the
+//!   client's own group, which the kernel would otherwise hang up whole once orphaned.
 
 use std::cell::Cell;
 use std::os::unix::process::ExitStatusExt;
@@ -196,7 +198,7 @@ pub(crate) fn exited(status: ExitStatus, context: String) -> crate::Error {
 /// `error` with `server` (which process it was about) added where the error has room for
 /// it: after what a [`crate::Error::Timeout`] waited for, or after the context of a
 /// [`crate::Error::PeerExited`]; other errors are returned as they are.
-pub fn naming(error: crate::Error, server: &str) -> crate::Error {
+pub(crate) fn naming(error: crate::Error, server: &str) -> crate::Error {
     use crate::Error;
     match error {
         Error::Timeout { waiting_for, after } => {

@@ -78,8 +78,11 @@ def one_run(sig: int, moment: float, tag: str) -> list:
     """Starts the client, ends it with `sig` `moment` seconds after it said `ready`, and
     returns what its run left behind (empty when nothing)."""
     env = dict(os.environ, **{TAG_VAR: tag})
+    # `env --default-signal`: SIGINT has its default action when the client starts (and so
+    # becomes KeyboardInterrupt) even if this test runs with it ignored, as a background job
+    # of a non-interactive shell does.
     client = subprocess.Popen(
-        [sys.executable, str(CLIENT), peer_exe()],
+        ["env", "--default-signal=INT", sys.executable, str(CLIENT), peer_exe()],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

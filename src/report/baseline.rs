@@ -175,7 +175,7 @@ impl RawEcho {
 
     /// The server for error messages: `` `ROUTE` (pid N) `` or
     /// `` `peer --role server --raw-echo BYTES` (pid N) ``.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let bytes = self.message.len();
         let line =
             self.route.clone().unwrap_or_else(|| format!("peer --role server --raw-echo {bytes}"));
@@ -185,7 +185,7 @@ impl RawEcho {
     /// `error`, which ended a round trip, naming this floor; when its server had died
     /// (within a moment: its end of stream may come first), [`Error::PeerExited`] saying
     /// how, as [`crate::Peer`] reports a handler server's death.
-    pub fn name_error(&mut self, error: Error) -> Error {
+    pub(crate) fn name_error(&mut self, error: Error) -> Error {
         let patience = match error {
             Error::PeerClosed { .. } | Error::Truncated { .. } => Duration::from_millis(100),
             _ => Duration::ZERO,

@@ -4,6 +4,7 @@
 //! ([`super::pairing`]).
 
 use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -671,6 +672,10 @@ impl<'p> Section<'p> {
                 .iter()
                 .map(|handler| {
                     let mut command = Peer::server_command(&plan.peer_exe, handler, &options);
+                    // A group of its own, as a local floor's: a server stopped inside the
+                    // report's group would make the kernel hang up that whole group (the report
+                    // and its caller's job) once it is orphaned, its launching shell gone.
+                    command.process_group(0);
                     if !plan.server_delay.is_zero() {
                         let delay = format!("{}ns", plan.server_delay.as_nanos());
                         command.arg("--server-delay").arg(delay);

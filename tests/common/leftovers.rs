@@ -173,16 +173,31 @@ pub struct Ending {
 }
 
 /// Starts `command` with stdin empty, stdout and stderr on pipes read by threads, and
-/// `TAG_VAR=tag` in its environment.
-pub fn launch(mut command: Command, tag: &str) -> Launched {
+/// `TAG_VAR=tag` in its environment; through `env --default-signal`, so that SIGHUP, SIGINT
+/// and SIGTERM have their default action when it starts even if this test runs with them
+/// ignored (a background job of a non-interactive shell ignores SIGINT), as a client started
+/// from a terminal has them.
+pub fn launch(command: Command, tag: &str) -> Launched {
     let shm_before = dev_shm();
-    let mut child = command
+    let mut wrapped = Command::new("env");
+    wrapped.arg("--default-signal=HUP,INT,TERM").arg(command.get_program());
+    wrapped.args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    let mut child = wrapped
         .env(TAG_VAR, tag)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+        .unwrap_or_else(|e| panic!("spawn {wrapped:?}: {e}"));
     let read = |mut pipe: Box<dyn Read + Send>| {
         let (sender, receiver) = mpsc::channel();
         thread::spawn(move || {
