@@ -15,7 +15,7 @@
 # of it is alive or stopped, holds shared memory, or keeps the client's stdout or stderr
 # open. `cargo test` makes a few runs of each; this makes N (default 20).
 #
-# Usage: benches/leftovers.sh [N]   (about 25 s per unit of N on 2 cores)
+# Usage: benches/leftovers.sh [N]   (about 15 s per unit of N on 2 cores; 5 minutes for 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-20}
