@@ -381,6 +381,16 @@ fn main() -> ExitCode {
             Role::Client => run_report(&cli.run).map(|()| ExitCode::SUCCESS),
         },
     };
+    // Ended by SIGINT, SIGTERM or SIGHUP: 128 + the signal, as a shell reports it, after
+    // whatever was measured has been printed and written.
+    if let Some(signal) = peerpipe::interrupt::requested() {
+        if let Err(e) = &result
+            && !matches!(e, Error::Io(io) if io.kind() == io::ErrorKind::BrokenPipe)
+        {
+            eprintln!("peer: error: {e}");
+        }
+        return ExitCode::from(peerpipe::interrupt::exit_code(signal));
+    }
     match result {
         Ok(code) => code,
         Err(Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -526,6 +536,7 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         budget: args.budget,
         load: args.load,
     };
+    peerpipe::interrupt::install()?;
     if args.sync_costs {
         let costs = measure::measure_sync_costs(&plan)?;
         sync::render(&costs, &mut io::stdout().lock())?;
@@ -535,9 +546,11 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
     // Whatever was measured is written and printed, even when an error ended the run or a
     // group; the error comes last (exit 2).
     let measure::Outcome { report, error } = measure::run_partial(&plan, &progress)?;
-    // With no row measured (a server command that fails its handshake, say) the floors alone
-    // answer nothing: the error is the whole story.
+    // With no row measured and none skipped (a server command that fails its handshake, say)
+    // the floors alone answer nothing: the error is the whole story. A skipped row's reason
+    // (the server's own words, say) is part of it.
     if report.rows.is_empty()
+        && report.skipped.is_empty()
         && let Some(e) = error
     {
         return Err(e);
@@ -600,6 +613,7 @@ fn run_soak(args: &SoakArgs) -> peerpipe::Result<ExitCode> {
     config.options.timeout = Some(args.timeout);
     config.options.wait = args.wait;
     config.validate()?;
+    peerpipe::interrupt::install()?;
     soak::render_plan(&config, &mut io::stdout().lock())?;
     io::stdout().flush()?;
     let report = soak::run(&config)?;

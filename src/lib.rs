@@ -40,6 +40,8 @@
 //!   reaping.
 //! - [`process`]: spawning a server on two pipes (or a pipe and a shared region); terminating
 //!   and reaping it.
+//! - [`interrupt`]: SIGINT, SIGTERM and SIGHUP as a flag that ends a report or a soak
+//!   early, keeping what it measured (installed by the `peer` binary).
 //! - [`server`]: the loop that answers requests with any [`server::Handler`];
 //!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
 //! - [`report`]: the latency report — measures the matrix against a raw-bytes baseline,
@@ -78,6 +80,7 @@ pub mod error;
 pub mod frame;
 pub mod guide;
 pub mod handlers;
+pub mod interrupt;
 pub mod lorenz96;
 pub mod peer;
 pub mod process;

@@ -53,7 +53,9 @@ use crate::transport::{
 use crate::zerocopy;
 
 mod stderr_tail;
+mod words;
 use stderr_tail::StderrTail;
+use words::LastWords;
 
 /// Default timeout for the handshake and for each reply: 10 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -344,6 +346,8 @@ pub struct Peer {
     pending: VecDeque<Pending>,
     scratch: Vec<u8>,
     state: State,
+    /// The server's last ERROR reply, appended to the error that ends the conversation.
+    said: LastWords,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -502,6 +506,7 @@ impl Peer {
             pending: VecDeque::new(),
             scratch: Vec::new(),
             state: State::Open,
+            said: LastWords::default(),
         }
     }
 
@@ -828,6 +833,7 @@ impl Peer {
             }
             Err(e) if e.is_recoverable() => {
                 self.pending.pop_front();
+                self.said.heard(&e);
                 Err(e)
             }
             Err(e) => {
@@ -1108,6 +1114,7 @@ impl Peer {
     /// and names its exit in the error when it had died by itself.
     fn fail(&mut self, error: Error, context: &str) -> Error {
         let error = self.end_after(error, context);
+        let error = self.said.attach(error);
         self.state = State::Failed(error.to_string());
         error
     }

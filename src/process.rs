@@ -1,5 +1,22 @@
 //! Spawning a server process on two pipes, and never leaving it behind.
+//!
+//! A server whose client is gone ends by itself: the kernel closes the client's ends of the
+//! pipes (or of the liveness pipe beside a shared region, or of a tcp server's control
+//! channel), and the server sees the end of its stream. A server stopped with `SIGSTOP`
+//! sees nothing until it runs again, so the code that stops servers makes sure they do:
+//!
+//! - on every way out that runs code (return, error, panic, and the signals of
+//!   [`crate::interrupt`]) the owner continues the servers it stopped and closes them;
+//! - on the ways out that run none (SIGKILL, a crash), the kernel does: the servers of a run
+//!   of the report are spawned while a `TiedSpawns` guard lives on the spawning thread, so
+//!   they get `SIGKILL` when that thread ends (`prctl(PR_SET_PDEATHSIG)`); and every local
+//!   server that may be stopped (a raw floor,
+//!   `report::baseline::RawEcho`, and the report's handler servers) runs in a process group
+//!   of its own, which the kernel continues and hangs up (`SIGCONT`, `SIGHUP`) once its
+//!   client is gone and it is orphaned — and which keeps stopped processes out of the
+//!   client's own group, which the kernel would otherwise hang up whole once orphaned.
 
+use std::cell::Cell;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
@@ -78,6 +95,9 @@ fn spawn_connected_unless(
     spawn: &Spawn,
     interrupted: Option<&dyn Fn() -> bool>,
 ) -> Result<(Transport, Child)> {
+    if TIED.with(Cell::get) > 0 {
+        crate::sys::die_with_spawning_thread(&mut command);
+    }
     let (our_rx, child_stdout) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     if spawn.transport == TransportKind::Tcp {
         let (child_stdin, our_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
@@ -122,6 +142,37 @@ pub(crate) fn spawn_with_transport(
     Ok((transport, ChildGuard { child }))
 }
 
+thread_local! {
+    /// How many [`TiedSpawns`] guards live on this thread.
+    static TIED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// While a guard lives, every server spawned on this thread ([`spawn_connected`], and so
+/// `Peer::spawn*` and `RawEcho::spawn*`) gets `SIGKILL` from the kernel when this thread
+/// ends — with the process, however it ends (`PR_SET_PDEATHSIG`). For runs whose servers all
+/// live and die inside one call on this thread, as the report's do: a server
+/// that must outlive its spawning thread (a library caller's, spawned from a short-lived
+/// thread) must not be spawned under a guard.
+#[derive(Debug)]
+pub(crate) struct TiedSpawns {
+    /// Not `Send`: the guard counts for the thread that made it.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl TiedSpawns {
+    /// Ties this thread's spawns until the guard is dropped.
+    pub(crate) fn new() -> TiedSpawns {
+        TIED.with(|tied| tied.set(tied.get() + 1));
+        TiedSpawns { _thread: std::marker::PhantomData }
+    }
+}
+
+impl Drop for TiedSpawns {
+    fn drop(&mut self) {
+        TIED.with(|tied| tied.set(tied.get().saturating_sub(1)));
+    }
+}
+
 /// Stops process `pid` (`SIGSTOP`) so that it takes no CPU while another pair is measured; a
 /// process that is already gone is no error (its absence shows at its next round trip).
 pub(crate) fn pause(pid: u32) {
@@ -141,6 +192,22 @@ pub(crate) fn exited(status: ExitStatus, context: String) -> crate::Error {
         context,
         code: status.code(),
         signal: status.signal(),
+    }
+}
+
+/// `error` with `server` (which process it was about) added where the error has room for
+/// it: after what a [`crate::Error::Timeout`] waited for, or after the context of a
+/// [`crate::Error::PeerExited`]; other errors are returned as they are.
+pub(crate) fn naming(error: crate::Error, server: &str) -> crate::Error {
+    use crate::Error;
+    match error {
+        Error::Timeout { waiting_for, after } => {
+            Error::Timeout { waiting_for: format!("{waiting_for} from {server}"), after }
+        }
+        Error::PeerExited { status, context, code, signal } => {
+            Error::PeerExited { status, context: format!("{context}; {server}"), code, signal }
+        }
+        other => other,
     }
 }
 

@@ -1,4 +1,5 @@
-//! The crate's only `unsafe` code: a shared mapping, process-shared semaphores and futexes.
+//! The crate's only `unsafe` code: a shared mapping, process-shared semaphores and futexes,
+//! and one step between `fork` and `exec`.
 //!
 //! Every other module is `unsafe`-free (the crate root denies `unsafe_code`; this module alone
 //! allows it). What lives here is the smallest set of operations the shared-memory transports
@@ -17,6 +18,8 @@
 //!   `FUTEX_PRIVATE_FLAG`, since the waiter and the waker are different processes).
 //! - [`vmsplice_lend`]: sending into a pipe by lending pages instead of copying them.
 //! - [`tsc`]: the CPU's time-stamp counter, for `clock`.
+//! - [`die_with_spawning_thread`]: a child that the kernel kills when the thread that
+//!   spawned it ends (`PR_SET_PDEATHSIG`, set between `fork` and `exec`).
 //!
 //! Offsets are checked against the mapping's length and alignment on every call; a bad offset
 //! is a bug in the caller (the layouts are computed, never read from the peer unchecked), so it
@@ -390,6 +393,35 @@ pub(crate) fn vmsplice_lend(
     unsafe { nix::fcntl::vmsplice(fd, bufs, nix::fcntl::SpliceFFlags::SPLICE_F_NONBLOCK) }
 }
 
+/// Makes the process `command` starts receive SIGKILL from the kernel when the thread that
+/// spawns it ends — with the whole process, however it ends (`prctl(PR_SET_PDEATHSIG)`, set in
+/// the child between `fork` and `exec`). When this process is already gone by the time the
+/// child sets it, the child does not start: the spawn fails instead.
+///
+/// The signal comes when the *thread* that forked ends, not the process: only for children
+/// whose whole life lies inside one call on the spawning thread (the report's groups). The kernel clears it when the child executes a set-user-ID or set-group-ID
+/// program, or one with file capabilities.
+pub(crate) fn die_with_spawning_thread(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = nix::unistd::getpid();
+    let pre_exec = move || -> std::io::Result<()> {
+        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+            .map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
+        // The parent may have died between fork and prctl: then no signal will ever come.
+        if nix::unistd::getppid() != parent {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    };
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: it makes two system calls (prctl, getppid) through
+    // nix's thin wrappers and builds an `io::Error` from an errno, none of which allocates,
+    // takes a lock or touches state shared with other threads of the parent.
+    unsafe {
+        command.pre_exec(pre_exec);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,6 +429,33 @@ mod tests {
 
     fn mapping(len: usize) -> Mapping {
         Mapping::private(len).unwrap()
+    }
+
+    #[test]
+    fn a_child_tied_to_its_spawning_thread_is_killed_when_that_thread_ends() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = std::thread::spawn(|| {
+            let mut command = std::process::Command::new("sleep");
+            command.arg("30");
+            die_with_spawning_thread(&mut command);
+            command.spawn().expect("spawn sleep")
+        })
+        .join()
+        .expect("the spawning thread");
+        // The thread has ended: the kernel sends the child SIGKILL, long before 30 s.
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if std::time::Instant::now() > until {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the tied child outlived its spawning thread by 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
     }
 
     #[test]

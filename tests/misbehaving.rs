@@ -78,6 +78,8 @@ per_transport!(
     the_client_binary_names_a_killed_server_in_one_line_and_exits_2,
     the_client_binary_names_a_timeout_in_one_line_and_exits_2,
     the_client_binary_names_an_early_exit_in_one_line_and_exits_2,
+    a_timeout_after_an_error_reply_carries_the_servers_words,
+    a_death_after_an_error_reply_carries_the_servers_words,
 );
 
 fn an_interrupted_handshake_terminates_and_reaps_the_server_at_once(kind: TransportKind) {
@@ -401,4 +403,98 @@ fn the_client_binary_names_a_timeout_in_one_line_and_exits_2(kind: TransportKind
 fn the_client_binary_names_an_early_exit_in_one_line_and_exits_2(kind: TransportKind) {
     let line = client_binary_against(kind, "exit-3");
     assert!(line.contains("exited with status 3"), "{kind}: {line:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A server's words: an ERROR reply, then silence or death
+// ---------------------------------------------------------------------------------------------
+
+/// Spawns the `mode` server over `kind` and makes the first call, which it answers with
+/// ERROR: the conversation goes on, and the error is the server's text.
+fn first_call_gets_the_servers_words(kind: TransportKind, mode: &str) -> Peer {
+    let options = Options { timeout: Some(Duration::from_millis(500)), ..options(kind) };
+    let mut peer = Peer::spawn(misbehaving_command_on(kind, mode, None), options).expect("spawn");
+    let mut reply = [0.0; 4];
+    match peer.call_f64(&[1.0, 2.0, 3.0, 4.0], &mut reply) {
+        Err(Error::Remote { seq: 1, message }) => assert_eq!(message, common::OUT_OF_CHEESE),
+        other => panic!("{kind} {mode}: expected the ERROR reply, got {other:?}"),
+    }
+    peer
+}
+
+fn a_timeout_after_an_error_reply_carries_the_servers_words(kind: TransportKind) {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(20));
+    let mut peer = first_call_gets_the_servers_words(kind, "out-of-cheese");
+    let mut reply = [0.0; 4];
+    let error = peer.call_f64(&[1.0; 4], &mut reply).expect_err("the server never answers");
+    match &error {
+        Error::Timeout { waiting_for, .. } => {
+            assert!(waiting_for.starts_with("waiting for the reply to seq 2;"), "{kind}: {error}");
+            assert!(waiting_for.ends_with(common::OUT_OF_CHEESE), "{kind}: {error}");
+        }
+        other => panic!("{kind}: expected Timeout, got {other:?}"),
+    }
+    // Every later call repeats why the connection ended, words included.
+    let again = peer.call_f64(&[1.0; 4], &mut reply).expect_err("closed after the timeout");
+    assert!(again.to_string().contains(common::OUT_OF_CHEESE), "{kind}: {again}");
+    drop(peer);
+    assert_eq!(child_processes(), [], "{kind}: the server was reaped");
+}
+
+fn a_death_after_an_error_reply_carries_the_servers_words(kind: TransportKind) {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(20));
+    let mut peer = first_call_gets_the_servers_words(kind, "out-of-cheese-then-exit");
+    let mut reply = [0.0; 4];
+    let error = peer.call_f64(&[1.0; 4], &mut reply).expect_err("the server exits");
+    match &error {
+        Error::PeerExited { code: Some(3), context, .. } => {
+            assert!(context.ends_with(common::OUT_OF_CHEESE), "{kind}: {error}");
+        }
+        other => panic!("{kind}: expected PeerExited with status 3, got {other:?}"),
+    }
+    drop(peer);
+    assert_eq!(child_processes(), [], "{kind}: the server was reaped");
+}
+
+/// The report against a server that answers its first request with ERROR and then never
+/// again: the skipped row says the server's words, the row whose probe then timed out says
+/// them too, and so does the error line; the table and the JSON are written all the same.
+#[test]
+fn the_report_against_a_server_that_fails_then_falls_silent_shows_and_writes_its_words() {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(60));
+    let json = std::env::temp_dir().join(format!("peerpipe-cheese-{}.json", std::process::id()));
+    let output = Command::new(peer_exe())
+        .args(["--role", "client", "--sizes", "500", "--timeout", "1s", "--wait", "hybrid"])
+        .args(["--duration", "20ms", "--rounds", "2", "--generations", "1", "--json"])
+        .arg(&json)
+        .arg("--spawn")
+        .arg(misbehaving_shell_line_on(TransportKind::Pipe, "out-of-cheese", None))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run peer --role client");
+    let text = std::fs::read_to_string(&json);
+    let _ = std::fs::remove_file(&json);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stdout.contains(common::OUT_OF_CHEESE), "the report shows the words:\n{stdout}");
+    let error_line = stderr.lines().find(|l| l.starts_with("peer: error: ")).unwrap_or_default();
+    assert!(error_line.contains(common::OUT_OF_CHEESE), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&text.expect("the JSON is written")).expect("JSON");
+    let skipped = report["skipped"].as_array().expect("skipped");
+    let said = |failed: bool| {
+        skipped.iter().any(|s| {
+            s["failed"] == failed
+                && s["reason"].as_str().is_some_and(|r| r.contains(common::OUT_OF_CHEESE))
+        })
+    };
+    assert!(said(false), "a row skipped for the server's words: {skipped:?}");
+    assert!(said(true), "a failed row whose timeout carries them: {skipped:?}");
+    assert!(!report["baseline"].as_array().expect("baseline").is_empty(), "the floors");
+    assert_eq!(child_processes(), []);
+    assert!(!server_still_running("out-of-cheese"), "a server outlived the report");
 }

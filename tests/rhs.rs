@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Mutex;
 
-use common::{Watchdog, child_processes, peer_exe, secs, serialize};
+use common::{Watchdog, child_processes, leftovers, peer_exe, secs, serialize};
 use peerpipe::report::baseline::RawEcho;
 use peerpipe::rhs::RemoteRhs;
 use peerpipe::{Options, TransportKind, Wait, lorenz96};
@@ -76,4 +76,53 @@ fn a_paired_floor_needs_calls_and_round_trips_and_a_refusal_loses_nothing() {
     assert_eq!(out, [1.0, 2.0, 3.0, 4.0]);
     assert!(rhs.stats().segments.is_empty());
     rhs.close().unwrap();
+}
+
+/// The environment variable that turns `paired_floor_client_entry` into a client.
+const PAIRED_CLIENT_VAR: &str = "PEERPIPE_PAIRED_FLOOR_CLIENT";
+
+/// When started by the test below: a library client whose derivative server runs and whose
+/// paired floor is stopped (`SIGSTOP`) between bursts, spawned from a short-lived thread; it
+/// prints the floor's pid and waits to be killed. Returns at once in a normal test run.
+#[test]
+fn paired_floor_client_entry() {
+    let Ok(transport) = std::env::var(PAIRED_CLIENT_VAR) else { return };
+    let transport: TransportKind = transport.parse().expect("a transport");
+    let options = Options { transport, ..Options::default() };
+    let rhs = std::thread::spawn(move || {
+        let echo = RawEcho::spawn(peer_exe().as_ref(), 64 * 8, options.wait, transport, None, None)
+            .expect("spawn the floor");
+        let mut rhs = RemoteRhs::spawn_server(peer_exe(), "lorenz96", options).expect("spawn");
+        let floor = echo.server_pid();
+        rhs.pair_with_floor(echo, 1000, 10).expect("pair");
+        (rhs, floor)
+    })
+    .join()
+    .expect("the spawning thread");
+    println!("floor {}", rhs.1);
+    std::thread::sleep(secs(60));
+    drop(rhs);
+}
+
+/// A library client killed (SIGKILL) while its paired floor is stopped: the floor, in a
+/// process group of its own, is orphaned, continued and hung up by the kernel, and the
+/// derivative server sees its input end; within a second nothing of the client is left.
+#[test]
+fn a_client_killed_while_its_paired_floor_is_stopped_leaves_nothing_behind() {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(60));
+    for transport in TransportKind::EVERY {
+        let mut command = std::process::Command::new(std::env::current_exe().expect("exe"));
+        command.args(["paired_floor_client_entry", "--exact", "--nocapture", "-q"]);
+        command.env(PAIRED_CLIENT_VAR, transport.name());
+        let mut run = leftovers::launch(command, &leftovers::new_tag("paired"));
+        let until = std::time::Instant::now() + secs(20);
+        let stopped = |tag: &str| leftovers::tagged(tag).iter().any(|p| p.state == 'T');
+        while !stopped(run.tag()) {
+            assert!(run.running() && std::time::Instant::now() < until, "no floor was stopped");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let ending = run.end(Some(nix::sys::signal::Signal::SIGKILL));
+        assert!(ending.leftovers.is_empty(), "{transport}: {:?}", ending.leftovers);
+    }
 }

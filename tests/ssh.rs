@@ -20,7 +20,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use common::sshd::sshd_or_skip;
-use common::{Watchdog, is_our_child, peer_exe, secs, serialize};
+use common::{Watchdog, is_our_child, leftovers, peer_exe, secs, serialize};
 use peerpipe::rhs::RemoteRhs;
 use peerpipe::{Error, Options, Peer, TransportKind, lorenz96};
 
@@ -327,6 +327,63 @@ fn tcp_over_ssh_matches_the_local_lorenz96_bit_for_bit_and_its_report_runs() {
     }
     assert!(stdout.contains("tcp against pipes"), "the verdict compares the routes:\n{stdout}");
     assert_eq!(sshd.wait_remote_gone(secs(10)), Vec::<u32>::new(), "remote servers left");
+}
+
+/// Every local `ssh` of a running report killed at once (the floor's and the row's, one
+/// stopped, one measured): the report ends within 5 s with an error naming the lost server,
+/// and leaves no local process, no remote one, and its stderr closed.
+#[test]
+fn killing_every_local_ssh_of_a_running_report_ends_it_naming_the_lost_server() {
+    let _lock = serialize(&SSH_LOCK);
+    let _watchdog = Watchdog::new(secs(120));
+    let Some(sshd) = sshd_or_skip() else { return };
+    let spawn = sshd.ssh_line(&format!("{} --role server", peer_exe()));
+    let mut command = Command::new(peer_exe());
+    // One group (a single f64 is the 8-byte wake-up floor's size), one-second bursts.
+    command
+        .args(["--spawn", &spawn, "--sizes", "1", "--dtype", "f64", "--path", "zero-copy"])
+        .args(["--wait", "hybrid", "--rounds", "20", "--generations", "1"])
+        .args(["--duration", "20s", "--warmup", "5ms"]);
+    let mut run = leftovers::launch(command, &leftovers::new_tag("ssh"));
+    let local_ssh = |tag: &str| -> Vec<i32> {
+        leftovers::tagged(tag)
+            .iter()
+            .filter(|p| p.cmdline.starts_with("ssh "))
+            .map(|p| p.pid)
+            .collect()
+    };
+    let until = Instant::now() + secs(60);
+    while local_ssh(run.tag()).len() < 2 || sshd.remote_pids().len() < 2 {
+        assert!(run.running() && Instant::now() < until, "the report never got its servers");
+        thread::sleep(Duration::from_millis(20));
+    }
+    thread::sleep(Duration::from_millis(1500)); // into the rounds
+    assert!(run.running(), "the report is still measuring");
+    let killed = local_ssh(run.tag());
+    for &pid in &killed {
+        kill(Pid::from_raw(pid), Signal::SIGKILL).expect("kill a local ssh");
+    }
+    let killed_at = Instant::now();
+    while run.running() && killed_at.elapsed() < secs(5) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let ended_within = killed_at.elapsed();
+    let ending = run.end(None);
+    assert!(ended_within < secs(5), "the report ran on for {ended_within:?}: {ending:?}");
+    assert!(ending.leftovers.is_empty(), "{:?}", ending.leftovers);
+    assert_eq!(ending.status.and_then(|s| s.code()), Some(2), "{ending:?}");
+    let error = ending.stderr.lines().find(|l| l.starts_with("peer: error: ")).unwrap_or("");
+    assert!(
+        error.contains("killed by signal 9") && error.contains("ssh -F /dev/null"),
+        "the error names the lost server: {error:?}\n{}",
+        ending.stderr
+    );
+    println!("{error}");
+    assert!(
+        killed.iter().any(|pid| error.contains(&format!("(pid {pid})"))),
+        "{error:?} names one of {killed:?}"
+    );
+    assert_eq!(sshd.wait_remote_gone(secs(5)), Vec::<u32>::new(), "remote servers left");
 }
 
 #[test]

@@ -46,6 +46,21 @@ def test_a_server_that_goes_silent_mid_call_times_out_and_closes_the_peer():
     assert children() == before
 
 
+def test_a_timeout_after_an_error_reply_carries_the_servers_words():
+    before = children()
+    peer = peerpipe.Peer.spawn(python_server("misbehaving", "error-then-silent"), timeout=0.3)
+    with pytest.raises(peerpipe.RemoteError, match="out of cheese"):
+        peer.call(np.ones(4))
+    with pytest.raises(
+        peerpipe.Timeout,
+        match=r"waiting for the reply to seq 2; the server's last ERROR, for seq 1, said: "
+        r"handler failed: out of cheese",
+    ):
+        peer.call(np.ones(4))
+    assert peer.closed
+    assert children() == before
+
+
 def test_a_server_that_exits_is_peer_exited_with_its_status():
     before = children()
     peer = peerpipe.Peer.spawn(python_server("misbehaving", "hello-then-exit-3"))

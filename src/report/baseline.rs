@@ -10,6 +10,7 @@
 //!   is being lent (without it the floor read 5–8 % slower than the product from 512 KiB);
 //!   the raw server answers such a message the same way (`server::serve_raw_echo`).
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -98,6 +99,10 @@ impl RawEcho {
         timeout: Option<Duration>,
     ) -> Result<RawEcho> {
         let mut command = Command::new(peer_exe);
+        // A process group of its own: the floor is stopped between its bursts, and once its
+        // client is gone the kernel continues and hangs up an orphaned group with a stopped
+        // member (SIGCONT, SIGHUP), so it cannot stay stopped, whatever thread spawned it.
+        command.process_group(0);
         command
             .args(["--role", "server", "--raw-echo"])
             .arg(bytes.to_string())
@@ -123,8 +128,10 @@ impl RawEcho {
         timeout: Option<Duration>,
     ) -> Result<RawEcho> {
         let line = route_line(route, &format!("--raw-echo {bytes}"), spawn.transport);
-        let mut command = Command::new("sh");
-        command.arg("-c").arg(&line);
+        // `exec` for a simple command, as the rows' servers run: the spawned process is then
+        // the route's own (the `ssh` client), which is stopped between bursts and reaped,
+        // rather than a shell that would keep the route's pipes open after it died.
+        let command = crate::peer::shell_command(&line);
         RawEcho::spawn_command(command, Some(line), bytes, spawn, timeout)
     }
 
@@ -164,6 +171,30 @@ impl RawEcho {
     /// The server's process id.
     pub fn server_pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The server for error messages: `` `ROUTE` (pid N) `` or
+    /// `` `peer --role server --raw-echo BYTES` (pid N) ``.
+    pub(crate) fn describe(&self) -> String {
+        let bytes = self.message.len();
+        let line =
+            self.route.clone().unwrap_or_else(|| format!("peer --role server --raw-echo {bytes}"));
+        format!("the floor `{line}` (pid {})", self.child.id())
+    }
+
+    /// `error`, which ended a round trip, naming this floor; when its server had died
+    /// (within a moment: its end of stream may come first), [`Error::PeerExited`] saying
+    /// how, as [`crate::Peer`] reports a handler server's death.
+    pub(crate) fn name_error(&mut self, error: Error) -> Error {
+        let patience = match error {
+            Error::PeerClosed { .. } | Error::Truncated { .. } => Duration::from_millis(100),
+            _ => Duration::ZERO,
+        };
+        let name = self.describe();
+        match self.child.wait_timeout(patience) {
+            Ok(Some(status)) => crate::process::exited(status, format!("({error}); {name}")),
+            _ => crate::process::naming(error, &name),
+        }
     }
 
     /// Bytes moved each way per round trip.

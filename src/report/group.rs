@@ -5,7 +5,8 @@
 //! measured has a running server: every other server of the group is stopped (`SIGSTOP`) for
 //! the length of the burst and continued (`SIGCONT`) for its own, so that idle servers — which
 //! spin forever with `--wait spin` — never take a core from the pair being timed. Every server
-//! is continued again when the group is dropped, whatever happened.
+//! is continued again when the group is dropped, whatever happened; and a run ended by a
+//! signal ([`crate::interrupt`]) is seen before each burst and each round trip.
 
 use std::time::{Duration, Instant};
 
@@ -60,7 +61,7 @@ impl RowSetup {
         match data.call(peer, self.workload) {
             Ok(_) => Ok(None),
             Err(crate::Error::Remote { message, .. }) => Ok(Some(message)),
-            Err(e) => Err(e),
+            Err(e) => Err(or_interrupted(e)),
         }
     }
 }
@@ -73,6 +74,31 @@ pub(crate) struct Processes {
     /// False when the spawned handler processes are not the servers themselves (`--spawn`:
     /// an `ssh` client, a shell): their CPU time is then not the server's, and stays unknown.
     pub(crate) server_cpu_known: bool,
+    /// The command line of each handler slot's server, for naming it in an error.
+    pub(crate) commands: Vec<String>,
+}
+
+/// A server's command line as a person would type it: the line of `sh -c LINE` (less a
+/// leading `exec`), or the program and its arguments.
+pub(crate) fn command_line(command: &std::process::Command) -> String {
+    let args: Vec<String> =
+        command.get_args().map(|arg| arg.to_string_lossy().into_owned()).collect();
+    match args.as_slice() {
+        [c, line] if c == "-c" && command.get_program() == "sh" => {
+            line.strip_prefix("exec ").unwrap_or(line).to_owned()
+        }
+        _ => std::iter::once(command.get_program().to_string_lossy().into_owned())
+            .chain(args)
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// The error that ended a round trip, or the interrupt when one came meanwhile: once a
+/// signal asked the run to end, what failed after it (a server killed by the same Ctrl-C, or
+/// after [`crate::interrupt::GRACE`]) is not the story.
+fn or_interrupted(error: crate::Error) -> crate::Error {
+    crate::interrupt::check().err().unwrap_or(error)
 }
 
 impl Processes {
@@ -323,6 +349,7 @@ impl Group for LiveGroup<'_> {
     }
 
     fn enter(&mut self, member: usize) -> Result<()> {
+        crate::interrupt::check()?;
         let pid = self.server_pid(member);
         if pid != self.running {
             if let Some(running) = self.running {
@@ -343,11 +370,13 @@ impl Group for LiveGroup<'_> {
     }
 
     fn round_trip(&mut self, member: usize, timed: bool) -> Result<u64> {
+        crate::interrupt::check()?;
         let Some(processes) = self.processes.as_mut() else {
             return Err(crate::Error::PeerClosed { context: "before the group's servers started" });
         };
         if member == 0 {
-            let ns = processes.echo.round_trip()?;
+            let echo = &mut processes.echo;
+            let ns = echo.round_trip().map_err(|e| or_interrupted(echo.name_error(e)))?;
             if timed {
                 self.floor.rtt.saturating_record(ns);
             }
@@ -357,7 +386,12 @@ impl Group for LiveGroup<'_> {
         let Some(peer) = processes.peers[row.setup.peer].as_mut() else {
             return Err(crate::Error::PeerClosed { context: "before the row's server started" });
         };
-        let timing = row.data.call(peer, row.setup.workload)?;
+        let timing = row.data.call(peer, row.setup.workload).map_err(|e| {
+            let command = processes.commands.get(row.setup.peer).map_or("", String::as_str);
+            let pid = peer.spawned_pid().map_or_else(String::new, |pid| format!(" (pid {pid})"));
+            let name = format!("the {} server `{command}`{pid}", row.setup.handler);
+            or_interrupted(crate::process::naming(e, &name))
+        })?;
         if timed {
             row.phases.record(&timing);
         }

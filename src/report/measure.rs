@@ -4,6 +4,7 @@
 //! ([`super::pairing`]).
 
 use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -447,6 +448,8 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
     }
     // Started before anything is pinned, so the busy threads may run on every CPU.
     let _load = Load::start(plan.load, Load::process_cpus()?)?;
+    // Every server of the run dies with this thread, however the process ends.
+    let _tied = crate::process::TiedSpawns::new();
     let mut measured = Measured::default();
     let mut error = None;
     let mut pipe_size_granted = None;
@@ -463,6 +466,9 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
             for &transport in &plan.transports {
                 let mut section = Section::new(plan, &placement, wait, transport);
                 for bytes in plan.baseline_bytes(wait) {
+                    if crate::interrupt::requested().is_some() {
+                        break 'run;
+                    }
                     progress.set_message(format!("{bytes} B {transport} {wait} {pin}"));
                     let seed = plan.order_seed.wrapping_add(group_index);
                     group_index += 1;
@@ -483,6 +489,10 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
                 }
             }
         }
+    }
+    // A run ended by a signal says so, whatever failed on the way out.
+    if let Err(interrupted) = crate::interrupt::check() {
+        error = Some(interrupted);
     }
     let sync_costs =
         if error.is_none() && plan.transports.iter().any(TransportKind::is_shared_memory) {
@@ -704,6 +714,10 @@ impl<'p> Section<'p> {
                 .iter()
                 .map(|handler| {
                     let mut command = Peer::server_command(&plan.peer_exe, handler, &options);
+                    // A group of its own, as a local floor's: a server stopped inside the
+                    // report's group would make the kernel hang up that whole group (the report
+                    // and its caller's job) once it is orphaned, its launching shell gone.
+                    command.process_group(0);
                     if !plan.server_delay.is_zero() {
                         let delay = format!("{}ns", plan.server_delay.as_nanos());
                         command.arg("--server-delay").arg(delay);
@@ -713,6 +727,7 @@ impl<'p> Section<'p> {
                 .collect(),
         };
         let mut peers = Vec::with_capacity(commands.len());
+        let names = commands.iter().map(super::group::command_line).collect();
         for command in commands {
             let peer = self.placement.spawn(|| Peer::spawn(command, options.clone()))?;
             self.pipe_capacity = peer.capacity().map(|c| c as u64).or(self.pipe_capacity);
@@ -737,7 +752,7 @@ impl<'p> Section<'p> {
                 .iter()
                 .flatten()
                 .all(|p| p.server_hello().pid.is_some() && p.server_pid().is_some());
-        Ok(Processes { echo, peers, server_cpu_known })
+        Ok(Processes { echo, peers, server_cpu_known, commands: names })
     }
 
     /// Every row of `bytes` bytes at this section's wait: handler × (dtype, path) × size.
@@ -775,6 +790,7 @@ fn shell_command(command_line: &str) -> Command {
 /// # Errors
 /// The errors of [`sync::measure_in_process`] and [`sync::measure_cross_process`].
 pub fn measure_sync_costs(plan: &Plan) -> Result<Vec<SyncCost>> {
+    let _tied = crate::process::TiedSpawns::new();
     let mut costs = sync::measure_in_process(plan.sync_operations)?;
     let placement = Placer::new(Placement::Split).or_else(|_| Placer::new(Placement::Free))?;
     costs.extend(sync::measure_cross_process(plan.sync_operations, |bytes, wait, transport| {

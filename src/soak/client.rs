@@ -209,6 +209,9 @@ impl Client {
     fn warm_up_batches(&mut self) -> Result<()> {
         for path in [DataPath::ZeroCopy, DataPath::Codec] {
             for kind in ValueKind::ALL {
+                if crate::interrupt::requested().is_some() {
+                    return Ok(());
+                }
                 self.batch(path, &[(kind, self.max_elements)])?;
             }
         }
@@ -259,12 +262,13 @@ impl Client {
         self.batch(path, &plan[..depth])
     }
 
-    /// Calls [`Client::exchange`] until `deadline`.
+    /// Calls [`Client::exchange`] until `deadline`, or until a signal asks the run to end
+    /// ([`crate::interrupt`]).
     ///
     /// # Errors
     /// The first error of [`Client::exchange`].
     pub fn run_until(&mut self, deadline: Instant) -> Result<()> {
-        while Instant::now() < deadline {
+        while Instant::now() < deadline && crate::interrupt::requested().is_none() {
             self.exchange()?;
         }
         Ok(())

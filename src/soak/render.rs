@@ -48,12 +48,22 @@ pub struct SoakReport {
     pub total: Stats,
     /// This process, then each server.
     pub processes: Vec<ProcessUsage>,
+    /// The signal that ended the soak before its time (`SIGINT`, …; see
+    /// [`crate::interrupt`]), if one did.
+    pub interrupted_by: Option<String>,
 }
 
 impl SoakReport {
     /// Everything that makes the soak fail, one line each; empty when it passed.
     pub fn failures(&self) -> Vec<String> {
         let mut out = Vec::new();
+        if let Some(signal) = &self.interrupted_by {
+            out.push(format!(
+                "interrupted by {signal} after {} of {}",
+                format_duration(self.elapsed),
+                format_duration(self.config.duration)
+            ));
+        }
         let t = &self.total;
         if t.lost + t.reordered + t.corrupted > 0 {
             out.push(format!(

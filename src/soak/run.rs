@@ -30,6 +30,9 @@ use crate::peer::{Options, Peer, describe_status};
 /// Re-raises the panic of a pair's thread (a bug), after the other pairs have been closed.
 pub fn run(config: &Config) -> Result<SoakReport> {
     config.validate()?;
+    // The servers are not tied to this thread (`process::TiedSpawns`): none is ever stopped,
+    // so a killed soak leaves them to see their input end and exit by themselves — the path
+    // every library client relies on, which the soak's fault tests prove on every transport.
     let mut peers = Vec::with_capacity(config.peers);
     for i in 0..config.peers {
         let handler = HANDLERS[i % HANDLERS.len()];
@@ -133,6 +136,7 @@ pub fn run(config: &Config) -> Result<SoakReport> {
         pairs,
         total,
         processes,
+        interrupted_by: crate::interrupt::requested().map(|signal| signal.as_str().to_owned()),
     })
 }
 

@@ -5,6 +5,7 @@
 //! Each test binary compiles this module separately and uses only part of it.
 #![allow(dead_code)]
 
+pub mod leftovers;
 pub mod sshd;
 
 use std::fs;
@@ -565,6 +566,11 @@ fn misbehave(kind: TransportKind, mode: &str) -> ! {
             assert_eq!(dtype, Dtype::F64, "wrong-dtype expects an f64 request");
             data_frame(seq, Dtype::F32, count * 2, payload)
         }
+        // A handler that fails once, with words of its own, and then never answers again (or
+        // exits with status 3 at the next request).
+        "out-of-cheese" | "out-of-cheese-then-exit" => {
+            control_frame(Kind::Error, seq, OUT_OF_CHEESE.as_bytes())
+        }
         "hello-reply" => {
             // A second HELLO, carrying the request's seq so that only its kind is wrong.
             let hello = Hello { max_frame_bytes: 1024, ..Hello::default() };
@@ -583,8 +589,15 @@ fn misbehave(kind: TransportKind, mode: &str) -> ! {
         other => panic!("unknown {MISBEHAVE_VAR} mode {other:?}"),
     };
     let _ = wire.write_all(&reply);
+    if mode == "out-of-cheese-then-exit" {
+        let _ = read_client_frame(&mut wire);
+        std::process::exit(3);
+    }
     linger(&mut wire)
 }
+
+/// What the `out-of-cheese` misbehaving servers answer their first request with, in an ERROR.
+pub const OUT_OF_CHEESE: &str = "handler failed: out of cheese";
 
 /// A well-behaved echo server whose handler prints to stdout: after
 /// `peerpipe::server::stdio_transport` (or `stdio_transport_of` for shared memory) the prints
