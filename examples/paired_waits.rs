@@ -12,6 +12,9 @@
 //!
 //! `--pin free` leaves placement to the scheduler. The servers are `peer --role server
 //! --handler echo` next to this example (after `cargo build --release`), 500 f64 each way.
+//! Every server runs for the whole program: an idle `spin` server keeps a core busy while the
+//! others are measured (the report stops idle servers; this program does not), so leave
+//! `spin` out of `--waits` at `--pin same` and `--pin free`.
 
 use std::process::Command;
 use std::time::Instant;
