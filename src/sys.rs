@@ -399,8 +399,9 @@ pub(crate) fn vmsplice_lend(
 /// child sets it, the child does not start: the spawn fails instead.
 ///
 /// The signal comes when the *thread* that forked ends, not the process: only for children
-/// whose whole life lies inside one call on the spawning thread (the report's groups). The kernel clears it when the child executes a set-user-ID or set-group-ID
-/// program, or one with file capabilities.
+/// whose whole life lies inside one call on the spawning thread (the report's groups). The
+/// kernel clears it when the child executes a set-user-ID or set-group-ID program, or one with
+/// file capabilities.
 pub(crate) fn die_with_spawning_thread(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     let parent = nix::unistd::getpid();
