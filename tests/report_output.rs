@@ -204,6 +204,31 @@ fn json_has_the_documented_keys_and_nesting() {
         set(&["cpu", "cores", "kernel", "pipe_max_size", "pipe_size_granted", "endian", "clock"])
     );
     assert_eq!(value["config"]["budget_ns"], 150_000);
+    assert_eq!(
+        keys(&value["config"]),
+        set(&[
+            "sizes",
+            "dtypes",
+            "paths",
+            "handlers",
+            "waits",
+            "pins",
+            "iterations",
+            "duration_ns",
+            "warmup_ns",
+            "rounds",
+            "generations",
+            "order_seed",
+            "server_delay_ns",
+            "spawn",
+            "budget_ns",
+            "pipe_size",
+            "transports",
+            "shm_size",
+            "hybrid_spin_ns",
+            "load",
+        ])
+    );
 
     let baseline = value["baseline"].as_array().expect("baseline is an array");
     assert_eq!(baseline.len(), 6);
