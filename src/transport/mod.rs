@@ -57,8 +57,9 @@ pub const LEND_MIN_BYTES: usize = 256 << 10;
 /// How long before its deadline a sleeping wait wakes up to spin the rest of the way, in every
 /// wait strategy: a timed sleep ends late by the timer slack plus the wake-up latency (on a
 /// 2-core KVM guest, 15–40 µs with a 1 µs slack and more in the tail, see
-/// docs/experiments/deadlines.md), so sleeping to the deadline itself would return that late. 100 µs, not 60:
-/// alternating the two, every row's p99 stayed within 10 µs in 4 of 6 runs against 1 of 6.
+/// docs/experiments/deadlines.md), so sleeping to the deadline itself would return that late.
+/// 100 µs, not 60: alternating the two, every row's p99 stayed within 10 µs in 4 of 6 runs
+/// against 1 of 6.
 /// The spin is paid only by a wait that reaches its deadline's last 100 µs.
 pub const DEADLINE_SPIN: Duration = Duration::from_micros(100);
 
