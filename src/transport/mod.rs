@@ -22,30 +22,41 @@
 //! - [`Wait::Block`] sleeps in the kernel (`ppoll` on a pipe, a futex or semaphore wait on
 //!   shared memory);
 //! - [`Wait::Spin`] retries without sleeping, burning its core;
-//! - [`Wait::Hybrid`] spins for a budget, then blocks. On a 2-core machine waking a blocked
-//!   reader costs tens of microseconds, so spinning a little first is the default.
+//! - [`Wait::Hybrid`] spins for a budget, then blocks;
+//! - [`Wait::Auto`], the default, spins while spinning pays and blocks while it does not,
+//!   learned per connection ([`wait`] says how).
 //!
 //! A frame goes out as one vectored write of header, payload and padding; the payload can be
 //! the caller's own memory. A frame comes in as the header, then the payload read straight
 //! into the destination buffer. This module knows nothing of handlers, peers or reports.
+//!
+//! The files: this one holds [`Transport`] (frames and waits over a link); `kind` the
+//! [`TransportKind`]s; `link` the [`Link`] trait the links implement; `deadline` the
+//! [`Deadline`]s; `target` where a guessed frame is read to; `wait` the [`Wait`] strategies and
+//! what [`Wait::Auto`] learns; `pipe`, `shm` and `tcp` the links.
 
+mod deadline;
+mod kind;
+mod link;
 pub mod pipe;
 pub mod shm;
+mod target;
 pub mod tcp;
 pub mod wait;
 
-use std::fmt;
 use std::io::{IoSlice, IoSliceMut};
-use std::str::FromStr;
 use std::time::{Duration, Instant};
-
-use nix::sys::time::TimeSpec;
 
 use crate::error::{Error, Result};
 use crate::frame::{HEADER_LEN, Header, Kind, check_padding, padding_len};
 
+pub use deadline::{DEADLINE_SPIN, Deadline, INTERRUPT_CHECK, timespec_for};
+pub use kind::TransportKind;
+pub use link::{Direction, Drain, Fill, Link};
+use link::{read_drained_via_chunk, write_filled_via_chunk};
 pub use pipe::PipeLink;
 pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
+use target::{Contiguous, FrameTarget, Split};
 pub use tcp::TcpLink;
 pub use wait::{AutoCounts, AutoWait, DEFAULT_SPIN_BUDGET, Wait, WaitSeen};
 
@@ -54,387 +65,11 @@ pub use wait::{AutoCounts, AutoWait, DEFAULT_SPIN_BUDGET, Wait, WaitSeen};
 /// docs/experiments/round-trip.md, "Large payloads on pipes", for the measurement behind it).
 pub const LEND_MIN_BYTES: usize = 256 << 10;
 
-/// How long before its deadline a sleeping wait wakes up to spin the rest of the way, in every
-/// wait strategy: a timed sleep ends late by the timer slack plus the wake-up latency (on a
-/// 2-core KVM guest, 15–40 µs with a 1 µs slack and more in the tail, see
-/// docs/experiments/deadlines.md), so sleeping to the deadline itself would return that late.
-/// 100 µs, not 60: alternating the two, every row's p99 stayed within 10 µs in 4 of 6 runs
-/// against 1 of 6.
-/// The spin is paid only by a wait that reaches its deadline's last 100 µs.
-pub const DEADLINE_SPIN: Duration = Duration::from_micros(100);
-
-/// How often an interruptible wait (`Peer::spawn_interruptible`) asks whether to give up.
-pub const INTERRUPT_CHECK: Duration = Duration::from_millis(50);
-
 /// The zero bytes padding is cut from (a frame pads to a multiple of 8).
 const ZERO_PADDING: [u8; 8] = [0; 8];
 
-/// Bytes a link without in-place access encodes into (or reads out of) a stack buffer at a
-/// time for [`Link::try_write_filled`] and [`Link::try_read_drained`]: 16 KiB stays in L1/L2.
-const FILL_CHUNK: usize = 16 << 10;
-
-/// Produces bytes `at..at + dst.len()` of a payload into `dst` (an encoder writing straight
-/// into the link's memory); see [`Transport::send_frame_filled`].
-pub type Fill<'a> = dyn FnMut(usize, &mut [u8]) -> Result<()> + 'a;
-
-/// Consumes the next bytes of a payload, in order (a decoder reading straight out of the
-/// link's memory); see [`Transport::recv_payload_drained`].
-pub type Drain<'a> = dyn FnMut(&[u8]) -> Result<()> + 'a;
-
 /// Pipe capacity requested by default: 1 MiB (Linux's default `pipe-max-size`).
 pub const DEFAULT_PIPE_CAPACITY: usize = 1 << 20;
-
-/// A point in time after which a wait gives up, with the timeout it came from (for messages).
-#[derive(Clone, Copy, Debug)]
-pub struct Deadline {
-    at: Option<Instant>,
-    timeout: Option<Duration>,
-    /// No deadline yet: it starts when data arrives ([`Deadline::once_data_arrives`]).
-    arm_on_data: bool,
-    /// Data has arrived: the deadline starts at the next wait, whose clock read it borrows
-    /// (a read of the clock as each frame arrives would cost every request ~23 ns).
-    arm_at_wait: bool,
-    /// Gives up earlier, at this instant, while no byte has arrived (see
-    /// [`Deadline::or_idle_until`]).
-    idle_until: Option<Instant>,
-}
-
-impl Deadline {
-    /// No deadline: wait as long as it takes.
-    pub const NEVER: Deadline = Deadline {
-        at: None,
-        timeout: None,
-        arm_on_data: false,
-        arm_at_wait: false,
-        idle_until: None,
-    };
-
-    /// A deadline `timeout` from now; `None` means never. A zero timeout makes every wait a
-    /// single poll.
-    pub fn after(timeout: Option<Duration>) -> Deadline {
-        Deadline {
-            at: timeout.map(|t| Instant::now() + t),
-            timeout,
-            arm_on_data: false,
-            arm_at_wait: false,
-            idle_until: None,
-        }
-    }
-
-    /// A deadline `timeout` after `start` (saves reading the clock when the caller just did).
-    pub fn after_from(start: Instant, timeout: Option<Duration>) -> Deadline {
-        Deadline {
-            at: timeout.map(|t| start + t),
-            timeout,
-            arm_on_data: false,
-            arm_at_wait: false,
-            idle_until: None,
-        }
-    }
-
-    /// `timeout` from the first wait, whose read of the clock it borrows: a send or receive
-    /// that never has to wait never reads the clock. How a call's request and a server's reply
-    /// are sent: the deadline is there for a peer that stops reading, and the first few
-    /// nanoseconds of a send that did not wait do not change it.
-    pub fn from_first_wait(timeout: Option<Duration>) -> Deadline {
-        Deadline { at: None, timeout, arm_on_data: false, arm_at_wait: true, idle_until: None }
-    }
-
-    /// No deadline until the first byte arrives, then `timeout` from the first wait after it
-    /// (a frame that arrives whole never waits, so it never reads the clock): how a server
-    /// waits for the next request (idle as long as the client likes, but a frame that has
-    /// started must finish). Between the first byte and that wait lies only the copy of what
-    /// had arrived.
-    pub fn once_data_arrives(timeout: Option<Duration>) -> Deadline {
-        Deadline { at: None, timeout, arm_on_data: true, arm_at_wait: false, idle_until: None }
-    }
-
-    /// This deadline, but giving up already at `until` if no byte has arrived by then: a
-    /// wait that ends that way has consumed nothing, so the caller can wait again in slices
-    /// (checking for an interrupt in between, say) without losing its place in the stream.
-    /// Once a byte arrives only the deadline itself counts, so a frame that has started is
-    /// read to its end.
-    pub fn or_idle_until(self, until: Instant) -> Deadline {
-        Deadline { idle_until: Some(until), ..self }
-    }
-
-    /// This deadline as it stands once data has arrived: armed if it was waiting for data,
-    /// without the idle limit of [`Deadline::or_idle_until`].
-    pub fn data_arrived(self) -> Deadline {
-        let armed =
-            if self.arm_on_data || self.arm_at_wait { Deadline::after(self.timeout) } else { self };
-        Deadline { idle_until: None, ..armed }
-    }
-
-    /// This deadline once data has arrived, inside a wait loop: like
-    /// [`Deadline::data_arrived`], but one that was waiting for data starts at the loop's next
-    /// wait ([`Deadline::armed_at`]) instead of reading the clock now.
-    fn on_data(self) -> Deadline {
-        if self.arm_on_data {
-            Deadline { arm_on_data: false, arm_at_wait: true, idle_until: None, ..self }
-        } else {
-            Deadline { idle_until: None, ..self }
-        }
-    }
-
-    /// This deadline at a wait at `now`: one that was to start at the next wait starts now.
-    fn armed_at(self, now: Instant) -> Deadline {
-        if self.arm_at_wait { Deadline::after_from(now, self.timeout) } else { self }
-    }
-
-    /// Time left, `None` when there is no deadline; zero once passed.
-    pub fn remaining(&self) -> Option<Duration> {
-        self.instant().map(|at| at.saturating_duration_since(Instant::now()))
-    }
-
-    /// The instant at which it passes (the idle limit when that comes first), `None` for no
-    /// deadline.
-    pub fn instant(&self) -> Option<Instant> {
-        match (self.at, self.idle_until) {
-            (Some(at), Some(idle)) => Some(at.min(idle)),
-            (at, idle) => at.or(idle),
-        }
-    }
-
-    /// True once it has passed at `now`.
-    pub fn passed(&self, now: Instant) -> bool {
-        self.instant().is_some_and(|at| now >= at)
-    }
-
-    /// The timeout error for this deadline.
-    pub fn error(&self, waiting_for: impl Into<String>) -> Error {
-        Error::Timeout { waiting_for: waiting_for.into(), after: self.timeout.unwrap_or_default() }
-    }
-}
-
-/// The `ppoll` timeout for `remaining`, nanoseconds intact (not rounded to milliseconds).
-pub fn timespec_for(remaining: Duration) -> TimeSpec {
-    TimeSpec::from_duration(remaining)
-}
-
-/// Which link a [`Transport`] runs over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum TransportKind {
-    /// Two anonymous pipes ([`PipeLink`]).
-    #[default]
-    Pipe,
-    /// A shared memfd, one slot per direction, process-shared semaphores ([`ShmLink`]).
-    ShmSem,
-    /// A shared memfd, a lock-free ring per direction, futex wake-ups ([`ShmLink`]).
-    ShmRing,
-    /// One TCP connection ([`TcpLink`]), set up through the server's stdin and stdout: the
-    /// server announces a port and a token there (through `ssh`, say), the client connects;
-    /// the pipes stay open as the liveness channel ([`tcp`], docs/PROTOCOL.md §14).
-    Tcp,
-}
-
-impl TransportKind {
-    /// The kinds whose link is made by the spawning client and handed to the server as its
-    /// stdin and stdout (pipes, shared memory), in the order reports list them: every test
-    /// generated per transport (`per_transport!`) runs on each. [`TransportKind::Tcp`],
-    /// whose link the server makes, is in [`TransportKind::EVERY`].
-    pub const ALL: [TransportKind; 3] =
-        [TransportKind::Pipe, TransportKind::ShmSem, TransportKind::ShmRing];
-
-    /// Every kind, in the order reports list them: [`TransportKind::ALL`], then `tcp`.
-    pub const EVERY: [TransportKind; 4] =
-        [TransportKind::Pipe, TransportKind::ShmSem, TransportKind::ShmRing, TransportKind::Tcp];
-
-    /// `pipe`, `shm-sem`, `shm-ring` or `tcp`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            TransportKind::Pipe => "pipe",
-            TransportKind::ShmSem => "shm-sem",
-            TransportKind::ShmRing => "shm-ring",
-            TransportKind::Tcp => "tcp",
-        }
-    }
-
-    /// The transport this process's stdin was set up for by the client that spawned it: a
-    /// pipe, or the shared region of `peer --transport shm-sem|shm-ring` (see
-    /// [`ShmLink::kind_of`]). Pass it to [`crate::server::stdio_transport_of`] to serve
-    /// whatever the client chose.
-    ///
-    /// # Errors
-    /// As [`ShmLink::kind_of`].
-    pub fn of_stdin() -> Result<TransportKind> {
-        use std::os::fd::AsFd;
-        ShmLink::kind_of(std::io::stdin().as_fd())
-    }
-
-    /// Whether the link lives in shared memory (and so cannot cross machines).
-    pub fn is_shared_memory(&self) -> bool {
-        matches!(self, TransportKind::ShmSem | TransportKind::ShmRing)
-    }
-}
-
-impl fmt::Display for TransportKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for TransportKind {
-    type Err = Error;
-
-    /// Parses `pipe`, `shm-sem`, `shm-ring` or `tcp`.
-    ///
-    /// ```
-    /// use peerpipe::transport::TransportKind;
-    /// assert_eq!("shm-ring".parse::<TransportKind>().unwrap(), TransportKind::ShmRing);
-    /// assert_eq!("tcp".parse::<TransportKind>().unwrap(), TransportKind::Tcp);
-    /// assert!("shm".parse::<TransportKind>().unwrap_err().to_string().contains("shm-sem"));
-    /// ```
-    fn from_str(text: &str) -> Result<TransportKind> {
-        TransportKind::EVERY.into_iter().find(|kind| kind.name() == text).ok_or_else(|| {
-            Error::InvalidArgument {
-                what: "transport",
-                reason: format!("expected pipe, shm-sem, shm-ring or tcp, found {text:?}"),
-            }
-        })
-    }
-}
-
-/// Which way a [`Link`] waits: for bytes to read or for room to write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    /// Waiting for bytes from the peer.
-    Read,
-    /// Waiting for room to write.
-    Write,
-}
-
-/// A byte stream in each direction between two processes, that never waits unless asked to.
-///
-/// This is the transport abstraction: [`PipeLink`] and [`ShmLink`] implement it, and
-/// [`Transport`] builds frames, deadlines and wait strategies on top of it once. A link
-/// behaves like a pair of non-blocking pipes: bytes arrive in order, and the end of the
-/// stream (the peer closed its side or died) is seen only after every byte sent before it.
-pub trait Link: fmt::Debug + Send {
-    /// Which kind of link this is.
-    fn kind(&self) -> TransportKind;
-
-    /// Reads what is available now into `bufs`, in order, without waiting. Returns
-    /// `Some(0)` at the end of the stream, `None` when nothing is available yet.
-    ///
-    /// # Errors
-    /// [`Error::Sys`] for system failures; [`Error::Corrupted`] when shared state announces
-    /// something impossible.
-    fn try_read(&mut self, bufs: &mut [IoSliceMut<'_>]) -> Result<Option<usize>>;
-
-    /// Writes what fits now from `bufs`, in order, without waiting. Returns `None` when
-    /// there is no room at all.
-    ///
-    /// # Errors
-    /// [`Error::PeerClosed`] when the reader is gone; [`Error::Sys`] for system failures.
-    fn try_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>>;
-
-    /// Like [`Link::try_write`], but the link may keep referring to the bytes instead of
-    /// copying them (a pipe lends the pages with `vmsplice`): the caller must leave them
-    /// unchanged until the peer has read them. The default copies.
-    ///
-    /// # Errors
-    /// As [`Link::try_write`].
-    fn try_write_lent(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
-        self.try_write(bufs)
-    }
-
-    /// Writes what fits now of bytes `at..at + len` of a payload that `fill` produces in
-    /// place, without waiting; returns how many were written, `None` when there is no room.
-    /// `fill` may be asked for bytes again after a short write (it is positional). The default
-    /// fills a stack buffer of 16 KiB and writes it; a shared ring lends its own memory.
-    ///
-    /// # Errors
-    /// As [`Link::try_write`], and those of `fill`.
-    fn try_write_filled(
-        &mut self,
-        at: usize,
-        len: usize,
-        fill: &mut Fill<'_>,
-    ) -> Result<Option<usize>> {
-        write_filled_via_chunk(self, at, len, fill)
-    }
-
-    /// Reads what is available now, up to `max` bytes, handing the bytes to `drain` in order,
-    /// without waiting; returns as [`Link::try_read`]. The default reads into a stack buffer
-    /// of 16 KiB; a shared ring lends its own memory.
-    ///
-    /// # Errors
-    /// As [`Link::try_read`], and those of `drain`.
-    fn try_read_drained(&mut self, max: usize, drain: &mut Drain<'_>) -> Result<Option<usize>> {
-        read_drained_via_chunk(self, max, drain)
-    }
-
-    /// Sleeps until reading (or writing) may make progress or `until` passes. May return
-    /// early (the caller retries and checks its deadline), but must not sleep past `until`
-    /// by more than the system's timer slack.
-    ///
-    /// # Errors
-    /// [`Error::Sys`] for system failures.
-    fn sleep(&mut self, direction: Direction, until: Option<Instant>) -> Result<()>;
-
-    /// Ends this side's outgoing stream, as closing a pipe's write end does: the peer reads
-    /// the bytes already written, then the end of the stream. Reading goes on. Writing after
-    /// it fails with [`Error::PeerClosed`]; a second call does nothing.
-    ///
-    /// # Errors
-    /// [`Error::Sys`] when waking the peer fails.
-    fn shutdown_write(&mut self) -> Result<()>;
-
-    /// Bytes that can be in flight in each direction without a reader (pipe or ring
-    /// capacity), when known.
-    fn capacity(&self) -> Option<usize>;
-
-    /// How many empty polls a spinning wait makes between two reads of the clock (for its
-    /// deadline and spin budget). 1 (the default) suits links whose poll is a system call;
-    /// a poll of shared memory costs nanoseconds, less than reading the clock.
-    fn spin_polls_per_clock_read(&self) -> u32 {
-        1
-    }
-
-    /// Most frames that may be in flight towards a peer that answers each one, when the
-    /// link bounds it by count rather than by bytes: a slot holds one frame whatever its
-    /// size. `None` (the default) when only [`Link::capacity`] bounds it.
-    fn max_frames_in_flight(&self) -> Option<usize> {
-        None
-    }
-
-    /// Asks for `bytes` of capacity in each direction and returns what was granted. Links
-    /// whose capacity is fixed when they are created return it unchanged.
-    ///
-    /// # Errors
-    /// [`Error::Sys`] when the capacity cannot even be read back.
-    fn set_capacity(&mut self, bytes: usize) -> Result<usize>;
-}
-
-/// [`Link::try_write_filled`] through a stack buffer: `fill` encodes up to 16 KiB into it,
-/// and `try_write` copies what fits.
-fn write_filled_via_chunk<L: Link + ?Sized>(
-    link: &mut L,
-    at: usize,
-    len: usize,
-    fill: &mut Fill<'_>,
-) -> Result<Option<usize>> {
-    let mut chunk = [0u8; FILL_CHUNK];
-    let n = len.min(FILL_CHUNK);
-    fill(at, &mut chunk[..n])?;
-    link.try_write(&[IoSlice::new(&chunk[..n])])
-}
-
-/// [`Link::try_read_drained`] through a stack buffer of up to 16 KiB.
-fn read_drained_via_chunk<L: Link + ?Sized>(
-    link: &mut L,
-    max: usize,
-    drain: &mut Drain<'_>,
-) -> Result<Option<usize>> {
-    let mut chunk = [0u8; FILL_CHUNK];
-    let n = max.min(FILL_CHUNK);
-    let got = link.try_read(&mut [IoSliceMut::new(&mut chunk[..n])])?;
-    if let Some(k) = got.filter(|&k| k > 0) {
-        drain(&chunk[..k])?;
-    }
-    Ok(got)
-}
 
 /// Frames over a [`Link`]: the one place where headers, payloads, padding, deadlines and
 /// wait strategies meet the bytes.
@@ -1077,89 +712,6 @@ struct Spinning {
     contended: bool,
     slept: bool,
     polls: u32,
-}
-
-/// Where a guessed frame is read to (see [`Transport::recv_frame`]).
-trait FrameTarget {
-    /// The guessed payload length.
-    fn guess(&self) -> usize;
-    /// One read from `link` into the frame's bytes from offset `filled` on.
-    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>>;
-    /// The header bytes (complete once 32 bytes have been read).
-    fn header(&self) -> [u8; HEADER_LEN];
-    /// Appends the first `extra` bytes read after the header to `out`.
-    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>);
-    /// The padding bytes.
-    fn padding(&self) -> &[u8];
-}
-
-/// Header, payload and padding in three buffers, filled with `readv`.
-struct Split<'a> {
-    header: [u8; HEADER_LEN],
-    payload: &'a mut [u8],
-    padding: [u8; 8],
-    pad: usize,
-}
-
-impl FrameTarget for Split<'_> {
-    fn guess(&self) -> usize {
-        self.payload.len()
-    }
-
-    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>> {
-        let mut slices = [
-            IoSliceMut::new(&mut self.header),
-            IoSliceMut::new(self.payload),
-            IoSliceMut::new(&mut self.padding[..self.pad]),
-        ];
-        let mut rest: &mut [IoSliceMut<'_>] = &mut slices;
-        IoSliceMut::advance_slices(&mut rest, filled);
-        link.try_read(rest)
-    }
-
-    fn header(&self) -> [u8; HEADER_LEN] {
-        self.header
-    }
-
-    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>) {
-        let from_payload = extra.min(self.payload.len());
-        out.extend_from_slice(&self.payload[..from_payload]);
-        out.extend_from_slice(&self.padding[..extra - from_payload]);
-    }
-
-    fn padding(&self) -> &[u8] {
-        &self.padding[..self.pad]
-    }
-}
-
-/// The whole frame in one buffer, filled with `read`.
-struct Contiguous<'a> {
-    frame: &'a mut [u8],
-    guess: usize,
-}
-
-impl FrameTarget for Contiguous<'_> {
-    fn guess(&self) -> usize {
-        self.guess
-    }
-
-    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>> {
-        link.try_read(&mut [IoSliceMut::new(&mut self.frame[filled..])])
-    }
-
-    fn header(&self) -> [u8; HEADER_LEN] {
-        let mut header = [0u8; HEADER_LEN];
-        header.copy_from_slice(&self.frame[..HEADER_LEN]);
-        header
-    }
-
-    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.frame[HEADER_LEN..HEADER_LEN + extra]);
-    }
-
-    fn padding(&self) -> &[u8] {
-        &self.frame[HEADER_LEN + self.guess..]
-    }
 }
 
 #[cfg(test)]

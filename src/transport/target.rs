@@ -1,0 +1,91 @@
+//! Where a guessed frame is read to: three buffers (header, the caller's payload, padding)
+//! or one contiguous buffer laid out as on the wire.
+
+use std::io::IoSliceMut;
+
+use super::Link;
+use crate::error::Result;
+use crate::frame::HEADER_LEN;
+
+/// Where a guessed frame is read to (see [`Transport::recv_frame`]).
+pub(super) trait FrameTarget {
+    /// The guessed payload length.
+    fn guess(&self) -> usize;
+    /// One read from `link` into the frame's bytes from offset `filled` on.
+    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>>;
+    /// The header bytes (complete once 32 bytes have been read).
+    fn header(&self) -> [u8; HEADER_LEN];
+    /// Appends the first `extra` bytes read after the header to `out`.
+    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>);
+    /// The padding bytes.
+    fn padding(&self) -> &[u8];
+}
+
+/// Header, payload and padding in three buffers, filled with `readv`.
+pub(super) struct Split<'a> {
+    pub(super) header: [u8; HEADER_LEN],
+    pub(super) payload: &'a mut [u8],
+    pub(super) padding: [u8; 8],
+    pub(super) pad: usize,
+}
+
+impl FrameTarget for Split<'_> {
+    fn guess(&self) -> usize {
+        self.payload.len()
+    }
+
+    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>> {
+        let mut slices = [
+            IoSliceMut::new(&mut self.header),
+            IoSliceMut::new(self.payload),
+            IoSliceMut::new(&mut self.padding[..self.pad]),
+        ];
+        let mut rest: &mut [IoSliceMut<'_>] = &mut slices;
+        IoSliceMut::advance_slices(&mut rest, filled);
+        link.try_read(rest)
+    }
+
+    fn header(&self) -> [u8; HEADER_LEN] {
+        self.header
+    }
+
+    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>) {
+        let from_payload = extra.min(self.payload.len());
+        out.extend_from_slice(&self.payload[..from_payload]);
+        out.extend_from_slice(&self.padding[..extra - from_payload]);
+    }
+
+    fn padding(&self) -> &[u8] {
+        &self.padding[..self.pad]
+    }
+}
+
+/// The whole frame in one buffer, filled with `read`.
+pub(super) struct Contiguous<'a> {
+    pub(super) frame: &'a mut [u8],
+    pub(super) guess: usize,
+}
+
+impl FrameTarget for Contiguous<'_> {
+    fn guess(&self) -> usize {
+        self.guess
+    }
+
+    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>> {
+        link.try_read(&mut [IoSliceMut::new(&mut self.frame[filled..])])
+    }
+
+    fn header(&self) -> [u8; HEADER_LEN] {
+        let mut header = [0u8; HEADER_LEN];
+        header.copy_from_slice(&self.frame[..HEADER_LEN]);
+        header
+    }
+
+    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.frame[HEADER_LEN..HEADER_LEN + extra]);
+    }
+
+    fn padding(&self) -> &[u8] {
+        &self.frame[HEADER_LEN + self.guess..]
+    }
+}
