@@ -616,6 +616,12 @@ impl Peer {
         self.transport.max_frames_in_flight()
     }
 
+    /// Moves of this side's thread to an idle CPU, off a core shared with the server, and
+    /// moves back after a trial that failed (see [`crate::transport::placement`]).
+    pub fn moves(&self) -> (u64, u64) {
+        self.transport.moves()
+    }
+
     /// What this side's [`Wait::Auto`] has learned of the connection, and what its waits saw
     /// (unused with another wait strategy).
     pub fn auto_wait(&self) -> &crate::transport::AutoWait {

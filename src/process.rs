@@ -106,7 +106,11 @@ fn spawn_connected_unless(
         drop(command);
         let deadline = Deadline::after(Some(TCP_SETUP_TIMEOUT));
         return match tcp::connect_announced_unless(our_rx, our_tx, deadline, interrupted) {
-            Ok(link) => Ok((Transport::new(link, spawn.wait), child)),
+            Ok(link) => {
+                let mut transport = Transport::new(link, spawn.wait);
+                transport.move_off_a_shared_core(Some(child.id()));
+                Ok((transport, child))
+            }
             Err(error) => Err(ChildGuard { child }.fail_setup(error)),
         };
     }
@@ -129,6 +133,8 @@ fn spawn_connected_unless(
     // The command holds the child's ends; drop it so only the child keeps them, and the
     // child's death shows up here as end of stream (or a hung-up liveness pipe).
     drop(command);
+    let mut transport = transport;
+    transport.move_off_a_shared_core(Some(child.id()));
     Ok((transport, child))
 }
 

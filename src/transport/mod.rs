@@ -39,6 +39,7 @@ mod deadline;
 mod kind;
 mod link;
 pub mod pipe;
+pub mod placement;
 pub mod shm;
 mod target;
 pub mod tcp;
@@ -55,6 +56,7 @@ pub use kind::TransportKind;
 pub use link::{Direction, Drain, Fill, Link};
 use link::{read_drained_via_chunk, write_filled_via_chunk};
 pub use pipe::PipeLink;
+use placement::Placement;
 pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 use target::{Contiguous, FrameTarget, Split};
 pub use tcp::TcpLink;
@@ -79,6 +81,9 @@ pub struct Transport {
     wait: Wait,
     /// What [`Wait::Auto`] has learned of this connection (unused by the other strategies).
     auto: AutoWait,
+    /// Moves this side off a core it shares with its peer (see [`placement`]); `None` unless
+    /// [`Transport::move_off_a_shared_core`] asked for it.
+    placement: Option<Box<Placement<placement::Os>>>,
     /// Bytes read ahead of the frame they belong to (a speculative read that guessed wrong);
     /// every read drains them first.
     pushback: Vec<u8>,
@@ -157,7 +162,14 @@ impl Transport {
 
     /// Frames over an already boxed link.
     pub fn from_box(link: Box<dyn Link>, wait: Wait) -> Transport {
-        Transport { link, wait, auto: AutoWait::default(), pushback: Vec::new(), pushback_read: 0 }
+        Transport {
+            link,
+            wait,
+            auto: AutoWait::default(),
+            placement: None,
+            pushback: Vec::new(),
+            pushback_read: 0,
+        }
     }
 
     /// Ends the outgoing stream (half-close): the peer sees the end of the stream after the
@@ -183,6 +195,20 @@ impl Transport {
     pub fn set_wait(&mut self, wait: Wait) {
         self.wait = wait;
         self.auto = AutoWait::default();
+    }
+
+    /// Under [`Wait::Auto`], lets this side move its thread off a core it shares with its
+    /// peer (whose pid, when known, tells where the peer runs) to an idle CPU, and spin there
+    /// ([`placement`] says when and how). For one side of a connection only: `Peer` asks it
+    /// for the client's side.
+    pub fn move_off_a_shared_core(&mut self, peer_pid: Option<u32>) {
+        self.placement = Some(Box::new(Placement::new(placement::Os::new(peer_pid))));
+    }
+
+    /// Moves made by [`Transport::move_off_a_shared_core`] so far, and moves back after a
+    /// trial that failed.
+    pub fn moves(&self) -> (u64, u64) {
+        self.placement.as_ref().map_or((0, 0), |placement| placement.moves())
     }
 
     /// What [`Wait::Auto`] has learned of this connection so far.
@@ -305,8 +331,9 @@ impl Transport {
             drain(&pending[..n])?;
             self.pushback_consumed(n);
         }
-        let (got, deadline) =
-            self.read_until(len, n, deadline, |link, got| link.try_read_drained(len - got, drain))?;
+        let (got, deadline) = self.read_until(len, n, deadline, Start::Within, |link, got| {
+            link.try_read_drained(len - got, drain)
+        })?;
         if got < len {
             return Err(Error::Truncated {
                 what: "payload",
@@ -374,12 +401,17 @@ impl Transport {
     /// [`Error::Timeout`] at the deadline (some bytes may have been read into `buf`);
     /// [`Error::Sys`] for read failures other than `EINTR`/`EAGAIN`.
     pub fn recv_exact(&mut self, buf: &mut [u8], deadline: Deadline) -> Result<usize> {
+        self.recv_bytes(buf, deadline, Start::Message)
+    }
+
+    /// [`Transport::recv_exact`], for bytes that start a message or continue one.
+    fn recv_bytes(&mut self, buf: &mut [u8], deadline: Deadline, start: Start) -> Result<usize> {
         let filled = self.take_pushback(buf);
         let want = buf.len();
         let read = |link: &mut dyn Link, filled: usize| {
             link.try_read(&mut [IoSliceMut::new(&mut buf[filled..])])
         };
-        Ok(self.read_until(want, filled, deadline, read)?.0)
+        Ok(self.read_until(want, filled, deadline, start, read)?.0)
     }
 
     /// Reads with `read` (given the link and the bytes so far) until `want` bytes have come
@@ -391,6 +423,7 @@ impl Transport {
         want: usize,
         already: usize,
         mut deadline: Deadline,
+        start: Start,
         mut read: impl FnMut(&mut dyn Link, usize) -> Result<Option<usize>>,
     ) -> Result<(usize, Deadline)> {
         let mut got = already;
@@ -398,6 +431,9 @@ impl Transport {
             deadline = deadline.on_data();
         }
         let mut spin = Spinning::default();
+        if got == 0 && start == Start::Message && self.sleeps_first() {
+            self.wait_ready(Direction::Read, &mut deadline, &mut spin, "data from the peer")?;
+        }
         while got < want {
             match read(self.link.as_mut(), got)? {
                 Some(0) => break,
@@ -503,6 +539,9 @@ impl Transport {
         let mut filled = 0;
         let mut matched = false;
         let mut spin = Spinning::default();
+        if self.sleeps_first() {
+            self.wait_ready(Direction::Read, &mut deadline, &mut spin, "data from the peer")?;
+        }
         while filled < total {
             match target.read_from(self.link.as_mut(), filled)? {
                 Some(0) => {
@@ -593,7 +632,7 @@ impl Transport {
     /// [`Error::NonzeroPadding`]; the errors of [`Transport::recv_exact`]. On error the
     /// contents of `payload` are unspecified.
     pub fn recv_payload(&mut self, payload: &mut [u8], deadline: Deadline) -> Result<()> {
-        let got = self.recv_exact(payload, deadline)?;
+        let got = self.recv_bytes(payload, deadline, Start::Within)?;
         if got < payload.len() {
             return Err(Error::Truncated {
                 what: "payload",
@@ -609,7 +648,7 @@ impl Transport {
     fn recv_padding(&mut self, payload_len: usize, deadline: Deadline) -> Result<()> {
         let mut padding = [0u8; 8];
         let padding = &mut padding[..padding_len(payload_len)];
-        let got = self.recv_exact(padding, deadline)?;
+        let got = self.recv_bytes(padding, deadline, Start::Within)?;
         if got < padding.len() {
             return Err(Error::Truncated {
                 what: "padding",
@@ -618,6 +657,18 @@ impl Transport {
             });
         }
         check_padding(padding)
+    }
+
+    /// Whether the next wait sleeps at once (`block`, or `auto` while it does not spin), so
+    /// that a read which starts a message may sleep before it reads: in a ping-pong the
+    /// answer is not there yet when the question has just gone out, and the read that would
+    /// find nothing is one system call per message saved.
+    fn sleeps_first(&self) -> bool {
+        match self.wait {
+            Wait::Block => true,
+            Wait::Auto => !self.auto.is_spinning(),
+            Wait::Spin | Wait::Hybrid { .. } => false,
+        }
     }
 
     /// Called when the link could not make progress: returns when the caller should retry,
@@ -652,7 +703,15 @@ impl Transport {
                     Wait::Block => Some(Duration::ZERO),
                     Wait::Spin => None,
                     Wait::Hybrid { spin } => Some(spin),
-                    Wait::Auto => Some(self.auto.budget()),
+                    Wait::Auto => {
+                        if !self.auto.is_spinning()
+                            && let Some(placement) = &mut self.placement
+                            && placement.before_sleeping(now)
+                        {
+                            self.auto.resume_spinning();
+                        }
+                        Some(self.auto.budget())
+                    }
                 };
                 *spin.started.insert(now)
             }
@@ -695,10 +754,24 @@ impl Transport {
                     slept: spin.slept,
                     contended: spin.contended,
                 });
+                if let Some(placement) = &mut self.placement
+                    && placement.on_trial()
+                {
+                    placement.after_wait(Instant::now(), self.auto.is_spinning());
+                }
             }
             *spin = Spinning::default();
         }
     }
+}
+
+/// Whether a read starts a message (a header, or a whole raw message), which
+/// [`Transport::sleeps_first`] may sleep before, or continues one (a payload whose header
+/// came, padding), whose bytes are there or on their way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    Message,
+    Within,
 }
 
 /// Where a wait stands: when its first poll found nothing, how long it may spin before it

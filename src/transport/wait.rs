@@ -11,7 +11,8 @@
 //! of microseconds each. No fixed strategy is right everywhere, and which one is right is known
 //! only at run time, so the default, `auto`, watches what its own waits see:
 //!
-//! - **Spinning.** A wait spins up to [`DEFAULT_SPIN_BUDGET`]. When the spin runs out, it
+//! - **Spinning.** A wait spins up to its spin budget, [`DEFAULT_SPIN_BUDGET`] at first. When
+//!   the spin runs out, it
 //!   yields the CPU once (`sched_yield`): if that runs another task first, the core is
 //!   *contended* — wanted by the peer itself when the two share it, or by other work. Then it
 //!   sleeps. Data caught within the spin, uncontended, is a *hit*; so is a wait whose spin
@@ -19,7 +20,11 @@
 //!   peer runs elsewhere and was merely slow or asleep, and sleeping only added a wake-up.
 //!   Anything else — the yield ran another task, the sleep was cheap, or the spin overran its
 //!   budget because the spinner was taken off its CPU — is a *miss*. [`AUTO_MISSES_TO_BLOCK`]
-//!   misses in a row switch the connection to sleeping.
+//!   misses in a row switch the connection to sleeping. A dear sleep after a spin that
+//!   harmed no one, no longer than twice [`AUTO_MAX_SPIN_BUDGET`], doubles the spin budget up
+//!   to that: when each side spins less than a wake-up of the other costs, both pay a wake-up
+//!   on every round trip, and one side that spins through it removes both. A hit that came
+//!   within a quarter of the budget halves it again, down to the default.
 //! - **Sleeping.** Waits go straight to the kernel. [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps
 //!   in a row switch back to spinning: the peer has moved away, or is asleep elsewhere, and
 //!   each side sleeping doubles the wake-ups. Beside other work a sleep can be dear because
@@ -31,7 +36,11 @@
 //!   spinning; a miss doubles the distance to the next probe, from [`AUTO_FIRST_PROBE`] waits
 //!   up to [`AUTO_MAX_PROBE`], so that where spinning never pays the probes cost little.
 //!
-//! A wait that found its data at the first poll sees nothing and teaches nothing.
+//! A wait that found its data at the first poll sees nothing and teaches nothing. While the
+//! waits sleep at once, a read that starts a message sleeps before it reads (the answer to a
+//! question just sent is not there yet), saving a system call per message; and a side
+//! allowed to (the client) may move its thread off a core it shares with its peer to a free
+//! CPU, where it spins again ([`super::placement`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -45,6 +54,15 @@ use crate::units::{format_duration, parse_duration};
 /// virtual machine (see docs/PERFORMANCE.md), so a spin that runs out has cost at most what
 /// blocking at once would have.
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
+
+/// Longest spin of a spinning wait under [`Wait::Auto`]: 500 µs. A spin that runs out and is
+/// followed by a dear sleep no longer than twice this, with no one else wanting the core,
+/// doubles the next spin, from
+/// [`DEFAULT_SPIN_BUDGET`] up to this: when both sides spin for less than a wake-up of the
+/// other costs, each pays the other's wake-up on every round trip, and a side that spins
+/// through one makes both wake-ups go away. A wake-up on another CPU of a small virtual
+/// machine took 300–400 µs in its slow state.
+pub const AUTO_MAX_SPIN_BUDGET: Duration = Duration::from_micros(500);
 
 /// Misses in a row after which [`Wait::Auto`] stops spinning: 2, so that one unlucky wait (an
 /// interrupt, a page fault on the peer's side) does not give up spinning, but a peer that
@@ -166,6 +184,9 @@ impl FromStr for Wait {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutoWait {
     spinning: bool,
+    /// How long a spinning wait spins: [`DEFAULT_SPIN_BUDGET`], doubled by dear sleeps up to
+    /// [`AUTO_MAX_SPIN_BUDGET`] and halved back by quick hits.
+    spin_budget: Duration,
     misses: u32,
     dear_sleeps: u32,
     /// Dear sleeps in a row that switch back to spinning (see the module documentation).
@@ -215,6 +236,7 @@ impl Default for AutoWait {
     fn default() -> Self {
         AutoWait {
             spinning: true,
+            spin_budget: DEFAULT_SPIN_BUDGET,
             misses: 0,
             dear_sleeps: 0,
             dear_sleeps_to_spin: AUTO_DEAR_SLEEPS_TO_SPIN,
@@ -243,7 +265,7 @@ impl AutoWait {
     /// once per wait, when its first poll found nothing.
     pub fn budget(&mut self) -> Duration {
         if self.spinning {
-            return DEFAULT_SPIN_BUDGET;
+            return self.spin_budget;
         }
         if self.until_probe == 0 {
             return self.probe_budget();
@@ -294,7 +316,20 @@ impl AutoWait {
         // Spinning was right: it paid, or it harmed no one and sleeping was dear.
         let spinning_was_right = hit || (dear_sleep && !contended);
         if self.spinning {
-            if spinning_was_right {
+            if hit && waited * 4 < self.spin_budget {
+                self.spin_budget = (self.spin_budget / 2).max(DEFAULT_SPIN_BUDGET);
+            }
+            // A dear sleep after a spin that harmed no one, no longer than twice the longest
+            // spin (the peer's wake-up, then this side's own): a longer spin would have
+            // caught the peer, so spin longer next time. A peer that takes longer than that
+            // is merely slow, and sleeping for it is right.
+            let spin_longer = spinning_was_right && !hit && asleep <= 2 * AUTO_MAX_SPIN_BUDGET;
+            if spin_longer && self.spin_budget < AUTO_MAX_SPIN_BUDGET {
+                self.spin_budget = (self.spin_budget * 2).min(AUTO_MAX_SPIN_BUDGET);
+                self.misses = 0;
+                return;
+            }
+            if spinning_was_right && !spin_longer {
                 self.misses = 0;
                 return;
             }
@@ -319,8 +354,17 @@ impl AutoWait {
         }
     }
 
+    /// Spins again from the next wait on, as after two dear sleeps (for a caller that has
+    /// just moved this side to an idle CPU).
+    pub fn resume_spinning(&mut self) {
+        if !self.spinning {
+            self.start_spinning();
+        }
+    }
+
     fn start_spinning(&mut self) {
         self.spinning = true;
+        self.spin_budget = DEFAULT_SPIN_BUDGET;
         self.hit_since_resumed = false;
         self.misses = 0;
         self.dear_sleeps = 0;
@@ -461,6 +505,44 @@ mod tests {
         let (_, spun) = run(&mut auto, Partner::Asleep { wake: 120 * US }, 1_000);
         assert!(auto.is_spinning());
         assert_eq!(spun, 1_000);
+    }
+
+    #[test]
+    fn a_side_whose_spin_is_shorter_than_the_peers_wake_up_spins_longer_until_it_catches_it() {
+        // Both sides spin 50 µs and each wakes the other, asleep on another CPU, for 300 µs:
+        // doubling the spin after each dear sleep catches the peer within three waits.
+        let mut auto = AutoWait::default();
+        let partner = Partner::Asleep { wake: 300 * US };
+        let (_, spun) = run(&mut auto, partner, 1_000);
+        assert!(auto.is_spinning());
+        assert_eq!(spun, 1_000);
+        assert!(auto.budget() >= 300 * US, "{:?}", auto.budget());
+        assert!(auto.counts().hits >= 996, "{:?}", auto.counts());
+    }
+
+    #[test]
+    fn quick_answers_bring_a_long_spin_back_to_the_default() {
+        let mut auto = AutoWait::default();
+        run(&mut auto, Partner::Asleep { wake: 300 * US }, 10);
+        assert!(auto.budget() > DEFAULT_SPIN_BUDGET);
+        run(&mut auto, Partner::Elsewhere { after: 2 * US }, 4);
+        assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
+    }
+
+    #[test]
+    fn a_peer_slower_than_the_longest_spin_does_not_lengthen_it() {
+        // A handler that takes 2 ms: no spin can catch it, and spinning 500 µs a call would
+        // burn a quarter of a core for nothing: the spin stays at its default.
+        let mut auto = AutoWait::default();
+        let partner = Partner::Asleep { wake: 2_000 * US };
+        let mut spinning_time = Duration::ZERO;
+        for _ in 0..1_000 {
+            let budget = auto.budget();
+            spinning_time += budget;
+            auto.record(partner.wait(budget));
+        }
+        assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
+        assert!(spinning_time <= 1_000 * DEFAULT_SPIN_BUDGET, "spun {spinning_time:?}");
     }
 
     #[test]

@@ -1,0 +1,408 @@
+//! Moving a waiting thread off the core it shares with its peer, when another core is idle.
+//!
+//! Two processes that exchange messages over a pipe tend to end up on one core: a pipe write
+//! wakes the reader as a *synchronous* wake-up ("I am about to sleep"), so the scheduler puts
+//! the reader beside the writer, and once the two take turns on one core nothing makes it
+//! move them apart, even with the other cores idle. There they must sleep — [`Wait::Auto`]
+//! sees the shared core and stops spinning — and every round trip pays two context switches,
+//! where two cores with both sides spinning pay none.
+//!
+//! So a side allowed to move (the client: `Peer` allows its own side, never the server's, so
+//! that the two never chase each other) that waits by sleeping checks, now and then, whether
+//! it shares its core with the peer (the peer's last CPU, when its pid is known) and whether
+//! another CPU it may run on is free: the runnable tasks counted by the kernel
+//! (`/proc/loadavg`) — this side, its peer, and whatever else runs — must be no more than
+//! the CPUs it may use, at two looks [`WINDOW`] apart. If so it moves its thread to the next
+//! of those CPUs — its affinity is set to that CPU and at once restored, so the user's mask
+//! stays as it was and only the thread's current CPU changes — and spins again. A *trial*
+//! follows, of at least [`TRIAL_WAITS`] waits and [`TRIAL_TIME`]: if spinning stops paying
+//! within it, or the thread was preempted there ([`TRIAL_PREEMPTIONS`] involuntary context
+//! switches: another task wanted that CPU), the thread moves back to where it was and the
+//! next check waits twice as long, from [`FIRST_CHECK`] up to [`MAX_CHECK`].
+//!
+//! With one CPU allowed, or without `/proc`, nothing moves.
+//!
+//! [`Wait::Auto`]: super::Wait::Auto
+
+use std::time::{Duration, Instant};
+
+/// Time between the two looks at the machine before a move: 1 ms.
+pub const WINDOW: Duration = Duration::from_millis(1);
+
+/// Fewest waits after a move in which spinning must keep paying for the move to stay: 8.
+pub const TRIAL_WAITS: u32 = 8;
+
+/// Shortest trial: 10 ms, a few scheduler ticks, so that a task that wants the CPU moved to
+/// has had its turn to preempt this one.
+pub const TRIAL_TIME: Duration = Duration::from_millis(10);
+
+/// Involuntary context switches during a trial that fail it: 2 (one may be a kernel thread
+/// passing by).
+pub const TRIAL_PREEMPTIONS: u64 = 2;
+
+/// Time from the first sleeping wait to the first check: 1 ms (a co-located pair costs a few
+/// microseconds per round trip more than a separated one, so a check that finds nothing to
+/// do — a few system calls — should not run much more often than this).
+pub const FIRST_CHECK: Duration = Duration::from_millis(1);
+
+/// Longest time between two checks: 1 s.
+pub const MAX_CHECK: Duration = Duration::from_secs(1);
+
+/// What the placement logic needs of the operating system; [`Os`] is the real one.
+pub trait Cpus {
+    /// The CPU this thread runs on.
+    fn current(&mut self) -> Option<usize>;
+    /// The CPU the peer ran on last, when known.
+    fn peer(&mut self) -> Option<usize>;
+    /// The CPUs this thread may run on.
+    fn allowed(&mut self) -> Vec<usize>;
+    /// Tasks runnable on the machine now, this thread included.
+    fn runnable(&mut self) -> Option<usize>;
+    /// Involuntary context switches of this thread so far.
+    fn preemptions(&mut self) -> Option<u64>;
+    /// Moves this thread to `cpu`, leaving its affinity mask as it was. Whether it moved.
+    fn move_to(&mut self, cpu: usize) -> bool;
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    /// Waiting for the next check; `free_since` is when a first look found a CPU free.
+    Settled { free_since: Option<Instant> },
+    /// Moved from `from` at `at`; `waits` of the trial have passed.
+    Trial { from: usize, at: Instant, waits: u32, preemptions: Option<u64> },
+}
+
+/// Where this side's thread runs, and when to look again (see the module documentation).
+#[derive(Debug)]
+pub struct Placement<C: Cpus> {
+    cpus: C,
+    state: State,
+    /// When the next check may run (`None`: at the first sleeping wait, plus [`FIRST_CHECK`]).
+    next_check: Option<Instant>,
+    interval: Duration,
+    moves: u64,
+    moves_back: u64,
+}
+
+impl<C: Cpus> Placement<C> {
+    /// Placement over `cpus`, nothing checked yet.
+    pub fn new(cpus: C) -> Placement<C> {
+        Placement {
+            cpus,
+            state: State::Settled { free_since: None },
+            next_check: None,
+            interval: FIRST_CHECK,
+            moves: 0,
+            moves_back: 0,
+        }
+    }
+
+    /// Moves made, and moves back after a trial that failed.
+    pub fn moves(&self) -> (u64, u64) {
+        (self.moves, self.moves_back)
+    }
+
+    /// Whether a move is on trial (the waits that end now decide whether it stays).
+    pub fn on_trial(&self) -> bool {
+        matches!(self.state, State::Trial { .. })
+    }
+
+    /// A wait that is about to sleep at once, at `now`: whether this thread just moved to
+    /// another CPU (the caller then spins again).
+    pub fn before_sleeping(&mut self, now: Instant) -> bool {
+        let State::Settled { free_since } = self.state else { return false };
+        let due = *self.next_check.get_or_insert(now + FIRST_CHECK);
+        if now < due {
+            return false;
+        }
+        let Some(here) = self.cpus.current() else { return self.back_off(now) };
+        if self.cpus.peer().is_some_and(|peer| peer != here) {
+            // Not sharing a core with the peer: moving cannot help.
+            return self.back_off(now);
+        }
+        let allowed = self.cpus.allowed();
+        let free = allowed.len() >= 2 && self.cpus.runnable().is_some_and(|n| n <= allowed.len());
+        match (free, free_since) {
+            (false, _) => self.back_off(now),
+            (true, None) => {
+                // The first look: look again a window later.
+                self.state = State::Settled { free_since: Some(now) };
+                self.next_check = Some(now + WINDOW);
+                false
+            }
+            (true, Some(_)) => {
+                let next = allowed.iter().copied().find(|&cpu| cpu > here);
+                let Some(to) = next.or_else(|| allowed.iter().copied().find(|&cpu| cpu != here))
+                else {
+                    return self.back_off(now);
+                };
+                let preemptions = self.cpus.preemptions();
+                if !self.cpus.move_to(to) {
+                    return self.back_off(now);
+                }
+                self.moves += 1;
+                self.state = State::Trial { from: here, at: now, waits: 0, preemptions };
+                true
+            }
+        }
+    }
+
+    /// A wait ended at `now`; `spinning` is whether [`super::AutoWait`] still spins after it.
+    pub fn after_wait(&mut self, now: Instant, spinning: bool) {
+        let State::Trial { from, at, waits, preemptions } = &mut self.state else { return };
+        *waits += 1;
+        let over = *waits >= TRIAL_WAITS && now.duration_since(*at) >= TRIAL_TIME;
+        if spinning && !over {
+            return;
+        }
+        let (from, before) = (*from, *preemptions);
+        let preempted = match (before, self.cpus.preemptions()) {
+            (Some(before), Some(after)) => after.saturating_sub(before) >= TRIAL_PREEMPTIONS,
+            _ => false,
+        };
+        self.state = State::Settled { free_since: None };
+        if spinning && !preempted {
+            self.interval = FIRST_CHECK;
+            self.next_check = None;
+            return;
+        }
+        // Spinning stopped paying where this thread moved to, or another task wanted that
+        // CPU: go back to where it was.
+        if self.cpus.move_to(from) {
+            self.moves_back += 1;
+        }
+        self.back_off(now);
+    }
+
+    /// Schedules the next check twice as far off (up to [`MAX_CHECK`]); returns `false`, for
+    /// [`Placement::before_sleeping`].
+    fn back_off(&mut self, now: Instant) -> bool {
+        self.interval = (self.interval * 2).min(MAX_CHECK);
+        self.next_check = Some(now + self.interval);
+        self.state = State::Settled { free_since: None };
+        false
+    }
+}
+
+/// The running system: this thread's CPU and affinity, the peer's last CPU from
+/// `/proc/PID/stat`, the runnable tasks from `/proc/loadavg`.
+#[derive(Debug)]
+pub struct Os {
+    peer: Option<u32>,
+}
+
+impl Os {
+    /// The running system, with the peer's pid when known.
+    pub fn new(peer: Option<u32>) -> Os {
+        Os { peer }
+    }
+}
+
+impl Cpus for Os {
+    fn current(&mut self) -> Option<usize> {
+        nix::sched::sched_getcpu().ok()
+    }
+
+    fn peer(&mut self) -> Option<usize> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.peer?)).ok()?;
+        // Field 39 is `processor`; the fields after the command name (which may hold spaces
+        // and parentheses, so the last `)` ends it) start at field 3.
+        let after_name = &stat[stat.rfind(')')? + 1..];
+        after_name.split_ascii_whitespace().nth(39 - 3)?.parse().ok()
+    }
+
+    fn allowed(&mut self) -> Vec<usize> {
+        let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
+            return Vec::new();
+        };
+        (0..nix::sched::CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false)).collect()
+    }
+
+    fn runnable(&mut self) -> Option<usize> {
+        // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
+        let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
+        let field = loadavg.split_ascii_whitespace().nth(3)?;
+        field.split('/').next()?.parse().ok()
+    }
+
+    fn preemptions(&mut self) -> Option<u64> {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let usage = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
+        u64::try_from(usage.involuntary_context_switches()).ok()
+    }
+
+    fn move_to(&mut self, cpu: usize) -> bool {
+        use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+        let me = nix::unistd::Pid::from_raw(0);
+        let Ok(mask) = sched_getaffinity(me) else { return false };
+        let mut only = CpuSet::new();
+        if only.set(cpu).is_err() || !mask.is_set(cpu).unwrap_or(false) {
+            return false;
+        }
+        // The kernel moves the calling thread before the first call returns; the second puts
+        // the mask back, which leaves it where it now is.
+        let moved = sched_setaffinity(me, &only).is_ok();
+        let _ = sched_setaffinity(me, &mask);
+        moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scripted machine: this thread on `here`, the peer on `peer`, `runnable` tasks, and
+    /// `preemptions` that grow as the test says.
+    #[derive(Debug)]
+    struct Fake {
+        here: usize,
+        peer: Option<usize>,
+        allowed: Vec<usize>,
+        runnable: usize,
+        preemptions: u64,
+        moves: Vec<usize>,
+    }
+
+    impl Cpus for &mut Fake {
+        fn current(&mut self) -> Option<usize> {
+            Some(self.here)
+        }
+        fn peer(&mut self) -> Option<usize> {
+            self.peer
+        }
+        fn allowed(&mut self) -> Vec<usize> {
+            self.allowed.clone()
+        }
+        fn runnable(&mut self) -> Option<usize> {
+            Some(self.runnable)
+        }
+        fn preemptions(&mut self) -> Option<u64> {
+            Some(self.preemptions)
+        }
+        fn move_to(&mut self, cpu: usize) -> bool {
+            self.moves.push(cpu);
+            self.here = cpu;
+            true
+        }
+    }
+
+    /// Two CPUs, this thread and its peer on CPU 0, nothing else running.
+    fn shared_core() -> Fake {
+        Fake {
+            here: 0,
+            peer: Some(0),
+            allowed: vec![0, 1],
+            runnable: 2,
+            preemptions: 0,
+            moves: vec![],
+        }
+    }
+
+    const STEP: Duration = Duration::from_micros(10);
+
+    /// Sleeping waits every 10 µs for `span`: whether one of them moved.
+    fn sleep_for(placement: &mut Placement<&mut Fake>, now: &mut Instant, span: Duration) -> bool {
+        let end = *now + span;
+        while *now < end {
+            *now += STEP;
+            if placement.before_sleeping(*now) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Spinning waits every 10 µs through a whole trial.
+    fn spin_through_trial(placement: &mut Placement<&mut Fake>, now: &mut Instant) {
+        while placement.on_trial() {
+            *now += STEP;
+            placement.after_wait(*now, true);
+        }
+    }
+
+    #[test]
+    fn a_thread_sharing_a_core_with_its_peer_moves_to_a_free_cpu_after_two_looks() {
+        let mut fake = shared_core();
+        let mut placement = Placement::new(&mut fake);
+        let mut now = Instant::now();
+        assert!(!sleep_for(&mut placement, &mut now, FIRST_CHECK), "not before the first check");
+        assert!(!sleep_for(&mut placement, &mut now, WINDOW - STEP), "not before the second look");
+        assert!(sleep_for(&mut placement, &mut now, 2 * STEP), "at the second look");
+        assert_eq!(placement.moves(), (1, 0));
+        spin_through_trial(&mut placement, &mut now);
+        assert_eq!(placement.moves(), (1, 0), "the trial passed");
+        assert_eq!(fake.moves, vec![1]);
+    }
+
+    #[test]
+    fn nothing_moves_while_every_cpu_is_taken_and_the_checks_back_off() {
+        let mut fake = Fake { runnable: 3, ..shared_core() };
+        let mut placement = Placement::new(&mut fake);
+        let mut now = Instant::now();
+        assert!(!sleep_for(&mut placement, &mut now, Duration::from_secs(4)));
+        // Checks at 1, 2, 4, … ms, up to one a second: a dozen in four seconds, not thousands.
+        assert_eq!(placement.interval, MAX_CHECK);
+        assert!(fake.moves.is_empty());
+    }
+
+    #[test]
+    fn a_peer_on_another_cpu_is_left_alone() {
+        let mut fake = Fake { peer: Some(1), ..shared_core() };
+        let mut placement = Placement::new(&mut fake);
+        assert!(!sleep_for(&mut placement, &mut Instant::now(), Duration::from_millis(20)));
+        assert!(fake.moves.is_empty());
+    }
+
+    #[test]
+    fn one_allowed_cpu_means_no_move() {
+        let mut fake = Fake { allowed: vec![0], runnable: 1, ..shared_core() };
+        let mut placement = Placement::new(&mut fake);
+        assert!(!sleep_for(&mut placement, &mut Instant::now(), Duration::from_millis(20)));
+        assert!(fake.moves.is_empty());
+    }
+
+    #[test]
+    fn a_trial_in_which_spinning_stops_paying_moves_back_and_waits_twice_as_long() {
+        let mut fake = shared_core();
+        let mut placement = Placement::new(&mut fake);
+        let mut now = Instant::now();
+        assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(10)));
+        placement.after_wait(now, true);
+        placement.after_wait(now, false);
+        assert_eq!(placement.moves(), (1, 1));
+        assert_eq!(placement.interval, FIRST_CHECK * 2);
+        assert!(
+            !placement.before_sleeping(now + FIRST_CHECK),
+            "no check before the longer interval"
+        );
+        assert_eq!(fake.moves, vec![1, 0], "back where it was");
+    }
+
+    #[test]
+    fn a_trial_preempted_on_the_new_cpu_moves_back() {
+        let mut fake = shared_core();
+        let mut placement = Placement::new(&mut fake);
+        let mut now = Instant::now();
+        assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(10)));
+        placement.cpus.preemptions += TRIAL_PREEMPTIONS;
+        spin_through_trial(&mut placement, &mut now);
+        assert_eq!(placement.moves(), (1, 1));
+    }
+
+    #[test]
+    fn a_trial_lasts_its_waits_and_its_time() {
+        let mut fake = shared_core();
+        let mut placement = Placement::new(&mut fake);
+        let mut now = Instant::now();
+        assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(10)));
+        for _ in 0..TRIAL_WAITS {
+            placement.after_wait(now, true);
+        }
+        assert!(placement.on_trial(), "the waits came at once: the time is not over");
+        placement.after_wait(now + TRIAL_TIME, true);
+        assert!(!placement.on_trial());
+        // A settled placement ignores later waits.
+        placement.after_wait(now + TRIAL_TIME, false);
+        assert_eq!(placement.moves(), (1, 0));
+    }
+}
