@@ -14,8 +14,7 @@
 
 use std::io::{self, Write};
 
-use super::{Report, Row, Skipped, Workload, crosscore};
-use peerpipe::units::format_nanos;
+use super::{Report, Row, Skipped, Workload, crosscore, format};
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
 const RAW_HANDLER: &str = "echo-raw";
@@ -180,7 +179,7 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "overhead",
         "p99",
         "x floor [95% CI]",
-        if budget == 0 { "budget".to_owned() } else { format!("budget {}", ns(budget)) },
+        if budget == 0 { "budget".to_owned() } else { format!("budget {}", format::ns(budget)) },
     )?;
     for ((dtype, elements), size) in sizes.into_iter().zip(labels) {
         let Some(a) = realistic(report, &dtype, elements) else {
@@ -195,25 +194,30 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let row = a.row;
         let ratio = match (row.ratio_to_baseline, row.ratio_ci) {
             (Some(r), Some([lo, hi])) => {
-                format!("{}x [{}-{}]", ratio_text(r), ratio_text(lo), ratio_text(hi))
+                format!(
+                    "{}x [{}-{}]",
+                    format::ratio_or_dash(r),
+                    format::ratio_or_dash(lo),
+                    format::ratio_or_dash(hi)
+                )
             }
-            (Some(r), None) => format!("{}x", ratio_text(r)),
+            (Some(r), None) => format!("{}x", format::ratio_or_dash(r)),
             _ => "-".to_owned(),
         };
         let judged = if budget == 0 {
             "-".to_owned()
         } else if a.overhead_p50_ns <= budget {
-            format!("met ({} to spare)", ns(budget - a.overhead_p50_ns))
+            format!("met ({} to spare)", format::ns(budget - a.overhead_p50_ns))
         } else {
-            format!("MISSED by {}", ns(a.overhead_p50_ns - budget))
+            format!("MISSED by {}", format::ns(a.overhead_p50_ns - budget))
         };
         let transport =
             if row.transport == "pipe" { String::new() } else { format!(" {}", row.transport) };
         writeln!(
             out,
             "  {size:<w$} {:>9} {:>9} {ratio:>20} {judged:<26} {} {}{transport}, {}",
-            ns(a.overhead_p50_ns),
-            ns(a.overhead_p99_ns),
+            format::ns(a.overhead_p50_ns),
+            format::ns(a.overhead_p99_ns),
             row.handler,
             row.path,
             row.wait
@@ -251,7 +255,7 @@ fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let row = answer.row;
         let figures: Vec<String> = spread
             .iter()
-            .map(|a| format!("{} {}", placement_words(&a.row.pin), ns(a.overhead_p50_ns)))
+            .map(|a| format!("{} {}", placement_words(&a.row.pin), format::ns(a.overhead_p50_ns)))
             .collect();
         let min = spread.iter().map(|a| a.overhead_p50_ns).min().unwrap_or(0).max(1);
         let max = spread.iter().map(|a| a.overhead_p50_ns).max().unwrap_or(0);
@@ -301,9 +305,9 @@ pub fn verdict_lines(
         row.handler,
         row.path,
         row.wait,
-        ns(a.overhead_p50_ns),
-        ns(a.overhead_p99_ns),
-        ns(row.rtt_ns.p50)
+        format::ns(a.overhead_p50_ns),
+        format::ns(a.overhead_p99_ns),
+        format::ns(row.rtt_ns.p50)
     )?;
     let floor = report.baseline_for(row).map(|b| b.rtt_ns.p50);
     let raw = report
@@ -320,12 +324,12 @@ pub fn verdict_lines(
         .min_by_key(|r| r.rtt_ns.p50);
     let mut parts = Vec::new();
     if let Some(floor) = floor {
-        parts.push(format!("raw floor p50 {} (bytes only)", ns(floor)));
+        parts.push(format!("raw floor p50 {} (bytes only)", format::ns(floor)));
     }
     if let Some(raw) = raw.filter(|r| r.handler != row.handler) {
         parts.push(format!(
             "echo-raw p50 {} (server converts nothing, {})",
-            ns(raw.rtt_ns.p50),
+            format::ns(raw.rtt_ns.p50),
             raw.path
         ));
     }
@@ -405,18 +409,6 @@ fn sizes(report: &Report) -> Vec<(String, u64)> {
     sizes
 }
 
-fn ratio_text(ratio: f64) -> String {
-    if !ratio.is_finite() {
-        "-".to_owned()
-    } else if ratio >= 99.5 {
-        format!("{ratio:.0}")
-    } else if ratio >= 9.995 {
-        format!("{ratio:.1}")
-    } else {
-        format!("{ratio:.2}")
-    }
-}
-
 /// At most `max` characters of `text` on one line.
 fn clip(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("");
@@ -426,8 +418,4 @@ fn clip(text: &str, max: usize) -> String {
         let cut: String = line.chars().take(max.saturating_sub(3)).collect();
         format!("{cut}...")
     }
-}
-
-fn ns(value: u64) -> String {
-    format_nanos(value as f64)
 }

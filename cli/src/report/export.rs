@@ -12,8 +12,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::render::mb_per_s;
-use super::{BaselineRow, Percentiles, Report, Round, Row, Workload};
+use super::{BaselineRow, Percentiles, Report, Round, Row, Workload, format};
 use peerpipe::error::{Error, Result};
 use peerpipe::units::format_nanos;
 
@@ -142,7 +141,7 @@ fn baseline_csv(base: &BaselineRow) -> String {
     fields.extend([
         String::new(),
         String::new(),
-        float_field(mb_per_s(base.bytes, base.rtt_ns.p50)),
+        float_field(format::mb_per_s(base.bytes, base.rtt_ns.p50)),
         "1".to_owned(),
         String::new(),
         String::new(),

@@ -515,7 +515,7 @@ impl RowMember {
             server_ns: Percentiles::of(&self.phases.server),
             client_cpu_ns,
             server_cpu_ns,
-            mb_per_s: super::render::mb_per_s(bytes, rtt.p50),
+            mb_per_s: super::format::mb_per_s(bytes, rtt.p50),
             ratio_to_baseline: ratio.map(|r| r.median),
             ratio_ci: ratio.map(|r| r.ci),
             shared_core_share: shared_core_share(&rounds),

@@ -15,6 +15,7 @@ pub mod compare;
 pub mod cpu;
 pub mod crosscore;
 pub mod export;
+pub mod format;
 mod group;
 pub mod load;
 pub mod machine;

@@ -10,9 +10,8 @@
 use std::cmp::Ordering;
 use std::io::{self, Write};
 
-use super::{BaselineRow, Report, Row, Workload, crosscore};
+use super::{BaselineRow, Report, Row, Workload, crosscore, format};
 use peerpipe::transport::TransportKind;
-use peerpipe::units::format_nanos;
 
 /// Column widths of the table: label (`echo-raw zero-copy`, or `echo-raw zero-copy ring`
 /// when shared-memory rows are present), round trips and MB/s; at most 120 columns either way.
@@ -165,12 +164,12 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .map(|floor| {
                 let mut notes = floor_notes(floor, rows.iter().copied());
                 if let Some(probe) = floor.cross_core.filter(|_| changed) {
-                    notes.push_str(&format!("; cross-core 4 KiB {}", ns(probe.block_ns)));
+                    notes.push_str(&format!("; cross-core 4 KiB {}", format::ns(probe.block_ns)));
                 }
                 notes
             })
             .unwrap_or_default();
-        writeln!(out, "{dtype} x {elements} ({}){notes}", format_bytes(bytes))?;
+        writeln!(out, "{dtype} x {elements} ({}){notes}", format::bytes(bytes))?;
         // The raw floor of each transport in the group, in the rows' transport order.
         let mut floors: Vec<&Row> = Vec::new();
         for row in &rows {
@@ -244,15 +243,15 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io:
         "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
         baseline_label(&base.transport, base.lent),
         base.iterations,
-        ns(base.rtt_ns.p50),
-        ns(base.rtt_ns.p99),
+        format::ns(base.rtt_ns.p50),
+        format::ns(base.rtt_ns.p99),
         dash,
         dash,
         dash,
         dash,
         dash,
         dash,
-        format_rate(mb_per_s(base.bytes, base.rtt_ns.p50)),
+        format::rate(format::mb_per_s(base.bytes, base.rtt_ns.p50)),
         "1.00x",
         ""
     )
@@ -270,34 +269,23 @@ fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
         "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
         label,
         row.iterations,
-        ns(row.rtt_ns.p50),
-        ns(row.rtt_ns.p99),
-        ns(row.encode_ns.p50),
-        ns(row.decode_ns.p50),
-        ns(row.server_ns.p50),
-        ns(row.transfer_ns.p50),
-        cpu(row.client_cpu_ns),
-        cpu(row.server_cpu_ns),
-        format_rate(row.mb_per_s),
+        format::ns(row.rtt_ns.p50),
+        format::ns(row.rtt_ns.p99),
+        format::ns(row.encode_ns.p50),
+        format::ns(row.decode_ns.p50),
+        format::ns(row.server_ns.p50),
+        format::ns(row.transfer_ns.p50),
+        format::cpu_ns(row.client_cpu_ns),
+        format::cpu_ns(row.server_cpu_ns),
+        format::rate(row.mb_per_s),
         row.ratio_to_baseline
             .filter(|r| r.is_finite())
-            .map_or("-".to_owned(), |r| format!("{}x", format_ratio(r))),
+            .map_or("-".to_owned(), |r| format!("{}x", format::ratio(r))),
         row.ratio_ci.filter(|ci| ci.iter().all(|c| c.is_finite())).map_or(
             "-".to_owned(),
-            |[lo, hi]| format!("{}-{}", format_ratio(lo), format_ratio(hi))
+            |[lo, hi]| format!("{}-{}", format::ratio(lo), format::ratio(hi))
         ),
     )
-}
-
-/// A ratio with three significant digits at most: `1.38`, `12.4`, `123`.
-fn format_ratio(ratio: f64) -> String {
-    if ratio >= 99.5 {
-        format!("{ratio:.0}")
-    } else if ratio >= 9.995 {
-        format!("{ratio:.1}")
-    } else {
-        format!("{ratio:.2}")
-    }
 }
 
 /// `baseline raw r/w` for pipes (`baseline raw lent` when the client lends its pages with
@@ -334,8 +322,8 @@ fn floor_notes<'a>(floor: &BaselineRow, rows: impl Iterator<Item = &'a Row>) -> 
     if let Some((lo, hi)) = floor.round_p50_range_ns() {
         notes.push_str(&format!(
             "  floor p50 per round {}..{} ({:.2}x)",
-            ns(lo),
-            ns(hi),
+            format::ns(lo),
+            format::ns(hi),
             hi as f64 / lo.max(1) as f64
         ));
     }
@@ -387,8 +375,9 @@ pub fn contention(report: &Report) -> Option<String> {
 pub fn machine_state(report: &Report) -> Option<String> {
     let probes = report.cross_core_probes();
     let (lo, hi, changed) = crosscore::block_spread(&probes)?;
-    let range =
-        |lo: u64, hi: u64| if lo == hi { ns(lo) } else { format!("{}..{}", ns(lo), ns(hi)) };
+    let range = |lo: u64, hi: u64| {
+        if lo == hi { format::ns(lo) } else { format!("{}..{}", format::ns(lo), format::ns(hi)) }
+    };
     let line_lo = probes.iter().map(|c| c.line_ns).min().unwrap_or(0);
     let line_hi = probes.iter().map(|c| c.line_ns).max().unwrap_or(0);
     let mut out = format!(
@@ -429,9 +418,9 @@ pub fn speed_change(report: &Report) -> Option<String> {
         worst.transport,
         worst.wait,
         worst.pin,
-        ns(lo),
-        ns(hi),
-        format_ratio(factor)
+        format::ns(lo),
+        format::ns(hi),
+        format::ratio(factor)
     ))
 }
 
@@ -576,7 +565,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     for &(dtype, elements, bytes) in &sizes {
         let size_name = format!("{dtype} x {elements}");
         writeln!(out)?;
-        writeln!(out, "{size_name} ({}):", format_bytes(bytes))?;
+        writeln!(out, "{size_name} ({}):", format::bytes(bytes))?;
         let rows: Vec<&Row> =
             report.rows.iter().filter(|r| r.dtype == dtype && r.elements == elements).collect();
         let mut settings: Vec<(&str, &str)> = Vec::new();
@@ -599,15 +588,15 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             let parts = match b.waiting_ns {
                 Some(w) => format!(
                     "converting {conv:4.1}% ({}), moving {moving:4.1}% ({}), waiting {waiting:4.1}% ({})",
-                    ns(b.converting_ns),
-                    ns(b.moving_ns),
-                    ns(w)
+                    format::ns(b.converting_ns),
+                    format::ns(b.moving_ns),
+                    format::ns(w)
                 ),
                 None => format!(
                     "converting {conv:4.1}% ({}), transfer {moving:4.1}% ({}; no baseline to \
                      split moving from waiting)",
-                    ns(b.converting_ns),
-                    ns(b.moving_ns)
+                    format::ns(b.converting_ns),
+                    format::ns(b.moving_ns)
                 ),
             };
             let transport = if best.transport == "pipe" {
@@ -618,7 +607,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "  {setting:<setting_width$} {:>7} = {parts} [{} {}{transport}]",
-                ns(b.round_trip_ns),
+                format::ns(b.round_trip_ns),
                 best.handler,
                 best.path
             )?;
@@ -637,8 +626,8 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             best.handler,
             best.path,
             best.wait,
-            ns(best.rtt_ns.p50),
-            ns(best.rtt_ns.p99),
+            format::ns(best.rtt_ns.p50),
+            format::ns(best.rtt_ns.p99),
         )?;
         super::answer::verdict_lines(report, dtype, elements, out)?;
         if best.rtt_ns.p50 <= budget {
@@ -686,7 +675,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "budget {}: every size meets it ({} of {}).",
-            ns(budget),
+            format::ns(budget),
             met.len(),
             sizes.len()
         )?;
@@ -694,7 +683,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "budget {}: met by {} of {} sizes; missed by:",
-            ns(budget),
+            format::ns(budget),
             met.len(),
             sizes.len()
         )?;
@@ -741,13 +730,13 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let why = match row.ratio_ci {
             Some([lo, hi]) if hi >= BELOW_FLOOR => format!(
                 "[{}-{}]: its interval reaches {BELOW_FLOOR:.2}, so this is the noise of the run",
-                format_ratio(lo),
-                format_ratio(hi)
+                format::ratio(lo),
+                format::ratio(hi)
             ),
             Some([lo, hi]) => format!(
                 "[{}-{}]: beyond the noise; see docs/PERFORMANCE.md, \"Ratios below the floor\"",
-                format_ratio(lo),
-                format_ratio(hi)
+                format::ratio(lo),
+                format::ratio(hi)
             ),
             None => "no interval (too few rounds)".to_owned(),
         };
@@ -760,7 +749,7 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             row.path,
             row.wait,
             row.pin,
-            format_ratio(ratio)
+            format::ratio(ratio)
         )?;
     }
     Ok(())
@@ -798,8 +787,8 @@ impl Crossover {
             .map(|&(elements, shm, pipe)| {
                 format!(
                     "{elements}: {} vs {} ({:.2}x)",
-                    ns(shm),
-                    ns(pipe),
+                    format::ns(shm),
+                    format::ns(pipe),
                     shm as f64 / pipe.max(1) as f64
                 )
             })
@@ -909,12 +898,16 @@ fn judge(p50: u64, budget: u64) -> String {
     if budget == 0 {
         String::new()
     } else if p50 <= budget {
-        format!("; meets the {} budget with {} to spare", ns(budget), ns(budget - p50))
+        format!(
+            "; meets the {} budget with {} to spare",
+            format::ns(budget),
+            format::ns(budget - p50)
+        )
     } else {
         format!(
             "; misses the {} budget by {} ({:.2}x)",
-            ns(budget),
-            ns(p50 - budget),
+            format::ns(budget),
+            format::ns(p50 - budget),
             p50 as f64 / budget as f64
         )
     }
@@ -990,66 +983,9 @@ fn path_rank(path: &str) -> usize {
     }
 }
 
-fn ns(value: u64) -> String {
-    format_nanos(value as f64)
-}
-
-fn cpu(value: f64) -> String {
-    if value.is_finite() { format_nanos(value) } else { "-".to_owned() }
-}
-
-/// Payload megabytes (10^6) per second, both directions, at a round trip of `p50` ns.
-pub(crate) fn mb_per_s(bytes: u64, p50: u64) -> f64 {
-    if p50 == 0 { 0.0 } else { 2.0 * bytes as f64 / p50 as f64 * 1e3 }
-}
-
-/// Three significant digits, `-` for NaN.
-fn format_rate(value: f64) -> String {
-    if !value.is_finite() {
-        "-".to_owned()
-    } else if value >= 100.0 {
-        format!("{value:.0}")
-    } else if value >= 10.0 {
-        format!("{value:.1}")
-    } else if value >= 1.0 {
-        format!("{value:.2}")
-    } else {
-        format!("{value:.3}")
-    }
-}
-
-/// `4000 B`, `512 KiB`, `8 MiB`: binary units only when exact.
-pub(crate) fn format_bytes(bytes: u64) -> String {
-    const KIB: u64 = 1024;
-    const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
-        format!("{} KiB", bytes / KIB)
-    } else {
-        format!("{bytes} B")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bytes_use_binary_units_only_when_exact() {
-        assert_eq!(format_bytes(4000), "4000 B");
-        assert_eq!(format_bytes(524_288), "512 KiB");
-        assert_eq!(format_bytes(8 << 20), "8 MiB");
-        assert_eq!(format_bytes(0), "0 B");
-    }
-
-    #[test]
-    fn rates_keep_three_digits_and_nan_is_a_dash() {
-        assert_eq!(format_rate(f64::NAN), "-");
-        assert_eq!(format_rate(1234.4), "1234");
-        assert_eq!(format_rate(12.34), "12.3");
-        assert_eq!(format_rate(0.0021), "0.002");
-    }
 
     fn row(transport: &str, wait: &str, elements: u64, p50: u64) -> Row {
         let p = super::super::Percentiles { p50, ..Default::default() };
