@@ -1,5 +1,5 @@
-//! The report's numbers as text, and the one derived rate: the helpers that measuring
-//! ([`group`](super::group)), the table ([`render`](super::render)), the answer
+//! The report's numbers as text, and the one derived rate: the helpers that measuring (the
+//! private `group` module), the table ([`render`](super::render)), the answer
 //! ([`answer`](super::answer)) and the files ([`export`](super::export)) share. Below all of
 //! them; it imports none.
 

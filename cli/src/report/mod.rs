@@ -21,6 +21,7 @@ pub mod load;
 pub mod machine;
 pub mod measure;
 pub mod placement;
+pub mod plan;
 pub mod render;
 pub mod sync;
 
