@@ -50,9 +50,9 @@ fn report_with_p50(p50: u64) -> Report {
         config: ConfigRecord::default(),
         baseline: vec![BaselineRow {
             bytes: 4000,
-            transport: "pipe".into(),
-            wait: "hybrid".into(),
-            pin: "free".into(),
+            transport: "pipe".parse().unwrap(),
+            wait: "hybrid".parse().unwrap(),
+            pin: "free".parse().unwrap(),
             lent: false,
             iterations: 100,
             rtt_ns: Percentiles { p50: 80_000, ..p },
@@ -62,14 +62,14 @@ fn report_with_p50(p50: u64) -> Report {
             cross_core: None,
         }],
         rows: vec![Row {
-            dtype: "f64".into(),
+            dtype: "f64".parse().unwrap(),
             elements: 500,
             bytes: 4000,
-            transport: "pipe".into(),
-            path: "zero-copy".into(),
-            handler: "echo".into(),
-            wait: "hybrid".into(),
-            pin: "free".into(),
+            transport: "pipe".parse().unwrap(),
+            path: "zero-copy".parse().unwrap(),
+            handler: "echo".parse().unwrap(),
+            wait: "hybrid".parse().unwrap(),
+            pin: "free".parse().unwrap(),
             iterations: 100,
             rtt_ns: p,
             transfer_ns: p,
@@ -327,9 +327,9 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
     let report = export::read_json(&json).expect("the JSON reads back as a report");
     assert_eq!(report.rows.len(), 1);
     let row = &report.rows[0];
-    assert_eq!((row.dtype.as_str(), row.elements, row.bytes), ("f64", 8, 64));
+    assert_eq!((row.dtype.name(), row.elements, row.bytes), ("f64", 8, 64));
     assert_eq!(
-        (row.path.as_str(), row.handler.as_str(), row.wait.as_str()),
+        (row.path.name(), row.handler.name(), row.wait.to_string().as_str()),
         ("zero-copy", "echo", "block")
     );
     assert!(row.iterations >= 1 && row.rtt_ns.p50 > 0);
@@ -340,7 +340,7 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
     let [lo, hi] = row.ratio_ci.expect("a 95% interval");
     let ratio = row.ratio_to_baseline.expect("a paired ratio");
     assert!(lo <= ratio && ratio <= hi, "{lo} <= {ratio} <= {hi}");
-    assert!(report.baseline.iter().any(|b| b.bytes == 64 && b.wait == "block"));
+    assert!(report.baseline.iter().any(|b| b.bytes == 64 && b.wait.to_string() == "block"));
     assert_eq!(report.config.sizes, vec![8]);
 
     let csv_text = fs::read_to_string(&csv).unwrap();
@@ -390,8 +390,12 @@ fn a_run_with_load_says_so_records_it_and_measures_the_default_wait_unpinned() {
     assert!(text.contains("beside 1 busy threads"), "{text}");
     let report = export::read_json(&json).unwrap();
     assert_eq!(report.config.load, 1);
-    assert!(report.rows.iter().any(|r| r.wait == "auto" && r.pin == "free"), "{:?}", report.rows);
-    assert!(report.rows.iter().all(|r| r.wait != "auto" || r.pin == "free"));
+    assert!(
+        report.rows.iter().any(|r| r.wait.to_string() == "auto" && r.pin.name() == "free"),
+        "{:?}",
+        report.rows
+    );
+    assert!(report.rows.iter().all(|r| r.wait.to_string() != "auto" || r.pin.name() == "free"));
     let line = text.lines().find(|l| l.starts_with("  f64 x 8 ")).expect("the answer's line");
     assert!(line.trim_end().ends_with("echo codec, auto"), "{text}");
     fs::remove_dir_all(dir).ok();
@@ -415,7 +419,7 @@ fn free_placement_probes_the_machine_state_and_same_placement_cannot() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let report = export::read_json(&json).unwrap();
-    let floors = |pin: &'static str| report.baseline.iter().filter(move |b| b.pin == pin);
+    let floors = |pin: &'static str| report.baseline.iter().filter(move |b| b.pin.name() == pin);
     // `same` has no second CPU to probe: never a made-up figure.
     assert!(floors("same").count() > 0 && floors("same").all(|b| b.cross_core.is_none()));
     // `free` probes the first two CPUs (unknown only if the probe got no CPU in time).
@@ -452,8 +456,8 @@ fn split_placement_runs_and_labels_its_rows() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let report = peerpipe_cli::report::export::read_json(&json).unwrap();
     assert!(!report.rows.is_empty());
-    assert!(report.rows.iter().all(|row| row.pin == "split"));
-    assert!(report.baseline.iter().all(|b| b.pin == "split"));
+    assert!(report.rows.iter().all(|row| row.pin.name() == "split"));
+    assert!(report.baseline.iter().all(|b| b.pin.name() == "split"));
     // Four rows and their floor took turns with three spinning servers, the idle ones
     // stopped: every server came back to answer BYE (the run would fail otherwise), and every
     // round records the client on the first allowed CPU and its server on the second.
@@ -520,7 +524,7 @@ fn a_run_over_every_transport_labels_its_rows_names_the_crossover_and_prints_syn
     }
 
     let report = export::read_json(&json).expect("the JSON reads back");
-    let mut transports: Vec<&str> = report.rows.iter().map(|r| r.transport.as_str()).collect();
+    let mut transports: Vec<&str> = report.rows.iter().map(|r| r.transport.name()).collect();
     transports.sort_unstable();
     transports.dedup();
     assert_eq!(transports, ["pipe", "shm-ring", "shm-sem"]);

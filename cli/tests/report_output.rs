@@ -34,14 +34,14 @@ fn pct(p50: u64) -> Percentiles {
 fn row(dtype: &str, elements: u64, handler: &str, path: &str, wait: &str, rtt: u64) -> Row {
     let width = if dtype == "f64" { 8 } else { 4 };
     Row {
-        dtype: dtype.into(),
+        dtype: dtype.parse().unwrap(),
         elements,
         bytes: elements * width,
-        transport: "pipe".into(),
-        path: path.into(),
-        handler: handler.into(),
-        wait: wait.into(),
-        pin: "free".into(),
+        transport: "pipe".parse().unwrap(),
+        path: path.parse().unwrap(),
+        handler: handler.parse().unwrap(),
+        wait: wait.parse().unwrap(),
+        pin: "free".parse().unwrap(),
         iterations: 1000,
         rtt_ns: pct(rtt),
         transfer_ns: pct(rtt * 9 / 10),
@@ -61,9 +61,9 @@ fn row(dtype: &str, elements: u64, handler: &str, path: &str, wait: &str, rtt: u
 fn base(bytes: u64, wait: &str, p50: u64) -> BaselineRow {
     BaselineRow {
         bytes,
-        transport: "pipe".into(),
-        wait: wait.into(),
-        pin: "free".into(),
+        transport: "pipe".parse().unwrap(),
+        wait: wait.parse().unwrap(),
+        pin: "free".parse().unwrap(),
         lent: false,
         iterations: 2000,
         rtt_ns: pct(p50),
@@ -349,6 +349,68 @@ fn json_round_trips_through_a_file() {
 }
 
 #[test]
+fn names_are_written_as_the_report_always_wrote_them_and_read_back_typed() {
+    let mut original = sample();
+    original.rows[0].wait = "hybrid:20us".parse().unwrap();
+    original.rows[0].handler = peerpipe_cli::report::key::Handler::named("my-model");
+    original.baseline[0].transport = "shm-ring".parse().unwrap();
+    let value = serde_json::to_value(&original).expect("serialise");
+    let row = &value["rows"][0];
+    let first = &original.rows[0];
+    assert_eq!(row["dtype"], first.dtype.name());
+    assert_eq!(row["path"], first.path.name());
+    assert_eq!(row["pin"], first.pin.name());
+    assert_eq!(row["transport"], "pipe");
+    assert_eq!((&row["wait"], &row["handler"]), (&"hybrid:20us".into(), &"my-model".into()));
+    assert_eq!(value["baseline"][0]["transport"], "shm-ring");
+    let back: Report = serde_json::from_value(value).expect("read back");
+    assert_eq!(back.rows[0], original.rows[0]);
+    assert_eq!(back.baseline[0], original.baseline[0]);
+}
+
+#[test]
+fn compare_reads_a_report_written_before_the_optional_fields_existed() {
+    // What an early report held: no transport on floors (they were pipes), no rounds, no
+    // intervals, no sync costs or skipped rows, a shorter config.
+    let mut old = serde_json::to_value(sample()).expect("serialise");
+    for floor in old["baseline"].as_array_mut().unwrap() {
+        let floor = floor.as_object_mut().unwrap();
+        for key in ["transport", "lent", "rounds", "shared_core_share", "route", "cross_core"] {
+            floor.remove(key);
+        }
+    }
+    for row in old["rows"].as_array_mut().unwrap() {
+        let row = row.as_object_mut().unwrap();
+        for key in ["ratio_ci", "rounds", "shared_core_share"] {
+            row.remove(key);
+        }
+    }
+    let config = old["config"].as_object_mut().unwrap();
+    for key in
+        ["rounds", "generations", "order_seed", "server_delay_ns", "transports", "shm_size", "load"]
+    {
+        config.remove(key);
+    }
+    old["machine"].as_object_mut().unwrap().remove("clock");
+    let top = old.as_object_mut().unwrap();
+    top.remove("sync_costs");
+    top.remove("skipped");
+
+    let dir = temp_dir("old-report");
+    let path = dir.join("old.json");
+    fs::write(&path, serde_json::to_string_pretty(&old).unwrap()).unwrap();
+    let read = export::read_json(&path).expect("an old report reads");
+    assert!(read.baseline.iter().all(|b| b.transport.name() == "pipe" && b.rounds.is_empty()));
+    assert!(read.sync_costs.is_empty() && read.skipped.is_empty());
+    let thresholds = Thresholds { abs: Duration::from_micros(5), rel_pct: 10.0 };
+    let comparison = compare::compare(&read, &sample(), thresholds, Mode::Absolute);
+    assert_eq!(comparison.rows.len(), sample().rows.len(), "every row matched by its key");
+    assert_eq!(comparison.baselines.len(), sample().baseline.len());
+    assert!(comparison.only_in_a.is_empty() && comparison.only_in_b.is_empty());
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn unmeasured_cpu_is_null_in_json_and_nan_when_read_back() {
     let dir = temp_dir("nan");
     let path = dir.join("run.json");
@@ -586,7 +648,8 @@ fn breakdown_follows_its_definitions() {
     let report = sample();
     // spin, 500: 20 µs = 2 µs converting, the 4 µs of the smallest spin baseline waiting,
     // 14 µs moving.
-    let fast = report.rows.iter().find(|r| r.wait == "spin" && r.elements == 500).unwrap();
+    let fast =
+        report.rows.iter().find(|r| r.wait.to_string() == "spin" && r.elements == 500).unwrap();
     let b = render::breakdown(&report, fast);
     assert_eq!(b.round_trip_ns, 20_000);
     assert_eq!((b.converting_ns, b.moving_ns, b.waiting_ns), (2_000, 14_000, Some(4_000)));
@@ -844,7 +907,11 @@ fn each_group_shows_its_floor_spread_and_the_ratio_interval() {
 #[test]
 fn a_floor_that_changed_speed_across_rounds_is_named_at_the_top() {
     let mut report = sample();
-    let floor = report.baseline.iter_mut().find(|b| b.bytes == 4000 && b.wait == "spin").unwrap();
+    let floor = report
+        .baseline
+        .iter_mut()
+        .find(|b| b.bytes == 4000 && b.wait.to_string() == "spin")
+        .unwrap();
     floor.rounds[2].p50_ns = 64_000; // 15.2us, 16us, 64us: 4.2x
     let text = text_of(|out| render::table(&report, out));
     let note = text.lines().find(|l| l.starts_with("note: the 4000 B floor")).expect(&text);
@@ -880,7 +947,7 @@ fn a_busy_machine_is_named_when_most_rounds_were_preempted() {
 
 /// A row of `wait` at `pin` (f64 x 500, echo, codec) whose p50 round trip is `rtt`.
 fn placed(wait: &str, pin: &str, rtt: u64) -> Row {
-    Row { pin: pin.into(), ..row("f64", 500, "echo", "codec", wait, rtt) }
+    Row { pin: pin.parse().unwrap(), ..row("f64", 500, "echo", "codec", wait, rtt) }
 }
 
 #[test]

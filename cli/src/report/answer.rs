@@ -14,16 +14,19 @@
 
 use std::io::{self, Write};
 
-use super::{Report, Row, Skipped, Workload, crosscore, format};
+use peerpipe::transport::{TransportKind, Wait};
+
+use super::key::Handler;
+use super::{Placement, Report, Row, Skipped, Workload, crosscore, format};
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
-const RAW_HANDLER: &str = "echo-raw";
+const RAW_HANDLER: Handler = Handler::EchoRaw;
 
-/// The default wait's name, as rows record it.
-const DEFAULT_WAIT: &str = "auto";
+/// The default wait.
+const DEFAULT_WAIT: Wait = Wait::Auto;
 
 /// The placement a program gets when it pins nothing.
-const UNPINNED: &str = "free";
+const UNPINNED: Placement = Placement::Free;
 
 /// How far apart (max ÷ min overhead p50) the default wait's placements must be for the answer
 /// to say that placement changes it: 1.5×.
@@ -56,7 +59,7 @@ impl<'a> Answer<'a> {
 /// `echo-raw` (any handler when only `echo-raw` was measured), those of the default wait when
 /// it was measured, of them those unpinned when measured so, and of what is left the one with
 /// the lowest overhead p50 — so with a single `--wait` and `--pin` it is at the user's own.
-pub fn realistic<'a>(report: &'a Report, dtype: &str, elements: u64) -> Option<Answer<'a>> {
+pub fn realistic<'a>(report: &'a Report, dtype: Workload, elements: u64) -> Option<Answer<'a>> {
     let of_size = || report.rows.iter().filter(move |r| r.dtype == dtype && r.elements == elements);
     let converting: Vec<&Row> = of_size().filter(|r| r.handler != RAW_HANDLER).collect();
     let candidates = if converting.is_empty() { of_size().collect() } else { converting };
@@ -113,11 +116,13 @@ fn placements_of<'a>(report: &'a Report, answer: &Answer<'a>) -> Vec<Answer<'a>>
 ///
 /// # Examples
 /// ```
-/// use peerpipe_cli::report::{Percentiles, Report, Row, answer};
+/// use peerpipe::{DataPath, TransportKind, Wait};
+/// use peerpipe_cli::report::key::Handler;
+/// use peerpipe_cli::report::{Percentiles, Placement, Report, Row, Workload, answer};
 /// let p = |p50, p99| Percentiles { p50, p99, ..Percentiles::default() };
-/// let row = Row { dtype: "f64".into(), elements: 500, bytes: 4000, transport: "pipe".into(),
-///     path: "zero-copy".into(), handler: "echo".into(), wait: "hybrid".into(),
-///     pin: "split".into(), iterations: 100, rtt_ns: p(12_000, 30_000),
+/// let row = Row { dtype: Workload::F64, elements: 500, bytes: 4000,
+///     transport: TransportKind::Pipe, path: DataPath::ZeroCopy, handler: Handler::Echo,
+///     wait: Wait::hybrid(), pin: Placement::Split, iterations: 100, rtt_ns: p(12_000, 30_000),
 ///     transfer_ns: p(9_000, 20_000), encode_ns: p(0, 0), decode_ns: p(0, 0),
 ///     server_ns: p(2_000, 3_000), client_cpu_ns: f64::NAN, server_cpu_ns: f64::NAN,
 ///     mb_per_s: 0.0, ratio_to_baseline: Some(1.5), ratio_ci: Some([1.4, 1.6]), rounds: vec![],
@@ -155,7 +160,10 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         if handlers.is_empty() {
             "no converting handler measured: echo-raw".to_owned()
         } else {
-            format!("both sides converting: {}", handlers.join(", "))
+            format!(
+                "both sides converting: {}",
+                handlers.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")
+            )
         }
     )?;
     writeln!(
@@ -182,7 +190,7 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         if budget == 0 { "budget".to_owned() } else { format!("budget {}", format::ns(budget)) },
     )?;
     for ((dtype, elements), size) in sizes.into_iter().zip(labels) {
-        let Some(a) = realistic(report, &dtype, elements) else {
+        let Some(a) = realistic(report, dtype, elements) else {
             let why = report
                 .skipped
                 .iter()
@@ -211,8 +219,11 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         } else {
             format!("MISSED by {}", format::ns(a.overhead_p50_ns - budget))
         };
-        let transport =
-            if row.transport == "pipe" { String::new() } else { format!(" {}", row.transport) };
+        let transport = if row.transport == TransportKind::Pipe {
+            String::new()
+        } else {
+            format!(" {}", row.transport)
+        };
         writeln!(
             out,
             "  {size:<w$} {:>9} {:>9} {ratio:>20} {judged:<26} {} {}{transport}, {}",
@@ -237,7 +248,7 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 /// line that says how to see it.
 fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let answers: Vec<Answer<'_>> =
-        sizes(report).iter().filter_map(|(d, e)| realistic(report, d, *e)).collect();
+        sizes(report).iter().filter_map(|&(d, e)| realistic(report, d, e)).collect();
     if answers.iter().all(|a| placements_of(report, a).len() < 2) {
         if let Some(a) = answers.first() {
             writeln!(
@@ -245,7 +256,7 @@ fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 "placement: {} measured {} only; --pin same,split,free (one core, two cores, the \
                  scheduler's choice) and --load N show what placement and busy work change.",
                 a.row.wait,
-                placement_words(&a.row.pin)
+                placement_words(a.row.pin)
             )?;
         }
         return Ok(());
@@ -255,7 +266,7 @@ fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let row = answer.row;
         let figures: Vec<String> = spread
             .iter()
-            .map(|a| format!("{} {}", placement_words(&a.row.pin), format::ns(a.overhead_p50_ns)))
+            .map(|a| format!("{} {}", placement_words(a.row.pin), format::ns(a.overhead_p50_ns)))
             .collect();
         let min = spread.iter().map(|a| a.overhead_p50_ns).min().unwrap_or(0).max(1);
         let max = spread.iter().map(|a| a.overhead_p50_ns).max().unwrap_or(0);
@@ -273,12 +284,11 @@ fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// A placement as a reader understands it.
-fn placement_words(pin: &str) -> &str {
+fn placement_words(pin: Placement) -> &'static str {
     match pin {
-        "free" => "unpinned",
-        "same" => "on one core",
-        "split" => "on two cores",
-        other => other,
+        Placement::Free => "unpinned",
+        Placement::Same => "on one core",
+        Placement::Split => "on two cores",
     }
 }
 
@@ -290,14 +300,17 @@ fn placement_words(pin: &str) -> &str {
 /// Errors of `out`.
 pub fn verdict_lines(
     report: &Report,
-    dtype: &str,
+    dtype: Workload,
     elements: u64,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let Some(a) = realistic(report, dtype, elements) else { return Ok(()) };
     let row = a.row;
-    let transport =
-        if row.transport == "pipe" { String::new() } else { format!(" over {}", row.transport) };
+    let transport = if row.transport == TransportKind::Pipe {
+        String::new()
+    } else {
+        format!(" over {}", row.transport)
+    };
     writeln!(
         out,
         "  your case: {} {}{transport}, {} (both sides convert): overhead p50 {}, p99 {} (round \
@@ -381,31 +394,31 @@ pub fn skipped(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The handlers other than `echo-raw`, in order of first appearance.
-fn converting_handlers(report: &Report) -> Vec<&str> {
-    let mut names: Vec<&str> = Vec::new();
+fn converting_handlers(report: &Report) -> Vec<&Handler> {
+    let mut handlers: Vec<&Handler> = Vec::new();
     for row in report.rows.iter().filter(|r| r.handler != RAW_HANDLER) {
-        if !names.contains(&row.handler.as_str()) {
-            names.push(&row.handler);
+        if !handlers.contains(&&row.handler) {
+            handlers.push(&row.handler);
         }
     }
-    names
+    handlers
 }
 
 /// Every (dtype, elements) measured or skipped, f64 first, then by elements.
-fn sizes(report: &Report) -> Vec<(String, u64)> {
-    let mut sizes: Vec<(String, u64)> = Vec::new();
+fn sizes(report: &Report) -> Vec<(Workload, u64)> {
+    let mut sizes: Vec<(Workload, u64)> = Vec::new();
     let keys = report
         .rows
         .iter()
-        .map(|r| (&r.dtype, r.elements))
-        .chain(report.skipped.iter().map(|s| (&s.dtype, s.elements)));
-    for (dtype, elements) in keys {
-        if !sizes.iter().any(|(d, e)| d == dtype && *e == elements) {
-            sizes.push((dtype.clone(), elements));
+        .map(|r| (r.dtype, r.elements))
+        .chain(report.skipped.iter().map(|s| (s.dtype, s.elements)));
+    for key in keys {
+        if !sizes.contains(&key) {
+            sizes.push(key);
         }
     }
-    let rank = |d: &str| Workload::ALL.iter().position(|w| w.name() == d).unwrap_or(usize::MAX);
-    sizes.sort_by_key(|(dtype, elements)| (rank(dtype), *elements));
+    let rank = |d: Workload| Workload::ALL.iter().position(|&w| w == d).unwrap_or(usize::MAX);
+    sizes.sort_by_key(|&(dtype, elements)| (rank(dtype), elements));
     sizes
 }
 

@@ -20,6 +20,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use super::{BaselineRow, Report, Row, crosscore};
+use peerpipe::transport::TransportKind;
 use peerpipe::units::format_nanos;
 
 /// Thresholds a difference must exceed (both) to be reported.
@@ -203,14 +204,14 @@ impl Comparison {
 /// ```
 pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Comparison {
     let (rows, mut only_in_a, mut only_in_b) =
-        match_up(&a.rows, &b.rows, row_key, row_label, |x, y| {
+        match_up(&a.rows, &b.rows, Row::key, row_label, |x, y| {
             match (mode, paired_change(a, x, b, y)) {
                 (Mode::Paired, Some(change)) => paired_pair(x, y, change, thresholds),
                 _ => pair(x, y, thresholds),
             }
         });
     let (baselines, base_a, base_b) =
-        match_up(&a.baseline, &b.baseline, baseline_key, baseline_label, |x, y| {
+        match_up(&a.baseline, &b.baseline, BaselineRow::key, baseline_label, |x, y| {
             let mut judged = base_pair(x, y, thresholds);
             if mode == Mode::Paired {
                 judged.outcome = Outcome::NotJudged;
@@ -285,19 +286,12 @@ fn match_up<'a, T, K: PartialEq>(
     (pairs, only_in_a, only_in_b)
 }
 
-type RowKey<'a> = (&'a str, u64, &'a str, &'a str, &'a str, &'a str, &'a str);
-
-fn row_key(row: &Row) -> RowKey<'_> {
-    (&row.dtype, row.elements, &row.path, &row.handler, &row.wait, &row.pin, &row.transport)
-}
-
-fn baseline_key(base: &BaselineRow) -> (u64, &str, &str, &str) {
-    (base.bytes, &base.transport, &base.wait, &base.pin)
-}
-
 fn row_label(row: &Row) -> String {
-    let transport =
-        if row.transport == "pipe" { String::new() } else { format!(" ({})", row.transport) };
+    let transport = if row.transport == TransportKind::Pipe {
+        String::new()
+    } else {
+        format!(" ({})", row.transport)
+    };
     format!(
         "{} x {} {} {}{transport}, wait {}, pin {}",
         row.dtype, row.elements, row.handler, row.path, row.wait, row.pin
@@ -305,8 +299,11 @@ fn row_label(row: &Row) -> String {
 }
 
 fn baseline_label(base: &BaselineRow) -> String {
-    let transport =
-        if base.transport == "pipe" { String::new() } else { format!(" ({})", base.transport) };
+    let transport = if base.transport == TransportKind::Pipe {
+        String::new()
+    } else {
+        format!(" ({})", base.transport)
+    };
     format!("baseline {} B{transport}, wait {}, pin {}", base.bytes, base.wait, base.pin)
 }
 

@@ -12,7 +12,11 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{BaselineRow, Percentiles, Report, Round, Row, Workload, format};
+use peerpipe::peer::DataPath;
+use peerpipe::transport::{TransportKind, Wait};
+
+use super::key::{Handler, RowKey};
+use super::{BaselineRow, Percentiles, Placement, Report, Round, Row, Workload, format};
 use peerpipe::error::{Error, Result};
 use peerpipe::units::format_nanos;
 
@@ -129,11 +133,11 @@ fn baseline_csv(base: &BaselineRow) -> String {
         String::new(),
         String::new(),
         base.bytes.to_string(),
-        csv_field(&base.transport),
+        csv_field(base.transport.name()),
         "raw".to_owned(),
         "baseline".to_owned(),
-        csv_field(&base.wait),
-        csv_field(&base.pin),
+        csv_field(&base.wait.to_string()),
+        csv_field(base.pin.name()),
         base.iterations.to_string(),
     ];
     fields.extend(percentile_fields(&base.rtt_ns));
@@ -154,14 +158,14 @@ fn baseline_csv(base: &BaselineRow) -> String {
 
 fn row_csv(row: &Row) -> String {
     let mut fields: Vec<String> = vec![
-        csv_field(&row.dtype),
+        csv_field(row.dtype.name()),
         row.elements.to_string(),
         row.bytes.to_string(),
-        csv_field(&row.transport),
-        csv_field(&row.path),
-        csv_field(&row.handler),
-        csv_field(&row.wait),
-        csv_field(&row.pin),
+        csv_field(row.transport.name()),
+        csv_field(row.path.name()),
+        csv_field(row.handler.name()),
+        csv_field(&row.wait.to_string()),
+        csv_field(row.pin.name()),
         row.iterations.to_string(),
     ];
     for phase in [&row.rtt_ns, &row.transfer_ns, &row.encode_ns, &row.decode_ns, &row.server_ns] {
@@ -231,30 +235,24 @@ pub fn write_svg(report: &Report, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// One line of the plot: rows sharing dtype, path, handler and transport.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct SeriesKey {
-    dtype: String,
-    path: String,
-    handler: String,
-    transport: String,
+/// One line of the plot: rows sharing dtype, path, handler and transport (a [`RowKey`]
+/// without elements, wait and placement).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SeriesKey<'a> {
+    dtype: Workload,
+    path: DataPath,
+    handler: &'a Handler,
+    transport: TransportKind,
 }
 
-impl SeriesKey {
-    fn of(row: &Row) -> SeriesKey {
-        SeriesKey {
-            dtype: row.dtype.clone(),
-            path: row.path.clone(),
-            handler: row.handler.clone(),
-            transport: row.transport.clone(),
-        }
+impl<'a> SeriesKey<'a> {
+    fn of(row: &'a Row) -> SeriesKey<'a> {
+        let RowKey { dtype, path, handler, transport, .. } = row.key();
+        SeriesKey { dtype, path, handler, transport }
     }
 
     fn matches(&self, row: &Row) -> bool {
-        row.dtype == self.dtype
-            && row.path == self.path
-            && row.handler == self.handler
-            && row.transport == self.transport
+        SeriesKey::of(row) == *self
     }
 }
 
@@ -268,7 +266,7 @@ struct SeriesStyle {
 
 /// The colour of a handler × path: blues for zero-copy, oranges for the codec, light when the
 /// server converts nothing; other combinations take the next free colour.
-fn series_color(handler: &str, path: &str, others: &mut usize) -> RGBColor {
+fn series_color(handler: &Handler, path: DataPath, others: &mut usize) -> RGBColor {
     const OTHERS: [RGBColor; 5] = [
         RGBColor(0, 158, 115),
         RGBColor(204, 121, 167),
@@ -277,10 +275,10 @@ fn series_color(handler: &str, path: &str, others: &mut usize) -> RGBColor {
         RGBColor(160, 160, 0),
     ];
     match (handler, path) {
-        ("echo-raw", "zero-copy") => RGBColor(86, 180, 233),
-        ("echo", "zero-copy") => RGBColor(0, 90, 181),
-        ("echo-raw", "codec") => RGBColor(240, 170, 0),
-        ("echo", "codec") => RGBColor(200, 70, 0),
+        (Handler::EchoRaw, DataPath::ZeroCopy) => RGBColor(86, 180, 233),
+        (Handler::Echo, DataPath::ZeroCopy) => RGBColor(0, 90, 181),
+        (Handler::EchoRaw, DataPath::Codec) => RGBColor(240, 170, 0),
+        (Handler::Echo, DataPath::Codec) => RGBColor(200, 70, 0),
         _ => {
             let color = OTHERS[*others % OTHERS.len()];
             *others += 1;
@@ -293,12 +291,12 @@ type PlotResult<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn svg_string(report: &Report) -> PlotResult<String> {
     // Panels: (pin, wait) in order of first appearance.
-    let mut panels: Vec<(&str, &str)> = Vec::new();
+    let mut panels: Vec<(Placement, Wait)> = Vec::new();
     let settings = report
         .rows
         .iter()
-        .map(|r| (r.pin.as_str(), r.wait.as_str()))
-        .chain(report.baseline.iter().map(|b| (b.pin.as_str(), b.wait.as_str())));
+        .map(|r| (r.pin, r.wait))
+        .chain(report.baseline.iter().map(|b| (b.pin, b.wait)));
     for setting in settings {
         if !panels.contains(&setting) {
             panels.push(setting);
@@ -314,30 +312,33 @@ fn svg_string(report: &Report) -> PlotResult<String> {
             keys.push(key);
         }
     }
-    let mut dtypes: Vec<String> = Vec::new();
+    let mut dtypes: Vec<Workload> = Vec::new();
     for key in &keys {
         if !dtypes.contains(&key.dtype) {
-            dtypes.push(key.dtype.clone());
+            dtypes.push(key.dtype);
         }
     }
-    dtypes.sort_by_key(|d| Workload::ALL.iter().position(|w| w.name() == *d).unwrap_or(9));
-    let rank = |key: &SeriesKey| {
-        let handler = ["echo-raw", "echo"].iter().position(|h| *h == key.handler).unwrap_or(2);
-        let path = ["zero-copy", "codec"].iter().position(|p| *p == key.path).unwrap_or(2);
-        let dtype = dtypes.iter().position(|d| *d == key.dtype).unwrap_or(9);
-        (handler, key.handler.clone(), path, key.path.clone(), dtype, key.transport.clone())
+    dtypes.sort_by_key(|&d| Workload::ALL.iter().position(|&w| w == d).unwrap_or(9));
+    // Known handlers and paths first, in their order; then by name.
+    let rank = |key: &SeriesKey<'_>| {
+        let handler =
+            [Handler::EchoRaw, Handler::Echo].iter().position(|h| h == key.handler).unwrap_or(2);
+        let path =
+            [DataPath::ZeroCopy, DataPath::Codec].iter().position(|&p| p == key.path).unwrap_or(2);
+        let dtype = dtypes.iter().position(|&d| d == key.dtype).unwrap_or(9);
+        (handler, key.handler.name().to_owned(), path, key.path.name(), dtype, key.transport.name())
     };
-    keys.sort_by_key(|k| rank(k));
+    keys.sort_by(|a, b| rank(a).cmp(&rank(b)));
     let mut others = 0;
-    let mut colors: Vec<((String, String), RGBColor)> = Vec::new();
+    let mut colors: Vec<((&Handler, DataPath), RGBColor)> = Vec::new();
     let styles: Vec<SeriesStyle> = keys
         .iter()
         .map(|key| {
-            let pair = (key.handler.clone(), key.path.clone());
+            let pair = (key.handler, key.path);
             let color = match colors.iter().find(|(p, _)| *p == pair) {
                 Some((_, c)) => *c,
                 None => {
-                    let c = series_color(&key.handler, &key.path, &mut others);
+                    let c = series_color(key.handler, key.path, &mut others);
                     colors.push((pair, c));
                     c
                 }
@@ -346,10 +347,10 @@ fn svg_string(report: &Report) -> PlotResult<String> {
             if dtypes.len() > 1 {
                 label = format!("{label} {}", key.dtype);
             }
-            if key.transport != "pipe" {
+            if key.transport != TransportKind::Pipe {
                 label = format!("{label} ({})", key.transport);
             }
-            let dash = dtypes.iter().position(|d| *d == key.dtype).unwrap_or(0);
+            let dash = dtypes.iter().position(|&d| d == key.dtype).unwrap_or(0);
             SeriesStyle { label, color, dash }
         })
         .collect();
@@ -422,7 +423,7 @@ fn svg_string(report: &Report) -> PlotResult<String> {
             let mut bases: Vec<&BaselineRow> = report
                 .baseline
                 .iter()
-                .filter(|b| b.pin == pin && b.wait == wait && b.transport == "pipe")
+                .filter(|b| b.pin == pin && b.wait == wait && b.transport == TransportKind::Pipe)
                 .collect();
             bases.sort_by_key(|b| b.bytes);
             let black = BLACK.stroke_width(4);

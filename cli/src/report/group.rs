@@ -16,6 +16,7 @@ use indicatif::ProgressBar;
 use super::cpu::{
     current_cpu, last_cpu_of, preemptions_of, process_cpu_time, thread_cpu_time, thread_preemptions,
 };
+use super::key::Handler;
 use super::{
     BaselineRow, Expectation, Percentiles, Placement, Round, Row, Workload, shared_core_share,
     test_values, verify,
@@ -309,9 +310,9 @@ impl<'a> LiveGroup<'a> {
         }
         let baseline = BaselineRow {
             bytes: self.floor.bytes as u64,
-            transport: transport.name().to_owned(),
-            wait: self.wait.to_string(),
-            pin: self.pin.name().to_owned(),
+            transport,
+            wait: self.wait,
+            pin: self.pin,
             lent: self.floor.lent,
             iterations: rounds.round_trips[0],
             rtt_ns: Percentiles::of(&self.floor.rtt),
@@ -499,14 +500,14 @@ impl RowMember {
         let rtt = Percentiles::of(&self.phases.rtt);
         let bytes = setup.workload.wire_bytes(setup.elements) as u64;
         Row {
-            dtype: setup.workload.name().to_owned(),
+            dtype: setup.workload,
             elements: setup.elements as u64,
             bytes,
-            transport: transport.name().to_owned(),
-            path: setup.path.name().to_owned(),
-            handler: setup.handler.clone(),
-            wait: setup.wait.to_string(),
-            pin: setup.pin.name().to_owned(),
+            transport,
+            path: setup.path,
+            handler: Handler::named(&setup.handler),
+            wait: setup.wait,
+            pin: setup.pin,
             iterations,
             rtt_ns: rtt,
             transfer_ns: Percentiles::of(&self.phases.transfer),

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::crosscore::{self, CrossCore};
 use super::group::{LiveGroup, Processes, RowSetup};
+use super::key::Handler;
 use super::load::{Load, MAX_LOAD};
 use super::placement::Placer;
 use super::plan::PEER_SERVER;
@@ -347,14 +348,14 @@ impl<'p> Section<'p> {
     /// The entry of [`Report::skipped`] for `setup`.
     fn skipped(&self, setup: &RowSetup, reason: String, failed: bool) -> Skipped {
         Skipped {
-            dtype: setup.workload.name().to_owned(),
+            dtype: setup.workload,
             elements: setup.elements as u64,
             bytes: setup.workload.wire_bytes(setup.elements) as u64,
-            transport: self.transport.name().to_owned(),
-            path: setup.path.name().to_owned(),
-            handler: setup.handler.clone(),
-            wait: setup.wait.to_string(),
-            pin: setup.pin.name().to_owned(),
+            transport: self.transport,
+            path: setup.path,
+            handler: Handler::named(&setup.handler),
+            wait: setup.wait,
+            pin: setup.pin,
             reason,
             failed,
         }

@@ -17,6 +17,7 @@ pub mod crosscore;
 pub mod export;
 pub mod format;
 mod group;
+pub mod key;
 pub mod load;
 pub mod machine;
 pub mod measure;
@@ -29,7 +30,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use hdrhistogram::Histogram;
+use peerpipe::peer::DataPath;
+use peerpipe::transport::{TransportKind, Wait};
 use serde::{Deserialize, Serialize};
+
+use key::{FloorKey, Handler, RowKey};
 
 use peerpipe::error::{Error, Result};
 
@@ -68,7 +73,7 @@ impl Workload {
 
 impl fmt::Display for Workload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -106,7 +111,7 @@ impl Placement {
 
 impl fmt::Display for Placement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -239,12 +244,14 @@ pub struct BaselineRow {
     /// Transport of the raw echo: `pipe` (plain `read`/`write`), `shm-sem` or `shm-ring` (the
     /// same bytes through the link, no framing). Absent in reports from before shared
     /// memory: `pipe`.
-    #[serde(default = "pipe_name")]
-    pub transport: String,
+    #[serde(default = "pipe", with = "key::as_text")]
+    pub transport: TransportKind,
     /// Wait strategy of both sides.
-    pub wait: String,
+    #[serde(with = "key::as_text")]
+    pub wait: Wait,
     /// Placement: `free`, `same` or `split`.
-    pub pin: String,
+    #[serde(with = "key::as_text")]
+    pub pin: Placement,
     /// True when the client lent its pages to the pipe with `vmsplice` instead of copying
     /// them, as [`peerpipe::Peer::call`] does for zero-copy payloads of at least
     /// [`peerpipe::peer::LEND_MIN_BYTES`]: the floor moves the bytes the cheapest way the
@@ -279,21 +286,27 @@ pub struct BaselineRow {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// `f64`, `f32` or `f64-as-f32`.
-    pub dtype: String,
+    #[serde(with = "key::as_text")]
+    pub dtype: Workload,
     /// Elements per request.
     pub elements: u64,
     /// Payload bytes on the wire per request.
     pub bytes: u64,
     /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
-    pub transport: String,
+    #[serde(with = "key::as_text")]
+    pub transport: TransportKind,
     /// `zero-copy` or `codec`.
-    pub path: String,
+    #[serde(with = "key::as_text")]
+    pub path: DataPath,
     /// Server handler.
-    pub handler: String,
+    #[serde(with = "key::as_text")]
+    pub handler: Handler,
     /// Wait strategy of both sides.
-    pub wait: String,
+    #[serde(with = "key::as_text")]
+    pub wait: Wait,
     /// Placement: `free`, `same` or `split`.
-    pub pin: String,
+    #[serde(with = "key::as_text")]
+    pub pin: Placement,
     /// Timed round trips.
     pub iterations: u64,
     /// Whole round trip.
@@ -335,6 +348,30 @@ pub struct Row {
 }
 
 impl Row {
+    /// What identifies this row (see [`key`]).
+    pub fn key(&self) -> RowKey<'_> {
+        RowKey {
+            dtype: self.dtype,
+            elements: self.elements,
+            path: self.path,
+            handler: &self.handler,
+            wait: self.wait,
+            pin: self.pin,
+            transport: self.transport,
+        }
+    }
+
+    /// The key of the floor this row is measured against: the same bytes (at least one),
+    /// transport, wait and placement.
+    pub fn floor_key(&self) -> FloorKey {
+        FloorKey {
+            bytes: self.bytes.max(1),
+            transport: self.transport,
+            wait: self.wait,
+            pin: self.pin,
+        }
+    }
+
     /// Spread of the per-round p50s (max − min): the noise an absolute comparison allows for.
     pub fn p50_spread_ns(&self) -> u64 {
         round_spread(&self.rounds)
@@ -342,6 +379,11 @@ impl Row {
 }
 
 impl BaselineRow {
+    /// What identifies this floor (see [`key`]).
+    pub fn key(&self) -> FloorKey {
+        FloorKey { bytes: self.bytes, transport: self.transport, wait: self.wait, pin: self.pin }
+    }
+
     /// Spread of the per-round p50s (max − min).
     pub fn p50_spread_ns(&self) -> u64 {
         round_spread(&self.rounds)
@@ -371,8 +413,8 @@ mod nan_as_null {
     }
 }
 
-fn pipe_name() -> String {
-    "pipe".to_owned()
+fn pipe() -> TransportKind {
+    TransportKind::Pipe
 }
 
 fn round_spread(rounds: &[Round]) -> u64 {
@@ -487,21 +529,27 @@ pub struct Report {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skipped {
     /// `f64`, `f32` or `f64-as-f32`.
-    pub dtype: String,
+    #[serde(with = "key::as_text")]
+    pub dtype: Workload,
     /// Elements per request.
     pub elements: u64,
     /// Payload bytes on the wire per request.
     pub bytes: u64,
     /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
-    pub transport: String,
+    #[serde(with = "key::as_text")]
+    pub transport: TransportKind,
     /// `zero-copy` or `codec`.
-    pub path: String,
+    #[serde(with = "key::as_text")]
+    pub path: DataPath,
     /// Server handler.
-    pub handler: String,
+    #[serde(with = "key::as_text")]
+    pub handler: Handler,
     /// Wait strategy.
-    pub wait: String,
+    #[serde(with = "key::as_text")]
+    pub wait: Wait,
     /// Placement.
-    pub pin: String,
+    #[serde(with = "key::as_text")]
+    pub pin: Placement,
     /// Why: the server's ERROR message or the client's own error, as printed.
     pub reason: String,
     /// True when the row could have been measured but its group failed (the run then exits
@@ -511,6 +559,19 @@ pub struct Skipped {
 }
 
 impl Skipped {
+    /// What identifies the row that was skipped (see [`key`]).
+    pub fn key(&self) -> RowKey<'_> {
+        RowKey {
+            dtype: self.dtype,
+            elements: self.elements,
+            path: self.path,
+            handler: &self.handler,
+            wait: self.wait,
+            pin: self.pin,
+            transport: self.transport,
+        }
+    }
+
     /// `f64 x 1 lorenz96 zero-copy, pipe, hybrid, split`.
     pub fn label(&self) -> String {
         format!(
@@ -528,12 +589,8 @@ impl Report {
 
     /// The baseline with the same bytes, transport, wait and placement as `row`.
     pub fn baseline_for(&self, row: &Row) -> Option<&BaselineRow> {
-        self.baseline.iter().find(|b| {
-            b.bytes == row.bytes.max(1)
-                && b.transport == row.transport
-                && b.wait == row.wait
-                && b.pin == row.pin
-        })
+        let key = row.floor_key();
+        self.baseline.iter().find(|b| b.key() == key)
     }
 }
 

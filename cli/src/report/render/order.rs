@@ -5,29 +5,32 @@
 
 use std::cmp::Ordering;
 
-use peerpipe::transport::TransportKind;
+use peerpipe::peer::DataPath;
+use peerpipe::transport::{TransportKind, Wait};
 
-use crate::report::{Report, Row, Workload};
+use crate::report::key::Handler;
+use crate::report::{Placement, Report, Row, Workload};
 
-pub(super) fn transport_rank(transport: &str) -> usize {
-    TransportKind::EVERY.iter().position(|t| t.name() == transport).unwrap_or(usize::MAX)
+pub(super) fn transport_rank(transport: TransportKind) -> usize {
+    TransportKind::EVERY.iter().position(|&t| t == transport).unwrap_or(usize::MAX)
 }
 
-/// Ranks for sorting: known names in their natural order, others in order of first appearance.
-pub(super) struct Order<'a> {
-    pub(super) pins: Vec<&'a str>,
-    waits: Vec<&'a str>,
+/// Ranks for sorting: placements and waits in order of first appearance; handlers, paths
+/// and transports known ones first, in their natural order, then by name.
+pub(super) struct Order {
+    pub(super) pins: Vec<Placement>,
+    waits: Vec<Wait>,
 }
 
-impl<'a> Order<'a> {
-    pub(super) fn of(report: &'a Report) -> Order<'a> {
+impl Order {
+    pub(super) fn of(report: &Report) -> Order {
         let mut pins = Vec::new();
         let mut waits = Vec::new();
         let settings = report
             .rows
             .iter()
-            .map(|r| (r.pin.as_str(), r.wait.as_str()))
-            .chain(report.baseline.iter().map(|b| (b.pin.as_str(), b.wait.as_str())));
+            .map(|r| (r.pin, r.wait))
+            .chain(report.baseline.iter().map(|b| (b.pin, b.wait)));
         for (pin, wait) in settings {
             if !pins.contains(&pin) {
                 pins.push(pin);
@@ -39,46 +42,44 @@ impl<'a> Order<'a> {
         Order { pins, waits }
     }
 
-    pub(super) fn pin(&self, pin: &str) -> usize {
+    pub(super) fn pin(&self, pin: Placement) -> usize {
         self.pins.iter().position(|&p| p == pin).unwrap_or(usize::MAX)
     }
 
-    pub(super) fn wait(&self, wait: &str) -> usize {
+    pub(super) fn wait(&self, wait: Wait) -> usize {
         self.waits.iter().position(|&w| w == wait).unwrap_or(usize::MAX)
     }
 
-    pub(super) fn compare_within_group(&self, a: &'a Row, b: &'a Row) -> Ordering {
-        let key = |r: &'a Row| {
-            let transport = TransportKind::EVERY.iter().position(|t| t.name() == r.transport);
+    pub(super) fn compare_within_group(&self, a: &Row, b: &Row) -> Ordering {
+        let key = |r: &Row| {
             (
                 handler_rank(&r.handler),
-                &r.handler,
-                path_rank(&r.path),
-                &r.path,
-                transport,
-                &r.transport,
+                r.handler.name().to_owned(),
+                path_rank(r.path),
+                r.path.name(),
+                transport_rank(r.transport),
+                r.transport.name(),
             )
         };
         key(a).cmp(&key(b))
     }
 }
 
-pub(super) fn dtype_rank(dtype: &str) -> usize {
-    Workload::ALL.iter().position(|w| w.name() == dtype).unwrap_or(Workload::ALL.len())
+pub(super) fn dtype_rank(dtype: Workload) -> usize {
+    Workload::ALL.iter().position(|&w| w == dtype).unwrap_or(Workload::ALL.len())
 }
 
-fn handler_rank(handler: &str) -> usize {
+fn handler_rank(handler: &Handler) -> usize {
     match handler {
-        "echo-raw" => 0,
-        "echo" => 1,
+        Handler::EchoRaw => 0,
+        Handler::Echo => 1,
         _ => 2,
     }
 }
 
-fn path_rank(path: &str) -> usize {
+fn path_rank(path: DataPath) -> usize {
     match path {
-        "zero-copy" => 0,
-        "codec" => 1,
-        _ => 2,
+        DataPath::ZeroCopy => 0,
+        DataPath::Codec => 1,
     }
 }

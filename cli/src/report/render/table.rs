@@ -3,7 +3,9 @@
 
 use std::io::{self, Write};
 
-use crate::report::{BaselineRow, Report, Row, crosscore, format};
+use peerpipe::transport::{TransportKind, Wait};
+
+use crate::report::{BaselineRow, Placement, Report, Row, Workload, crosscore, format};
 
 use super::notes::{contention, machine_state, speed_change};
 use super::order::{Order, dtype_rank, transport_rank};
@@ -19,7 +21,7 @@ struct Widths {
 
 impl Widths {
     fn of(report: &Report) -> Widths {
-        if report.rows.iter().any(|r| r.transport != "pipe") {
+        if report.rows.iter().any(|r| r.transport != TransportKind::Pipe) {
             Widths { label: 23, trips: 6, rate: 6 }
         } else {
             Widths { label: 18, trips: 7, rate: 8 }
@@ -114,9 +116,9 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if report.rows.is_empty() {
         writeln!(out, "(no rows measured)")?;
     }
-    let mut groups: Vec<(&str, &str, &str, u64)> = Vec::new();
+    let mut groups: Vec<(Placement, Wait, Workload, u64)> = Vec::new();
     for row in &report.rows {
-        let key = (row.pin.as_str(), row.wait.as_str(), row.dtype.as_str(), row.elements);
+        let key = (row.pin, row.wait, row.dtype, row.elements);
         if !groups.contains(&key) {
             groups.push(key);
         }
@@ -129,7 +131,7 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             b.3,
         ))
     });
-    let mut section: Option<(&str, &str)> = None;
+    let mut section: Option<(Placement, Wait)> = None;
     // When the machine changed state during the run, each group says which it was in.
     let changed =
         matches!(crosscore::block_spread(&report.cross_core_probes()), Some((_, _, Some(_))));
@@ -168,14 +170,14 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 floors.push(row);
             }
         }
-        floors.sort_by_key(|r| transport_rank(&r.transport));
+        floors.sort_by_key(|r| transport_rank(r.transport));
         for row in floors {
             match report.baseline_for(row) {
                 Some(base) => baseline_line(out, base, widths)?,
                 None => writeln!(
                     out,
                     "  {:<w$} (not measured)",
-                    baseline_label(&row.transport, false),
+                    baseline_label(row.transport, false),
                     w = widths.label
                 )?,
             }
@@ -232,7 +234,7 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io:
     writeln!(
         out,
         "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
-        baseline_label(&base.transport, base.lent),
+        baseline_label(base.transport, base.lent),
         base.iterations,
         format::ns(base.rtt_ns.p50),
         format::ns(base.rtt_ns.p99),
@@ -251,9 +253,9 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io:
 fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
     let Widths { label: l, trips: r, rate: m } = widths;
     // The label names the transport when it is not a pipe: `sem`, `ring` or `tcp`.
-    let label = match transport_tag(&row.transport) {
-        None => format!("{:<8} {}", row.handler, row.path),
-        Some(kind) => format!("{:<8} {:<9} {kind}", row.handler, row.path),
+    let label = match transport_tag(row.transport) {
+        None => format!("{:<8} {}", row.handler.name(), row.path.name()),
+        Some(kind) => format!("{:<8} {:<9} {kind}", row.handler.name(), row.path.name()),
     };
     writeln!(
         out,
@@ -281,7 +283,7 @@ fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
 
 /// `baseline raw r/w` for pipes (`baseline raw lent` when the client lends its pages with
 /// `vmsplice`), `baseline raw sem` / `baseline raw ring` for shared memory, `baseline raw tcp`.
-fn baseline_label(transport: &str, lent: bool) -> String {
+fn baseline_label(transport: TransportKind, lent: bool) -> String {
     match transport_tag(transport) {
         Some(kind) => format!("baseline raw {kind}"),
         None if lent => "baseline raw lent".to_owned(),
@@ -290,10 +292,10 @@ fn baseline_label(transport: &str, lent: bool) -> String {
 }
 
 /// How a row or floor label names a transport other than a pipe: `sem`, `ring`, `tcp`.
-fn transport_tag(transport: &str) -> Option<&str> {
+fn transport_tag(transport: TransportKind) -> Option<&'static str> {
     match transport {
-        "pipe" => None,
-        other => Some(other.strip_prefix("shm-").unwrap_or(other)),
+        TransportKind::Pipe => None,
+        other => Some(other.name().strip_prefix("shm-").unwrap_or(other.name())),
     }
 }
 
@@ -318,7 +320,7 @@ fn floor_notes<'a>(floor: &BaselineRow, rows: impl Iterator<Item = &'a Row>) -> 
             hi as f64 / lo.max(1) as f64
         ));
     }
-    if floor.pin == "free" {
+    if floor.pin == Placement::Free {
         let shared: Vec<f64> = std::iter::once(floor.shared_core_share)
             .chain(rows.map(|r| r.shared_core_share))
             .flatten()

@@ -4,7 +4,11 @@
 
 use std::io::{self, Write};
 
-use crate::report::{Report, Row, format};
+use peerpipe::peer::DataPath;
+use peerpipe::transport::{TransportKind, Wait};
+
+use crate::report::key::Handler;
+use crate::report::{Placement, Report, Row, Workload, format};
 
 use super::order::{Order, dtype_rank};
 
@@ -49,16 +53,18 @@ impl Breakdown {
 ///
 /// # Examples
 /// ```
-/// use peerpipe_cli::report::{BaselineRow, Percentiles, Report, Row, render};
+/// use peerpipe::{DataPath, TransportKind, Wait};
+/// use peerpipe_cli::report::key::Handler;
+/// use peerpipe_cli::report::{BaselineRow, Percentiles, Placement, Report, Row, Workload, render};
 /// # let p = |p50| Percentiles { p50, ..Percentiles::default() };
-/// # let row = Row { dtype: "f64".into(), elements: 500, bytes: 4000, transport: "pipe".into(),
-/// #     path: "codec".into(), handler: "echo".into(), wait: "block".into(), pin: "free".into(),
-/// #     iterations: 1, rtt_ns: p(100_000), transfer_ns: p(90_000), encode_ns: p(4_000),
+/// # let row = Row { dtype: Workload::F64, elements: 500, bytes: 4000,
+/// #     transport: TransportKind::Pipe, path: DataPath::Codec, handler: Handler::Echo,
+/// #     wait: Wait::Block, pin: Placement::Free, iterations: 1, rtt_ns: p(100_000), transfer_ns: p(90_000), encode_ns: p(4_000),
 /// #     decode_ns: p(3_000), server_ns: p(3_000), client_cpu_ns: f64::NAN,
 /// #     server_cpu_ns: f64::NAN, mb_per_s: 80.0, ratio_to_baseline: None, ratio_ci: None,
 /// #     rounds: vec![], shared_core_share: None };
-/// # let base = BaselineRow { bytes: 8, transport: "pipe".into(), wait: "block".into(),
-/// #     pin: "free".into(), lent: false, iterations: 1,
+/// # let base = BaselineRow { bytes: 8, transport: TransportKind::Pipe, wait: Wait::Block,
+/// #     pin: Placement::Free, lent: false, iterations: 1,
 /// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None, route: None,
 /// #     cross_core: None };
 /// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
@@ -77,7 +83,7 @@ pub fn breakdown(report: &Report, row: &Row) -> Breakdown {
         .saturating_add(row.server_ns.p50)
         .min(round_trip);
     let transfer = round_trip - converting;
-    let waiting = wake_up_ns(report, &row.transport, &row.wait, &row.pin).map(|w| w.min(transfer));
+    let waiting = wake_up_ns(report, row.transport, row.wait, row.pin).map(|w| w.min(transfer));
     Breakdown {
         round_trip_ns: round_trip,
         converting_ns: converting,
@@ -87,7 +93,12 @@ pub fn breakdown(report: &Report, row: &Row) -> Breakdown {
 }
 
 /// The p50 of the smallest-bytes baseline of this transport at this wait and placement.
-fn wake_up_ns(report: &Report, transport: &str, wait: &str, pin: &str) -> Option<u64> {
+fn wake_up_ns(
+    report: &Report,
+    transport: TransportKind,
+    wait: Wait,
+    pin: Placement,
+) -> Option<u64> {
     report
         .baseline
         .iter()
@@ -118,9 +129,9 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "(converting = encode+decode+server p50s; waiting = smallest raw baseline p50, same wait+pin, \
          capped; moving = the rest)"
     )?;
-    let mut sizes: Vec<(&str, u64, u64)> = Vec::new();
+    let mut sizes: Vec<(Workload, u64, u64)> = Vec::new();
     for row in &report.rows {
-        let key = (row.dtype.as_str(), row.elements, row.bytes);
+        let key = (row.dtype, row.elements, row.bytes);
         if !sizes.contains(&key) {
             sizes.push(key);
         }
@@ -131,15 +142,11 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     sizes.sort_by_key(|a| (dtype_rank(a.0), a.1, a.2));
     let several_pins = order.pins.len() > 1;
-    let setting_name = |pin: &str, wait: &str| {
-        if several_pins { format!("{wait}, {pin}") } else { wait.to_owned() }
+    let setting_name = |pin: Placement, wait: Wait| {
+        if several_pins { format!("{wait}, {pin}") } else { wait.to_string() }
     };
-    let setting_width = report
-        .rows
-        .iter()
-        .map(|r| setting_name(&r.pin, &r.wait).chars().count())
-        .max()
-        .unwrap_or(0);
+    let setting_width =
+        report.rows.iter().map(|r| setting_name(r.pin, r.wait).chars().count()).max().unwrap_or(0);
     let mut met = Vec::new();
     let mut missed = Vec::new();
     for &(dtype, elements, bytes) in &sizes {
@@ -148,9 +155,9 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{size_name} ({}):", format::bytes(bytes))?;
         let rows: Vec<&Row> =
             report.rows.iter().filter(|r| r.dtype == dtype && r.elements == elements).collect();
-        let mut settings: Vec<(&str, &str)> = Vec::new();
+        let mut settings: Vec<(Placement, Wait)> = Vec::new();
         for row in &rows {
-            let key = (row.pin.as_str(), row.wait.as_str());
+            let key = (row.pin, row.wait);
             if !settings.contains(&key) {
                 settings.push(key);
             }
@@ -179,7 +186,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     format::ns(b.moving_ns)
                 ),
             };
-            let transport = if best.transport == "pipe" {
+            let transport = if best.transport == TransportKind::Pipe {
                 String::new()
             } else {
                 format!(" {}", best.transport)
@@ -195,7 +202,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let Some(best) = fastest(rows.iter().copied()) else { continue };
         let placement = if several_pins { format!(", {}", best.pin) } else { String::new() };
         let judged = judge(best.rtt_ns.p50, budget);
-        let transport = if best.transport == "pipe" {
+        let transport = if best.transport == TransportKind::Pipe {
             String::new()
         } else {
             format!(" over {}", best.transport)
@@ -223,10 +230,10 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         // Shared memory, tcp or both: name what is compared with the pipe.
         let mut others: Vec<&str> = Vec::new();
         for crossing in &crossings {
-            let kind = if crossing.transport.starts_with("shm-") {
+            let kind = if crossing.transport.is_shared_memory() {
                 "shared memory"
             } else {
-                crossing.transport.as_str()
+                crossing.transport.name()
             };
             if !others.contains(&kind) {
                 others.push(kind);
@@ -305,8 +312,11 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     for row in below {
         let ratio = row.ratio_to_baseline.unwrap_or(f64::NAN);
-        let transport =
-            if row.transport == "pipe" { String::new() } else { format!(" {}", row.transport) };
+        let transport = if row.transport == TransportKind::Pipe {
+            String::new()
+        } else {
+            format!(" {}", row.transport)
+        };
         let why = match row.ratio_ci {
             Some([lo, hi]) if hi >= BELOW_FLOOR => format!(
                 "[{}-{}]: its interval reaches {BELOW_FLOOR:.2}, so this is the noise of the run",
@@ -340,17 +350,17 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Crossover {
     /// `shm-sem`, `shm-ring` or `tcp`.
-    pub transport: String,
+    pub transport: TransportKind,
     /// Wait strategy of both.
-    pub wait: String,
+    pub wait: Wait,
     /// Placement of both.
-    pub pin: String,
+    pub pin: Placement,
     /// The rows compared: dtype, handler and path.
-    pub dtype: String,
+    pub dtype: Workload,
     /// Handler of the rows compared.
-    pub handler: String,
+    pub handler: Handler,
     /// Path of the rows compared.
-    pub path: String,
+    pub path: DataPath,
     /// Per measured size, ascending: (elements, shared-memory p50, pipe p50) in ns.
     pub points: Vec<(u64, u64, u64)>,
     /// The smallest size from which shared memory is faster at every larger measured size;
@@ -393,38 +403,39 @@ impl Crossover {
 /// measured, `echo-raw` if measured, `zero-copy` if measured (else the first of each) — at
 /// every size both have. Empty when the report has no shared-memory rows.
 pub fn crossovers(report: &Report) -> Vec<Crossover> {
-    let prefer = |wanted: &str, values: Vec<&str>| -> Option<String> {
-        values.iter().find(|v| **v == wanted).or(values.first()).map(|v| (*v).to_owned())
-    };
-    let distinct = |f: fn(&Row) -> &str| -> Vec<&str> {
-        let mut values: Vec<&str> = Vec::new();
-        for row in &report.rows {
-            if !values.contains(&f(row)) {
-                values.push(f(row));
-            }
-        }
-        values
-    };
+    /// `wanted` when some row has it, else the first row's value.
+    fn prefer<T: PartialEq + Clone>(
+        wanted: T,
+        values: impl Fn(&Row) -> T,
+        rows: &[Row],
+    ) -> Option<T> {
+        let first = values(rows.first()?);
+        Some(if rows.iter().any(|r| values(r) == wanted) { wanted } else { first })
+    }
+    let rows = &report.rows;
     let (Some(dtype), Some(handler), Some(path)) = (
-        prefer("f64", distinct(|r| &r.dtype)),
-        prefer("echo-raw", distinct(|r| &r.handler)),
-        prefer("zero-copy", distinct(|r| &r.path)),
+        prefer(Workload::F64, |r| r.dtype, rows),
+        prefer(Handler::EchoRaw, |r| r.handler.clone(), rows),
+        prefer(DataPath::ZeroCopy, |r| r.path, rows),
     ) else {
         return Vec::new();
     };
     let of_kind = |r: &&Row| r.dtype == dtype && r.handler == handler && r.path == path;
-    let mut groups: Vec<(&str, &str, &str)> = Vec::new();
-    for row in report.rows.iter().filter(of_kind).filter(|r| r.transport != "pipe") {
-        let key = (row.transport.as_str(), row.wait.as_str(), row.pin.as_str());
+    let mut groups: Vec<(TransportKind, Wait, Placement)> = Vec::new();
+    for row in report.rows.iter().filter(of_kind).filter(|r| r.transport != TransportKind::Pipe) {
+        let key = (row.transport, row.wait, row.pin);
         if !groups.contains(&key) {
             groups.push(key);
         }
     }
     let order = Order::of(report);
-    groups.sort_by_key(|&(transport, wait, pin)| (transport, order.pin(pin), order.wait(wait)));
+    // Transports by name, as the report has always listed them.
+    groups.sort_by_key(|&(transport, wait, pin)| {
+        (transport.name(), order.pin(pin), order.wait(wait))
+    });
     let mut out = Vec::new();
     for (transport, wait, pin) in groups {
-        let find = |t: &str, elements: u64| {
+        let find = |t: TransportKind, elements: u64| {
             report.rows.iter().filter(of_kind).find(|r| {
                 r.transport == t && r.wait == wait && r.pin == pin && r.elements == elements
             })
@@ -435,7 +446,8 @@ pub fn crossovers(report: &Report) -> Vec<Crossover> {
             .filter(of_kind)
             .filter(|r| r.transport == transport && r.wait == wait && r.pin == pin)
             .filter_map(|shm| {
-                find("pipe", shm.elements).map(|p| (shm.elements, shm.rtt_ns.p50, p.rtt_ns.p50))
+                find(TransportKind::Pipe, shm.elements)
+                    .map(|p| (shm.elements, shm.rtt_ns.p50, p.rtt_ns.p50))
             })
             .collect();
         points.sort_unstable();
@@ -452,12 +464,12 @@ pub fn crossovers(report: &Report) -> Vec<Crossover> {
             }
         }
         out.push(Crossover {
-            transport: transport.to_owned(),
-            wait: wait.to_owned(),
-            pin: pin.to_owned(),
-            dtype: dtype.clone(),
+            transport,
+            wait,
+            pin,
+            dtype,
             handler: handler.clone(),
-            path: path.clone(),
+            path,
             points,
             wins_from,
         });
@@ -500,14 +512,14 @@ mod tests {
     fn row(transport: &str, wait: &str, elements: u64, p50: u64) -> Row {
         let p = crate::report::Percentiles { p50, ..Default::default() };
         Row {
-            dtype: "f64".into(),
+            dtype: Workload::F64,
             elements,
             bytes: elements * 8,
-            transport: transport.into(),
-            path: "zero-copy".into(),
-            handler: "echo-raw".into(),
-            wait: wait.into(),
-            pin: "split".into(),
+            transport: transport.parse().unwrap(),
+            path: DataPath::ZeroCopy,
+            handler: Handler::EchoRaw,
+            wait: wait.parse().unwrap(),
+            pin: Placement::Split,
             iterations: 1,
             rtt_ns: p,
             transfer_ns: p,
@@ -554,7 +566,7 @@ mod tests {
         ]);
         let found = crossovers(&report);
         let summary: Vec<(&str, &str, Option<u64>)> =
-            found.iter().map(|c| (c.transport.as_str(), c.wait.as_str(), c.wins_from)).collect();
+            found.iter().map(|c| (c.transport.name(), c.wait.name(), c.wins_from)).collect();
         assert_eq!(
             summary,
             [
