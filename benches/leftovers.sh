@@ -4,7 +4,7 @@
 # "Nothing left behind"):
 #
 #   - the report (pipe and shm-ring, two sizes, spin and hybrid waits) and `peer soak` (over
-#     each transport in turn), ended by SIGINT, SIGTERM, SIGHUP and SIGKILL (tests/leftovers.rs);
+#     each transport in turn), ended by SIGINT, SIGTERM, SIGHUP and SIGKILL (cli/tests/leftovers.rs);
 #   - a C client that never calls pp_close: returning from main, crashing (abort), killed
 #     mid-call (capi/tests/leftovers.rs);
 #   - a Python client killed (SIGKILL) or interrupted (KeyboardInterrupt)

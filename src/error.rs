@@ -198,7 +198,7 @@ pub enum Error {
     /// looks.
     #[error(
         "the peer binary was not found; looked for {looked}. Install it with `cargo install \
-         --path .` in a peerpipe clone (puts `peer` on PATH), or set {env} to its path"
+         --path cli` in a peerpipe clone (puts `peer` on PATH), or set {env} to its path"
     )]
     PeerNotFound {
         /// Every place looked at, in order, with what was there.

@@ -44,14 +44,16 @@
 //!   early, keeping what it measured (installed by the `peer` binary).
 //! - [`server`]: the loop that answers requests with any [`server::Handler`];
 //!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
-//! - [`report`]: the latency report — measures the matrix against a raw-bytes baseline,
-//!   renders the table and verdict, exports JSON/CSV/SVG, compares runs.
-//! - [`soak`]: `peer soak` — client–server pairs exchanging random arrays for a long time,
-//!   every reply verified bit for bit, memory and descriptors compared at start and end.
 //! - [`rhs`]: a remote right-hand side for integrators — `eval(&state, &mut derivative)`.
+//! - [`baseline`]: the raw-bytes floor — the same pair of processes moving the same bytes
+//!   with plain `read`/`write` — that [`rhs`] and the report measure a round trip against.
+//! - [`pairing`]: paired, interleaved rounds of a floor and the calls measured against it,
+//!   and the ratio with its confidence interval.
+//! - [`stats`]: the nanosecond histogram and the nearest-rank quantile every figure uses.
+//! - [`primitives`]: what a process-shared semaphore and a futex wake cost in one process.
 //! - [`lorenz96`]: the model's right-hand side in its one fixed evaluation order.
-//! - `rng` (private): the deterministic random numbers of `peer soak` and the report's
-//!   order of measurement.
+//! - [`rng`]: the deterministic random numbers of the bootstrap in [`pairing`], of `peer
+//!   soak` and of the report's order of measurement.
 //! - [`clock`]: the timestamps of each call's split — the CPU's time-stamp counter where the
 //!   kernel keeps time with it, `Instant` elsewhere.
 //! - [`units`]: durations as people type them (`250ms`).
@@ -60,6 +62,10 @@
 //! - `wire` (private): the header's one-byte enums `Kind` and `Dtype` (reached as
 //!   [`frame::Kind`], [`frame::Dtype`]), below both `error` and `frame` so that neither
 //!   imports the other back.
+//!
+//! The `peer` command — the server it runs, the latency report, `peer compare` and `peer
+//! soak` — is the `peerpipe-cli` package in `cli/`, which depends on this crate; this crate
+//! depends on none of its tools (argument parsing, progress bars, plots, JSON).
 //!
 //! `unsafe` code lives in one private module, `sys` (the shared mapping, atomics inside it,
 //! process-shared semaphores, futexes, `rdtsc`), every block with a `// SAFETY:` comment; the crate
@@ -74,6 +80,7 @@ compile_error!(
      F_SETPIPE_SZ and vmsplice, which this target does not have"
 );
 
+pub mod baseline;
 pub mod clock;
 pub mod codec;
 pub mod error;
@@ -82,13 +89,14 @@ pub mod guide;
 pub mod handlers;
 pub mod interrupt;
 pub mod lorenz96;
+pub mod pairing;
 pub mod peer;
+pub mod primitives;
 pub mod process;
-pub mod report;
 pub mod rhs;
-mod rng;
+pub mod rng;
 pub mod server;
-pub mod soak;
+pub mod stats;
 mod sys;
 pub mod transport;
 pub mod units;

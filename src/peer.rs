@@ -69,7 +69,7 @@ pub const PEER_ENV: &str = "PEERPIPE_PEER";
 ///    looked for on `PATH` in step 3 instead);
 /// 2. the path in the environment variable `PEERPIPE_PEER` ([`PEER_ENV`]);
 /// 3. each directory of `PATH`, for `explicit`'s file name or `peer` — where
-///    `cargo install --path .` (in a peerpipe clone) puts it.
+///    `cargo install --path cli` (in a peerpipe clone) puts it.
 ///
 /// A relative `explicit` path is relative to the current directory, as for
 /// [`std::process::Command`]: `target/release/peer` exists only in a peerpipe checkout.
@@ -435,7 +435,7 @@ impl Peer {
     /// Spawns this crate's `peer` binary as `peer --role server --handler HANDLER`, with the
     /// same wait strategy, frame limit and transport as `options`. `peer_exe` is found as
     /// [`find_peer_binary`] says: the path itself when it exists, else `$PEERPIPE_PEER`, else
-    /// `PATH` (so a bare `"peer"` works once `cargo install --path .` has put it there).
+    /// `PATH` (so a bare `"peer"` works once `cargo install --path cli` has put it there).
     ///
     /// # Errors
     /// [`Error::PeerNotFound`] naming every place looked at; otherwise as [`Peer::spawn`].

@@ -11,7 +11,7 @@
 //!   of the report are spawned while a `TiedSpawns` guard lives on the spawning thread, so
 //!   they get `SIGKILL` when that thread ends (`prctl(PR_SET_PDEATHSIG)`); and every local
 //!   server that may be stopped (a raw floor,
-//!   `report::baseline::RawEcho`, and the report's handler servers) runs in a process group
+//!   `baseline::RawEcho`, and the report's handler servers) runs in a process group
 //!   of its own, which the kernel continues and hangs up (`SIGCONT`, `SIGHUP`) once its
 //!   client is gone and it is orphaned — and which keeps stopped processes out of the
 //!   client's own group, which the kernel would otherwise hang up whole once orphaned.
@@ -160,14 +160,16 @@ thread_local! {
 /// that must outlive its spawning thread (a library caller's, spawned from a short-lived
 /// thread) must not be spawned under a guard.
 #[derive(Debug)]
-pub(crate) struct TiedSpawns {
+pub struct TiedSpawns {
     /// Not `Send`: the guard counts for the thread that made it.
     _thread: std::marker::PhantomData<*const ()>,
 }
 
 impl TiedSpawns {
-    /// Ties this thread's spawns until the guard is dropped.
-    pub(crate) fn new() -> TiedSpawns {
+    /// Ties this thread's spawns until the guard is dropped (guards nest: spawns stay tied
+    /// while any lives).
+    #[must_use = "spawns are tied only while the guard lives"]
+    pub fn tie() -> TiedSpawns {
         TIED.with(|tied| tied.set(tied.get() + 1));
         TiedSpawns { _thread: std::marker::PhantomData }
     }
@@ -181,12 +183,12 @@ impl Drop for TiedSpawns {
 
 /// Stops process `pid` (`SIGSTOP`) so that it takes no CPU while another pair is measured; a
 /// process that is already gone is no error (its absence shows at its next round trip).
-pub(crate) fn pause(pid: u32) {
+pub fn pause(pid: u32) {
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGSTOP);
 }
 
 /// Continues a process stopped by [`pause`] (`SIGCONT`); harmless for one that runs.
-pub(crate) fn resume(pid: u32) {
+pub fn resume(pid: u32) {
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
 }
 
@@ -204,7 +206,7 @@ pub(crate) fn exited(status: ExitStatus, context: String) -> crate::Error {
 /// `error` with `server` (which process it was about) added where the error has room for
 /// it: after what a [`crate::Error::Timeout`] waited for, or after the context of a
 /// [`crate::Error::PeerExited`]; other errors are returned as they are.
-pub(crate) fn naming(error: crate::Error, server: &str) -> crate::Error {
+pub fn naming(error: crate::Error, server: &str) -> crate::Error {
     use crate::Error;
     match error {
         Error::Timeout { waiting_for, after } => {

@@ -40,12 +40,12 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 
+use crate::baseline::RawEcho;
 use crate::codec::{Values, ValuesMut};
 use crate::error::{Error, Result};
+use crate::pairing::{PairedRatio, paired_ratio};
 use crate::peer::{CallTiming, Options, Peer};
 use crate::process::{pause, resume};
-use crate::report::baseline::RawEcho;
-use crate::report::pairing::{PairedRatio, paired_ratio};
 
 /// How the state and derivative travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -102,8 +102,8 @@ impl RhsStats {
             server_ns: 0,
             transfer_ns: 0,
             round_trip_ns: 0,
-            round_trips: crate::report::new_histogram(),
-            overheads: crate::report::new_histogram(),
+            round_trips: crate::stats::new_histogram(),
+            overheads: crate::stats::new_histogram(),
             segments: Vec::new(),
             floor_wall_ns: 0,
         }
@@ -150,7 +150,7 @@ impl RhsStats {
     pub fn floor_p50_ns(&self) -> Option<u64> {
         let mut floors: Vec<u64> = self.segments.iter().map(|s| s.floor_p50_ns).collect();
         floors.sort_unstable();
-        (!floors.is_empty()).then(|| crate::report::nearest_rank(&floors, 0.5))
+        (!floors.is_empty()).then(|| crate::stats::nearest_rank(&floors, 0.5))
     }
 }
 
@@ -198,7 +198,7 @@ impl PairedFloor {
         stats.floor_wall_ns += started.elapsed().as_nanos() as u64;
         let floor_p50_ns = burst?;
         self.overheads.sort_unstable();
-        let overhead_p50_ns = crate::report::nearest_rank(&self.overheads, 0.5);
+        let overhead_p50_ns = crate::stats::nearest_rank(&self.overheads, 0.5);
         self.overheads.clear();
         stats.segments.push(FloorSegment { overhead_p50_ns, floor_p50_ns });
         Ok(())
@@ -215,7 +215,7 @@ impl PairedFloor {
         }
         self.echo.verify()?;
         self.floor.sort_unstable();
-        Ok(crate::report::nearest_rank(&self.floor, 0.5))
+        Ok(crate::stats::nearest_rank(&self.floor, 0.5))
     }
 }
 

@@ -1,13 +1,13 @@
 //! A small deterministic random number generator: xoshiro256** seeded through splitmix64.
 //!
 //! Fast, the same sequence on every target, and no dependency: `peer soak` draws its arrays
-//! from it and the report its order of measurement, and both print their seed so that a run
-//! can be replayed.
+//! from it, the report its order of measurement and [`crate::pairing`] its bootstrap, and
+//! each prints or fixes its seed so that a run can be replayed. Not for cryptography.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One step of splitmix64: advances `state` and returns the next output.
-pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+pub fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -16,26 +16,26 @@ pub(crate) fn splitmix64(state: &mut u64) -> u64 {
 }
 
 /// A seed from the clock and the process id, for runs that were given none.
-pub(crate) fn seed_from_clock() -> u64 {
+pub fn seed_from_clock() -> u64 {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     splitmix64(&mut (nanos as u64 ^ u64::from(std::process::id()).rotate_left(32)))
 }
 
 /// xoshiro256**, seeded through splitmix64.
 #[derive(Clone, Debug)]
-pub(crate) struct Rng {
+pub struct Rng {
     s: [u64; 4],
 }
 
 impl Rng {
     /// The generator for `seed`; equal seeds give equal sequences.
-    pub(crate) fn new(seed: u64) -> Rng {
+    pub fn new(seed: u64) -> Rng {
         let mut state = seed;
         Rng { s: [(); 4].map(|()| splitmix64(&mut state)) }
     }
 
     /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = self.s[1] << 17;
         self.s[2] ^= self.s[0];
@@ -49,17 +49,17 @@ impl Rng {
 
     /// Uniform in `0..n` (`n > 0`), by multiply-shift; the bias is below 2^-32 for the `n`
     /// used here.
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
     /// True with probability `1 / one_in`.
-    pub(crate) fn chance(&mut self, one_in: u64) -> bool {
+    pub fn chance(&mut self, one_in: u64) -> bool {
         self.below(one_in) == 0
     }
 
     /// Shuffles `items` in place (Fisher–Yates).
-    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
             let j = self.below(i as u64 + 1) as usize;
             items.swap(i, j);

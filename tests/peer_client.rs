@@ -661,7 +661,7 @@ fn a_200us_timeout_on_a_spawned_server_that_never_answers_ends_in_timeout(kind: 
     let options = Options { timeout: Some(Duration::from_micros(200)), ..on(kind) };
     // The server prints a valid HELLO and never answers; whether the 200 µs pass during the
     // handshake or while waiting for the reply, the outcome is a timeout. How long it took is
-    // measured in benches/timeout.rs, not asserted here.
+    // measured in cli/benches/timeout.rs, not asserted here.
     let result = Peer::spawn_shell(&line, options).and_then(|mut peer| {
         let pid = peer.server_pid();
         let result = peer.call_f64(&[1.0, 2.0], &mut [0.0; 2]);

@@ -5,6 +5,8 @@
 //!
 //! They are skipped, with a printed reason, only when no `python3` is on PATH.
 
+mod common;
+
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -59,7 +61,7 @@ fn run_python(name: &str, args: &[&str]) -> Option<Run> {
     let mut child = Command::new(python)
         .arg(script(name))
         .arg("--peer")
-        .arg(env!("CARGO_BIN_EXE_peer"))
+        .arg(common::peer_exe())
         .args(args)
         .env("PYTHONDONTWRITEBYTECODE", "1") // no __pycache__ in the source tree
         .stdin(Stdio::null())

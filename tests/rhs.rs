@@ -6,7 +6,7 @@ mod common;
 use std::sync::Mutex;
 
 use common::{Watchdog, child_processes, leftovers, peer_exe, secs, serialize};
-use peerpipe::report::baseline::RawEcho;
+use peerpipe::baseline::RawEcho;
 use peerpipe::rhs::RemoteRhs;
 use peerpipe::{Options, TransportKind, Wait, lorenz96};
 

@@ -5,6 +5,8 @@
 //! The counting allocator is process-wide, so this file holds one test and the measured loops
 //! run on the test's own thread with nothing else active in the process.
 
+mod common;
+
 use std::time::Duration;
 
 use peerpipe::codec::{Values, ValuesMut};
@@ -44,7 +46,7 @@ fn allocations_in_steady_state(mut call: impl FnMut()) -> (usize, usize) {
 
 #[test]
 fn round_trips_allocate_nothing_once_warm() {
-    let exe = env!("CARGO_BIN_EXE_peer");
+    let exe = common::peer_exe();
     let state: Vec<f64> = (0..500).map(|i| i as f64 * 0.01 - 2.0).collect();
     let state32: Vec<f32> = state.iter().map(|&x| x as f32).collect();
     let mut out = vec![0.0f64; 500];

@@ -10,7 +10,7 @@
 //! entry in `/dev/shm`, both pipes at end of stream. Whatever is found is returned in words
 //! and then killed, so a failing run does not disturb the next.
 //!
-//! Shared by the crate's `tests/leftovers.rs` and the C ABI's `capi/tests/leftovers.rs`.
+//! Shared by the crate's `cli/tests/leftovers.rs` and the C ABI's `capi/tests/leftovers.rs`.
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;

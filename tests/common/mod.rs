@@ -12,7 +12,7 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -31,9 +31,43 @@ pub const TRANSPORT_VAR: &str = "PEERPIPE_MISBEHAVE_TRANSPORT";
 /// so a test can find its own servers (and only those) anywhere in `/proc`.
 pub const OWNER_VAR: &str = "PEERPIPE_MISBEHAVE_OWNER";
 
-/// The `peer` binary of this crate.
+/// The `peer` binary of the `peerpipe-cli` package, in this test binary's profile and target
+/// directory. The core's tests cannot name it with `CARGO_BIN_EXE_peer` (it belongs to another
+/// package), so the first call builds it — `cargo build -p peerpipe-cli --bin peer`, a no-op
+/// when it is fresh — and the path is then reused by every test of the binary. Panics when
+/// the build fails.
 pub fn peer_exe() -> &'static str {
-    env!("CARGO_BIN_EXE_peer")
+    static PEER: OnceLock<String> = OnceLock::new();
+    PEER.get_or_init(build_peer)
+}
+
+fn build_peer() -> String {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test binary>
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.args(["build", "--quiet", "-p", "peerpipe-cli", "--bin", "peer"]);
+    command.current_dir(env!("CARGO_MANIFEST_DIR"));
+    match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => {}
+        Some("release") => {
+            command.arg("--release");
+        }
+        Some(other) => {
+            command.args(["--profile", other]);
+        }
+        None => panic!("unexpected target directory {}", profile_dir.display()),
+    }
+    if let Some(target_dir) = profile_dir.parent() {
+        command.env("CARGO_TARGET_DIR", target_dir);
+    }
+    let mut child = command.spawn().expect("run cargo build");
+    let status = wait_or_kill(&mut child, Duration::from_secs(900), "cargo build of peer");
+    assert!(status.success(), "cargo build -p peerpipe-cli --bin peer failed: {status}");
+    let peer = profile_dir.join("peer");
+    assert!(peer.is_file(), "{} missing after cargo build", peer.display());
+    peer.into_os_string().into_string().expect("a UTF-8 target directory")
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ use std::process::Child;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use peerpipe::report::cpu::Pinned;
 use peerpipe::transport::{Link, ShmLink};
+use peerpipe_cli::report::cpu::Pinned;
 
 /// The error type of the binaries: anything, with its message.
 pub type BoxResult<T> = Result<T, Box<dyn Error>>;

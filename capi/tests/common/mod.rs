@@ -65,7 +65,7 @@ pub fn build_dir() -> PathBuf {
     dir
 }
 
-/// The `peer` binary of the root package, in the same profile.
+/// The `peer` binary (package `peerpipe-cli`), in the same profile.
 pub fn peer_exe() -> PathBuf {
     build_artifacts();
     profile_dir().join("peer")
@@ -73,15 +73,15 @@ pub fn peer_exe() -> PathBuf {
 
 /// Builds, once per test binary, what the C programs need and cargo does not build for
 /// integration tests: this package's cdylib and staticlib (nothing in Rust links them) and
-/// the root package's `peer` binary — `cargo build -p peerpipe -p peerpipe-capi --lib --bin
-/// peer` in the same profile and target directory, so they are never stale or missing.
+/// the `peer` binary of `peerpipe-cli` — `cargo build -p peerpipe-cli -p peerpipe-capi --lib
+/// --bin peer` in the same profile and target directory, so they are never stale or missing.
 fn build_artifacts() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = profile_dir();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut command = Command::new(cargo);
-        command.args(["build", "--quiet", "-p", "peerpipe", "-p", "peerpipe-capi"]);
+        command.args(["build", "--quiet", "-p", "peerpipe-cli", "-p", "peerpipe-capi"]);
         command.args(["--lib", "--bin", "peer"]);
         command.current_dir(crate_dir().parent().expect("the repository"));
         match dir.file_name().and_then(|n| n.to_str()) {

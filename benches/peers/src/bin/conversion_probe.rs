@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use peerpipe::codec::{self, Parallelism, Values, ValuesMut};
-use peerpipe::report::cpu::Pinned;
+use peerpipe_cli::report::cpu::Pinned;
 use peerpipe_peers::{BoxResult, elapsed_ns};
 
 const N: usize = 1 << 20;

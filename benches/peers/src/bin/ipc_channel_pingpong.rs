@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 use ipc_channel::ipc::{
     self, IpcBytesReceiver, IpcBytesSender, IpcOneShotServer, IpcReceiver, IpcSender,
 };
-use peerpipe::report::cpu::Pinned;
-use peerpipe::report::nearest_rank;
+use peerpipe::stats::nearest_rank;
+use peerpipe_cli::report::cpu::Pinned;
 use peerpipe_peers::{BoxResult, ChildGuard, elapsed_ns, initial_values, same_bits, update};
 use serde::{Deserialize, Serialize};
 

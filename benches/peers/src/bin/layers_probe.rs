@@ -30,12 +30,12 @@ use std::time::Instant;
 
 use peerpipe::frame::{Dtype, HEADER_LEN, Header, Hello, Kind};
 use peerpipe::handlers::EchoRaw;
-use peerpipe::report::cpu::Pinned;
 use peerpipe::server::{ServeOptions, serve};
 use peerpipe::transport::{
     DEFAULT_SHM_CAPACITY, Deadline, Link, Received, ShmLink, Transport, TransportKind, Wait,
 };
 use peerpipe::{Options, Peer, Values, ValuesMut};
+use peerpipe_cli::report::cpu::Pinned;
 use peerpipe_peers::{BoxResult, initial_values, pin_thread_to, ring_recv, ring_send, update};
 
 const ELEMENTS: usize = 500;

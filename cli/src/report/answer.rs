@@ -1,0 +1,434 @@
+//! The answer first: what a round trip will cost the user, per size, before the table.
+//!
+//! A new user asks one question — "what overhead will my callback of N doubles cost?" — and
+//! the table, which puts every handler, path and wait side by side, answers it only to someone
+//! who knows which row is theirs. [`answer`] picks that row for each size and says it in one
+//! line: the realistic case, where both sides convert (`echo`, or the user's own handler; not
+//! `echo-raw`, whose server converts nothing, and not the raw floor), at the default wait
+//! (`auto`) unpinned — what a program that leaves both to the library gets — when the run
+//! measured it, and at the best measured wait and placement otherwise. Its overhead is the
+//! round trip minus the server's own time: what going to another process costs, whatever the
+//! server computes. When the run measured the default wait at several placements and they
+//! disagree by more than [`PLACEMENT_MATTERS`], the answer says so under its table. [`verdict_lines`] gives the verdict the same row, and says apart what the floor and
+//! `echo-raw` show; [`skipped`] lists the rows a run could not measure.
+
+use std::io::{self, Write};
+
+use peerpipe::transport::{TransportKind, Wait};
+
+use super::key::Handler;
+use super::{Placement, Report, Row, Skipped, Workload, crosscore, format};
+
+/// The handler whose server converts nothing: a lower bound, not the user's case.
+const RAW_HANDLER: Handler = Handler::EchoRaw;
+
+/// The default wait.
+const DEFAULT_WAIT: Wait = Wait::Auto;
+
+/// The placement a program gets when it pins nothing.
+const UNPINNED: Placement = Placement::Free;
+
+/// How far apart (max ÷ min overhead p50) the default wait's placements must be for the answer
+/// to say that placement changes it: 1.5×.
+pub const PLACEMENT_MATTERS: f64 = 1.5;
+
+/// The realistic row of one size: the overhead (round trip − server time) of a handler that
+/// converts, at the user's wait or the best one.
+#[derive(Clone, Copy, Debug)]
+pub struct Answer<'a> {
+    /// The row the answer is about.
+    pub row: &'a Row,
+    /// p50 round trip − p50 server time, in nanoseconds.
+    pub overhead_p50_ns: u64,
+    /// p99 round trip − p50 server time, in nanoseconds (an upper estimate of the overhead's
+    /// p99: the report keeps percentiles of each phase, not of their difference).
+    pub overhead_p99_ns: u64,
+}
+
+impl<'a> Answer<'a> {
+    fn of(row: &'a Row) -> Answer<'a> {
+        Answer {
+            row,
+            overhead_p50_ns: row.rtt_ns.p50.saturating_sub(row.server_ns.p50),
+            overhead_p99_ns: row.rtt_ns.p99.saturating_sub(row.server_ns.p50),
+        }
+    }
+}
+
+/// The realistic row for `dtype` × `elements`: among the rows of a handler other than
+/// `echo-raw` (any handler when only `echo-raw` was measured), those of the default wait when
+/// it was measured, of them those unpinned when measured so, and of what is left the one with
+/// the lowest overhead p50 — so with a single `--wait` and `--pin` it is at the user's own.
+pub fn realistic<'a>(report: &'a Report, dtype: Workload, elements: u64) -> Option<Answer<'a>> {
+    let of_size = || report.rows.iter().filter(move |r| r.dtype == dtype && r.elements == elements);
+    let converting: Vec<&Row> = of_size().filter(|r| r.handler != RAW_HANDLER).collect();
+    let candidates = if converting.is_empty() { of_size().collect() } else { converting };
+    let candidates = prefer(candidates, |r| r.wait == DEFAULT_WAIT);
+    let candidates = prefer(candidates, |r| r.pin == UNPINNED);
+    candidates.into_iter().map(Answer::of).min_by_key(|a| (a.overhead_p50_ns, a.row.rtt_ns.p50))
+}
+
+/// The rows that pass `test`, or all of them when none does.
+fn prefer(rows: Vec<&Row>, test: impl Fn(&Row) -> bool) -> Vec<&Row> {
+    if rows.iter().any(|r| test(r)) { rows.into_iter().filter(|r| test(r)).collect() } else { rows }
+}
+
+/// The answer's row at every placement measured with the same handler, path, transport and
+/// wait, by placement name, when their overhead p50s differ by more than
+/// [`PLACEMENT_MATTERS`]: `None` when placement does not change the answer that much (or only
+/// one placement was measured).
+pub fn placement_spread<'a>(report: &'a Report, answer: &Answer<'a>) -> Option<Vec<Answer<'a>>> {
+    let mut same = placements_of(report, answer);
+    let min = same.iter().map(|a| a.overhead_p50_ns).min()?.max(1);
+    let max = same.iter().map(|a| a.overhead_p50_ns).max()?;
+    if same.len() < 2 || (max as f64) <= PLACEMENT_MATTERS * min as f64 {
+        return None;
+    }
+    same.sort_by_key(|a| a.row.pin != answer.row.pin);
+    Some(same)
+}
+
+/// The rows of `answer`'s size, handler, path, transport and wait, at every placement measured.
+fn placements_of<'a>(report: &'a Report, answer: &Answer<'a>) -> Vec<Answer<'a>> {
+    let row = answer.row;
+    report
+        .rows
+        .iter()
+        .filter(|r| {
+            r.dtype == row.dtype
+                && r.elements == row.elements
+                && r.handler == row.handler
+                && r.path == row.path
+                && r.transport == row.transport
+                && r.wait == row.wait
+        })
+        .map(Answer::of)
+        .collect()
+}
+
+/// Writes the answer, one line per size (dtype × elements, f64 first, smallest first):
+/// overhead p50 and p99 of the realistic row, its paired ratio to the raw floor with the 95 %
+/// interval, the budget met or missed, and which row that is. A size with no measured row but
+/// skipped ones says why. At most 120 columns.
+///
+/// # Errors
+/// Errors of `out`.
+///
+/// # Examples
+/// ```
+/// use peerpipe::{DataPath, TransportKind, Wait};
+/// use peerpipe_cli::report::key::Handler;
+/// use peerpipe_cli::report::{Percentiles, Placement, Report, Row, Workload, answer};
+/// let p = |p50, p99| Percentiles { p50, p99, ..Percentiles::default() };
+/// let row = Row { dtype: Workload::F64, elements: 500, bytes: 4000,
+///     transport: TransportKind::Pipe, path: DataPath::ZeroCopy, handler: Handler::Echo,
+///     wait: Wait::hybrid(), pin: Placement::Split, iterations: 100, rtt_ns: p(12_000, 30_000),
+///     transfer_ns: p(9_000, 20_000), encode_ns: p(0, 0), decode_ns: p(0, 0),
+///     server_ns: p(2_000, 3_000), client_cpu_ns: f64::NAN, server_cpu_ns: f64::NAN,
+///     mb_per_s: 0.0, ratio_to_baseline: Some(1.5), ratio_ci: Some([1.4, 1.6]), rounds: vec![],
+///     shared_core_share: None };
+/// let mut report = Report { peerpipe: "0.1.0".into(), machine: Default::default(),
+///     config: Default::default(), baseline: vec![], rows: vec![row], sync_costs: vec![],
+///     skipped: vec![] };
+/// report.config.budget_ns = 150_000;
+/// let mut out = Vec::new();
+/// answer::answer(&report, &mut out).unwrap();
+/// let text = String::from_utf8(out).unwrap();
+/// assert!(text.contains("f64 x 500"), "{text}");
+/// assert!(text.contains("10us"), "{text}"); // 12 us round trip - 2 us server time
+/// assert!(text.contains("met"), "{text}");
+/// ```
+pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let sizes = sizes(report);
+    if sizes.is_empty() {
+        return Ok(());
+    }
+    let waits = &report.config.waits;
+    let default_unpinned = report.rows.iter().any(|r| r.wait == DEFAULT_WAIT && r.pin == UNPINNED);
+    let mut wait_phrase = match waits.as_slice() {
+        [one] => format!("at wait {one}"),
+        _ if default_unpinned => "at the default wait, unpinned, as a program gets it".to_owned(),
+        _ => "at the best measured wait".to_owned(),
+    };
+    if report.config.load > 0 {
+        wait_phrase.push_str(&format!(", beside {} busy threads", report.config.load));
+    }
+    let handlers = converting_handlers(report);
+    writeln!(
+        out,
+        "answer: what a call costs beyond the server's own time ({}; {wait_phrase})",
+        if handlers.is_empty() {
+            "no converting handler measured: echo-raw".to_owned()
+        } else {
+            format!(
+                "both sides converting: {}",
+                handlers.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")
+            )
+        }
+    )?;
+    writeln!(
+        out,
+        "overhead = round trip - server time (p99: p99 round trip - p50 server); x floor = paired \
+         ratio of the round trip"
+    )?;
+    writeln!(
+        out,
+        "to the raw read/write of the same bytes [95% interval]. Details: the table and verdict \
+         below; docs/PERFORMANCE.md."
+    )?;
+    let budget = report.config.budget_ns;
+    // The size column is as wide as its longest label ("f64-as-f32 x 1048576" is 20).
+    let labels: Vec<String> = sizes.iter().map(|(d, e)| format!("{d} x {e}")).collect();
+    let w = labels.iter().map(String::len).max().unwrap_or(0).max(17);
+    writeln!(
+        out,
+        "  {:<w$} {:>9} {:>9} {:>20} {:<26} row",
+        "size",
+        "overhead",
+        "p99",
+        "x floor [95% CI]",
+        if budget == 0 { "budget".to_owned() } else { format!("budget {}", format::ns(budget)) },
+    )?;
+    for ((dtype, elements), size) in sizes.into_iter().zip(labels) {
+        let Some(a) = realistic(report, dtype, elements) else {
+            let why = report
+                .skipped
+                .iter()
+                .find(|s| s.dtype == dtype && s.elements == elements)
+                .map_or_else(|| "no row".to_owned(), |s| s.reason.clone());
+            writeln!(out, "  {size:<w$} not measured: {}", clip(&why, 96))?;
+            continue;
+        };
+        let row = a.row;
+        let ratio = match (row.ratio_to_baseline, row.ratio_ci) {
+            (Some(r), Some([lo, hi])) => {
+                format!(
+                    "{}x [{}-{}]",
+                    format::ratio_or_dash(r),
+                    format::ratio_or_dash(lo),
+                    format::ratio_or_dash(hi)
+                )
+            }
+            (Some(r), None) => format!("{}x", format::ratio_or_dash(r)),
+            _ => "-".to_owned(),
+        };
+        let judged = if budget == 0 {
+            "-".to_owned()
+        } else if a.overhead_p50_ns <= budget {
+            format!("met ({} to spare)", format::ns(budget - a.overhead_p50_ns))
+        } else {
+            format!("MISSED by {}", format::ns(a.overhead_p50_ns - budget))
+        };
+        let transport = if row.transport == TransportKind::Pipe {
+            String::new()
+        } else {
+            format!(" {}", row.transport)
+        };
+        writeln!(
+            out,
+            "  {size:<w$} {:>9} {:>9} {ratio:>20} {judged:<26} {} {}{transport}, {}",
+            format::ns(a.overhead_p50_ns),
+            format::ns(a.overhead_p99_ns),
+            row.handler,
+            row.path,
+            row.wait
+        )?;
+    }
+    placement_notes(report, out)?;
+    if let Some((_, _, Some(factor))) = crosscore::block_spread(&report.cross_core_probes()) {
+        // Ratios of groups measured in different states differ: say so before any figure is
+        // taken away from here.
+        writeln!(out, "{}", crosscore::state_change_note(factor))?;
+    }
+    Ok(())
+}
+
+/// One line per size whose answer changes by more than [`PLACEMENT_MATTERS`] with where the
+/// processes run (among the placements measured); when only one placement was measured, a
+/// line that says how to see it.
+fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let answers: Vec<Answer<'_>> =
+        sizes(report).iter().filter_map(|&(d, e)| realistic(report, d, e)).collect();
+    if answers.iter().all(|a| placements_of(report, a).len() < 2) {
+        if let Some(a) = answers.first() {
+            writeln!(
+                out,
+                "placement: {} measured {} only; --pin same,split,free (one core, two cores, the \
+                 scheduler's choice) and --load N show what placement and busy work change.",
+                a.row.wait,
+                placement_words(a.row.pin)
+            )?;
+        }
+        return Ok(());
+    }
+    for answer in &answers {
+        let Some(spread) = placement_spread(report, answer) else { continue };
+        let row = answer.row;
+        let figures: Vec<String> = spread
+            .iter()
+            .map(|a| format!("{} {}", placement_words(a.row.pin), format::ns(a.overhead_p50_ns)))
+            .collect();
+        let min = spread.iter().map(|a| a.overhead_p50_ns).min().unwrap_or(0).max(1);
+        let max = spread.iter().map(|a| a.overhead_p50_ns).max().unwrap_or(0);
+        writeln!(
+            out,
+            "placement changes {} x {} at wait {} by {:.1}x: {}.",
+            row.dtype,
+            row.elements,
+            row.wait,
+            max as f64 / min as f64,
+            figures.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// A placement as a reader understands it.
+fn placement_words(pin: Placement) -> &'static str {
+    match pin {
+        Placement::Free => "unpinned",
+        Placement::Same => "on one core",
+        Placement::Split => "on two cores",
+    }
+}
+
+/// The verdict's lines for one size: the realistic row ([`realistic`]) by name with its
+/// overhead, then what the raw floor and `echo-raw` show, apart. Nothing when the size has no
+/// row.
+///
+/// # Errors
+/// Errors of `out`.
+pub fn verdict_lines(
+    report: &Report,
+    dtype: Workload,
+    elements: u64,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let Some(a) = realistic(report, dtype, elements) else { return Ok(()) };
+    let row = a.row;
+    let transport = if row.transport == TransportKind::Pipe {
+        String::new()
+    } else {
+        format!(" over {}", row.transport)
+    };
+    writeln!(
+        out,
+        "  your case: {} {}{transport}, {} (both sides convert): overhead p50 {}, p99 {} (round \
+         trip {})",
+        row.handler,
+        row.path,
+        row.wait,
+        format::ns(a.overhead_p50_ns),
+        format::ns(a.overhead_p99_ns),
+        format::ns(row.rtt_ns.p50)
+    )?;
+    let floor = report.baseline_for(row).map(|b| b.rtt_ns.p50);
+    let raw = report
+        .rows
+        .iter()
+        .filter(|r| {
+            r.dtype == dtype
+                && r.elements == elements
+                && r.handler == RAW_HANDLER
+                && r.wait == row.wait
+                && r.pin == row.pin
+                && r.transport == row.transport
+        })
+        .min_by_key(|r| r.rtt_ns.p50);
+    let mut parts = Vec::new();
+    if let Some(floor) = floor {
+        parts.push(format!("raw floor p50 {} (bytes only)", format::ns(floor)));
+    }
+    if let Some(raw) = raw.filter(|r| r.handler != row.handler) {
+        parts.push(format!(
+            "echo-raw p50 {} (server converts nothing, {})",
+            format::ns(raw.rtt_ns.p50),
+            raw.path
+        ));
+    }
+    if !parts.is_empty() {
+        writeln!(out, "  not your case: {}", parts.join("; "))?;
+    }
+    Ok(())
+}
+
+/// Lists the rows not measured under a heading, one line per size, handler and reason (the
+/// paths and waits it applies to named on the line); nothing when none was skipped.
+///
+/// # Errors
+/// Errors of `out`.
+pub fn skipped(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    if report.skipped.is_empty() {
+        return Ok(());
+    }
+    for failed in [false, true] {
+        let entries: Vec<&Skipped> = report.skipped.iter().filter(|s| s.failed == failed).collect();
+        if entries.is_empty() {
+            continue;
+        }
+        writeln!(out)?;
+        if failed {
+            writeln!(out, "failed: {} rows, whose group ended in an error:", entries.len())?;
+        } else {
+            writeln!(out, "skipped: {} rows the handler cannot serve:", entries.len())?;
+        }
+        // (size and handler, reason) -> the settings it applies to, in order of appearance.
+        let mut lines: Vec<(String, &str, Vec<String>)> = Vec::new();
+        for s in entries {
+            let what = format!("{} x {} {}", s.dtype, s.elements, s.handler);
+            let setting = format!("{} {} {} {}", s.path, s.transport, s.wait, s.pin);
+            match lines.iter_mut().find(|(w, r, _)| *w == what && *r == s.reason) {
+                Some((_, _, settings)) => settings.push(setting),
+                None => lines.push((what, &s.reason, vec![setting])),
+            }
+        }
+        for (what, reason, settings) in lines {
+            let settings = match settings.as_slice() {
+                [one] => one.clone(),
+                more => format!("{} settings", more.len()),
+            };
+            writeln!(out, "  {what} ({settings}): {}", clip(reason, 90))?;
+        }
+    }
+    Ok(())
+}
+
+/// The handlers other than `echo-raw`, in order of first appearance.
+fn converting_handlers(report: &Report) -> Vec<&Handler> {
+    let mut handlers: Vec<&Handler> = Vec::new();
+    for row in report.rows.iter().filter(|r| r.handler != RAW_HANDLER) {
+        if !handlers.contains(&&row.handler) {
+            handlers.push(&row.handler);
+        }
+    }
+    handlers
+}
+
+/// Every (dtype, elements) measured or skipped, f64 first, then by elements.
+fn sizes(report: &Report) -> Vec<(Workload, u64)> {
+    let mut sizes: Vec<(Workload, u64)> = Vec::new();
+    let keys = report
+        .rows
+        .iter()
+        .map(|r| (r.dtype, r.elements))
+        .chain(report.skipped.iter().map(|s| (s.dtype, s.elements)));
+    for key in keys {
+        if !sizes.contains(&key) {
+            sizes.push(key);
+        }
+    }
+    let rank = |d: Workload| Workload::ALL.iter().position(|&w| w == d).unwrap_or(usize::MAX);
+    sizes.sort_by_key(|&(dtype, elements)| (rank(dtype), elements));
+    sizes
+}
+
+/// At most `max` characters of `text` on one line.
+fn clip(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() <= max {
+        line.to_owned()
+    } else {
+        let cut: String = line.chars().take(max.saturating_sub(3)).collect();
+        format!("{cut}...")
+    }
+}

@@ -1,0 +1,228 @@
+//! The state of the machine: how long moving data between two CPUs (the two `split` gives the
+//! client and the server) takes right now, measured by two threads of this process.
+//!
+//! Pairing takes a slow spell out of a ratio when it stretches a floor and its row alike. A
+//! virtual machine can also have states that *add* cost to every cross-core transfer: on a
+//! 2-core KVM guest (AMD EPYC), for minutes at a time, 4 KiB moved from one CPU to the other
+//! and back took ~3.9 µs instead of ~0.9 µs, a 500-double round trip 6 µs instead of 2 µs,
+//! and its ratio to the floor fell from ~1.30 to ~1.06 (the excess over the floor barely
+//! moved, the floor did). No ratio can hold across that, so the report says which state each
+//! group was measured in: [`probe`] runs before every group with `split` or `free` placement
+//! and its figures go into the floor's `cross_core`.
+//!
+//! The probe is a ping-pong of one cache line and of a 4 KiB block between the calling thread
+//! and a partner thread on the server's CPU, through atomics only: no system call, no wake-up,
+//! just the caches. It spins, so it runs only where each side has a CPU of its own.
+
+use std::hint::spin_loop;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// What [`probe`] measured: p50 round trips between the two CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossCore {
+    /// One cache line written on one CPU, read and written back on the other, read again.
+    pub line_ns: u64,
+    /// [`BLOCK_BYTES`] the same way: what a 4 KiB frame's bytes cost to move, without the
+    /// transport.
+    pub block_ns: u64,
+}
+
+/// How much the 4 KiB figure may vary before the machine counts as having changed state: on
+/// the 2-core KVM guest the report was measured on, the two states differ by 3.5-4x, and a
+/// state holds its figure to within ~20 % (docs/experiments/paired-measurement.md).
+pub const STATE_CHANGE_FACTOR: f64 = 1.5;
+
+/// The smallest and the largest of `probes`' 4 KiB round trips, with their factor when it
+/// exceeds [`STATE_CHANGE_FACTOR`] (the machine changed state between them); `None` for no
+/// probe.
+pub fn block_spread(probes: &[CrossCore]) -> Option<(u64, u64, Option<f64>)> {
+    let lo = probes.iter().map(|c| c.block_ns).min()?;
+    let hi = probes.iter().map(|c| c.block_ns).max()?;
+    let factor = hi as f64 / lo.max(1) as f64;
+    Some((lo, hi, (factor > STATE_CHANGE_FACTOR).then_some(factor)))
+}
+
+/// The note for a run whose probes varied by `factor` (more than [`STATE_CHANGE_FACTOR`]),
+/// printed under the report's answer and in its table.
+pub fn state_change_note(factor: f64) -> String {
+    format!(
+        "note: moving 4 KiB between the two CPUs took {factor:.2}x longer in some groups than in \
+         others: the machine changed state during the run, and ratios measured in different \
+         states differ (each floor's cross_core in the JSON says which)."
+    )
+}
+
+/// The median of `probes`' 4 KiB round trips (the lower middle one for an even count).
+pub fn median_block_ns(probes: &[CrossCore]) -> Option<u64> {
+    let mut blocks: Vec<u64> = probes.iter().map(|c| c.block_ns).collect();
+    blocks.sort_unstable();
+    blocks.get(blocks.len().checked_sub(1)? / 2).copied()
+}
+
+/// Bytes of the block that [`probe`] moves each way.
+pub const BLOCK_BYTES: usize = 4096;
+
+/// Timed round trips of each kind, after [`WARMUP_ROUND_TRIPS`] untimed ones: about 3 ms in
+/// all on a machine where the 4 KiB round trip takes ~0.9 µs, 10 ms where it takes ~3.4 µs.
+pub const PROBE_ROUND_TRIPS: usize = 1000;
+
+/// Untimed round trips before each kind.
+pub const WARMUP_ROUND_TRIPS: usize = 100;
+
+/// The whole probe gives up (and reports nothing) when it has not finished by then: the
+/// partner thread may not be getting its CPU.
+pub const PROBE_DEADLINE: Duration = Duration::from_millis(500);
+
+/// Spins between two looks at the clock while waiting for the other side.
+const SPINS_PER_CLOCK_READ: u32 = 1024;
+
+struct Shared {
+    /// Odd: the prober's message `n` is ready; even: the partner's answer to it.
+    turn: AtomicU64,
+    block: Vec<AtomicU64>,
+    /// Whether messages carry the block, or the line (`turn`) alone.
+    with_block: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    /// Spins until `turn` equals `want`; false when `stop` was set or `deadline` passed.
+    fn wait_for(&self, want: u64, deadline: Instant) -> bool {
+        let mut spins = 0u32;
+        loop {
+            if self.turn.load(Ordering::Acquire) == want {
+                return true;
+            }
+            spins += 1;
+            if spins == SPINS_PER_CLOCK_READ {
+                spins = 0;
+                if self.stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                    return false;
+                }
+            }
+            spin_loop();
+        }
+    }
+
+    /// Reads the whole block and writes `value` into every word of it.
+    fn touch_block(&self, value: u64) -> u64 {
+        let mut sum = 0u64;
+        for word in &self.block {
+            sum = sum.wrapping_add(word.load(Ordering::Relaxed));
+            word.store(value, Ordering::Relaxed);
+        }
+        sum
+    }
+}
+
+/// Measures the [`CrossCore`] round trips between the calling thread and a partner thread
+/// started by `spawn_partner` (which must start the thread where the server would run, e.g.
+/// through [`super::placement::Placer::spawn`]). `None` when the partner did not answer
+/// before [`PROBE_DEADLINE`] or could not be started: the figure is then unknown, never made up.
+pub fn probe(
+    spawn_partner: impl FnOnce(Box<dyn FnOnce() + Send>) -> Option<thread::JoinHandle<()>>,
+) -> Option<CrossCore> {
+    let shared = std::sync::Arc::new(Shared {
+        turn: AtomicU64::new(0),
+        block: (0..BLOCK_BYTES / 8).map(|_| AtomicU64::new(0)).collect(),
+        with_block: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+    });
+    let deadline = Instant::now() + PROBE_DEADLINE;
+    let partner_shared = std::sync::Arc::clone(&shared);
+    let handle = spawn_partner(Box::new(move || partner(&partner_shared, deadline)))?;
+    let measured = prober(&shared, deadline);
+    shared.stop.store(true, Ordering::Relaxed);
+    let joined = handle.join();
+    measured.filter(|_| joined.is_ok())
+}
+
+/// The partner: answers every odd `turn` with the next even one, touching the block first when
+/// asked to, until told to stop or the deadline passes.
+fn partner(shared: &Shared, deadline: Instant) {
+    let mut want = 1;
+    while shared.wait_for(want, deadline) {
+        if shared.with_block.load(Ordering::Relaxed) {
+            shared.touch_block(want);
+        }
+        shared.turn.store(want + 1, Ordering::Release);
+        want += 2;
+    }
+}
+
+/// The prober's half: the line, then the block, each warmed up and then timed.
+fn prober(shared: &Shared, deadline: Instant) -> Option<CrossCore> {
+    let mut next = 1u64;
+    let mut phase = |with_block: bool| -> Option<u64> {
+        shared.with_block.store(with_block, Ordering::Relaxed);
+        let mut times = Vec::with_capacity(PROBE_ROUND_TRIPS);
+        for i in 0..WARMUP_ROUND_TRIPS + PROBE_ROUND_TRIPS {
+            let started = Instant::now();
+            if with_block {
+                shared.touch_block(next);
+            }
+            shared.turn.store(next, Ordering::Release);
+            if !shared.wait_for(next + 1, deadline) {
+                return None;
+            }
+            if with_block {
+                std::hint::black_box(shared.touch_block(next));
+            }
+            if i >= WARMUP_ROUND_TRIPS {
+                times.push(started.elapsed().as_nanos() as u64);
+            }
+            next += 2;
+        }
+        times.sort_unstable();
+        Some(peerpipe::stats::nearest_rank(&times, 0.5))
+    };
+    let line_ns = phase(false)?;
+    let block_ns = phase(true)?;
+    Some(CrossCore { line_ns, block_ns })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Placement;
+    use crate::report::placement::Placer;
+
+    #[test]
+    fn two_threads_measure_both_round_trips() {
+        // On two CPUs of their own when there are two (as the report places them), so that
+        // each hand-over does not wait for a time slice; other tests may still hold a CPU for
+        // a while, so one of three tries must get through.
+        let try_once = || match Placer::new(Placement::Split) {
+            Ok(placer) => probe(|run| placer.spawn(|| Ok(thread::spawn(run))).ok()),
+            Err(_) => probe(|run| Some(thread::spawn(run))),
+        };
+        let measured = (0..3).find_map(|_| try_once()).expect("a partner that answers");
+        assert!(measured.line_ns > 0 && measured.block_ns > 0, "{measured:?}");
+    }
+
+    #[test]
+    fn a_partner_that_never_answers_gives_nothing() {
+        assert_eq!(probe(|_run| Some(thread::spawn(|| {}))), None);
+    }
+
+    #[test]
+    fn spreads_and_medians_of_probes() {
+        let probe = |block_ns| CrossCore { line_ns: 100, block_ns };
+        assert_eq!(block_spread(&[]), None);
+        assert_eq!(median_block_ns(&[]), None);
+        assert_eq!(block_spread(&[probe(900), probe(1000)]), Some((900, 1000, None)));
+        let (lo, hi, changed) = block_spread(&[probe(900), probe(3600), probe(950)]).unwrap();
+        assert_eq!((lo, hi, changed), (900, 3600, Some(4.0)));
+        assert_eq!(median_block_ns(&[probe(3600), probe(900), probe(950)]), Some(950));
+        assert_eq!(median_block_ns(&[probe(3600), probe(900)]), Some(900));
+    }
+
+    #[test]
+    fn a_partner_that_cannot_start_gives_nothing() {
+        assert_eq!(probe(|_run| None), None);
+    }
+}

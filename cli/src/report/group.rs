@@ -1,0 +1,601 @@
+//! One group of real processes measured in rounds: a raw floor and the rows that move the same
+//! bytes with the same transport, wait strategy and placement.
+//!
+//! [`LiveGroup`] is the [`Group`] that [`peerpipe::pairing::run`] drives. Only the member being
+//! measured has a running server: every other server of the group is stopped (`SIGSTOP`) for
+//! the length of the burst and continued (`SIGCONT`) for its own, so that idle servers — which
+//! spin forever with `--wait spin` — never take a core from the pair being timed. Every server
+//! is continued again when the group is dropped, whatever happened; and a run ended by a
+//! signal ([`peerpipe::interrupt`]) is seen before each burst and each round trip.
+
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+
+use super::cpu::{
+    current_cpu, last_cpu_of, preemptions_of, process_cpu_time, thread_cpu_time, thread_preemptions,
+};
+use super::key::Handler;
+use super::{
+    BaselineRow, Expectation, Percentiles, Placement, Round, Row, Workload, shared_core_share,
+    test_values, verify,
+};
+use peerpipe::baseline::RawEcho;
+use peerpipe::codec::{Values, ValuesMut};
+use peerpipe::error::Result;
+use peerpipe::lorenz96;
+use peerpipe::pairing::{Group, PairedRatio, Rounds, paired_ratio_by_generation};
+use peerpipe::peer::{CallTiming, DataPath, Peer};
+use peerpipe::process::{pause, resume};
+use peerpipe::stats::new_histogram;
+use peerpipe::transport::{TransportKind, Wait};
+
+/// What one row measures, and with which server.
+#[derive(Clone, Debug)]
+pub(crate) struct RowSetup {
+    pub(crate) workload: Workload,
+    pub(crate) elements: usize,
+    pub(crate) path: DataPath,
+    pub(crate) wait: Wait,
+    pub(crate) pin: Placement,
+    pub(crate) expect: Expectation,
+    /// Index of the row's server among the group's peers.
+    pub(crate) peer: usize,
+    /// The handler the server announced.
+    pub(crate) handler: String,
+}
+
+impl RowSetup {
+    /// One untimed call of this row on `peer`, before its group starts, to learn whether the
+    /// handler can serve it at all: `Ok(Some(reason))` when it cannot — the server answered
+    /// ERROR (say `lorenz96` given f32) or the row cannot even be set up (`lorenz96` with
+    /// fewer than 4 elements) — and the row is to be skipped; `Ok(None)` when it can.
+    ///
+    /// # Errors
+    /// Any other error of the call (the server died, a timeout): the peer is then unusable.
+    pub(crate) fn probe(&self, peer: &mut Peer) -> Result<Option<String>> {
+        let mut data = match RowData::new(self) {
+            Ok(data) => data,
+            Err(e) => return Ok(Some(e.to_string())),
+        };
+        peer.set_path(self.path);
+        match data.call(peer, self.workload) {
+            Ok(_) => Ok(None),
+            Err(peerpipe::Error::Remote { message, .. }) => Ok(Some(message)),
+            Err(e) => Err(or_interrupted(e)),
+        }
+    }
+}
+
+/// One generation of a group's server processes: the raw floor's, and one per handler slot
+/// (`None` for a handler with no row in the group).
+pub(crate) struct Processes {
+    pub(crate) echo: RawEcho,
+    pub(crate) peers: Vec<Option<Peer>>,
+    /// False when the spawned handler processes are not the servers themselves (`--spawn`:
+    /// an `ssh` client, a shell): their CPU time is then not the server's, and stays unknown.
+    pub(crate) server_cpu_known: bool,
+    /// The command line of each handler slot's server, for naming it in an error.
+    pub(crate) commands: Vec<String>,
+}
+
+/// A server's command line as a person would type it: the line of `sh -c LINE` (less a
+/// leading `exec`), or the program and its arguments.
+pub(crate) fn command_line(command: &std::process::Command) -> String {
+    let args: Vec<String> =
+        command.get_args().map(|arg| arg.to_string_lossy().into_owned()).collect();
+    match args.as_slice() {
+        [c, line] if c == "-c" && command.get_program() == "sh" => {
+            line.strip_prefix("exec ").unwrap_or(line).to_owned()
+        }
+        _ => std::iter::once(command.get_program().to_string_lossy().into_owned())
+            .chain(args)
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// The error that ended a round trip, or the interrupt when one came meanwhile: once a
+/// signal asked the run to end, what failed after it (a server killed by the same Ctrl-C, or
+/// after [`peerpipe::interrupt::GRACE`]) is not the story.
+fn or_interrupted(error: peerpipe::Error) -> peerpipe::Error {
+    peerpipe::interrupt::check().err().unwrap_or(error)
+}
+
+impl Processes {
+    fn pids(&self) -> Vec<u32> {
+        let peers = self.peers.iter().flatten().filter_map(Peer::server_pid);
+        std::iter::once(self.echo.server_pid()).chain(peers).collect()
+    }
+
+    /// Says BYE to every server and closes the floor, reporting the first error after trying
+    /// them all.
+    fn close(self) -> Result<()> {
+        let mut first_error = Ok(());
+        for peer in self.peers.into_iter().flatten() {
+            if let Err(e) = peer.close() {
+                first_error = first_error.and(Err(e));
+            }
+        }
+        first_error.and(self.echo.close())
+    }
+}
+
+/// The group's floor and rows, and the server processes of the current generation; member 0
+/// is the floor, member `i` is row `i - 1`.
+pub(crate) struct LiveGroup<'a> {
+    floor: FloorMember,
+    wait: Wait,
+    pin: Placement,
+    rows: Vec<RowMember>,
+    processes: Option<Processes>,
+    /// Every server process of the current generation, continued again when it is replaced
+    /// and on drop.
+    pids: Vec<u32>,
+    running: Option<u32>,
+    /// Involuntary context switches of the client thread and of the measured server when the
+    /// current burst's timing started.
+    preemptions_at_start: (Option<u64>, Option<u64>),
+    clock: Instant,
+    progress: &'a ProgressBar,
+}
+
+/// What was seen of one burst besides its times: where each side ran, and how often another
+/// task took a CPU from either of them.
+struct Seen {
+    client_cpu: Option<u32>,
+    server_cpu: Option<u32>,
+    preemptions: Option<u64>,
+}
+
+impl Seen {
+    fn round(&self, p50_ns: u64, floor_p50_ns: Option<u64>, generation: u32) -> Round {
+        Round {
+            generation,
+            p50_ns,
+            floor_p50_ns,
+            client_cpu: self.client_cpu,
+            server_cpu: self.server_cpu,
+            preemptions: self.preemptions,
+        }
+    }
+}
+
+struct FloorMember {
+    rtt: Histogram<u64>,
+    seen: Vec<Seen>,
+    bytes: usize,
+    lent: bool,
+    route: Option<String>,
+}
+
+struct RowMember {
+    setup: RowSetup,
+    data: RowData,
+    phases: PhaseHistograms,
+    cpu: CpuAccount,
+    seen: Vec<Seen>,
+    checked: u64,
+}
+
+impl<'a> LiveGroup<'a> {
+    /// A group of the floor (at `wait` and `pin`) and the rows of `setups`, with no server
+    /// yet: [`LiveGroup::install`] gives it each generation's.
+    pub(crate) fn new(
+        wait: Wait,
+        pin: Placement,
+        setups: Vec<RowSetup>,
+        progress: &'a ProgressBar,
+    ) -> Result<LiveGroup<'a>> {
+        let rows = setups
+            .into_iter()
+            .map(|setup| {
+                Ok(RowMember {
+                    data: RowData::new(&setup)?,
+                    setup,
+                    phases: PhaseHistograms::new(),
+                    cpu: CpuAccount::default(),
+                    seen: Vec::new(),
+                    checked: 0,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(LiveGroup {
+            floor: FloorMember {
+                rtt: new_histogram(),
+                seen: Vec::new(),
+                bytes: 0,
+                lent: false,
+                route: None,
+            },
+            wait,
+            pin,
+            rows,
+            processes: None,
+            pids: Vec::new(),
+            running: None,
+            preemptions_at_start: (None, None),
+            clock: Instant::now(),
+            progress,
+        })
+    }
+
+    /// Replaces the group's servers with a new generation (the old ones are continued and
+    /// closed) and gives every row fresh buffers, so that what differs from one process or
+    /// allocation to the next is sampled within the run. Every new server is stopped until
+    /// its member's first burst.
+    ///
+    /// # Errors
+    /// [`peerpipe::Error::InvalidArgument`] when a row's handler slot has no server; the errors
+    /// of closing the previous generation.
+    pub(crate) fn install(&mut self, processes: Processes) -> Result<()> {
+        self.retire()?;
+        if let Some(row) =
+            self.rows.iter().find(|r| processes.peers.get(r.setup.peer).is_none_or(Option::is_none))
+        {
+            return Err(peerpipe::Error::InvalidArgument {
+                what: "group",
+                reason: format!("no server for handler {:?}", row.setup.handler),
+            });
+        }
+        self.floor.bytes = processes.echo.bytes();
+        self.floor.lent = processes.echo.lends();
+        self.floor.route = processes.echo.route().map(str::to_owned);
+        for row in &mut self.rows {
+            row.data = RowData::new(&row.setup)?;
+        }
+        self.pids = processes.pids();
+        for &pid in &self.pids {
+            pause(pid);
+        }
+        self.running = None;
+        self.processes = Some(processes);
+        Ok(())
+    }
+
+    /// Continues and closes the current generation's servers, if any.
+    fn retire(&mut self) -> Result<()> {
+        self.continue_all();
+        match self.processes.take() {
+            Some(processes) => processes.close(),
+            None => Ok(()),
+        }
+    }
+
+    fn server_pid(&self, member: usize) -> Option<u32> {
+        let processes = self.processes.as_ref()?;
+        match member {
+            0 => Some(processes.echo.server_pid()),
+            i => processes.peers[self.rows[i - 1].setup.peer].as_ref()?.server_pid(),
+        }
+    }
+
+    /// The floor's and the rows' results, ratios paired round by round; closes the servers.
+    ///
+    /// # Errors
+    /// The errors of closing the last generation's servers.
+    pub(crate) fn finish(
+        mut self,
+        rounds: &Rounds,
+        transport: TransportKind,
+    ) -> Result<(BaselineRow, Vec<Row>)> {
+        self.retire()?;
+        let floor_p50 = &rounds.p50_ns[0];
+        let generation_of: Vec<u32> = (0u32..)
+            .zip(&rounds.generations)
+            .flat_map(|(generation, &len)| std::iter::repeat_n(generation, len))
+            .collect();
+        let floor_rounds: Vec<Round> = floor_p50
+            .iter()
+            .zip(&self.floor.seen)
+            .zip(&generation_of)
+            .map(|((&p50_ns, seen), &generation)| seen.round(p50_ns, None, generation))
+            .collect();
+        let mut rows = Vec::with_capacity(self.rows.len());
+        for (i, row) in self.rows.iter_mut().enumerate() {
+            let p50s = &rounds.p50_ns[i + 1];
+            let round_records: Vec<Round> = p50s
+                .iter()
+                .zip(floor_p50)
+                .zip(&row.seen)
+                .zip(&generation_of)
+                .map(|(((&p50_ns, &floor), seen), &generation)| {
+                    seen.round(p50_ns, Some(floor), generation)
+                })
+                .collect();
+            let iterations = rounds.round_trips[i + 1];
+            let ratio = paired_ratio_by_generation(p50s, floor_p50, &rounds.generations);
+            rows.push(row.finish(iterations, round_records, ratio, transport));
+        }
+        let baseline = BaselineRow {
+            bytes: self.floor.bytes as u64,
+            transport,
+            wait: self.wait,
+            pin: self.pin,
+            lent: self.floor.lent,
+            iterations: rounds.round_trips[0],
+            rtt_ns: Percentiles::of(&self.floor.rtt),
+            shared_core_share: shared_core_share(&floor_rounds),
+            rounds: floor_rounds,
+            route: self.floor.route.clone(),
+            cross_core: None,
+        };
+        Ok((baseline, rows))
+    }
+
+    /// The pid whose CPU time is the server's for `member`, when it can be read.
+    fn cpu_pid(&self, member: usize) -> Option<u32> {
+        let known = self.processes.as_ref().is_some_and(|p| p.server_cpu_known);
+        self.server_pid(member).filter(|_| known)
+    }
+
+    fn continue_all(&mut self) {
+        for &pid in &self.pids {
+            resume(pid);
+        }
+        self.running = None;
+    }
+}
+
+impl Drop for LiveGroup<'_> {
+    fn drop(&mut self) {
+        // A stopped server would not hear BYE or end of stream: never leave one stopped.
+        self.continue_all();
+    }
+}
+
+impl Group for LiveGroup<'_> {
+    fn members(&self) -> usize {
+        1 + self.rows.len()
+    }
+
+    fn enter(&mut self, member: usize) -> Result<()> {
+        peerpipe::interrupt::check()?;
+        let pid = self.server_pid(member);
+        if pid != self.running {
+            if let Some(running) = self.running {
+                pause(running);
+            }
+            if let Some(pid) = pid {
+                resume(pid);
+            }
+            self.running = pid;
+        }
+        if member > 0 {
+            let (slot, path) = (self.rows[member - 1].setup.peer, self.rows[member - 1].setup.path);
+            if let Some(Some(peer)) = self.processes.as_mut().map(|p| &mut p.peers[slot]) {
+                peer.set_path(path);
+            }
+        }
+        Ok(())
+    }
+
+    fn round_trip(&mut self, member: usize, timed: bool) -> Result<u64> {
+        peerpipe::interrupt::check()?;
+        let Some(processes) = self.processes.as_mut() else {
+            return Err(peerpipe::Error::PeerClosed {
+                context: "before the group's servers started",
+            });
+        };
+        if member == 0 {
+            let echo = &mut processes.echo;
+            let ns = echo.round_trip().map_err(|e| or_interrupted(echo.name_error(e)))?;
+            if timed {
+                self.floor.rtt.saturating_record(ns);
+            }
+            return Ok(ns);
+        }
+        let row = &mut self.rows[member - 1];
+        let Some(peer) = processes.peers[row.setup.peer].as_mut() else {
+            return Err(peerpipe::Error::PeerClosed { context: "before the row's server started" });
+        };
+        let timing = row.data.call(peer, row.setup.workload).map_err(|e| {
+            let command = processes.commands.get(row.setup.peer).map_or("", String::as_str);
+            let pid = peer.spawned_pid().map_or_else(String::new, |pid| format!(" (pid {pid})"));
+            let name = format!("the {} server `{command}`{pid}", row.setup.handler);
+            or_interrupted(peerpipe::process::naming(e, &name))
+        })?;
+        if timed {
+            row.phases.record(&timing);
+        }
+        Ok(timing.round_trip_ns)
+    }
+
+    fn timing_starts(&mut self, member: usize) -> Result<()> {
+        let pid = self.server_pid(member);
+        self.preemptions_at_start = (thread_preemptions(), pid.and_then(preemptions_of));
+        if member > 0 {
+            let pid = self.cpu_pid(member);
+            self.rows[member - 1].cpu.start(pid)?;
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self, member: usize, _round: usize) -> Result<()> {
+        let pid = self.server_pid(member);
+        let (client_at, server_at) = self.preemptions_at_start;
+        let preemptions =
+            match (client_at, server_at, thread_preemptions(), pid.and_then(preemptions_of)) {
+                (Some(c0), Some(s0), Some(c1), Some(s1)) => {
+                    Some(c1.saturating_sub(c0) + s1.saturating_sub(s0))
+                }
+                _ => None,
+            };
+        let seen =
+            Seen { client_cpu: current_cpu(), server_cpu: pid.and_then(last_cpu_of), preemptions };
+        if member == 0 {
+            if let Some(processes) = &self.processes {
+                processes.echo.verify()?;
+            }
+            self.floor.seen.push(seen);
+        } else {
+            let cpu_pid = self.cpu_pid(member);
+            let row = &mut self.rows[member - 1];
+            row.cpu.stop(cpu_pid)?;
+            row.seen.push(seen);
+            // Every burst's last reply is checked bit for bit.
+            row.checked += 1;
+            row.data.verify(row.setup.workload, row.setup.expect, row.checked)?;
+        }
+        self.progress.inc(1);
+        Ok(())
+    }
+
+    fn now_ns(&mut self) -> u64 {
+        self.clock.elapsed().as_nanos() as u64
+    }
+}
+
+/// CPU time of the client thread and of the server, summed over the timed part of every
+/// burst.
+#[derive(Default)]
+struct CpuAccount {
+    start: Option<(Duration, Option<Duration>)>,
+    client: Duration,
+    /// `None` once any burst could not read the server's clock.
+    server: Option<Duration>,
+    bursts: u64,
+}
+
+impl CpuAccount {
+    fn start(&mut self, server_pid: Option<u32>) -> Result<()> {
+        self.start = Some((thread_cpu_time()?, server_pid.and_then(|p| process_cpu_time(p).ok())));
+        Ok(())
+    }
+
+    fn stop(&mut self, server_pid: Option<u32>) -> Result<()> {
+        let Some((client, server)) = self.start.take() else { return Ok(()) };
+        self.client += thread_cpu_time()?.saturating_sub(client);
+        let server_now = server_pid.and_then(|p| process_cpu_time(p).ok());
+        self.server = match (self.bursts, self.server, server, server_now) {
+            (0, _, Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            (_, Some(sum), Some(a), Some(b)) => Some(sum + b.saturating_sub(a)),
+            _ => None,
+        };
+        self.bursts += 1;
+        Ok(())
+    }
+
+    /// (client, server) CPU nanoseconds per round trip; NaN when unknown.
+    fn per_round_trip(&self, round_trips: u64) -> (f64, f64) {
+        if round_trips == 0 || self.bursts == 0 {
+            return (f64::NAN, f64::NAN);
+        }
+        let per = |d: Duration| d.as_nanos() as f64 / round_trips as f64;
+        (per(self.client), self.server.map_or(f64::NAN, per))
+    }
+}
+
+impl RowMember {
+    fn finish(
+        &self,
+        iterations: u64,
+        rounds: Vec<Round>,
+        ratio: Option<PairedRatio>,
+        transport: TransportKind,
+    ) -> Row {
+        let setup = &self.setup;
+        let (client_cpu_ns, server_cpu_ns) = self.cpu.per_round_trip(iterations);
+        let rtt = Percentiles::of(&self.phases.rtt);
+        let bytes = setup.workload.wire_bytes(setup.elements) as u64;
+        Row {
+            dtype: setup.workload,
+            elements: setup.elements as u64,
+            bytes,
+            transport,
+            path: setup.path,
+            handler: Handler::named(&setup.handler),
+            wait: setup.wait,
+            pin: setup.pin,
+            iterations,
+            rtt_ns: rtt,
+            transfer_ns: Percentiles::of(&self.phases.transfer),
+            encode_ns: Percentiles::of(&self.phases.encode),
+            decode_ns: Percentiles::of(&self.phases.decode),
+            server_ns: Percentiles::of(&self.phases.server),
+            client_cpu_ns,
+            server_cpu_ns,
+            mb_per_s: super::format::mb_per_s(bytes, rtt.p50),
+            ratio_to_baseline: ratio.map(|r| r.median),
+            ratio_ci: ratio.map(|r| r.ci),
+            shared_core_share: shared_core_share(&rounds),
+            rounds,
+        }
+    }
+}
+
+/// Buffers for one row: the request, the expected reply, and the reply buffers.
+struct RowData {
+    input: Vec<f64>,
+    input32: Vec<f32>,
+    expected: Vec<f64>,
+    out64: Vec<f64>,
+    out32: Vec<f32>,
+}
+
+impl RowData {
+    fn new(setup: &RowSetup) -> Result<RowData> {
+        let n = setup.elements;
+        let input = test_values(n, n as u64 + 1, setup.expect == Expectation::Echo);
+        let input32: Vec<f32> = input.iter().map(|&x| x as f32).collect();
+        let expected = match (setup.expect, setup.workload) {
+            (Expectation::Lorenz96, _) => {
+                let mut d = vec![0.0; n];
+                lorenz96::rhs(&input, lorenz96::FORCING, &mut d)?;
+                d
+            }
+            (_, Workload::F64) => input.clone(),
+            (_, Workload::F32 | Workload::F64AsF32) => input32.iter().map(|&x| x as f64).collect(),
+        };
+        Ok(RowData { input, input32, expected, out64: vec![0.0; n], out32: vec![0.0; n] })
+    }
+
+    fn call(&mut self, peer: &mut Peer, workload: Workload) -> Result<CallTiming> {
+        match workload {
+            Workload::F64 => peer.call(Values::F64(&self.input), ValuesMut::F64(&mut self.out64)),
+            Workload::F64AsF32 => {
+                peer.call(Values::F64AsF32(&self.input), ValuesMut::F64FromF32(&mut self.out64))
+            }
+            Workload::F32 => peer.call(Values::F32(&self.input32), ValuesMut::F32(&mut self.out32)),
+        }
+    }
+
+    fn verify(&mut self, workload: Workload, expect: Expectation, round_trip: u64) -> Result<()> {
+        if expect == Expectation::Unchecked {
+            return Ok(());
+        }
+        if workload == Workload::F32 {
+            self.out64.iter_mut().zip(&self.out32).for_each(|(d, &s)| *d = s as f64);
+        }
+        verify(&self.expected, &self.out64, round_trip)
+    }
+}
+
+struct PhaseHistograms {
+    rtt: Histogram<u64>,
+    transfer: Histogram<u64>,
+    encode: Histogram<u64>,
+    decode: Histogram<u64>,
+    server: Histogram<u64>,
+}
+
+impl PhaseHistograms {
+    fn new() -> PhaseHistograms {
+        PhaseHistograms {
+            rtt: new_histogram(),
+            transfer: new_histogram(),
+            encode: new_histogram(),
+            decode: new_histogram(),
+            server: new_histogram(),
+        }
+    }
+
+    fn record(&mut self, t: &CallTiming) {
+        self.rtt.saturating_record(t.round_trip_ns);
+        self.transfer.saturating_record(t.transfer_ns());
+        self.encode.saturating_record(t.encode_ns);
+        self.decode.saturating_record(t.decode_ns);
+        self.server.saturating_record(t.server_ns);
+    }
+}

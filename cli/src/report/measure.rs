@@ -1,0 +1,485 @@
+//! Running the matrix: spawning servers, then measuring each group — a raw floor and every
+//! row that moves the same bytes with the same transport, wait and placement — in
+//! interleaved rounds, so that every ratio is taken against a floor measured moments apart
+//! ([`peerpipe::pairing`]).
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::crosscore::{self, CrossCore};
+use super::group::{LiveGroup, Processes, RowSetup};
+use super::key::Handler;
+use super::load::{Load, MAX_LOAD};
+use super::placement::Placer;
+use super::plan::PEER_SERVER;
+pub use super::plan::{
+    ALL_WAITS_MAX_ELEMENTS, DEFAULT_BUDGET, DEFAULT_GENERATIONS, DEFAULT_ROUNDS,
+    DEFAULT_ROW_DURATION, DEFAULT_SIZES, DEFAULT_WARMUP, MAX_ROUNDS, MIN_BURST_ROUND_TRIPS, Plan,
+    QUICK_GENERATIONS, QUICK_ROUNDS, QUICK_ROW_DURATION, QUICK_SIZES, RowLength,
+    SETTLE_ROUND_TRIPS, WAKE_BYTES, floor_route,
+};
+use super::sync::{self, SyncCost};
+use super::{BaselineRow, Expectation, Placement, Report, Row, Skipped, machine};
+use peerpipe::baseline::{RawEcho, route_line};
+use peerpipe::error::{Error, Result};
+use peerpipe::pairing;
+use peerpipe::pairing::Group;
+use peerpipe::peer::{Options, Peer};
+use peerpipe::process::Spawn;
+use peerpipe::transport::{TransportKind, Wait};
+
+/// A progress bar on stderr for runs estimated to take over a second, hidden when stderr is not
+/// a terminal (indicatif draws nothing then).
+pub fn progress_bar(plan: &Plan) -> ProgressBar {
+    if plan.estimated_duration() < Duration::from_secs(1) {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(plan.steps());
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} ({eta} left)") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// What [`run_partial`] measured, and the error that ended or marred the run.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Everything measured, with the rows not measured in [`Report::skipped`].
+    pub report: Report,
+    /// The first error: one that ended the run (spawning or the handshake failed), or one
+    /// that ended a group mid-run (its rows are in `skipped` with `failed` set and the run
+    /// went on). `None` when every row was measured or skipped because its handler cannot
+    /// serve it.
+    pub error: Option<Error>,
+}
+
+/// Runs the whole plan; see [`run_partial`], which this is with any error returned instead
+/// of the report.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an empty plan, zero iterations or rounds out of range; any
+/// error of spawning, calling or verifying (the servers are continued, terminated and
+/// reaped).
+pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
+    let outcome = run_partial(plan, progress)?;
+    match outcome.error {
+        Some(error) => Err(error),
+        None => Ok(outcome.report),
+    }
+}
+
+/// Runs the whole plan. For each placement, wait strategy and transport, then for each byte
+/// count (smallest first), a raw floor and one server per handler are spawned and measured in
+/// rounds with every row of that byte count ([`pairing::run`]); each row's
+/// `ratio_to_baseline` is the median of its per-round ratios.
+///
+/// A run survives what it cannot measure. Before a group starts, each of its rows is probed
+/// with one call: a row its handler answers with ERROR (`lorenz96` given f32), or that cannot
+/// be set up (`lorenz96` with fewer than 4 elements), is left out and listed in
+/// [`Report::skipped`] with the reason. An error in the middle of a group ends that group
+/// (its rows are listed as `failed`), not the run. An error spawning servers or in a handshake
+/// ends the run; what was measured until then is kept. Every error is in
+/// [`Outcome::error`] (the first one).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an empty plan, zero iterations or rounds out of range.
+pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
+    if plan.sizes.is_empty()
+        || plan.workloads.is_empty()
+        || plan.paths.is_empty()
+        || plan.transports.is_empty()
+        || plan.pins.is_empty()
+    {
+        return Err(Error::InvalidArgument {
+            what: "plan",
+            reason: "needs at least one size, dtype, path, transport and placement".into(),
+        });
+    }
+    if let RowLength::Iterations(0) = plan.length {
+        return Err(Error::InvalidArgument {
+            what: "iterations",
+            reason: "must be at least 1".into(),
+        });
+    }
+    if !(1..=MAX_ROUNDS).contains(&plan.rounds) {
+        return Err(Error::InvalidArgument {
+            what: "rounds",
+            reason: format!("expected 1 to {MAX_ROUNDS}, found {}", plan.rounds),
+        });
+    }
+    if plan.generations == 0 {
+        return Err(Error::InvalidArgument {
+            what: "generations",
+            reason: "must be at least 1".into(),
+        });
+    }
+    if plan.load > MAX_LOAD {
+        return Err(Error::InvalidArgument {
+            what: "load",
+            reason: format!("expected at most {MAX_LOAD} busy threads, found {}", plan.load),
+        });
+    }
+    // Started before anything is pinned, so the busy threads may run on every CPU.
+    let _load = Load::start(plan.load, Load::process_cpus()?)?;
+    // Every server of the run dies with this thread, however the process ends.
+    let _tied = peerpipe::process::TiedSpawns::tie();
+    let mut measured = Measured::default();
+    let mut error = None;
+    let mut pipe_size_granted = None;
+    let mut group_index = 0u64;
+    'run: for pin in plan.all_pins() {
+        let placement = match Placer::new(pin) {
+            Ok(placement) => placement,
+            Err(e) => {
+                error = Some(e);
+                break 'run;
+            }
+        };
+        for wait in plan.waits_at(pin) {
+            for &transport in &plan.transports {
+                let mut section = Section::new(plan, &placement, wait, transport);
+                for bytes in plan.baseline_bytes(wait) {
+                    if peerpipe::interrupt::requested().is_some() {
+                        break 'run;
+                    }
+                    progress.set_message(format!("{bytes} B {transport} {wait} {pin}"));
+                    let seed = plan.order_seed.wrapping_add(group_index);
+                    group_index += 1;
+                    let result = section.measure_group(bytes, pin, seed, progress, &mut measured);
+                    if transport == TransportKind::Pipe && section.pipe_capacity.is_some() {
+                        pipe_size_granted = section.pipe_capacity;
+                    }
+                    match result {
+                        Ok(()) => {}
+                        Err(GroupError::Group(e)) => {
+                            error.get_or_insert(e);
+                        }
+                        Err(GroupError::Run(e)) => {
+                            error = Some(e);
+                            break 'run;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // A run ended by a signal says so, whatever failed on the way out.
+    if let Err(interrupted) = peerpipe::interrupt::check() {
+        error = Some(interrupted);
+    }
+    let sync_costs =
+        if error.is_none() && plan.transports.iter().any(TransportKind::is_shared_memory) {
+            progress.set_message("synchronisation costs");
+            match measure_sync_costs(plan) {
+                Ok(costs) => costs,
+                Err(e) => {
+                    error = Some(e);
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+    progress.finish_and_clear();
+    let report = Report {
+        peerpipe: env!("CARGO_PKG_VERSION").to_owned(),
+        machine: machine::describe(pipe_size_granted),
+        config: plan.record(),
+        baseline: measured.baseline,
+        rows: measured.rows,
+        sync_costs,
+        skipped: measured.skipped,
+    };
+    Ok(Outcome { report, error })
+}
+
+/// What the groups measured so far.
+#[derive(Default)]
+struct Measured {
+    baseline: Vec<BaselineRow>,
+    rows: Vec<Row>,
+    skipped: Vec<Skipped>,
+}
+
+/// How a group failed: only itself (the run goes on), or the whole run (spawning or a
+/// handshake failed, which the next group would repeat).
+enum GroupError {
+    Group(Error),
+    Run(Error),
+}
+
+/// How the groups of one placement, wait strategy and transport get their servers: a raw
+/// echo of the group's bytes and one server per handler (or the one `spawn` command), spawned
+/// afresh for every generation.
+struct Section<'p> {
+    plan: &'p Plan,
+    placement: &'p Placer,
+    wait: Wait,
+    transport: TransportKind,
+    /// The handler each server slot announced in its HELLO, learnt from the first spawn, and
+    /// what its replies are checked against.
+    handlers: Vec<(String, Expectation)>,
+    /// Pipe capacity granted to the last server spawned (pipes only).
+    pipe_capacity: Option<u64>,
+}
+
+impl<'p> Section<'p> {
+    fn new(
+        plan: &'p Plan,
+        placement: &'p Placer,
+        wait: Wait,
+        transport: TransportKind,
+    ) -> Section<'p> {
+        Section { plan, placement, wait, transport, handlers: Vec::new(), pipe_capacity: None }
+    }
+
+    /// Measures the floor of `bytes` and every row of that many bytes in the plan's rounds,
+    /// split into generations of fresh processes, into `measured`. Rows the handler cannot
+    /// serve are probed out first ([`RowSetup::probe`]) and skipped; when the group fails
+    /// after that, its rows are skipped as `failed`.
+    fn measure_group(
+        &mut self,
+        bytes: usize,
+        pin: Placement,
+        seed: u64,
+        progress: &ProgressBar,
+        measured: &mut Measured,
+    ) -> std::result::Result<(), GroupError> {
+        let plan = self.plan;
+        let cross_core = self.probe_cross_core();
+        // A floor with no row of its bytes (the wake-up floor) needs no handler server.
+        let with_rows = !plan.row_shapes(bytes, self.wait).is_empty();
+        let mut first = self.spawn(bytes, with_rows).map_err(GroupError::Run)?;
+        let mut setups = Vec::new();
+        for setup in if with_rows { self.rows_of(bytes, pin) } else { Vec::new() } {
+            let probed = match first.peers.get_mut(setup.peer).and_then(Option::as_mut) {
+                Some(peer) => setup.probe(peer),
+                None => Ok(None), // reported by LiveGroup::install
+            };
+            match probed {
+                Ok(None) => setups.push(setup),
+                Ok(Some(reason)) => measured.skipped.push(self.skipped(&setup, reason, false)),
+                Err(e) => {
+                    let reason = e.to_string();
+                    measured.skipped.push(self.skipped(&setup, reason.clone(), true));
+                    return Err(GroupError::Group(e));
+                }
+            }
+        }
+        let with_rows = !setups.is_empty();
+        let kept = setups.clone();
+        let result = self.measure_rounds(bytes, pin, seed, progress, first, setups, with_rows);
+        match result {
+            Ok((mut floor, rows)) => {
+                floor.cross_core = cross_core;
+                measured.baseline.push(floor);
+                measured.rows.extend(rows);
+                Ok(())
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                for setup in &kept {
+                    measured.skipped.push(self.skipped(setup, reason.clone(), true));
+                }
+                Err(GroupError::Group(e))
+            }
+        }
+    }
+
+    /// The machine's state before a group: [`crosscore::probe`] between the client's first
+    /// allowed CPU and a thread on its second — where `split` puts client and server, and
+    /// what `free` may; with `same` (or one CPU) there is no second CPU to probe: `None`.
+    fn probe_cross_core(&self) -> Option<CrossCore> {
+        let split;
+        let placer = match self.placement.placement() {
+            Placement::Split => self.placement,
+            // Pinned for the probe only: dropping the placer restores the thread's affinity.
+            Placement::Free => {
+                split = Placer::new(Placement::Split).ok()?;
+                &split
+            }
+            Placement::Same => return None,
+        };
+        crosscore::probe(|run| {
+            let start = || {
+                let thread = std::thread::Builder::new().name("cross-core probe".into());
+                thread.spawn(run).map_err(Error::from)
+            };
+            placer.spawn(start).ok()
+        })
+    }
+
+    /// The rounds of a group whose rows passed their probe, `first` its first generation.
+    #[allow(clippy::too_many_arguments)]
+    fn measure_rounds(
+        &mut self,
+        bytes: usize,
+        pin: Placement,
+        seed: u64,
+        progress: &ProgressBar,
+        first: Processes,
+        setups: Vec<RowSetup>,
+        with_rows: bool,
+    ) -> Result<(BaselineRow, Vec<Row>)> {
+        let plan = self.plan;
+        let mut first = first;
+        if !with_rows {
+            // Every row was skipped: the floor alone needs no handler server.
+            first.peers.iter_mut().for_each(|slot| drop(slot.take()));
+        }
+        let mut group = LiveGroup::new(self.wait, pin, setups, progress)?;
+        group.install(first)?;
+        let generations = plan.generations.clamp(1, plan.rounds.max(1));
+        let mut rounds = pairing::Rounds::empty(group.members());
+        for generation in 0..generations {
+            if generation > 0 {
+                let processes = self.spawn(bytes, with_rows)?;
+                group.install(processes)?;
+            }
+            let schedule = plan.schedule(seed, generation, generations);
+            rounds.append(pairing::run(&mut group, &schedule)?);
+        }
+        group.finish(&rounds, self.transport)
+    }
+
+    /// The entry of [`Report::skipped`] for `setup`.
+    fn skipped(&self, setup: &RowSetup, reason: String, failed: bool) -> Skipped {
+        Skipped {
+            dtype: setup.workload,
+            elements: setup.elements as u64,
+            bytes: setup.workload.wire_bytes(setup.elements) as u64,
+            transport: self.transport,
+            path: setup.path,
+            handler: Handler::named(&setup.handler),
+            wait: setup.wait,
+            pin: setup.pin,
+            reason,
+            failed,
+        }
+    }
+
+    /// One generation of servers for a group of `bytes` bytes: the raw echo, and the handler
+    /// servers when the group has rows.
+    fn spawn(&mut self, bytes: usize, with_rows: bool) -> Result<Processes> {
+        let plan = self.plan;
+        let options =
+            Options { wait: self.wait, transport: self.transport, ..plan.options.clone() };
+        let spawn = Spawn {
+            wait: self.wait,
+            transport: self.transport,
+            pipe_capacity: plan.options.pipe_capacity,
+            shm_capacity: plan.options.shm_capacity,
+        };
+        let echo = self.placement.spawn(|| match &plan.spawn_floor {
+            Some(route) => RawEcho::spawn_route(route, bytes, &spawn, plan.options.timeout),
+            None => RawEcho::spawn_with(&plan.peer_exe, bytes, &spawn, plan.options.timeout),
+        })?;
+        let commands: Vec<Command> = match &plan.spawn {
+            _ if !with_rows => Vec::new(),
+            // A command that starts `peer --role server` is told the transport; any other
+            // server finds it out itself (`TransportKind::of_stdin`).
+            Some(line) if line.contains(PEER_SERVER) => {
+                vec![shell_command(&route_line(line, "", self.transport))]
+            }
+            Some(line) => vec![shell_command(line)],
+            None => plan
+                .handlers
+                .iter()
+                .map(|handler| {
+                    let mut command = Peer::server_command(&plan.peer_exe, handler, &options);
+                    // A group of its own, as a local floor's: a server stopped inside the
+                    // report's group would make the kernel hang up that whole group (the report
+                    // and its caller's job) once it is orphaned, its launching shell gone.
+                    command.process_group(0);
+                    if !plan.server_delay.is_zero() {
+                        let delay = format!("{}ns", plan.server_delay.as_nanos());
+                        command.arg("--server-delay").arg(delay);
+                    }
+                    command
+                })
+                .collect(),
+        };
+        let mut peers = Vec::with_capacity(commands.len());
+        let names = commands.iter().map(super::group::command_line).collect();
+        for command in commands {
+            let peer = self.placement.spawn(|| Peer::spawn(command, options.clone()))?;
+            self.pipe_capacity = peer.capacity().map(|c| c as u64).or(self.pipe_capacity);
+            peers.push(Some(peer));
+        }
+        if self.handlers.is_empty() && with_rows {
+            self.handlers = peers
+                .iter()
+                .flatten()
+                .map(|peer| {
+                    let name = peer.server_hello().handler.clone().unwrap_or_default();
+                    let expect = Expectation::for_handler(Some(&name));
+                    (name, expect)
+                })
+                .collect();
+        }
+        // A `--spawn` server's CPU can be read when its HELLO names its pid and that pid is a
+        // local process of ours (`Peer::server_pid`); behind ssh it is not, and the spawned
+        // process is only the ssh client.
+        let server_cpu_known = plan.spawn.is_none()
+            || peers
+                .iter()
+                .flatten()
+                .all(|p| p.server_hello().pid.is_some() && p.server_pid().is_some());
+        Ok(Processes { echo, peers, server_cpu_known, commands: names })
+    }
+
+    /// Every row of `bytes` bytes at this section's wait: handler × (dtype, path) × size.
+    fn rows_of(&self, bytes: usize, pin: Placement) -> Vec<RowSetup> {
+        let plan = self.plan;
+        let mut setups = Vec::new();
+        let shapes = plan.row_shapes(bytes, self.wait);
+        for (peer, (handler, expect)) in self.handlers.iter().enumerate() {
+            for &(workload, path, elements) in &shapes {
+                setups.push(RowSetup {
+                    workload,
+                    elements,
+                    path,
+                    wait: self.wait,
+                    pin,
+                    expect: *expect,
+                    peer,
+                    handler: handler.clone(),
+                });
+            }
+        }
+        setups
+    }
+}
+
+/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] runs it (with `exec` for a simple command,
+/// so that the measured server pid is the server's).
+fn shell_command(command_line: &str) -> Command {
+    peerpipe::peer::shell_command(command_line)
+}
+
+/// The synchronisation-cost table: in-process primitives, then cross-process wake-ups with
+/// the server on the other core when there are two (`split`), else wherever it lands.
+///
+/// # Errors
+/// The errors of [`sync::measure_in_process`] and [`sync::measure_cross_process`].
+pub fn measure_sync_costs(plan: &Plan) -> Result<Vec<SyncCost>> {
+    let _tied = peerpipe::process::TiedSpawns::tie();
+    let mut costs = sync::measure_in_process(plan.sync_operations)?;
+    let placement = Placer::new(Placement::Split).or_else(|_| Placer::new(Placement::Free))?;
+    costs.extend(sync::measure_cross_process(plan.sync_operations, |bytes, wait, transport| {
+        placement.spawn(|| {
+            RawEcho::spawn(
+                &plan.peer_exe,
+                bytes,
+                wait,
+                transport,
+                plan.options.pipe_capacity,
+                plan.options.timeout,
+            )
+        })
+    })?);
+    Ok(costs)
+}

@@ -1,0 +1,682 @@
+//! The round-trip latency report: where the time of a round trip goes, against a raw-bytes
+//! floor measured in the same run.
+//!
+//! [`measure::run`] spawns servers and measures every combination of dtype, size, path,
+//! handler, wait strategy and placement, splitting each round trip into client encode, client
+//! decode, server time and transfer; [`baseline`](peerpipe::baseline) measures the same pair of processes moving
+//! the same bytes with plain `read`/`write`. The result is a [`Report`], which [`render`] turns
+//! into a table and a verdict, [`export`] into JSON, CSV and SVG, and [`compare`] holds against
+//! another run. [`pairing`](peerpipe::pairing) measures a floor and its rows in interleaved rounds, [`placement`]
+//! and [`cpu`] put the processes on their CPUs and watch them there, and [`crosscore`] says
+//! which state the machine was in.
+
+pub mod answer;
+pub mod compare;
+pub mod cpu;
+pub mod crosscore;
+pub mod export;
+pub mod format;
+mod group;
+pub mod key;
+pub mod load;
+pub mod machine;
+pub mod measure;
+pub mod placement;
+pub mod plan;
+pub mod render;
+pub mod sync;
+
+use std::fmt;
+use std::str::FromStr;
+
+use hdrhistogram::Histogram;
+use peerpipe::peer::DataPath;
+use peerpipe::transport::{TransportKind, Wait};
+use serde::{Deserialize, Serialize};
+
+use key::{FloorKey, Handler, RowKey};
+
+use peerpipe::error::{Error, Result};
+
+/// What is sent, and as what it travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Workload {
+    /// f64 values as f64.
+    F64,
+    /// f32 values as f32.
+    F32,
+    /// f64 values narrowed to f32 on the wire and widened back.
+    F64AsF32,
+}
+
+impl Workload {
+    /// Every workload, in report order.
+    pub const ALL: [Workload; 3] = [Workload::F64, Workload::F32, Workload::F64AsF32];
+
+    /// `f64`, `f32` or `f64-as-f32`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::F64 => "f64",
+            Workload::F32 => "f32",
+            Workload::F64AsF32 => "f64-as-f32",
+        }
+    }
+
+    /// Payload bytes on the wire for `elements` elements.
+    pub fn wire_bytes(&self, elements: usize) -> usize {
+        match self {
+            Workload::F64 => elements * 8,
+            Workload::F32 | Workload::F64AsF32 => elements * 4,
+        }
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for Workload {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == text).ok_or_else(|| Error::InvalidArgument {
+            what: "dtype",
+            reason: format!("expected f64, f32 or f64-as-f32, found {text:?}"),
+        })
+    }
+}
+
+/// Where the two processes run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Placement {
+    /// Wherever the scheduler puts them.
+    Free,
+    /// Both pinned to one core (the server inherits the client's affinity at spawn).
+    Same,
+    /// Client and server pinned to two different cores: every wake-up crosses cores.
+    Split,
+}
+
+impl Placement {
+    /// `free` or `same`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Placement::Free => "free",
+            Placement::Same => "same",
+            Placement::Split => "split",
+        }
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for Placement {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Placement> {
+        match text {
+            "free" => Ok(Placement::Free),
+            "same" => Ok(Placement::Same),
+            "split" => Ok(Placement::Split),
+            _ => Err(Error::InvalidArgument {
+                what: "pin",
+                reason: format!("expected free, same or split, found {text:?}"),
+            }),
+        }
+    }
+}
+
+/// What the server is expected to answer, by its HELLO's handler name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// The reply equals the request (`echo`, `echo-raw`).
+    Echo,
+    /// The reply is the Lorenz-96 derivative of the request (`lorenz96`).
+    Lorenz96,
+    /// Unknown handler: replies are received but not checked.
+    Unchecked,
+}
+
+impl Expectation {
+    /// The expectation for a handler name.
+    pub fn for_handler(name: Option<&str>) -> Expectation {
+        match name {
+            Some("echo" | "echo-raw") => Expectation::Echo,
+            Some("lorenz96") => Expectation::Lorenz96,
+            _ => Expectation::Unchecked,
+        }
+    }
+}
+
+/// Six percentiles of one quantity, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Smallest sample.
+    pub min: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest sample.
+    pub max: u64,
+}
+
+impl Percentiles {
+    /// The percentiles of an HDR histogram (3 significant digits; min and max exact).
+    pub fn of(histogram: &Histogram<u64>) -> Percentiles {
+        if histogram.is_empty() {
+            return Percentiles::default();
+        }
+        Percentiles {
+            min: histogram.min(),
+            p50: histogram.value_at_quantile(0.5),
+            p90: histogram.value_at_quantile(0.9),
+            p99: histogram.value_at_quantile(0.99),
+            p999: histogram.value_at_quantile(0.999),
+            max: histogram.max(),
+        }
+    }
+}
+
+/// One round of a floor or a row: the p50 of its burst in that round, and where the two
+/// processes ran (see [`pairing`](peerpipe::pairing)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Round {
+    /// p50 of the round trips of this burst.
+    pub p50_ns: u64,
+    /// For a row: the p50 of its floor's burst in the same round, the denominator of this
+    /// round's ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor_p50_ns: Option<u64>,
+    /// The CPU the client ran on at the end of the burst (`sched_getcpu`), when known.
+    pub client_cpu: Option<u32>,
+    /// The CPU the server last ran on at the end of the burst (`/proc/PID/stat`), when known.
+    pub server_cpu: Option<u32>,
+    /// Involuntary context switches of the client thread and the server during the burst's
+    /// timed round trips: how often another task took a CPU from either side. Zero on a quiet
+    /// machine with pinned processes; `null` when unknown.
+    #[serde(default)]
+    pub preemptions: Option<u64>,
+    /// Which generation (set of freshly spawned servers, counted from 0) measured this round;
+    /// `ratio_ci` treats the rounds of one generation as alike (see
+    /// [`pairing::paired_ratio_by_generation`](peerpipe::pairing::paired_ratio_by_generation)). 0 in reports written before it was recorded.
+    #[serde(default)]
+    pub generation: u32,
+}
+
+/// Share of `rounds` in which client and server were seen on the same CPU, among the rounds
+/// where both are known; `None` when none is.
+pub fn shared_core_share(rounds: &[Round]) -> Option<f64> {
+    let known: Vec<bool> =
+        rounds.iter().filter_map(|r| Some(r.client_cpu? == r.server_cpu?)).collect();
+    (!known.is_empty())
+        .then(|| known.iter().filter(|&&same| same).count() as f64 / known.len() as f64)
+}
+
+/// Share of `rounds` in which another task took a CPU from the client or the server at least
+/// [`CONTENDED_PREEMPTIONS`] times, among the rounds where it is known; `None` when none is.
+pub fn contended_share(rounds: &[Round]) -> Option<f64> {
+    let known: Vec<bool> =
+        rounds.iter().filter_map(|r| Some(r.preemptions? >= CONTENDED_PREEMPTIONS)).collect();
+    (!known.is_empty())
+        .then(|| known.iter().filter(|&&contended| contended).count() as f64 / known.len() as f64)
+}
+
+/// Preemptions in one burst (of 7.5 ms by default) from which the round counts as contended
+/// (see [`contended_share`]). Measured here: a quiet machine shows 0–4 per burst with a
+/// spinning or hybrid wait (kernel threads and the timer tick), so does one with a single CPU
+/// hog running; only heavier contention goes beyond.
+pub const CONTENDED_PREEMPTIONS: u64 = 5;
+
+/// The raw-bytes floor for one byte count, transport, wait strategy and placement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineRow {
+    /// Bytes moved each way per round trip.
+    pub bytes: u64,
+    /// Transport of the raw echo: `pipe` (plain `read`/`write`), `shm-sem` or `shm-ring` (the
+    /// same bytes through the link, no framing). Absent in reports from before shared
+    /// memory: `pipe`.
+    #[serde(default = "pipe", with = "key::as_text")]
+    pub transport: TransportKind,
+    /// Wait strategy of both sides.
+    #[serde(with = "key::as_text")]
+    pub wait: Wait,
+    /// Placement: `free`, `same` or `split`.
+    #[serde(with = "key::as_text")]
+    pub pin: Placement,
+    /// True when the client lent its pages to the pipe with `vmsplice` instead of copying
+    /// them, as [`peerpipe::Peer::call`] does for zero-copy payloads of at least
+    /// [`peerpipe::peer::LEND_MIN_BYTES`]: the floor moves the bytes the cheapest way the
+    /// transport knows.
+    #[serde(default)]
+    pub lent: bool,
+    /// Timed round trips.
+    pub iterations: u64,
+    /// Round-trip percentiles over every timed round trip.
+    pub rtt_ns: Percentiles,
+    /// Each round's burst, in order.
+    #[serde(default)]
+    pub rounds: Vec<Round>,
+    /// Share of rounds in which client and server ran on the same CPU (see
+    /// [`shared_core_share`]).
+    #[serde(default)]
+    pub shared_core_share: Option<f64>,
+    /// The command the floor's server ran through (`--spawn` or `--spawn-floor`, with
+    /// `--raw-echo BYTES` appended), when not this binary on this machine: the floor then
+    /// costs what the route costs, so the rows' ratios measure framing and conversion only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// How long moving data between the first two allowed CPUs (where `split` puts client and
+    /// server) took just before this group (see [`crosscore`]): which state the machine was
+    /// in. `null` with `same` placement (no second CPU), when the probe got no CPU in time, and
+    /// in reports from before it was recorded.
+    #[serde(default)]
+    pub cross_core: Option<crosscore::CrossCore>,
+}
+
+/// One measured combination.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// `f64`, `f32` or `f64-as-f32`.
+    #[serde(with = "key::as_text")]
+    pub dtype: Workload,
+    /// Elements per request.
+    pub elements: u64,
+    /// Payload bytes on the wire per request.
+    pub bytes: u64,
+    /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
+    #[serde(with = "key::as_text")]
+    pub transport: TransportKind,
+    /// `zero-copy` or `codec`.
+    #[serde(with = "key::as_text")]
+    pub path: DataPath,
+    /// Server handler.
+    #[serde(with = "key::as_text")]
+    pub handler: Handler,
+    /// Wait strategy of both sides.
+    #[serde(with = "key::as_text")]
+    pub wait: Wait,
+    /// Placement: `free`, `same` or `split`.
+    #[serde(with = "key::as_text")]
+    pub pin: Placement,
+    /// Timed round trips.
+    pub iterations: u64,
+    /// Whole round trip.
+    pub rtt_ns: Percentiles,
+    /// Round trip − encode − decode − server time: moving bytes and waiting.
+    pub transfer_ns: Percentiles,
+    /// Client encode.
+    pub encode_ns: Percentiles,
+    /// Client decode.
+    pub decode_ns: Percentiles,
+    /// Server time (the replies' `aux`).
+    pub server_ns: Percentiles,
+    /// Client CPU time (user + system) per round trip.
+    #[serde(with = "nan_as_null")]
+    pub client_cpu_ns: f64,
+    /// Server CPU time (user + system) per round trip; unknown (NaN, `null` in JSON, `-` in
+    /// the table) when the spawned process is not the server itself (`--spawn`, e.g. an
+    /// `ssh` client whose server runs elsewhere).
+    #[serde(with = "nan_as_null")]
+    pub server_cpu_ns: f64,
+    /// Payload megabytes (10^6) moved per second, both directions, at the p50 round trip.
+    #[serde(with = "nan_as_null")]
+    pub mb_per_s: f64,
+    /// The paired ratio to the floor with the same bytes, transport, wait and placement: the
+    /// median over rounds of (this row's p50 ÷ the floor's p50 in the same round); see
+    /// [`pairing`](peerpipe::pairing).
+    pub ratio_to_baseline: Option<f64>,
+    /// The 95 % confidence interval of `ratio_to_baseline`, by rounds and by generation (see
+    /// [`pairing::paired_ratio_by_generation`](peerpipe::pairing::paired_ratio_by_generation)).
+    #[serde(default)]
+    pub ratio_ci: Option<[f64; 2]>,
+    /// Each round's burst, in order, with its floor's p50 in the same round.
+    #[serde(default)]
+    pub rounds: Vec<Round>,
+    /// Share of rounds in which client and server ran on the same CPU (see
+    /// [`shared_core_share`]).
+    #[serde(default)]
+    pub shared_core_share: Option<f64>,
+}
+
+impl Row {
+    /// What identifies this row (see [`key`]).
+    pub fn key(&self) -> RowKey<'_> {
+        RowKey {
+            dtype: self.dtype,
+            elements: self.elements,
+            path: self.path,
+            handler: &self.handler,
+            wait: self.wait,
+            pin: self.pin,
+            transport: self.transport,
+        }
+    }
+
+    /// The key of the floor this row is measured against: the same bytes (at least one),
+    /// transport, wait and placement.
+    pub fn floor_key(&self) -> FloorKey {
+        FloorKey {
+            bytes: self.bytes.max(1),
+            transport: self.transport,
+            wait: self.wait,
+            pin: self.pin,
+        }
+    }
+
+    /// Spread of the per-round p50s (max − min): the noise an absolute comparison allows for.
+    pub fn p50_spread_ns(&self) -> u64 {
+        round_spread(&self.rounds)
+    }
+}
+
+impl BaselineRow {
+    /// What identifies this floor (see [`key`]).
+    pub fn key(&self) -> FloorKey {
+        FloorKey { bytes: self.bytes, transport: self.transport, wait: self.wait, pin: self.pin }
+    }
+
+    /// Spread of the per-round p50s (max − min).
+    pub fn p50_spread_ns(&self) -> u64 {
+        round_spread(&self.rounds)
+    }
+
+    /// The smallest and largest per-round p50; `None` without rounds.
+    pub fn round_p50_range_ns(&self) -> Option<(u64, u64)> {
+        let p50s = self.rounds.iter().map(|r| r.p50_ns);
+        Some((p50s.clone().min()?, p50s.max()?))
+    }
+}
+
+/// Unknown measurements are NaN in memory and `null` in JSON (which has no NaN), both ways.
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        if value.is_finite() {
+            serializer.serialize_f64(*value)
+        } else {
+            serializer.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
+    }
+}
+
+fn pipe() -> TransportKind {
+    TransportKind::Pipe
+}
+
+fn round_spread(rounds: &[Round]) -> u64 {
+    let p50s = rounds.iter().map(|r| r.p50_ns);
+    match (p50s.clone().min(), p50s.max()) {
+        (Some(lo), Some(hi)) => hi - lo,
+        _ => 0,
+    }
+}
+
+/// The machine a report was measured on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPU model name from `/proc/cpuinfo`.
+    pub cpu: String,
+    /// Logical cores available to this process.
+    pub cores: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// `/proc/sys/fs/pipe-max-size`, when readable.
+    pub pipe_max_size: Option<u64>,
+    /// Pipe capacity granted to the measured peers, in bytes.
+    pub pipe_size_granted: Option<u64>,
+    /// Target endianness of this build.
+    pub endian: String,
+    /// The clock the split was timed with ([`peerpipe::clock::source`]); empty in reports
+    /// written before it was recorded.
+    #[serde(default)]
+    pub clock: String,
+}
+
+/// The configuration a report ran with, recorded in full.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigRecord {
+    /// Element counts.
+    pub sizes: Vec<u64>,
+    /// Dtypes.
+    pub dtypes: Vec<String>,
+    /// Paths.
+    pub paths: Vec<String>,
+    /// Handlers.
+    pub handlers: Vec<String>,
+    /// Wait strategies given, or empty for the default rule (all three up to 65536 elements,
+    /// auto above).
+    pub waits: Vec<String>,
+    /// Placements.
+    pub pins: Vec<String>,
+    /// Fixed iteration count per row, when given.
+    pub iterations: Option<u64>,
+    /// Time per row in nanoseconds, when iterations were not fixed.
+    pub duration_ns: Option<u64>,
+    /// Warm-up time per row in nanoseconds.
+    pub warmup_ns: u64,
+    /// Rounds per group: every floor and row gets one burst per round, in a random order.
+    #[serde(default)]
+    pub rounds: u32,
+    /// Generations per group: the rounds ran on this many sets of freshly spawned servers.
+    #[serde(default)]
+    pub generations: u32,
+    /// Seed of the order of bursts within each round.
+    #[serde(default)]
+    pub order_seed: u64,
+    /// Busy-wait of every handler server before it answers a request (`--server-delay`), in
+    /// nanoseconds; 0 when none.
+    #[serde(default)]
+    pub server_delay_ns: u64,
+    /// The server command, when not this binary.
+    pub spawn: Option<String>,
+    /// Budget per round trip in nanoseconds, for the verdict.
+    pub budget_ns: u64,
+    /// Pipe capacity requested.
+    pub pipe_size: u64,
+    /// Transports measured (absent in reports from before shared memory: pipe only).
+    #[serde(default)]
+    pub transports: Vec<String>,
+    /// Bytes per direction of the shared-memory transports.
+    #[serde(default)]
+    pub shm_size: u64,
+    /// Hybrid spin budget in nanoseconds.
+    pub hybrid_spin_ns: u64,
+    /// Busy threads that ran beside the client and servers for the whole run (`--load`); 0
+    /// when none, and in reports from before the flag existed.
+    #[serde(default)]
+    pub load: u32,
+}
+
+/// A whole run: the JSON document `--json` writes and `peer compare` reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The crate version that measured it.
+    pub peerpipe: String,
+    /// Where it ran.
+    pub machine: Machine,
+    /// How it ran.
+    pub config: ConfigRecord,
+    /// Raw-bytes floors.
+    pub baseline: Vec<BaselineRow>,
+    /// Measured combinations.
+    pub rows: Vec<Row>,
+    /// The synchronisation-cost table (measured when a shared-memory transport is in the run,
+    /// or alone with `--sync-costs`); empty otherwise and in reports from before it existed.
+    #[serde(default)]
+    pub sync_costs: Vec<sync::SyncCost>,
+    /// Rows that were not measured, each with why: the handler cannot serve them (found by
+    /// a probe call before the group starts, e.g. `lorenz96` with f32 or fewer than 4
+    /// elements), or their group failed mid-run. Empty in reports from before it existed.
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+}
+
+/// A row of the plan that has no measurement, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// `f64`, `f32` or `f64-as-f32`.
+    #[serde(with = "key::as_text")]
+    pub dtype: Workload,
+    /// Elements per request.
+    pub elements: u64,
+    /// Payload bytes on the wire per request.
+    pub bytes: u64,
+    /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
+    #[serde(with = "key::as_text")]
+    pub transport: TransportKind,
+    /// `zero-copy` or `codec`.
+    #[serde(with = "key::as_text")]
+    pub path: DataPath,
+    /// Server handler.
+    #[serde(with = "key::as_text")]
+    pub handler: Handler,
+    /// Wait strategy.
+    #[serde(with = "key::as_text")]
+    pub wait: Wait,
+    /// Placement.
+    #[serde(with = "key::as_text")]
+    pub pin: Placement,
+    /// Why: the server's ERROR message or the client's own error, as printed.
+    pub reason: String,
+    /// True when the row could have been measured but its group failed (the run then exits
+    /// non-zero); false when the handler cannot serve it (no error).
+    #[serde(default)]
+    pub failed: bool,
+}
+
+impl Skipped {
+    /// What identifies the row that was skipped (see [`key`]).
+    pub fn key(&self) -> RowKey<'_> {
+        RowKey {
+            dtype: self.dtype,
+            elements: self.elements,
+            path: self.path,
+            handler: &self.handler,
+            wait: self.wait,
+            pin: self.pin,
+            transport: self.transport,
+        }
+    }
+
+    /// `f64 x 1 lorenz96 zero-copy, pipe, hybrid, split`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} x {} {} {}, {}, {}, {}",
+            self.dtype, self.elements, self.handler, self.path, self.transport, self.wait, self.pin
+        )
+    }
+}
+
+impl Report {
+    /// The cross-core probes of every floor that was probed (see [`crosscore`]), in order.
+    pub fn cross_core_probes(&self) -> Vec<crosscore::CrossCore> {
+        self.baseline.iter().filter_map(|b| b.cross_core).collect()
+    }
+
+    /// The baseline with the same bytes, transport, wait and placement as `row`.
+    pub fn baseline_for(&self, row: &Row) -> Option<&BaselineRow> {
+        let key = row.floor_key();
+        self.baseline.iter().find(|b| b.key() == key)
+    }
+}
+
+/// Deterministic test values. With `edge_values`, the first elements are NaN payloads, -0.0,
+/// subnormals and infinities; the rest are pseudo-random in [-10, 10).
+pub fn test_values(len: usize, seed: u64, edge_values: bool) -> Vec<f64> {
+    const EDGES: [u64; 8] = [
+        0x7ff8_0000_0000_0001, // quiet NaN with payload
+        0x7ff0_0000_0000_0001, // signalling NaN
+        0x8000_0000_0000_0000, // -0.0
+        0x0000_0000_0000_0001, // smallest subnormal
+        0x000f_ffff_ffff_ffff, // largest subnormal
+        0x7ff0_0000_0000_0000, // +inf
+        0xfff0_0000_0000_0000, // -inf
+        0x7fef_ffff_ffff_ffff, // f64::MAX
+    ];
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|i| {
+            if edge_values && i < EDGES.len() {
+                return f64::from_bits(EDGES[i]);
+            }
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 20.0 - 10.0
+        })
+        .collect()
+}
+
+/// Checks a reply bit for bit.
+///
+/// # Errors
+/// [`Error::Corrupted`] naming the round trip, element and both bit patterns;
+/// [`Error::LengthMismatch`] when the lengths differ.
+pub fn verify(expected: &[f64], got: &[f64], round_trip: u64) -> Result<()> {
+    match expected.iter().zip(got).position(|(e, g)| e.to_bits() != g.to_bits()) {
+        None if expected.len() == got.len() => Ok(()),
+        None => Err(Error::LengthMismatch {
+            what: "reply",
+            expected: expected.len() as u64,
+            found: got.len() as u64,
+        }),
+        Some(at) => Err(Error::Corrupted {
+            what: "reply",
+            detail: format!(
+                "round trip {round_trip}, element {at}: expected bits {:#018x}, found {:#018x}",
+                expected[at].to_bits(),
+                got[at].to_bits()
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use peerpipe::stats::new_histogram;
+
+    use super::*;
+
+    #[test]
+    fn percentiles_of_known_samples() {
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let p = Percentiles::of(&h);
+        assert_eq!(p.min, 1000);
+        assert!((1_000_000..=1_001_000).contains(&p.max), "{p:?}"); // 3 significant digits
+        // 3 significant digits: p50 of 1000..1_000_000 step 1000 is 500_000 within 0.1 %.
+        assert!((p.p50 as f64 - 500_000.0).abs() <= 500.0, "{p:?}");
+        assert!((p.p90 as f64 - 900_000.0).abs() <= 900.0, "{p:?}");
+        assert!((p.p99 as f64 - 990_000.0).abs() <= 990.0, "{p:?}");
+        assert!((p.p999 as f64 - 999_000.0).abs() <= 999.0, "{p:?}");
+    }
+
+    #[test]
+    fn empty_histogram_gives_zeros() {
+        assert_eq!(Percentiles::of(&new_histogram()), Percentiles::default());
+    }
+
+    #[test]
+    fn verify_names_the_first_differing_element() {
+        let err = verify(&[1.0, 2.0], &[1.0, 3.0], 7).unwrap_err().to_string();
+        assert!(err.contains("round trip 7, element 1"), "{err}");
+        assert!(verify(&[f64::NAN], &[f64::NAN], 0).is_ok());
+        assert!(verify(&[0.0], &[-0.0], 0).is_err());
+    }
+}

@@ -1,0 +1,23 @@
+//! Rendering a report as an aligned table and a verdict in plain words.
+//!
+//! The table is grouped by placement and wait strategy, then by dtype and element count; inside
+//! each group the raw-bytes baseline comes first, then `echo-raw` (the server converts nothing)
+//! and `echo` (both sides convert) on each path, so the cost of every extra conversion reads
+//! straight down a column. The verdict splits each size's p50 round trip into converting,
+//! moving bytes and waiting ([`breakdown`]), names the fastest configuration and holds it
+//! against the budget.
+//!
+//! One concern per file: `table.rs` writes the table, `notes.rs` the notes on the machine
+//! under it, `verdict.rs` the verdict and the crossovers; `order.rs` ranks sections and rows
+//! for all of them.
+
+mod notes;
+mod order;
+mod table;
+mod verdict;
+
+pub use notes::{
+    CONTENDED_NOTE_SHARE, SPEED_CHANGE_FACTOR, contention, machine_state, speed_change,
+};
+pub use table::table;
+pub use verdict::{BELOW_FLOOR, Breakdown, Crossover, breakdown, crossovers, verdict};

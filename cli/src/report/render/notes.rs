@@ -1,0 +1,91 @@
+//! The notes on the machine that the table prints under its sections: contention (other tasks
+//! taking a CPU), the machine's state as the cross-core probe saw it, and changes of speed
+//! during the run.
+
+use crate::report::{BaselineRow, Report, crosscore, format};
+
+/// A floor whose per-round p50 varied by more than this factor (max ÷ min) within its group
+/// is reported as a change of the machine's speed during the run.
+pub const SPEED_CHANGE_FACTOR: f64 = 1.5;
+
+/// Share of contended rounds (see [`crate::report::contended_share`]) above which the table says so.
+pub const CONTENDED_NOTE_SHARE: f64 = 0.25;
+
+/// One line when more than [`CONTENDED_NOTE_SHARE`] of all rounds (floors and rows) were
+/// contended: another task kept taking a CPU from the client or a server, which adds about the
+/// same wait to a floor and its rows and so lowers ratios — a busy machine, not a slow one.
+pub fn contention(report: &Report) -> Option<String> {
+    let rounds: Vec<crate::report::Round> = report
+        .baseline
+        .iter()
+        .flat_map(|b| b.rounds.iter().copied())
+        .chain(report.rows.iter().flat_map(|r| r.rounds.iter().copied()))
+        .collect();
+    let share = crate::report::contended_share(&rounds)?;
+    (share > CONTENDED_NOTE_SHARE).then(|| {
+        format!(
+            "note: in {:.0}% of the rounds another task took a CPU from the client or a server \
+             ({}+ preemptions in a burst):\nthe machine was busy; contention adds about the same \
+             wait to a floor and its rows, so ratios read lower than on a quiet machine.",
+            share * 100.0,
+            crate::report::CONTENDED_PREEMPTIONS
+        )
+    })
+}
+
+/// The machine's state as the cross-core probe saw it before each group (see
+/// [`crate::report::crosscore`]): one line with the round trips between the client's CPU and the
+/// server's, and a note when the 4 KiB figure varied by more than
+/// [`crate::report::crosscore::STATE_CHANGE_FACTOR`] across groups — groups measured in different
+/// states have different ratios. `None` when no group was probed (no `split` placement).
+pub fn machine_state(report: &Report) -> Option<String> {
+    let probes = report.cross_core_probes();
+    let (lo, hi, changed) = crosscore::block_spread(&probes)?;
+    let range = |lo: u64, hi: u64| {
+        if lo == hi { format::ns(lo) } else { format!("{}..{}", format::ns(lo), format::ns(hi)) }
+    };
+    let line_lo = probes.iter().map(|c| c.line_ns).min().unwrap_or(0);
+    let line_hi = probes.iter().map(|c| c.line_ns).max().unwrap_or(0);
+    let mut out = format!(
+        "machine state: a cache line between the first two CPUs {}, 4 KiB {} (round trips, \
+         probed before each group).",
+        range(line_lo, line_hi),
+        range(lo, hi)
+    );
+    if let Some(factor) = changed {
+        out.push('\n');
+        out.push_str(&crosscore::state_change_note(factor));
+    }
+    Some(out)
+}
+
+/// One line when some floor's per-round p50 varied by more than [`SPEED_CHANGE_FACTOR`]: the
+/// machine changed speed during the run, which paired ratios survive and absolute times do
+/// not.
+pub fn speed_change(report: &Report) -> Option<String> {
+    let spread = |b: &BaselineRow| {
+        b.round_p50_range_ns().map(|(lo, hi)| (hi as f64 / lo.max(1) as f64, lo, hi))
+    };
+    let changed: Vec<(f64, u64, u64, &BaselineRow)> = report
+        .baseline
+        .iter()
+        .filter_map(|b| spread(b).map(|(f, lo, hi)| (f, lo, hi, b)))
+        .filter(|&(f, ..)| f > SPEED_CHANGE_FACTOR)
+        .collect();
+    let &(factor, lo, hi, worst) = changed.iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let others = match changed.len() {
+        1 => String::new(),
+        n => format!(" (and {} other floors)", n - 1),
+    };
+    Some(format!(
+        "note: the {} B floor ({}, {}, {}) ranged {}..{} ({}x) across rounds{others}: the \
+         machine changed speed during the run; ratios are paired and hold, absolute times do not.",
+        worst.bytes,
+        worst.transport,
+        worst.wait,
+        worst.pin,
+        format::ns(lo),
+        format::ns(hi),
+        format::ratio(factor)
+    ))
+}

@@ -1,0 +1,583 @@
+//! The `peer` binary as users run it: `peer compare` exit codes, clear errors for bad flags,
+//! and one tiny real report run writing JSON, CSV and SVG.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{Watchdog, peer_exe, secs};
+use peerpipe_cli::report::crosscore::CrossCore;
+use peerpipe_cli::report::{BaselineRow, ConfigRecord, Machine, Percentiles, Report, Row, export};
+
+/// A fresh directory under the system temp dir, unique per process and call.
+fn temp_dir(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "peerpipe-cli-{}-{}-{name}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    fs::create_dir_all(&dir).expect("create a temp dir");
+    dir
+}
+
+/// The flags of a run of one f64 × 8 `echo` row over the codec, blocking: the smallest real
+/// report.
+const ONE_ECHO_ROW: [&str; 10] =
+    ["--sizes", "8", "--dtype", "f64", "--path", "codec", "--handler", "echo", "--wait", "block"];
+
+fn peer(args: &[&str]) -> Output {
+    Command::new(peer_exe()).args(args).output().expect("run peer")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn report_with_p50(p50: u64) -> Report {
+    let p = Percentiles { min: p50 / 2, p50, p90: p50, p99: p50 * 2, p999: p50 * 3, max: p50 * 4 };
+    Report {
+        peerpipe: "0.1.0".into(),
+        machine: Machine::default(),
+        config: ConfigRecord::default(),
+        baseline: vec![BaselineRow {
+            bytes: 4000,
+            transport: "pipe".parse().unwrap(),
+            wait: "hybrid".parse().unwrap(),
+            pin: "free".parse().unwrap(),
+            lent: false,
+            iterations: 100,
+            rtt_ns: Percentiles { p50: 80_000, ..p },
+            rounds: vec![],
+            shared_core_share: None,
+            route: None,
+            cross_core: None,
+        }],
+        rows: vec![Row {
+            dtype: "f64".parse().unwrap(),
+            elements: 500,
+            bytes: 4000,
+            transport: "pipe".parse().unwrap(),
+            path: "zero-copy".parse().unwrap(),
+            handler: "echo".parse().unwrap(),
+            wait: "hybrid".parse().unwrap(),
+            pin: "free".parse().unwrap(),
+            iterations: 100,
+            rtt_ns: p,
+            transfer_ns: p,
+            encode_ns: Percentiles::default(),
+            decode_ns: Percentiles::default(),
+            server_ns: Percentiles::default(),
+            client_cpu_ns: 1000.0,
+            server_cpu_ns: f64::NAN,
+            mb_per_s: 8.0,
+            ratio_to_baseline: Some(p50 as f64 / 80_000.0),
+            ratio_ci: None,
+            rounds: vec![],
+            shared_core_share: None,
+        }],
+        sync_costs: vec![],
+        skipped: vec![],
+    }
+}
+
+fn write_report(dir: &Path, name: &str, p50: u64) -> String {
+    let path = dir.join(name);
+    export::write_json(&report_with_p50(p50), &path).expect("write a report");
+    path.to_str().expect("UTF-8 temp path").to_owned()
+}
+
+#[test]
+fn compare_exits_0_when_nothing_differs() {
+    let dir = temp_dir("compare-equal");
+    let a = write_report(&dir, "a.json", 100_000);
+    let b = write_report(&dir, "b.json", 104_000);
+    let out = peer(&["compare", &a, &b]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("nothing differs"), "{}", stdout(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_exits_1_when_a_row_differs_beyond_the_thresholds() {
+    let dir = temp_dir("compare-differs");
+    let a = write_report(&dir, "a.json", 100_000);
+    let b = write_report(&dir, "b.json", 150_000);
+    let out = peer(&["compare", &a, &b]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("f64 x 500 echo zero-copy, wait hybrid, pin free"), "{text}");
+    assert!(text.contains("+50.0%"), "{text}");
+    // Looser thresholds turn the same pair into "nothing differs".
+    let out = peer(&["compare", &a, &b, "--abs", "60us"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = peer(&["compare", &a, &b, "--rel", "60"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+/// A report of one row with a paired ratio: its floor's p50, the row's ratio to it and the
+/// interval of that ratio.
+fn paired_report(floor_p50: u64, ratio: f64, ci: [f64; 2]) -> Report {
+    let mut report = report_with_p50((floor_p50 as f64 * ratio) as u64);
+    report.baseline[0].rtt_ns.p50 = floor_p50;
+    report.baseline[0].bytes = 4000;
+    report.rows[0].ratio_to_baseline = Some(ratio);
+    report.rows[0].ratio_ci = Some(ci);
+    report
+}
+
+fn write(dir: &Path, name: &str, report: &Report) -> String {
+    let path = dir.join(name);
+    export::write_json(report, &path).expect("write a report");
+    path.to_str().expect("UTF-8 temp path").to_owned()
+}
+
+#[test]
+fn compare_judges_paired_ratios_so_a_slower_machine_is_not_a_difference() {
+    let dir = temp_dir("compare-paired");
+    // B ran while the machine was twice as slow: every time doubled, the ratio did not.
+    let a = write(&dir, "a.json", &paired_report(2_000, 1.40, [1.38, 1.42]));
+    let b = write(&dir, "b.json", &paired_report(4_000, 1.41, [1.38, 1.44]));
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("nothing differs"), "{text}");
+    assert!(text.contains("floors: B/A of their p50 ranged 2.00x-2.00x"), "{text}");
+    // Judged by absolute time, the same two files differ.
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5", "--mode", "absolute"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_reports_a_paired_change_with_how_much_and_how_sure() {
+    let dir = temp_dir("compare-paired-differs");
+    // 1.40 -> 1.65 of a 2 us floor: +500 ns, +17.9 %, the intervals 0.2 apart.
+    let a = write(&dir, "a.json", &paired_report(2_000, 1.40, [1.38, 1.42]));
+    let b = write(&dir, "b.json", &paired_report(2_000, 1.65, [1.62, 1.68]));
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    let line = text.lines().find(|l| l.starts_with("f64 x 500 echo zero-copy")).expect(&text);
+    for cell in ["1.400x [1.380, 1.420]", "1.650x [1.620, 1.680]", "+500ns", "+17.9%"] {
+        assert!(line.contains(cell), "{cell} missing from {line}");
+    }
+    assert!(line.contains("intervals 0.200x apart"), "{line}");
+    // The same move with overlapping intervals is not sure enough to report.
+    let unsure = write(&dir, "unsure.json", &paired_report(2_000, 1.65, [1.30, 1.80]));
+    let out = peer(&["compare", &a, &unsure, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn server_delay_is_server_time_and_recorded_but_refused_with_spawn() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("server-delay");
+    let json = dir.join("delay.json");
+    let out = peer(
+        &[
+            &ONE_ECHO_ROW[..],
+            &["--duration", "20ms", "--warmup", "1ms", "--rounds", "4", "--server-delay", "300us"],
+            &["--json", json.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = export::read_json(&json).unwrap();
+    assert_eq!(report.config.server_delay_ns, 300_000);
+    assert_eq!(report.config.rounds, 4);
+    let row = &report.rows[0];
+    assert_eq!(row.rounds.len(), 4);
+    // The busy-wait is part of the server time the replies report, and of the round trip.
+    assert!(row.server_ns.min >= 300_000, "{:?}", row.server_ns);
+    assert!(row.rtt_ns.min >= 300_000, "{:?}", row.rtt_ns);
+    // The floor has no delay: it stays far below.
+    let floor = report.baseline.iter().find(|b| b.bytes == 64).unwrap();
+    assert!(floor.rtt_ns.p50 < 300_000, "{:?}", floor.rtt_ns);
+
+    let out = peer(&["--spawn", "peer --role server", "--server-delay", "1us"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("pass --server-delay to the server command"), "{}", stderr(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_exits_3_when_a_difference_comes_with_a_change_of_machine_state() {
+    let dir = temp_dir("compare-states");
+    // The ratio moved from 1.30 to 1.05 with tight intervals: a difference by the numbers.
+    let probe = |block_ns| Some(CrossCore { line_ns: block_ns / 8, block_ns });
+    let mut fast = paired_report(1_800, 1.30, [1.28, 1.32]);
+    fast.baseline[0].cross_core = probe(900);
+    let mut slow = paired_report(5_800, 1.05, [1.03, 1.07]);
+    slow.baseline[0].cross_core = probe(3_400);
+    let (a, b) = (write(&dir, "fast.json", &fast), write(&dir, "slow.json", &slow));
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(3), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("the machine was in different states"), "{}", stdout(&out));
+    // The same two ratios measured in one state: an ordinary difference, exit 1.
+    slow.baseline[0].cross_core = probe(950);
+    let b = write(&dir, "slow-same-state.json", &slow);
+    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_exits_2_naming_a_missing_file() {
+    let dir = temp_dir("compare-missing");
+    let a = write_report(&dir, "a.json", 100_000);
+    let missing = dir.join("never-written.json");
+    let out = peer(&["compare", &a, missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.starts_with("peer: error:") && err.contains("never-written.json"), "{err}");
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_exits_2_naming_a_file_that_is_not_json() {
+    let dir = temp_dir("compare-not-json");
+    let a = write_report(&dir, "a.json", 100_000);
+    let notes = dir.join("notes.txt");
+    fs::write(&notes, "p50 was about 2us\n").unwrap();
+    let out = peer(&["compare", notes.to_str().unwrap(), &a]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.starts_with("peer: error:") && err.contains("notes.txt"), "{err}");
+    assert!(err.contains("not a peerpipe JSON report"), "{err}");
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_flags_exit_2_with_a_clear_message() {
+    let cases: [(&[&str], &[&str]); 11] = [
+        (&["--dtype", "f16"], &["--dtype", "f16", "expected f64, f32 or f64-as-f32"]),
+        (&["--iters", "0"], &["--iters", "0 is not in 1.."]),
+        (&["--duration", "fast"], &["--duration", "missing number", "expected e.g. 500us"]),
+        (&["--duration", "0ms"], &["--duration", "greater than zero"]),
+        (&["--wait", "sleepy"], &["--wait", "sleepy", "block, spin, hybrid"]),
+        (&["--sizes", "0"], &["--sizes", "expected a positive element count"]),
+        (&["--frobnicate"], &["unexpected argument '--frobnicate'"]),
+        (&["compare", "a.json", "b.json", "--rel", "lots"], &["--rel", "expected a percentage"]),
+        (&["--rounds", "0"], &["--rounds", "0 is not in 1..=1000"]),
+        (&["--load", "5000"], &["--load", "5000 is not in 0..=1024"]),
+        (&["compare", "a.json", "b.json", "--mode", "loose"], &["--mode", "paired, absolute"]),
+    ];
+    for (args, expected) in cases {
+        let out = peer(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.starts_with("error:"), "{args:?}: {err}");
+        for part in expected {
+            assert!(err.contains(part), "{args:?}: {part:?} missing from {err}");
+        }
+        assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    }
+}
+
+#[test]
+fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("tiny-run");
+    let (json, csv, svg) = (dir.join("run.json"), dir.join("run.csv"), dir.join("run.svg"));
+    let out = peer(&[
+        "--sizes",
+        "8",
+        "--dtype",
+        "f64",
+        "--path",
+        "zero-copy",
+        "--handler",
+        "echo",
+        "--wait",
+        "block",
+        "--duration",
+        "5ms",
+        "--warmup",
+        "1ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    // No --pin: split on a machine with two cores or more, else free.
+    let pin = peerpipe_cli::report::placement::default_placement();
+    assert!(text.contains(&format!("wait block, pin {pin}")), "{text}");
+    assert!(text.contains("f64 x 8 (64 B)"), "{text}");
+    assert!(text.contains("baseline raw r/w"), "{text}");
+    assert!(text.contains("echo     zero-copy"), "{text}");
+    assert!(text.contains("verdict:"), "{text}");
+    assert!(text.contains("fastest: echo zero-copy, block"), "{text}");
+    assert!(text.contains("150us budget"), "{text}");
+
+    let report = export::read_json(&json).expect("the JSON reads back as a report");
+    assert_eq!(report.rows.len(), 1);
+    let row = &report.rows[0];
+    assert_eq!((row.dtype.name(), row.elements, row.bytes), ("f64", 8, 64));
+    assert_eq!(
+        (row.path.name(), row.handler.name(), row.wait.to_string().as_str()),
+        ("zero-copy", "echo", "block")
+    );
+    assert!(row.iterations >= 1 && row.rtt_ns.p50 > 0);
+    // Paired by default: 20 rounds, each with the floor's p50 of the same round.
+    assert_eq!(report.config.rounds, peerpipe_cli::report::measure::DEFAULT_ROUNDS);
+    assert_eq!(row.rounds.len(), 20);
+    assert!(row.rounds.iter().all(|r| r.floor_p50_ns.is_some_and(|f| f > 0)));
+    let [lo, hi] = row.ratio_ci.expect("a 95% interval");
+    let ratio = row.ratio_to_baseline.expect("a paired ratio");
+    assert!(lo <= ratio && ratio <= hi, "{lo} <= {ratio} <= {hi}");
+    assert!(report.baseline.iter().any(|b| b.bytes == 64 && b.wait.to_string() == "block"));
+    assert_eq!(report.config.sizes, vec![8]);
+
+    let csv_text = fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = csv_text.lines().collect();
+    assert_eq!(lines[0], export::csv_header());
+    assert_eq!(lines.len(), 1 + report.baseline.len() + report.rows.len());
+
+    let svg_text = fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.starts_with("<svg") && svg_text.trim_end().ends_with("</svg>"));
+    assert!(svg_text.contains("echo zero-copy") && svg_text.contains("wait block"));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_run_with_load_says_so_records_it_and_measures_the_default_wait_unpinned() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("load");
+    let json = dir.join("run.json");
+    // No --pin: block at the default placement, auto unpinned (as a program gets it).
+    let output = peer(&[
+        "--sizes",
+        "8",
+        "--dtype",
+        "f64",
+        "--path",
+        "codec",
+        "--handler",
+        "echo",
+        "--wait",
+        "block,auto",
+        "--load",
+        "1",
+        "--duration",
+        "4ms",
+        "--rounds",
+        "2",
+        "--generations",
+        "1",
+        "--warmup",
+        "1ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("load: 1 busy thread beside the client and servers"), "{text}");
+    assert!(text.contains("beside 1 busy threads"), "{text}");
+    let report = export::read_json(&json).unwrap();
+    assert_eq!(report.config.load, 1);
+    assert!(
+        report.rows.iter().any(|r| r.wait.to_string() == "auto" && r.pin.name() == "free"),
+        "{:?}",
+        report.rows
+    );
+    assert!(report.rows.iter().all(|r| r.wait.to_string() != "auto" || r.pin.name() == "free"));
+    let line = text.lines().find(|l| l.starts_with("  f64 x 8 ")).expect("the answer's line");
+    assert!(line.trim_end().ends_with("echo codec, auto"), "{text}");
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn free_placement_probes_the_machine_state_and_same_placement_cannot() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        println!("skipping: the probe needs two CPUs");
+        return;
+    }
+    let dir = temp_dir("probe-placements");
+    let json = dir.join("run.json");
+    let output = peer(
+        &[
+            &ONE_ECHO_ROW[..],
+            &["--pin", "free,same", "--duration", "4ms", "--rounds", "2", "--generations", "1"],
+            &["--warmup", "1ms", "--json", json.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = export::read_json(&json).unwrap();
+    let floors = |pin: &'static str| report.baseline.iter().filter(move |b| b.pin.name() == pin);
+    // `same` has no second CPU to probe: never a made-up figure.
+    assert!(floors("same").count() > 0 && floors("same").all(|b| b.cross_core.is_none()));
+    // `free` probes the first two CPUs (unknown only if the probe got no CPU in time).
+    assert!(floors("free").any(|b| b.cross_core.is_some_and(|c| c.block_ns > 0)));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn split_placement_runs_and_labels_its_rows() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        println!("skipping: split placement needs two CPUs");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("peerpipe-cli-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("split.json");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_peer"))
+        .args(["--sizes", "8", "--dtype", "f64", "--path", "codec,zero-copy"])
+        .args(["--handler", "echo-raw,echo"])
+        .args([
+            "--wait",
+            "spin",
+            "--pin",
+            "split",
+            "--duration",
+            "5ms",
+            "--warmup",
+            "1ms",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report = peerpipe_cli::report::export::read_json(&json).unwrap();
+    assert!(!report.rows.is_empty());
+    assert!(report.rows.iter().all(|row| row.pin.name() == "split"));
+    assert!(report.baseline.iter().all(|b| b.pin.name() == "split"));
+    // Four rows and their floor took turns with three spinning servers, the idle ones
+    // stopped: every server came back to answer BYE (the run would fail otherwise), and every
+    // round records the client on the first allowed CPU and its server on the second.
+    assert_eq!(report.rows.len(), 4);
+    let rounds = report.rows.iter().flat_map(|r| &r.rounds);
+    let cpus: std::collections::BTreeSet<(Option<u32>, Option<u32>)> =
+        rounds.map(|r| (r.client_cpu, r.server_cpu)).collect();
+    assert_eq!(cpus.len(), 1, "one placement throughout: {cpus:?}");
+    let (client, server) = cpus.into_iter().next().unwrap();
+    assert!(client.is_some() && server.is_some() && client != server, "{client:?} {server:?}");
+    assert!(report.rows.iter().all(|r| r.shared_core_share == Some(0.0)));
+    // Each floor records the machine's state before its group (unknown only when the probe's
+    // partner thread got no CPU within its deadline).
+    for floor in &report.baseline {
+        if let Some(probe) = floor.cross_core {
+            assert!(probe.line_ns > 0 && probe.block_ns > 0, "{probe:?}");
+        }
+    }
+    assert!(report.baseline.iter().any(|b| b.cross_core.is_some()), "no group was probed");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_run_over_every_transport_labels_its_rows_names_the_crossover_and_prints_sync_costs() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("transports");
+    let json = dir.join("run.json");
+    let out = peer(&[
+        "--transport",
+        "pipe,shm-sem,shm-ring",
+        "--sizes",
+        "8,500",
+        "--dtype",
+        "f64",
+        "--path",
+        "zero-copy",
+        "--handler",
+        "echo-raw",
+        "--wait",
+        "hybrid",
+        "--duration",
+        "5ms",
+        "--warmup",
+        "1ms",
+        "--sync-ops",
+        "2000",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for label in ["echo-raw zero-copy      ", "echo-raw zero-copy sem", "echo-raw zero-copy ring"] {
+        assert!(text.contains(label), "{label:?} missing:\n{text}");
+    }
+    assert!(text.contains("shared memory against pipes"), "{text}");
+    for crossing in ["shm-sem hybrid (f64 echo-raw zero-copy): ", "shm-ring hybrid (f64"] {
+        assert!(text.contains(crossing), "{crossing:?} missing:\n{text}");
+    }
+    assert!(text.contains("Synchronisation costs"), "{text}");
+    assert!(text.contains("cross-process wake-up (shm-ring, block)"), "{text}");
+    // The table stays within 120 columns with the longer shared-memory labels.
+    for line in text.lines().filter(|l| l.starts_with("  echo") || l.starts_with("  baseline")) {
+        assert!(line.chars().count() <= 120, "{} columns: {line}", line.chars().count());
+    }
+
+    let report = export::read_json(&json).expect("the JSON reads back");
+    let mut transports: Vec<&str> = report.rows.iter().map(|r| r.transport.name()).collect();
+    transports.sort_unstable();
+    transports.dedup();
+    assert_eq!(transports, ["pipe", "shm-ring", "shm-sem"]);
+    assert_eq!(report.rows.len(), 6, "3 transports x 2 sizes");
+    assert_eq!(report.config.transports, ["pipe", "shm-sem", "shm-ring"]);
+    assert_eq!(report.sync_costs.len(), 8);
+    assert!(report.sync_costs.iter().all(|c| c.ns_per_op > 0.0 && c.operations >= 2000));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn sync_costs_alone_prints_only_the_table() {
+    let _watchdog = Watchdog::new(secs(60));
+    let out = peer(&["--sync-costs", "--sync-ops", "2000"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "Synchronisation costs (mean per operation):", "{text}");
+    assert_eq!(lines.len(), 9, "a heading and 8 entries:\n{text}");
+    assert!(lines.iter().all(|l| !l.contains("baseline")), "{text}");
+}
+
+#[test]
+fn the_report_names_its_clock_and_an_unknown_peerpipe_clock_is_refused() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("clock");
+    let json = dir.join("monotonic.json");
+    let run = |clock: &str, json: &Path| {
+        Command::new(peer_exe())
+            .env("PEERPIPE_CLOCK", clock)
+            .args(ONE_ECHO_ROW)
+            .args(["--duration", "10ms", "--warmup", "1ms", "--rounds", "2"])
+            .args(["--json", json.to_str().unwrap()])
+            .output()
+            .expect("run peer")
+    };
+    let out = run("monotonic", &json);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("clock: monotonic (PEERPIPE_CLOCK=monotonic)"),
+        "{}",
+        stdout(&out)
+    );
+    let report = export::read_json(&json).unwrap();
+    assert_eq!(report.machine.clock, "monotonic (PEERPIPE_CLOCK=monotonic)");
+
+    let refused = dir.join("refused.json");
+    let out = run("fast", &refused);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        "peer: error: PEERPIPE_CLOCK: expected auto or monotonic (or unset), found \"fast\""
+    );
+    assert!(stdout(&out).is_empty() && !refused.exists(), "nothing measured, nothing written");
+    fs::remove_dir_all(dir).ok();
+}
