@@ -63,40 +63,40 @@ pub use crate::transport::LEND_MIN_BYTES;
 /// The environment variable naming the `peer` binary, looked at by [`find_peer_binary`].
 pub const PEER_ENV: &str = "PEERPIPE_PEER";
 
-/// Finds this crate's `peer` binary, in this order:
+/// Finds this crate's `peer` binary.
 ///
-/// 1. `explicit`, when it names an existing executable file (a bare name such as `peer` is
-///    looked for on `PATH` in step 3 instead);
-/// 2. the path in the environment variable `PEERPIPE_PEER` ([`PEER_ENV`]);
-/// 3. each directory of `PATH`, for `explicit`'s file name or `peer` — where
-///    `cargo install --path .` (in a peerpipe clone) puts it.
-///
-/// A relative `explicit` path is relative to the current directory, as for
-/// [`std::process::Command`]: `target/release/peer` exists only in a peerpipe checkout.
+/// - `explicit` a path (it has a `/`): that path, when it is an executable file; otherwise
+///   the error says why it cannot be started. A path is never replaced by another binary.
+///   A relative path is relative to the current directory, as for [`std::process::Command`]:
+///   `target/release/peer` exists only in a peerpipe checkout.
+/// - `explicit` a bare name (such as `peer`), or `None`: the path in the environment
+///   variable `PEERPIPE_PEER` ([`PEER_ENV`]), then each directory of `PATH`, for that name or
+///   `peer` — where `cargo install --path .` (in a peerpipe clone) puts it.
 ///
 /// # Errors
-/// [`Error::PeerNotFound`] naming every place looked at, in order, and what was wrong there.
+/// [`Error::CannotStart`] naming an explicit path that does not exist (`NotFound`) or is not
+/// an executable file (`PermissionDenied`); [`Error::PeerNotFound`] naming every place looked
+/// at, in order, and what was wrong there, when a name is found nowhere.
 ///
 /// # Examples
 /// ```
 /// use std::path::Path;
-/// let err = peerpipe::peer::find_peer_binary(Some(Path::new("/nonexistent/peer")));
-/// # if std::env::var_os("PEERPIPE_PEER").is_none() {
-/// // With no PEERPIPE_PEER and no `peer` on PATH, the error names each place:
-/// if let Err(e) = err {
-///     assert!(e.to_string().contains("/nonexistent/peer (no such file)"), "{e}");
-///     assert!(e.to_string().contains("PEERPIPE_PEER (not set)"), "{e}");
-/// }
-/// # }
+/// use peerpipe::ErrorKind;
+/// let err = peerpipe::peer::find_peer_binary(Some(Path::new("/nonexistent/peer"))).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::NotFound);
+/// assert_eq!(
+///     err.to_string(),
+///     "cannot start \"/nonexistent/peer\": No such file or directory (os error 2)"
+/// );
 /// ```
 pub fn find_peer_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     let mut looked = Vec::new();
     let bare = explicit.is_some_and(|p| p.components().count() == 1 && !p.is_absolute());
     if let Some(path) = explicit.filter(|_| !bare) {
-        match executable(path) {
-            Ok(()) => return Ok(path.to_path_buf()),
-            Err(why) => looked.push(format!("{} ({why})", path.display())),
-        }
+        return match executable(path) {
+            Ok(()) => Ok(path.to_path_buf()),
+            Err(why) => Err(cannot_start(path.as_os_str(), why)),
+        };
     }
     match std::env::var_os(PEER_ENV).filter(|v| !v.is_empty()) {
         Some(value) => {
@@ -155,6 +155,60 @@ pub fn shell_command(command_line: &str) -> Command {
     command
 }
 
+/// [`shell_command`], after making sure the program of a simple command can be started: a
+/// program that is not there is an error naming it here, instead of a shell that exits with
+/// status 127 after the spawn. A command line that is not simple (or whose program is quoted
+/// or a pattern) is left to the shell.
+///
+/// # Errors
+/// [`Error::CannotStart`] naming the program: `NotFound` when a path does not exist or a name
+/// is on no directory of `PATH`, `PermissionDenied` when it is not an executable file.
+///
+/// # Examples
+/// ```
+/// use peerpipe::ErrorKind;
+/// let err = peerpipe::peer::checked_shell_command("target/release/pear --role server").unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::NotFound);
+/// assert!(err.to_string().starts_with("cannot start \"target/release/pear\": "), "{err}");
+/// assert!(peerpipe::peer::checked_shell_command("exit 3").is_ok()); // the shell's business
+/// ```
+pub fn checked_shell_command(command_line: &str) -> Result<Command> {
+    const LEFT_TO_THE_SHELL: &[char] = &['\'', '"', '\\', '*', '?', '[', '~'];
+    if is_simple_command(command_line)
+        && let Some(program) = command_line.split_whitespace().next()
+        && !program.contains(LEFT_TO_THE_SHELL)
+    {
+        if program.contains('/') {
+            executable(Path::new(program))
+                .map_err(|why| cannot_start(std::ffi::OsStr::new(program), why))?;
+        } else if let Some(path_var) = std::env::var_os("PATH") {
+            let found =
+                std::env::split_paths(&path_var).any(|dir| executable(&dir.join(program)).is_ok());
+            if !found {
+                return Err(cannot_start(std::ffi::OsStr::new(program), "no such file"));
+            }
+        }
+    }
+    Ok(shell_command(command_line))
+}
+
+/// The command for `argv`: the program `argv[0]` (looked up on `PATH` when it has no `/`)
+/// with the arguments `argv[1..]`, run without a shell.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `argv` is empty.
+pub fn argv_command<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> Result<Command> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(Error::InvalidArgument {
+            what: "command",
+            reason: "the argument list is empty; its first element must name the program".into(),
+        });
+    };
+    let mut command = Command::new(program);
+    command.args(args);
+    Ok(command)
+}
+
 /// Words only: no operator, redirection, substitution, glob-free quoting aside; the first word
 /// is not an assignment, a keyword or a builtin that `exec` cannot run.
 fn is_simple_command(line: &str) -> bool {
@@ -190,6 +244,18 @@ fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// [`Error::CannotStart`] for `program`, for the reason [`executable`] gave.
+fn cannot_start(program: &std::ffi::OsStr, why: &str) -> Error {
+    let errno = match why {
+        "no such file" => nix::errno::Errno::ENOENT,
+        _ => nix::errno::Errno::EACCES,
+    };
+    Error::CannotStart {
+        program: program.to_string_lossy().into_owned(),
+        source: std::io::Error::from_raw_os_error(errno as i32),
+    }
 }
 
 /// Ok when `path` is a file with an execute bit; otherwise what is wrong with it.
@@ -368,7 +434,8 @@ impl Peer {
     /// other dies; `command` must then start a server on the same transport.
     ///
     /// # Errors
-    /// [`Error::Io`] when the command cannot be started; any handshake error (the server is
+    /// [`Error::CannotStart`] naming the program when the command cannot be started; any
+    /// handshake error (the server is
     /// then terminated and reaped, and [`Error::PeerExited`] says how it ended if it died).
     pub fn spawn(command: Command, options: Options) -> Result<Peer> {
         Peer::spawn_with(command, options, None)
@@ -427,18 +494,30 @@ impl Peer {
     /// server).
     ///
     /// # Errors
-    /// As [`Peer::spawn`].
+    /// [`Error::CannotStart`] when the program of a simple command is not there (see
+    /// [`checked_shell_command`]); otherwise as [`Peer::spawn`].
     pub fn spawn_shell(command_line: &str, options: Options) -> Result<Peer> {
-        Peer::spawn(shell_command(command_line), options)
+        Peer::spawn(checked_shell_command(command_line)?, options)
+    }
+
+    /// Spawns the program `argv[0]` with the arguments `argv[1..]` as the server, without a
+    /// shell (see [`argv_command`]), as [`Peer::spawn`] does.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `argv` is empty; otherwise as [`Peer::spawn`].
+    pub fn spawn_argv<S: AsRef<std::ffi::OsStr>>(argv: &[S], options: Options) -> Result<Peer> {
+        Peer::spawn(argv_command(argv)?, options)
     }
 
     /// Spawns this crate's `peer` binary as `peer --role server --handler HANDLER`, with the
     /// same wait strategy, frame limit and transport as `options`. `peer_exe` is found as
-    /// [`find_peer_binary`] says: the path itself when it exists, else `$PEERPIPE_PEER`, else
-    /// `PATH` (so a bare `"peer"` works once `cargo install --path .` has put it there).
+    /// [`find_peer_binary`] says: a path is used as it is, a bare name is looked for in
+    /// `$PEERPIPE_PEER`, then on `PATH` (so a bare `"peer"` works once
+    /// `cargo install --path .` has put it there).
     ///
     /// # Errors
-    /// [`Error::PeerNotFound`] naming every place looked at; otherwise as [`Peer::spawn`].
+    /// [`Error::CannotStart`] when a path is not an executable file; [`Error::PeerNotFound`]
+    /// naming every place looked at for a name; otherwise as [`Peer::spawn`].
     pub fn spawn_server(
         peer_exe: impl AsRef<Path>,
         handler: &str,

@@ -67,8 +67,9 @@
 // been terminated; the peer only accepts `pp_close`.
 #define PP_EPROTO -5
 
-// An operating-system call failed: the program could not be started, a pipe or region could
-// not be made, a descriptor could not be read or written.
+// An operating-system call failed: a program could not be started for another reason than
+// not being found (e.g. it is not executable), a pipe or region could not be made, a
+// descriptor could not be read or written.
 #define PP_EIO -6
 
 // The server answered this request with an ERROR frame (its message is in
@@ -82,6 +83,15 @@
 // A bug in peerpipe: a Rust panic was caught at the boundary. Treat the handle as unusable
 // apart from `pp_close`.
 #define PP_EPANIC -9
+
+// The program to start was not found: no such file, or not on `PATH`. `pp_last_error()`
+// names the program and the reason (`cannot start "pear": No such file or directory (os
+// error 2)`). No process is left behind.
+#define PP_ENOTFOUND -10
+
+// The caller asked to stop waiting; the server was terminated and reaped. (No function of
+// this library is interruptible yet; the code completes the table of error kinds.)
+#define PP_EINTR -11
 
 // Settings for spawning a server and for serving. Opaque: a Rust `Box` holding the
 // library's `Options`, made by `pp_options_new` and freed by `pp_options_free`; change it
@@ -157,7 +167,8 @@ extern "C" {
 // handler or disposition you set is left alone; set one before if you need SIGPIPE.
 //
 // Returns `PP_OK`; `PP_EINVAL` when `argv` or `out` is NULL, `argc` is 0 or an `argv[i]`
-// is NULL; `PP_EIO` when the program cannot be started (not found, not executable);
+// is NULL; `PP_ENOTFOUND` when the program is not found and `PP_EIO` when it cannot be
+// started for another reason (not executable), both naming it in `pp_last_error()`;
 // `PP_EEXITED` when it exits before answering HELLO; `PP_ETIMEDOUT` when it does not answer
 // within the timeout; `PP_EPROTO` when its first frame is not a valid HELLO; `PP_ECLOSED`
 // when it closes its stdout without exiting; `PP_EREMOTE` when it refuses the handshake
@@ -184,8 +195,12 @@ int pp_spawn_with(const char *const *argv,
                   struct pp_peer **out);
 
 // Starts `sh -c COMMAND_LINE` as the server (e.g. "ssh host peer --role server"), with
-// default options. Ownership, SIGPIPE and errors as `pp_spawn` (a command the shell cannot
-// find makes the shell exit with status 127: `PP_EEXITED`).
+// default options. A simple command (words only: no operators, redirections, substitutions
+// or assignments) runs as `exec COMMAND_LINE`, so the spawned process is the server itself,
+// and its program is checked first: one that is not there is `PP_ENOTFOUND`, naming it.
+// Ownership, SIGPIPE and errors as `pp_spawn` (a command the shell cannot find in a line
+// that is not simple makes the shell exit with status 127: `PP_EEXITED`); also
+// `PP_EINVAL` when `command_line` is not UTF-8.
 //
 // # Safety
 // `command_line` is NULL or a NUL-terminated string; `out` as in `pp_spawn`.
@@ -199,6 +214,19 @@ int pp_spawn_shell(const char *command_line, struct pp_peer **out);
 int pp_spawn_shell_with(const char *command_line,
                         const struct pp_options *options,
                         struct pp_peer **out);
+
+// Writes to `*pid` the process id of the peer's server: the process `pp_spawn*` started,
+// or, when that is a shell or wrapper, the server process below it that said HELLO (as the
+// server reported it).
+//
+// Returns `PP_OK`; `PP_EINVAL` when `peer` or `pid` is NULL, or when the server's process
+// is not known (it reported a pid that is not the spawned process or one below it, e.g. a
+// server on another machine), `*pid` then unchanged.
+//
+// # Safety
+// `peer` is NULL or a live peer from `pp_spawn*`, not in use by another thread; `pid` is
+// NULL or points to a writable `uint32_t`.
+int pp_server_pid(const struct pp_peer *peer, uint32_t *pid);
 
 // Sets the deadline, in nanoseconds, of each following reply and of `pp_close`'s BYE; 0
 // waits for ever. The default is the options' timeout (10 s).

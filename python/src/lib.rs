@@ -20,11 +20,16 @@ use peerpipe::frame::Dtype;
 use peerpipe::rhs::{self, Exchange};
 use peerpipe::server::{self, Ending, Handler, Request, Response, ServeOptions};
 use peerpipe::{CallTiming, DataPath, Options, TransportKind, Wait};
-use pyo3::exceptions::{PyException, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
-use pyo3::{create_exception, intern};
+use pyo3::types::{PyDict, PyList, PyString};
+
+mod errors;
+use errors::{
+    Error, Interrupted, IntoPy, PeerExited, ProtocolError, RemoteError, TooLarge, timeout_type,
+    to_py,
+};
 
 /// Longest a call waits with the GIL released before it checks for signals (Ctrl-C).
 const SLICE: Duration = Duration::from_millis(100);
@@ -33,132 +38,6 @@ const SLICE: Duration = Duration::from_millis(100);
 /// `KeyboardInterrupt` goes on regardless: the give-up check (`INTERRUPT_CHECK`, 50 ms) plus
 /// a server's grace to exit after SIGTERM (`TERM_GRACE`, 200 ms), with room to spare.
 const REAP_WAIT: Duration = Duration::from_secs(2);
-
-create_exception!(
-    peerpipe,
-    Error,
-    PyException,
-    "Base class of every error peerpipe raises; the message is the Rust crate's."
-);
-create_exception!(
-    peerpipe,
-    ProtocolError,
-    Error,
-    "The other side broke wire format v1 (bad magic, wrong seq/count/dtype, a truncated or \
-     oversized frame, a bad shared region). The peer is closed and its server reaped."
-);
-create_exception!(
-    peerpipe,
-    PeerExited,
-    Error,
-    "The server process ended or closed its end. `status` says how when known ('exited with \
-     status 3', 'was killed by signal 9 (SIGKILL)'), else None. The peer is closed."
-);
-create_exception!(
-    peerpipe,
-    RemoteError,
-    Error,
-    "The server answered the request with an ERROR frame (`seq`, `message`). The peer stays \
-     usable."
-);
-
-/// `peerpipe.Timeout`, a subclass of both [`Error`] and the built-in `TimeoutError`: made
-/// once with `type(...)`, as `create_exception!` takes a single base.
-fn timeout_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    static TIMEOUT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    TIMEOUT
-        .get_or_try_init(py, || {
-            let bases = PyTuple::new(
-                py,
-                [py.get_type::<Error>(), py.get_type::<pyo3::exceptions::PyTimeoutError>()],
-            )?;
-            let dict = PyDict::new(py);
-            dict.set_item("__module__", "peerpipe")?;
-            dict.set_item(
-                "__doc__",
-                "A deadline passed: the handshake or a reply took longer than `timeout`. \
-                 The peer is closed and its server terminated and reaped. Also a TimeoutError.",
-            )?;
-            let made = py.get_type::<PyType>().call1(("Timeout", bases, dict))?;
-            Ok(made.cast_into::<PyType>()?.unbind())
-        })
-        .map(|t| t.bind(py))
-}
-
-/// The exception for a crate error, its message unchanged.
-fn to_py(py: Python<'_>, error: peerpipe::Error) -> PyErr {
-    use peerpipe::Error as E;
-    let message = error.to_string();
-    let with = |err: PyErr, attrs: &[(&str, Option<String>)]| {
-        for (name, value) in attrs {
-            let _ = err.value(py).setattr(*name, value.clone());
-        }
-        err
-    };
-    match error {
-        E::Timeout { .. } => match timeout_type(py) {
-            Ok(t) => PyErr::from_type(t.clone(), message),
-            Err(e) => e,
-        },
-        E::PeerExited { status, code, signal, .. } => {
-            let err = with(PeerExited::new_err(message), &[("status", Some(status))]);
-            let _ = err.value(py).setattr("exit_code", code);
-            let _ = err.value(py).setattr("signal", signal);
-            err
-        }
-        E::PeerClosed { .. } | E::ClosedAfter { .. } => {
-            let err = with(PeerExited::new_err(message), &[("status", None)]);
-            let _ = err.value(py).setattr("exit_code", None::<i32>);
-            let _ = err.value(py).setattr("signal", None::<i32>);
-            err
-        }
-        E::Remote { seq, message: text } => {
-            let err = RemoteError::new_err(message);
-            let _ = err.value(py).setattr("seq", seq);
-            let _ = err.value(py).setattr("message", text);
-            err
-        }
-        E::InvalidArgument { .. } | E::LengthMismatch { .. } => PyValueError::new_err(message),
-        E::Io(io) => {
-            let errno = io.raw_os_error();
-            match errno {
-                Some(code) => PyOSError::new_err((code, message)),
-                None => PyOSError::new_err(message),
-            }
-        }
-        E::Sys(errno) => PyOSError::new_err((errno as i32, message)),
-        E::PeerNotFound { .. } => pyo3::exceptions::PyFileNotFoundError::new_err(message),
-        E::BadMagic { .. }
-        | E::UnsupportedVersion { .. }
-        | E::UnknownKind { .. }
-        | E::UnknownDtype { .. }
-        | E::ReservedFlags { .. }
-        | E::MalformedControl { .. }
-        | E::LengthOverflow { .. }
-        | E::FrameTooLarge { .. }
-        | E::NonzeroPadding { .. }
-        | E::Truncated { .. }
-        | E::UnexpectedKind { .. }
-        | E::BadHello { .. }
-        | E::SeqMismatch { .. }
-        | E::DtypeMismatch { .. }
-        | E::CountMismatch { .. }
-        | E::Corrupted { .. }
-        | E::BadRegion { .. } => ProtocolError::new_err(message),
-        _ => Error::new_err(message),
-    }
-}
-
-/// A `Result` of the crate as a `PyResult`.
-trait IntoPy<T> {
-    fn py_err(self, py: Python<'_>) -> PyResult<T>;
-}
-
-impl<T> IntoPy<T> for peerpipe::Result<T> {
-    fn py_err(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| to_py(py, e))
-    }
-}
 
 /// Spawns `command` and exchanges HELLOs ([`peerpipe::Peer::spawn_interruptible`]) on a
 /// thread of its own while this thread, with the GIL released, waits for it in slices of
@@ -248,22 +127,22 @@ fn options(
     })
 }
 
-/// `cmd` as `--spawn` takes it: a list of arguments, or one string run with `sh -c`.
-fn command(cmd: &Bound<'_, PyAny>) -> PyResult<Command> {
+/// `cmd` as `--spawn` takes it: a list of arguments ([`peerpipe::peer::argv_command`]), or
+/// one shell command line ([`peerpipe::peer::checked_shell_command`]: a simple command is
+/// exec'd, so the spawned process is the server, and a program that is not there is an error
+/// naming it).
+fn command(py: Python<'_>, cmd: &Bound<'_, PyAny>) -> PyResult<Command> {
     if let Ok(line) = cmd.cast::<PyString>() {
-        let mut command = Command::new("sh");
-        command.arg("-c").arg(line.extract::<String>()?);
-        return Ok(command);
+        let line: String = line.extract()?;
+        return peerpipe::peer::checked_shell_command(&line).py_err(py);
     }
-    let args: Vec<String> = cmd.extract().map_err(|_| {
+    let args: Vec<std::ffi::OsString> = cmd.extract().map_err(|_| {
         PyTypeError::new_err("cmd must be a list of strings or a shell command string")
     })?;
-    let Some((program, rest)) = args.split_first() else {
+    if args.is_empty() {
         return Err(PyValueError::new_err("cmd is an empty list"));
-    };
-    let mut command = Command::new(program);
-    command.args(rest);
-    Ok(command)
+    }
+    peerpipe::peer::argv_command(&args).py_err(py)
 }
 
 /// `subprocess`'s convention: the exit code, or minus the signal that killed it.
@@ -406,7 +285,7 @@ impl PyPeer {
         path: &str,
     ) -> PyResult<PyPeer> {
         let options = options(transport, wait, timeout, max_frame_bytes, path)?;
-        let command = command(cmd)?;
+        let command = command(py, cmd)?;
         let peer = spawn_interruptibly(py, command, options)?;
         Ok(PyPeer::new(peer))
     }
@@ -720,7 +599,7 @@ impl PyRemoteRhs {
             }
         };
         let options = options(transport, wait, timeout, max_frame_bytes, "zero-copy")?;
-        let command = command(cmd)?;
+        let command = command(py, cmd)?;
         let peer = spawn_interruptibly(py, command, options)?;
         let rhs = rhs::RemoteRhs::new(peer).with_exchange(exchange);
         Ok(PyRemoteRhs { rhs: Mutex::new(Some(rhs)) })
@@ -1028,9 +907,13 @@ fn _peerpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("ProtocolError", py.get_type::<ProtocolError>())?;
+    m.add("TooLarge", py.get_type::<TooLarge>())?;
     m.add("PeerExited", py.get_type::<PeerExited>())?;
     m.add("RemoteError", py.get_type::<RemoteError>())?;
+    m.add("Interrupted", py.get_type::<Interrupted>())?;
     m.add("Timeout", timeout_type(py)?)?;
+    m.add_function(wrap_pyfunction!(errors::_error_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_exception_for_kind, m)?)?;
     m.add_class::<PyPeer>()?;
     m.add_class::<PyRemoteRhs>()?;
     m.add_class::<PyCallTiming>()?;
