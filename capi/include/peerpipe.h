@@ -97,7 +97,8 @@
 // library's `Options`, made by `pp_options_new` and freed by `pp_options_free`; change it
 // only through the `pp_options_set_*` functions.
 //
-// Defaults: transport "pipe", wait "auto" (see `pp_options_set_wait`), timeout 10 s,
+// Defaults: transport "pipe" for spawning, and for serving the transport the client chose,
+// wait "auto" (see `pp_options_set_wait`), timeout 10 s,
 // max_frame_bytes 64 MiB, 1 MiB per direction of shared memory, handler name "c-f64" or
 // "c-f32" (servers only).
 //
@@ -399,10 +400,11 @@ int pp_options_set_shm_bytes(struct pp_options *options, size_t bytes);
 // `options` is NULL or a live `pp_options`; `name` is NULL or a NUL-terminated string.
 int pp_options_set_handler_name(struct pp_options *options, const char *name);
 
-// Serves this process's stdin and stdout as a peerpipe server over a pipe, answering each
-// f64 request with `handler`, until the client says BYE or closes the connection; with
-// default options (pipe, auto wait, 10 s frame timeout, 64 MiB frames, handler name
-// "c-f64" in the HELLO). Requests of another dtype are answered with an ERROR frame.
+// Serves this process's stdin and stdout as a peerpipe server, answering each f64 request
+// with `handler`, until the client says BYE or closes the connection; with default options
+// (the transport the client chose: a shared region handed over as stdin, else a pipe; auto
+// wait, 10 s frame timeout, 64 MiB frames, handler name "c-f64" in the HELLO). Requests of
+// another dtype are answered with an ERROR frame.
 //
 // The process must have been started by a peerpipe client (`pp_spawn*`, `peer --spawn
 // CMD`, `Peer::spawn`). Call it once per process: it moves the protocol onto private
@@ -422,9 +424,8 @@ int pp_options_set_handler_name(struct pp_options *options, const char *name);
 // `handler` is NULL or a function honouring the `pp_handler_f64` contract for this `user`.
 int pp_serve_stdio_f64(pp_handler_f64 handler, void *user);
 
-// `pp_serve_stdio_f64` with options (NULL: the defaults): the transport (a client that
-// spawns this process over "shm-sem" or "shm-ring" hands it the region as its stdin, and
-// this side must be told the same transport), the wait strategy, the frame timeout, the
+// `pp_serve_stdio_f64` with options (NULL: the defaults): the transport (unset: the one the
+// client chose; "tcp" must be set, as a tcp client's stdin is a pipe), the wait strategy, the frame timeout, the
 // largest request accepted, and the handler name announced in HELLO.
 //
 // Errors as `pp_serve_stdio_f64`; with a shared-memory transport `PP_EPROTO` when stdin is
@@ -433,7 +434,9 @@ int pp_serve_stdio_f64(pp_handler_f64 handler, void *user);
 // # Safety
 // As `pp_serve_stdio_f64`; `options` is NULL or a live `pp_options`, not changed during the
 // call.
-int pp_serve_stdio_f64_with(const struct pp_options *options, pp_handler_f64 handler, void *user);
+int pp_serve_stdio_f64_with(const struct pp_options *options,
+                            pp_handler_f64 handler,
+                            void *user);
 
 // `pp_serve_stdio_f64` for f32 requests (handler name "c-f32"); see there.
 //
