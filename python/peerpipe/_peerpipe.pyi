@@ -111,8 +111,8 @@ class Peer:
         max_frame_bytes: Optional[int] = None,
         path: Literal["zero-copy", "codec"] = "zero-copy",
     ) -> "Peer":
-        """Spawns ``cmd`` (a list of arguments, or a string run with ``sh -c``) with its stdin
-        and stdout connected to this process, and exchanges HELLOs.
+        """Spawns ``cmd`` (a list of arguments, run without a shell, or a string run with
+        ``sh -c``) with its stdin and stdout connected to this process, and exchanges HELLOs.
 
         ``transport``: "pipe", "shm-sem"/"shm-ring" (the server's stdin is then a shared
         region, which ``peerpipe.serve`` and ``peer --role server`` recognise by themselves), or "tcp" (the server listens, announces
