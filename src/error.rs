@@ -254,6 +254,16 @@ pub enum Error {
         during: &'static str,
     },
 
+    /// A program could not be started: `program` as the command names it, and why (the
+    /// operating system's error: not found, not executable, ...).
+    #[error("cannot start {program:?}: {source}")]
+    CannotStart {
+        /// The program, as given to the command (`argv[0]`).
+        program: String,
+        /// Why `exec` (or `fork`) failed.
+        source: io::Error,
+    },
+
     /// A command-line or configuration value could not be used.
     #[error("invalid {what}: {reason}")]
     InvalidArgument {
@@ -264,10 +274,172 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an [`Error`] is: the categories a caller (and each language binding)
+/// branches on, where [`Error`] carries the detail for the message.
+///
+/// Each binding maps a kind — never a variant — to one exception class (Python) or one return
+/// code (C), by one table each; [`ErrorKind::ALL`] lists every kind so that their tests can
+/// check that none is forgotten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A value the caller passed was rejected before anything was sent: an option that does
+    /// not parse, a buffer of the wrong length. The connection stays usable.
+    InvalidArgument,
+    /// A deadline passed (the handshake, a reply, a frame half-way). The server is terminated.
+    Timeout,
+    /// The server process ended (it exited or was killed).
+    PeerExited,
+    /// The other side closed the connection without (yet) being seen to exit, or the
+    /// connection was closed by an earlier error.
+    Closed,
+    /// The other side broke the wire format, sent back data that is not what it must be, or
+    /// handed over a shared region that is not valid.
+    Protocol,
+    /// A frame is larger than its receiver accepts (`max_frame_bytes`). A request refused
+    /// before sending leaves the connection usable.
+    TooLarge,
+    /// The server answered the request with an ERROR frame; the connection stays usable.
+    Remote,
+    /// The program to start was not found: the `peer` binary in none of the places looked
+    /// at, or a command whose program does not exist.
+    NotFound,
+    /// The caller asked to stop waiting; the server was terminated and reaped.
+    Interrupted,
+    /// An operating-system call failed: a pipe, region or socket could not be made, read or
+    /// written, or a program could not be started for another reason than not being found.
+    Io,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ErrorKind; 10] = [
+        ErrorKind::InvalidArgument,
+        ErrorKind::Timeout,
+        ErrorKind::PeerExited,
+        ErrorKind::Closed,
+        ErrorKind::Protocol,
+        ErrorKind::TooLarge,
+        ErrorKind::Remote,
+        ErrorKind::NotFound,
+        ErrorKind::Interrupted,
+        ErrorKind::Io,
+    ];
+
+    /// The kind's name in snake case (`"invalid_argument"`, `"timeout"`), as the bindings
+    /// show it.
+    ///
+    /// ```
+    /// use peerpipe::ErrorKind;
+    /// assert_eq!(ErrorKind::TooLarge.name(), "too_large");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::PeerExited => "peer_exited",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::Remote => "remote",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Interrupted => "interrupted",
+            ErrorKind::Io => "io",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Error {
+    /// The kind of this error: what a caller branches on.
+    ///
+    /// ```
+    /// use peerpipe::{Error, ErrorKind};
+    /// let err = Error::FrameTooLarge { payload_bytes: 9, max_frame_bytes: 8 };
+    /// assert_eq!(err.kind(), ErrorKind::TooLarge);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidArgument { .. } | Error::LengthMismatch { .. } => {
+                ErrorKind::InvalidArgument
+            }
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::PeerExited { .. } => ErrorKind::PeerExited,
+            Error::PeerClosed { .. } | Error::ClosedAfter { .. } => ErrorKind::Closed,
+            Error::BadMagic { .. }
+            | Error::UnsupportedVersion { .. }
+            | Error::UnknownKind { .. }
+            | Error::UnknownDtype { .. }
+            | Error::ReservedFlags { .. }
+            | Error::MalformedControl { .. }
+            | Error::LengthOverflow { .. }
+            | Error::NonzeroPadding { .. }
+            | Error::Truncated { .. }
+            | Error::UnexpectedKind { .. }
+            | Error::BadHello { .. }
+            | Error::SeqMismatch { .. }
+            | Error::DtypeMismatch { .. }
+            | Error::CountMismatch { .. }
+            | Error::Corrupted { .. }
+            | Error::BadRegion { .. } => ErrorKind::Protocol,
+            Error::FrameTooLarge { .. } => ErrorKind::TooLarge,
+            Error::Remote { .. } => ErrorKind::Remote,
+            Error::PeerNotFound { .. } => ErrorKind::NotFound,
+            Error::CannotStart { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+                ErrorKind::NotFound
+            }
+            Error::Interrupted { .. } => ErrorKind::Interrupted,
+            Error::Io(_) | Error::Sys(_) | Error::CannotStart { .. } => ErrorKind::Io,
+        }
+    }
+
+    /// The operating system's error number behind this error, when there is one
+    /// ([`Error::Io`], [`Error::Sys`], [`Error::CannotStart`]).
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            Error::Io(io) | Error::CannotStart { source: io, .. } => io.raw_os_error(),
+            Error::Sys(errno) => Some(*errno as i32),
+            _ => None,
+        }
+    }
+
     /// True when the error leaves the connection usable: only an ERROR reply from the server
     /// ([`Error::Remote`]) does, because the protocol lets the conversation go on after it.
     pub fn is_recoverable(&self) -> bool {
         matches!(self, Error::Remote { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_listed_once_with_its_own_name() {
+        for (i, kind) in ErrorKind::ALL.iter().enumerate() {
+            assert!(!ErrorKind::ALL[..i].contains(kind), "{kind} twice");
+            let names = ErrorKind::ALL[..i].iter().map(|k| k.name());
+            assert!(!names.clone().any(|n| n == kind.name()), "{kind}: name taken");
+        }
+    }
+
+    #[test]
+    fn a_program_is_not_found_only_when_the_os_says_so() {
+        let start = |errno| Error::CannotStart {
+            program: "pear".into(),
+            source: io::Error::from_raw_os_error(errno),
+        };
+        assert_eq!(start(libc::ENOENT).kind(), ErrorKind::NotFound);
+        assert_eq!(start(libc::EACCES).kind(), ErrorKind::Io);
+        assert_eq!(start(libc::ENOENT).raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(
+            start(libc::ENOENT).to_string(),
+            "cannot start \"pear\": No such file or directory (os error 2)"
+        );
     }
 }

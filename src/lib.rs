@@ -104,6 +104,6 @@ mod wire;
 pub mod zerocopy;
 
 pub use codec::{Values, ValuesMut};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use peer::{CallTiming, DataPath, Options, Peer};
 pub use transport::{TransportKind, Wait};

@@ -81,8 +81,8 @@ impl Default for Spawn {
 ///   error says how it ended if it had exited.
 ///
 /// # Errors
-/// [`crate::Error::Sys`] when the pipes or the region cannot be made; [`crate::Error::Io`]
-/// when the command cannot be started.
+/// [`crate::Error::Sys`] when the pipes or the region cannot be made;
+/// [`crate::Error::CannotStart`] naming the program when the command cannot be started.
 pub fn spawn_connected(command: Command, spawn: &Spawn) -> Result<(Transport, Child)> {
     spawn_connected_unless(command, spawn, None)
 }
@@ -102,7 +102,7 @@ fn spawn_connected_unless(
     if spawn.transport == TransportKind::Tcp {
         let (child_stdin, our_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         command.stdin(Stdio::from(child_stdin)).stdout(Stdio::from(child_stdout));
-        let child = command.spawn()?;
+        let child = start(&mut command)?;
         drop(command);
         let deadline = Deadline::after(Some(TCP_SETUP_TIMEOUT));
         return match tcp::connect_announced_unless(our_rx, our_tx, deadline, interrupted) {
@@ -129,13 +129,22 @@ fn spawn_connected_unless(
         }
     };
     command.stdin(Stdio::from(child_stdin)).stdout(Stdio::from(child_stdout));
-    let child = command.spawn()?;
+    let child = start(&mut command)?;
     // The command holds the child's ends; drop it so only the child keeps them, and the
     // child's death shows up here as end of stream (or a hung-up liveness pipe).
     drop(command);
     let mut transport = transport;
     transport.move_off_a_shared_core(Some(child.id()));
     Ok((transport, child))
+}
+
+/// Starts `command`, or says which program could not be started and why
+/// ([`crate::Error::CannotStart`]).
+pub(crate) fn start(command: &mut Command) -> Result<Child> {
+    command.spawn().map_err(|source| crate::Error::CannotStart {
+        program: command.get_program().to_string_lossy().into_owned(),
+        source,
+    })
 }
 
 /// [`spawn_connected`], with the child in a guard that terminates and reaps it.

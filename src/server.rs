@@ -225,6 +225,90 @@ pub fn stdio_tcp_transport(
     Ok(Transport::new(link, wait))
 }
 
+/// How a server process serves its stdin and stdout: the settings of [`serve_stdio`] and
+/// [`stdio_transport_with`], with the one set of defaults that `peer --role server`, the C
+/// ABI's `pp_serve_stdio_*` and Python's `peerpipe.serve` share.
+///
+/// The default serves the transport the client chose, waits with [`Wait::Auto`](crate::Wait),
+/// accepts requests up to 64 MiB and gives a frame 10 s ([`ServeOptions::default`]).
+///
+/// ```
+/// use peerpipe::server::{DEFAULT_FRAME_TIMEOUT, StdioOptions};
+/// let defaults = StdioOptions::default();
+/// assert_eq!(defaults.transport, None); // the client's choice
+/// assert_eq!(defaults.wait, peerpipe::Wait::default());
+/// assert_eq!(defaults.serve.max_frame_bytes, 64 << 20);
+/// assert_eq!(defaults.serve.frame_timeout, Some(DEFAULT_FRAME_TIMEOUT));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct StdioOptions {
+    /// The transport; `None` (the default): the one the client chose — the kind of the shared
+    /// region handed over as stdin, else a pipe ([`TransportKind::of_stdin`]).
+    pub transport: Option<TransportKind>,
+    /// How this side waits.
+    pub wait: crate::transport::Wait,
+    /// tcp only: the address to listen on; `None`: the server side of `$SSH_CONNECTION`, else
+    /// 127.0.0.1, on a free port.
+    pub listen: Option<SocketAddr>,
+    /// tcp only: how long the client has to connect; `None`: the frame timeout, or
+    /// [`DEFAULT_FRAME_TIMEOUT`] when that is `None` (nothing listens without a deadline).
+    pub connect_timeout: Option<Duration>,
+    /// The conversation's settings.
+    pub serve: ServeOptions,
+}
+
+impl StdioOptions {
+    /// The transport these options serve: the chosen one, or the one the client chose.
+    /// Reads stdin's kind, so ask before stdin is taken.
+    pub fn transport_kind(&self) -> TransportKind {
+        self.transport.unwrap_or_else(|| TransportKind::of_stdin().unwrap_or(TransportKind::Pipe))
+    }
+}
+
+/// Takes this process's stdin and stdout as the transport `options` say (see
+/// [`stdio_transport_of`] and [`stdio_tcp_transport`]) and returns its kind with it. Call it
+/// once, at the start of a server process spawned by a peerpipe client.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when a listen address is given for another transport than tcp
+/// (checked before stdio is touched); otherwise those of [`stdio_transport_of`] and
+/// [`stdio_tcp_transport`].
+pub fn stdio_transport_with(options: &StdioOptions) -> Result<(TransportKind, Transport)> {
+    let kind = options.transport_kind();
+    if options.listen.is_some() && kind != TransportKind::Tcp {
+        return Err(Error::InvalidArgument {
+            what: "listen address",
+            reason: format!("only a tcp server listens, and this one serves {kind}"),
+        });
+    }
+    let transport = match kind {
+        TransportKind::Tcp => {
+            let timeout = options
+                .connect_timeout
+                .or(options.serve.frame_timeout)
+                .unwrap_or(DEFAULT_FRAME_TIMEOUT);
+            stdio_tcp_transport(options.wait, options.listen, Some(timeout))?
+        }
+        _ => stdio_transport_of(kind, options.wait)?,
+    };
+    Ok((kind, transport))
+}
+
+/// Serves this process's stdin and stdout with `handler` until BYE or end of stream:
+/// [`stdio_transport_with`], then [`serve`] with `options.serve`. Returns the transport served
+/// and what was done.
+///
+/// # Errors
+/// Those of [`stdio_transport_with`] and [`serve`].
+pub fn serve_stdio<H: Handler + ?Sized>(
+    handler: &mut H,
+    options: &StdioOptions,
+) -> Result<(TransportKind, ServeSummary)> {
+    let (kind, mut transport) = stdio_transport_with(options)?;
+    let summary = serve(&mut transport, handler, &options.serve)?;
+    Ok((kind, summary))
+}
+
 /// Runs the server side of one conversation over `transport` until BYE or end of stream.
 ///
 /// # Errors

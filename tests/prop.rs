@@ -4,10 +4,10 @@
 //!
 //! Case counts stay at proptest's default (256) or below so the file runs in a few seconds.
 
-use peerpipe::Error;
 use peerpipe::codec::{self, Values, ValuesMut};
 use peerpipe::frame::{self, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD};
 use peerpipe::zerocopy;
+use peerpipe::{Error, ErrorKind};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -31,7 +31,17 @@ fn bits32(values: &[f32]) -> Vec<u32> {
 
 /// Checks what `decode_frame` promises about any input, whatever the outcome.
 fn check_decode_contract(input: &[u8], max_frame_bytes: u64) -> Result<(), TestCaseError> {
-    match frame::decode_frame(input, max_frame_bytes) {
+    let decoded = frame::decode_frame(input, max_frame_bytes);
+    // A frame too large for the receiver is of its own kind; every other failure is a
+    // protocol error — by the same kind() the Python and C bindings map.
+    if let Err(e) = &decoded {
+        let expected = match e {
+            Error::FrameTooLarge { .. } => ErrorKind::TooLarge,
+            _ => ErrorKind::Protocol,
+        };
+        prop_assert_eq!(e.kind(), expected, "{:?}", e);
+    }
+    match decoded {
         Ok((frame, used)) => {
             prop_assert!(used <= input.len(), "used {used} of {} bytes", input.len());
             prop_assert_eq!(used % frame::FRAME_ALIGN, 0);

@@ -5,8 +5,9 @@
  * It must be started by a peerpipe client, which speaks to it on its stdin and stdout:
  *   peer --spawn "path/to/server" --sizes 500 --dtype f64
  *   peer --spawn "path/to/server --transport shm-ring" --transport shm-ring --sizes 500
- * The transport must be the client's: over shared memory the client hands the server the
- * region as its stdin; over tcp the server listens and announces its port on stdout. Exits 0 after the client's BYE, 2 on an error (message on stderr).
+ * Told no transport, it serves the client's: a pipe, or the shared region the client hands it
+ * as its stdin. Over tcp it must be told (its stdin is then a pipe): it listens and announces
+ * its port on stdout. Exits 0 after the client's BYE, 2 on an error (message on stderr).
  */
 #include <stdio.h>
 #include <string.h>

@@ -67,8 +67,9 @@
 // been terminated; the peer only accepts `pp_close`.
 #define PP_EPROTO -5
 
-// An operating-system call failed: the program could not be started, a pipe or region could
-// not be made, a descriptor could not be read or written.
+// An operating-system call failed: a program could not be started for another reason than
+// not being found (e.g. it is not executable), a pipe or region could not be made, a
+// descriptor could not be read or written.
 #define PP_EIO -6
 
 // The server answered this request with an ERROR frame (its message is in
@@ -83,11 +84,21 @@
 // apart from `pp_close`.
 #define PP_EPANIC -9
 
+// The program to start was not found: no such file, or not on `PATH`. `pp_last_error()`
+// names the program and the reason (`cannot start "pear": No such file or directory (os
+// error 2)`). No process is left behind.
+#define PP_ENOTFOUND -10
+
+// The caller asked to stop waiting; the server was terminated and reaped. (No function of
+// this library is interruptible yet; the code completes the table of error kinds.)
+#define PP_EINTR -11
+
 // Settings for spawning a server and for serving. Opaque: a Rust `Box` holding the
 // library's `Options`, made by `pp_options_new` and freed by `pp_options_free`; change it
 // only through the `pp_options_set_*` functions.
 //
-// Defaults: transport "pipe", wait "auto" (see `pp_options_set_wait`), timeout 10 s,
+// Defaults: transport "pipe" for spawning, and for serving the transport the client chose,
+// wait "auto" (see `pp_options_set_wait`), timeout 10 s,
 // max_frame_bytes 64 MiB, 1 MiB per direction of shared memory, handler name "c-f64" or
 // "c-f32" (servers only).
 //
@@ -157,7 +168,8 @@ extern "C" {
 // handler or disposition you set is left alone; set one before if you need SIGPIPE.
 //
 // Returns `PP_OK`; `PP_EINVAL` when `argv` or `out` is NULL, `argc` is 0 or an `argv[i]`
-// is NULL; `PP_EIO` when the program cannot be started (not found, not executable);
+// is NULL; `PP_ENOTFOUND` when the program is not found and `PP_EIO` when it cannot be
+// started for another reason (not executable), both naming it in `pp_last_error()`;
 // `PP_EEXITED` when it exits before answering HELLO; `PP_ETIMEDOUT` when it does not answer
 // within the timeout; `PP_EPROTO` when its first frame is not a valid HELLO; `PP_ECLOSED`
 // when it closes its stdout without exiting; `PP_EREMOTE` when it refuses the handshake
@@ -184,8 +196,12 @@ int pp_spawn_with(const char *const *argv,
                   struct pp_peer **out);
 
 // Starts `sh -c COMMAND_LINE` as the server (e.g. "ssh host peer --role server"), with
-// default options. Ownership, SIGPIPE and errors as `pp_spawn` (a command the shell cannot
-// find makes the shell exit with status 127: `PP_EEXITED`).
+// default options. A simple command (words only: no operators, redirections, substitutions
+// or assignments) runs as `exec COMMAND_LINE`, so the spawned process is the server itself,
+// and its program is checked first: one that is not there is `PP_ENOTFOUND`, naming it.
+// Ownership, SIGPIPE and errors as `pp_spawn` (a command the shell cannot find in a line
+// that is not simple makes the shell exit with status 127: `PP_EEXITED`); also
+// `PP_EINVAL` when `command_line` is not UTF-8.
 //
 // # Safety
 // `command_line` is NULL or a NUL-terminated string; `out` as in `pp_spawn`.
@@ -199,6 +215,19 @@ int pp_spawn_shell(const char *command_line, struct pp_peer **out);
 int pp_spawn_shell_with(const char *command_line,
                         const struct pp_options *options,
                         struct pp_peer **out);
+
+// Writes to `*pid` the process id of the peer's server: the process `pp_spawn*` started,
+// or, when that is a shell or wrapper, the server process below it that said HELLO (as the
+// server reported it).
+//
+// Returns `PP_OK`; `PP_EINVAL` when `peer` or `pid` is NULL, or when the server's process
+// is not known (it reported a pid that is not the spawned process or one below it, e.g. a
+// server on another machine), `*pid` then unchanged.
+//
+// # Safety
+// `peer` is NULL or a live peer from `pp_spawn*`, not in use by another thread; `pid` is
+// NULL or points to a writable `uint32_t`.
+int pp_server_pid(const struct pp_peer *peer, uint32_t *pid);
 
 // Sets the deadline, in nanoseconds, of each following reply and of `pp_close`'s BYE; 0
 // waits for ever. The default is the options' timeout (10 s).
@@ -371,10 +400,11 @@ int pp_options_set_shm_bytes(struct pp_options *options, size_t bytes);
 // `options` is NULL or a live `pp_options`; `name` is NULL or a NUL-terminated string.
 int pp_options_set_handler_name(struct pp_options *options, const char *name);
 
-// Serves this process's stdin and stdout as a peerpipe server over a pipe, answering each
-// f64 request with `handler`, until the client says BYE or closes the connection; with
-// default options (pipe, auto wait, 10 s frame timeout, 64 MiB frames, handler name
-// "c-f64" in the HELLO). Requests of another dtype are answered with an ERROR frame.
+// Serves this process's stdin and stdout as a peerpipe server, answering each f64 request
+// with `handler`, until the client says BYE or closes the connection; with default options
+// (the transport the client chose: a shared region handed over as stdin, else a pipe; auto
+// wait, 10 s frame timeout, 64 MiB frames, handler name "c-f64" in the HELLO). Requests of
+// another dtype are answered with an ERROR frame.
 //
 // The process must have been started by a peerpipe client (`pp_spawn*`, `peer --spawn
 // CMD`, `Peer::spawn`). Call it once per process: it moves the protocol onto private
@@ -394,9 +424,8 @@ int pp_options_set_handler_name(struct pp_options *options, const char *name);
 // `handler` is NULL or a function honouring the `pp_handler_f64` contract for this `user`.
 int pp_serve_stdio_f64(pp_handler_f64 handler, void *user);
 
-// `pp_serve_stdio_f64` with options (NULL: the defaults): the transport (a client that
-// spawns this process over "shm-sem" or "shm-ring" hands it the region as its stdin, and
-// this side must be told the same transport), the wait strategy, the frame timeout, the
+// `pp_serve_stdio_f64` with options (NULL: the defaults): the transport (unset: the one the
+// client chose; "tcp" must be set, as a tcp client's stdin is a pipe), the wait strategy, the frame timeout, the
 // largest request accepted, and the handler name announced in HELLO.
 //
 // Errors as `pp_serve_stdio_f64`; with a shared-memory transport `PP_EPROTO` when stdin is
@@ -405,7 +434,9 @@ int pp_serve_stdio_f64(pp_handler_f64 handler, void *user);
 // # Safety
 // As `pp_serve_stdio_f64`; `options` is NULL or a live `pp_options`, not changed during the
 // call.
-int pp_serve_stdio_f64_with(const struct pp_options *options, pp_handler_f64 handler, void *user);
+int pp_serve_stdio_f64_with(const struct pp_options *options,
+                            pp_handler_f64 handler,
+                            void *user);
 
 // `pp_serve_stdio_f64` for f32 requests (handler name "c-f32"); see there.
 //

@@ -1,7 +1,6 @@
 //! `pp_peer`: a conversation with a server process — spawn, call, timeout, close.
 
 use std::ffi::{c_char, c_int};
-use std::process::Command;
 
 use peerpipe::{CallTiming, Peer, Values, ValuesMut};
 
@@ -64,7 +63,8 @@ impl From<CallTiming> for pp_timing {
 /// handler or disposition you set is left alone; set one before if you need SIGPIPE.
 ///
 /// Returns `PP_OK`; `PP_EINVAL` when `argv` or `out` is NULL, `argc` is 0 or an `argv[i]`
-/// is NULL; `PP_EIO` when the program cannot be started (not found, not executable);
+/// is NULL; `PP_ENOTFOUND` when the program is not found and `PP_EIO` when it cannot be
+/// started for another reason (not executable), both naming it in `pp_last_error()`;
 /// `PP_EEXITED` when it exits before answering HELLO; `PP_ETIMEDOUT` when it does not answer
 /// within the timeout; `PP_EPROTO` when its first frame is not a valid HELLO; `PP_ECLOSED`
 /// when it closes its stdout without exiting; `PP_EREMOTE` when it refuses the handshake
@@ -115,8 +115,7 @@ pub unsafe extern "C" fn pp_spawn_with(
             // SAFETY: the caller guarantees each argv[i] is NULL or NUL-terminated.
             strings.push(unsafe { ffi::c_os_str(arg, &format!("argv[{i}]")) }?);
         }
-        let mut command = Command::new(strings[0]);
-        command.args(&strings[1..]);
+        let command = peerpipe::peer::argv_command(&strings)?;
         // SAFETY: the caller guarantees NULL or a live, unchanging pp_options.
         let options = unsafe { pp_options::or_default(options) }.options;
         ffi::ignore_sigpipe_if_default();
@@ -128,8 +127,12 @@ pub unsafe extern "C" fn pp_spawn_with(
 }
 
 /// Starts `sh -c COMMAND_LINE` as the server (e.g. "ssh host peer --role server"), with
-/// default options. Ownership, SIGPIPE and errors as `pp_spawn` (a command the shell cannot
-/// find makes the shell exit with status 127: `PP_EEXITED`).
+/// default options. A simple command (words only: no operators, redirections, substitutions
+/// or assignments) runs as `exec COMMAND_LINE`, so the spawned process is the server itself,
+/// and its program is checked first: one that is not there is `PP_ENOTFOUND`, naming it.
+/// Ownership, SIGPIPE and errors as `pp_spawn` (a command the shell cannot find in a line
+/// that is not simple makes the shell exit with status 127: `PP_EEXITED`); also
+/// `PP_EINVAL` when `command_line` is not UTF-8.
 ///
 /// # Safety
 /// `command_line` is NULL or a NUL-terminated string; `out` as in `pp_spawn`.
@@ -157,8 +160,8 @@ pub unsafe extern "C" fn pp_spawn_shell_with(
         let out = clear_out(out)?;
         // SAFETY: the caller guarantees NULL or a NUL-terminated string.
         let line = unsafe { ffi::c_os_str(command_line, "command_line") }?;
-        let mut command = Command::new("sh");
-        command.arg("-c").arg(line);
+        let line = line.to_str().ok_or_else(|| invalid("command_line", "is not UTF-8"))?;
+        let command = peerpipe::peer::checked_shell_command(line)?;
         // SAFETY: the caller guarantees NULL or a live, unchanging pp_options.
         let options = unsafe { pp_options::or_default(options) }.options;
         ffi::ignore_sigpipe_if_default();
@@ -177,6 +180,35 @@ fn clear_out(out: *mut *mut pp_peer) -> Result<*mut *mut pp_peer, Failure> {
     // SAFETY: non-NULL; every caller's contract makes it writable storage for one pointer.
     unsafe { out.write(std::ptr::null_mut()) };
     Ok(out)
+}
+
+/// Writes to `*pid` the process id of the peer's server: the process `pp_spawn*` started,
+/// or, when that is a shell or wrapper, the server process below it that said HELLO (as the
+/// server reported it).
+///
+/// Returns `PP_OK`; `PP_EINVAL` when `peer` or `pid` is NULL, or when the server's process
+/// is not known (it reported a pid that is not the spawned process or one below it, e.g. a
+/// server on another machine), `*pid` then unchanged.
+///
+/// # Safety
+/// `peer` is NULL or a live peer from `pp_spawn*`, not in use by another thread; `pid` is
+/// NULL or points to a writable `uint32_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pp_server_pid(peer: *const pp_peer, pid: *mut u32) -> c_int {
+    guard(|| {
+        // SAFETY: the caller guarantees NULL or a live peer used by no other thread.
+        let peer = unsafe { peer.as_ref() }.ok_or_else(|| invalid("peer", "is NULL"))?;
+        if pid.is_null() {
+            return Err(invalid("pid", "is NULL"));
+        }
+        let server = peer
+            .peer
+            .server_pid()
+            .ok_or_else(|| invalid("peer", "its server's process is not known here"))?;
+        // SAFETY: non-NULL, and the caller guarantees it writable.
+        unsafe { pid.write(server) };
+        Ok(())
+    })
 }
 
 /// Sets the deadline, in nanoseconds, of each following reply and of `pp_close`'s BYE; 0

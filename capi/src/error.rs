@@ -1,9 +1,27 @@
 //! Return codes, their fixed messages, and this thread's last error message.
+//!
+//! A crate error becomes a code by its kind ([`peerpipe::Error::kind`]), by one table
+//! ([`code_of_kind`]):
+//!
+//! | `ErrorKind`       | code           |
+//! |-------------------|----------------|
+//! | `InvalidArgument` | `PP_EINVAL`    |
+//! | `Timeout`         | `PP_ETIMEDOUT` |
+//! | `PeerExited`      | `PP_EEXITED`   |
+//! | `Closed`          | `PP_ECLOSED`   |
+//! | `Protocol`        | `PP_EPROTO`    |
+//! | `Io`              | `PP_EIO`       |
+//! | `Remote`          | `PP_EREMOTE`   |
+//! | `TooLarge`        | `PP_ETOOLARGE` |
+//! | `NotFound`        | `PP_ENOTFOUND` |
+//! | `Interrupted`     | `PP_EINTR`     |
+//!
+//! `PP_EPANIC` is no kind: it is a caught panic.
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 
-use peerpipe::Error;
+use peerpipe::{Error, ErrorKind};
 
 /// Success.
 pub const PP_OK: c_int = 0;
@@ -26,8 +44,9 @@ pub const PP_ECLOSED: c_int = -4;
 /// server has
 /// been terminated; the peer only accepts `pp_close`.
 pub const PP_EPROTO: c_int = -5;
-/// An operating-system call failed: the program could not be started, a pipe or region could
-/// not be made, a descriptor could not be read or written.
+/// An operating-system call failed: a program could not be started for another reason than
+/// not being found (e.g. it is not executable), a pipe or region could not be made, a
+/// descriptor could not be read or written.
 pub const PP_EIO: c_int = -6;
 /// The server answered this request with an ERROR frame (its message is in
 /// `pp_last_error()`). The conversation goes on: the peer stays usable.
@@ -38,10 +57,17 @@ pub const PP_ETOOLARGE: c_int = -8;
 /// A bug in peerpipe: a Rust panic was caught at the boundary. Treat the handle as unusable
 /// apart from `pp_close`.
 pub const PP_EPANIC: c_int = -9;
+/// The program to start was not found: no such file, or not on `PATH`. `pp_last_error()`
+/// names the program and the reason (`cannot start "pear": No such file or directory (os
+/// error 2)`). No process is left behind.
+pub const PP_ENOTFOUND: c_int = -10;
+/// The caller asked to stop waiting; the server was terminated and reaped. (No function of
+/// this library is interruptible yet; the code completes the table of error kinds.)
+pub const PP_EINTR: c_int = -11;
 
 /// Every code.
 #[cfg(test)]
-pub(crate) const ALL: [c_int; 10] = [
+pub(crate) const ALL: [c_int; 12] = [
     PP_OK,
     PP_EINVAL,
     PP_ETIMEDOUT,
@@ -52,6 +78,8 @@ pub(crate) const ALL: [c_int; 10] = [
     PP_EREMOTE,
     PP_ETOOLARGE,
     PP_EPANIC,
+    PP_ENOTFOUND,
+    PP_EINTR,
 ];
 
 fn describe(code: c_int) -> &'static CStr {
@@ -66,40 +94,34 @@ fn describe(code: c_int) -> &'static CStr {
         PP_EREMOTE => c"the server answered with an error",
         PP_ETOOLARGE => c"request too large for the server",
         PP_EPANIC => c"internal error (panic) in peerpipe",
+        PP_ENOTFOUND => c"program not found",
+        PP_EINTR => c"interrupted",
         _ => c"unknown peerpipe error code",
     }
 }
 
-/// The code a crate error becomes at the boundary.
+/// The code a crate error becomes at the boundary: the code of its kind.
 pub(crate) fn code_of(error: &Error) -> c_int {
-    match error {
-        Error::InvalidArgument { .. } | Error::LengthMismatch { .. } => PP_EINVAL,
-        Error::Timeout { .. } => PP_ETIMEDOUT,
-        Error::PeerExited { .. } => PP_EEXITED,
-        Error::PeerClosed { .. } | Error::ClosedAfter { .. } => PP_ECLOSED,
-        Error::Remote { .. } => PP_EREMOTE,
-        Error::FrameTooLarge { .. } => PP_ETOOLARGE,
-        Error::Io(_) | Error::Sys(_) | Error::PeerNotFound { .. } => PP_EIO,
-        Error::BadMagic { .. }
-        | Error::UnsupportedVersion { .. }
-        | Error::UnknownKind { .. }
-        | Error::UnknownDtype { .. }
-        | Error::ReservedFlags { .. }
-        | Error::MalformedControl { .. }
-        | Error::LengthOverflow { .. }
-        | Error::NonzeroPadding { .. }
-        | Error::Truncated { .. }
-        | Error::UnexpectedKind { .. }
-        | Error::BadHello { .. }
-        | Error::SeqMismatch { .. }
-        | Error::DtypeMismatch { .. }
-        | Error::CountMismatch { .. }
-        | Error::Corrupted { .. }
-        | Error::BadRegion { .. } => PP_EPROTO,
-        // `Error` is non-exhaustive: a variant added later is reported as a protocol error
-        // until it gets its own line here.
-        _ => PP_EPROTO,
-    }
+    // A kind added to the crate later is a protocol error until it gets its own line in
+    // `code_of_kind` (the test `every_error_kind_has_its_own_code` fails until then).
+    code_of_kind(error.kind()).unwrap_or(PP_EPROTO)
+}
+
+/// The one table from error kind to return code; `None` for a kind it does not know.
+pub(crate) fn code_of_kind(kind: ErrorKind) -> Option<c_int> {
+    Some(match kind {
+        ErrorKind::InvalidArgument => PP_EINVAL,
+        ErrorKind::Timeout => PP_ETIMEDOUT,
+        ErrorKind::PeerExited => PP_EEXITED,
+        ErrorKind::Closed => PP_ECLOSED,
+        ErrorKind::Protocol => PP_EPROTO,
+        ErrorKind::Io => PP_EIO,
+        ErrorKind::Remote => PP_EREMOTE,
+        ErrorKind::TooLarge => PP_ETOOLARGE,
+        ErrorKind::NotFound => PP_ENOTFOUND,
+        ErrorKind::Interrupted => PP_EINTR,
+        _ => return None,
+    })
 }
 
 /// A failed call: its code and the message `pp_last_error` will return.
@@ -180,6 +202,20 @@ mod tests {
     }
 
     #[test]
+    fn every_error_kind_has_its_own_code() {
+        let mut seen = Vec::new();
+        for kind in ErrorKind::ALL {
+            let code = code_of_kind(kind).unwrap_or_else(|| panic!("no code for {kind}"));
+            assert!(code < PP_OK && code != PP_EPANIC, "{kind}: {code}");
+            assert!(ALL.contains(&code), "{kind}: {code} is not in ALL");
+            assert!(!seen.contains(&code), "{kind}: {code} is another kind's code");
+            seen.push(code);
+        }
+        // Every code but success and a caught panic is some kind's.
+        assert_eq!(seen.len(), ALL.len() - 2);
+    }
+
+    #[test]
     fn crate_errors_keep_their_message_verbatim_and_get_their_code() {
         let cases = [
             (
@@ -201,6 +237,21 @@ mod tests {
             (Error::FrameTooLarge { payload_bytes: 9, max_frame_bytes: 8 }, PP_ETOOLARGE),
             (Error::InvalidArgument { what: "wait strategy", reason: "r".into() }, PP_EINVAL),
             (Error::Io(std::io::Error::from(std::io::ErrorKind::NotFound)), PP_EIO),
+            (
+                Error::CannotStart {
+                    program: "pear".into(),
+                    source: std::io::Error::from_raw_os_error(libc::ENOENT),
+                },
+                PP_ENOTFOUND,
+            ),
+            (
+                Error::CannotStart {
+                    program: "/etc/passwd".into(),
+                    source: std::io::Error::from_raw_os_error(libc::EACCES),
+                },
+                PP_EIO,
+            ),
+            (Error::Interrupted { during: "the handshake" }, PP_EINTR),
         ];
         for (error, code) in cases {
             let text = error.to_string();

@@ -13,7 +13,8 @@ use crate::ffi::{self, guard};
 /// library's `Options`, made by `pp_options_new` and freed by `pp_options_free`; change it
 /// only through the `pp_options_set_*` functions.
 ///
-/// Defaults: transport "pipe", wait "auto" (see `pp_options_set_wait`), timeout 10 s,
+/// Defaults: transport "pipe" for spawning, and for serving the transport the client chose,
+/// wait "auto" (see `pp_options_set_wait`), timeout 10 s,
 /// max_frame_bytes 64 MiB, 1 MiB per direction of shared memory, handler name "c-f64" or
 /// "c-f32" (servers only).
 ///
@@ -23,12 +24,15 @@ use crate::ffi::{self, guard};
 pub struct pp_options {
     pub(crate) options: Options,
     pub(crate) handler_name: Option<String>,
+    /// Whether `pp_options_set_transport` chose the transport: a server told none serves the
+    /// one its client chose.
+    pub(crate) transport_chosen: bool,
 }
 
 impl pp_options {
     /// The defaults above.
     fn new() -> pp_options {
-        pp_options { options: Options::default(), handler_name: None }
+        pp_options { options: Options::default(), handler_name: None, transport_chosen: false }
     }
 
     /// The options behind `ptr`, or the defaults when `ptr` is NULL.
@@ -41,6 +45,7 @@ impl pp_options {
             Some(given) => pp_options {
                 options: given.options.clone(),
                 handler_name: given.handler_name.clone(),
+                transport_chosen: given.transport_chosen,
             },
             None => pp_options::new(),
         }
@@ -117,7 +122,9 @@ pub unsafe extern "C" fn pp_options_set_transport(
         let name = unsafe { ffi::c_str(name, "name") }?;
         let kind: TransportKind = name.parse()?;
         // SAFETY: the caller guarantees NULL or a live pp_options.
-        unsafe { options_mut(options) }?.options.transport = kind;
+        let options = unsafe { options_mut(options) }?;
+        options.options.transport = kind;
+        options.transport_chosen = true;
         Ok(())
     })
 }

@@ -3,7 +3,7 @@
 use std::ffi::{c_int, c_void};
 
 use peerpipe::frame::Dtype;
-use peerpipe::server::{self, Handler, Request, Response, ServeOptions};
+use peerpipe::server::{self, Handler, Request, Response, ServeOptions, StdioOptions};
 use peerpipe::zerocopy;
 
 use crate::error::invalid;
@@ -31,10 +31,11 @@ pub type pp_handler_f32 = Option<
     unsafe extern "C" fn(user: *mut c_void, r#in: *const f32, n: usize, out: *mut f32) -> c_int,
 >;
 
-/// Serves this process's stdin and stdout as a peerpipe server over a pipe, answering each
-/// f64 request with `handler`, until the client says BYE or closes the connection; with
-/// default options (pipe, auto wait, 10 s frame timeout, 64 MiB frames, handler name
-/// "c-f64" in the HELLO). Requests of another dtype are answered with an ERROR frame.
+/// Serves this process's stdin and stdout as a peerpipe server, answering each f64 request
+/// with `handler`, until the client says BYE or closes the connection; with default options
+/// (the transport the client chose: a shared region handed over as stdin, else a pipe; auto
+/// wait, 10 s frame timeout, 64 MiB frames, handler name "c-f64" in the HELLO). Requests of
+/// another dtype are answered with an ERROR frame.
 ///
 /// The process must have been started by a peerpipe client (`pp_spawn*`, `peer --spawn
 /// CMD`, `Peer::spawn`). Call it once per process: it moves the protocol onto private
@@ -58,9 +59,8 @@ pub unsafe extern "C" fn pp_serve_stdio_f64(handler: pp_handler_f64, user: *mut 
     unsafe { pp_serve_stdio_f64_with(std::ptr::null(), handler, user) }
 }
 
-/// `pp_serve_stdio_f64` with options (NULL: the defaults): the transport (a client that
-/// spawns this process over "shm-sem" or "shm-ring" hands it the region as its stdin, and
-/// this side must be told the same transport), the wait strategy, the frame timeout, the
+/// `pp_serve_stdio_f64` with options (NULL: the defaults): the transport (unset: the one the
+/// client chose; "tcp" must be set, as a tcp client's stdin is a pipe), the wait strategy, the frame timeout, the
 /// largest request accepted, and the handler name announced in HELLO.
 ///
 /// Errors as `pp_serve_stdio_f64`; with a shared-memory transport `PP_EPROTO` when stdin is
@@ -116,19 +116,25 @@ pub unsafe extern "C" fn pp_serve_stdio_f32_with(
     })
 }
 
+/// Serves stdio with `handler` through the crate's one stdio server
+/// ([`server::serve_stdio`]): the options' transport when one was set, else the client's.
 fn serve_stdio(
     options: &pp_options,
     handler: &mut dyn Handler,
 ) -> Result<(), crate::error::Failure> {
     ffi::ignore_sigpipe_if_default();
     let settings = &options.options;
-    let mut transport = server::stdio_transport_of(settings.transport, settings.wait)?;
-    let serve_options = ServeOptions {
-        max_frame_bytes: settings.max_frame_bytes,
-        frame_timeout: settings.timeout,
-        ..ServeOptions::default()
+    let stdio = StdioOptions {
+        transport: options.transport_chosen.then_some(settings.transport),
+        wait: settings.wait,
+        serve: ServeOptions {
+            max_frame_bytes: settings.max_frame_bytes,
+            frame_timeout: settings.timeout,
+            ..ServeOptions::default()
+        },
+        ..StdioOptions::default()
     };
-    server::serve(&mut transport, handler, &serve_options)?;
+    server::serve_stdio(handler, &stdio)?;
     Ok(())
 }
 

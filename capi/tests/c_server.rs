@@ -92,3 +92,21 @@ fn a_c_server_told_the_wrong_transport_exits_2_naming_what_it_found() {
     assert!(matches!(err, Error::PeerExited { .. }), "{text}");
     assert!(text.contains("exited with status 2"), "{text}");
 }
+
+#[test]
+fn a_c_server_told_no_transport_serves_the_one_the_client_chose() {
+    if !common::have("cc") {
+        return;
+    }
+    let server = common::compile_c("examples/server.c");
+    for transport in [TransportKind::Pipe, TransportKind::ShmSem, TransportKind::ShmRing] {
+        let options = Options { transport, ..Options::default() };
+        let mut peer = Peer::spawn(Command::new(&server), options).unwrap();
+        let state: Vec<f64> = (0..64).map(|i| f64::from(i) * 0.5).collect();
+        let mut reply = vec![0.0; 64];
+        peer.call_f64(&state, &mut reply).unwrap();
+        assert_eq!(reply, state, "{transport}");
+        let status = peer.close().unwrap().expect("a spawned server has a status");
+        assert!(status.success(), "{transport}: server ended {status}");
+    }
+}

@@ -56,7 +56,16 @@ fn every_error_code_is_reached_from_c_with_the_rust_message() {
     expect("call-ok-after-length-mismatch", "PP_OK", "");
     expect("close-failed", "PP_OK", "");
     expect("close-null", "PP_OK", "");
-    expect("spawn-missing", "PP_EIO", "No such file or directory");
+    expect(
+        "spawn-missing",
+        "PP_ENOTFOUND",
+        "cannot start \"/nonexistent/peerpipe-server\": No such file or directory (os error 2)",
+    );
+    expect(
+        "spawn-not-executable",
+        "PP_EIO",
+        "cannot start \"/etc/passwd\": Permission denied (os error 13)",
+    );
     expect("spawn-exit-3", "PP_EEXITED", "peer exited with status 3");
     expect("spawn-silent", "PP_ETIMEDOUT", "timed out after 200ms waiting for the server's HELLO");
     expect("spawn-garbage", "PP_EPROTO", "bad magic: expected \"PEER\"");
@@ -82,8 +91,10 @@ fn every_error_code_is_reached_from_c_with_the_rust_message() {
     expect("close-picky", "PP_OK", "");
     let strerror: Vec<&str> =
         output.stdout.lines().filter(|l| l.starts_with("strerror ")).collect();
-    assert_eq!(strerror.len(), 11, "{strerror:?}");
+    assert_eq!(strerror.len(), 13, "{strerror:?}");
     assert_eq!(strerror[0], "strerror 0 success");
     assert_eq!(strerror[9], "strerror -9 internal error (panic) in peerpipe");
-    assert_eq!(strerror[10], "strerror -10 unknown peerpipe error code");
+    assert_eq!(strerror[10], "strerror -10 program not found");
+    assert_eq!(strerror[11], "strerror -11 interrupted");
+    assert_eq!(strerror[12], "strerror -12 unknown peerpipe error code");
 }

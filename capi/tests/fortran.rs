@@ -33,7 +33,10 @@ fn the_fortran_client_reports_a_missing_program_with_the_rust_message() {
     let output = common::run(command, Duration::from_secs(60), "client.f90");
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert!(
-        output.stderr.contains("pp_spawn: -6: I/O error: No such file or directory"),
+        output.stderr.contains(
+            "pp_spawn: -10: cannot start \"/nonexistent/peerpipe-server\": No such file or \
+             directory"
+        ),
         "{}",
         output.stderr
     );

@@ -407,20 +407,24 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
         [wait] => *wait,
         more => return Err(one_value_error("--wait", more.len())),
     };
-    let kind = match args.transport.as_slice() {
-        // Untold, serve what the client chose: a shared region handed over as stdin says its
-        // kind in its header; anything else (a pipe, a socket, a file of frames) is a stream.
-        [] => TransportKind::of_stdin().unwrap_or(TransportKind::Pipe),
-        [kind] => *kind,
+    let transport = match args.transport.as_slice() {
+        // Untold, serve what the client chose (StdioOptions::transport).
+        [] => None,
+        [kind] => Some(*kind),
         more => return Err(one_value_error("--transport", more.len())),
     };
-    let mut transport = match kind {
-        TransportKind::Tcp => {
-            let listen = args.listen.as_deref().map(tcp::parse_listen).transpose()?;
-            server::stdio_tcp_transport(wait, listen, Some(args.timeout))?
-        }
-        _ => server::stdio_transport_of(kind, wait)?,
+    let stdio = server::StdioOptions {
+        transport,
+        wait,
+        listen: args.listen.as_deref().map(tcp::parse_listen).transpose()?,
+        connect_timeout: Some(args.timeout),
+        serve: ServeOptions {
+            max_frame_bytes: args.max_frame_bytes,
+            delay: args.server_delay.unwrap_or_default(),
+            ..ServeOptions::default()
+        },
     };
+    let (_, mut transport) = server::stdio_transport_with(&stdio)?;
     if let Some(bytes) = args.raw_echo {
         server::serve_raw_echo(&mut transport, bytes as usize)?;
         return Ok(());
@@ -434,12 +438,7 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
         what: "handler",
         reason: format!("unknown handler {name:?}"),
     })?;
-    let options = ServeOptions {
-        max_frame_bytes: args.max_frame_bytes,
-        delay: args.server_delay.unwrap_or_default(),
-        ..ServeOptions::default()
-    };
-    server::serve(&mut transport, &mut handler, &options)?;
+    server::serve(&mut transport, &mut handler, &stdio.serve)?;
     Ok(())
 }
 

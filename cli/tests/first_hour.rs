@@ -214,12 +214,12 @@ fn the_500_double_answer_is_in_the_first_15_lines_of_a_full_size_run() {
 
 #[test]
 fn a_missing_peer_binary_names_every_place_it_looked() {
-    let missing = std::path::Path::new("/nonexistent/peerpipe-no-such-peer");
+    let name = std::path::Path::new("peerpipe-no-such-peer");
     let env_set = std::env::var_os(peerpipe::peer::PEER_ENV).is_some_and(|v| !v.is_empty());
-    match peerpipe::peer::find_peer_binary(Some(missing)) {
+    match peerpipe::peer::find_peer_binary(Some(name)) {
         Err(e @ Error::PeerNotFound { .. }) => {
+            assert_eq!(e.kind(), peerpipe::ErrorKind::NotFound);
             let text = e.to_string();
-            assert!(text.contains("/nonexistent/peerpipe-no-such-peer (no such file)"), "{text}");
             if !env_set {
                 assert!(text.contains("PEERPIPE_PEER (not set)"), "{text}");
             }
@@ -229,12 +229,51 @@ fn a_missing_peer_binary_names_every_place_it_looked() {
         Ok(found) => assert!(env_set, "found {found:?} without PEERPIPE_PEER"),
         Err(other) => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_missing_peer_path_is_an_error_naming_it_and_never_another_binary() {
     let _watchdog = Watchdog::new(secs(30));
-    let err = Peer::spawn_server(missing, "echo", quick_options());
-    if !env_set {
-        let err = err.expect_err("no such binary");
-        assert!(err.to_string().contains("no such file"), "{err}");
+    let missing = std::path::Path::new("/nonexistent/peerpipe-no-such-peer");
+    // Whatever PEERPIPE_PEER and PATH hold: a path is used as given or refused.
+    let err = Peer::spawn_server(missing, "echo", quick_options()).expect_err("no such binary");
+    assert_eq!(err.kind(), peerpipe::ErrorKind::NotFound);
+    assert_eq!(
+        err.to_string(),
+        "cannot start \"/nonexistent/peerpipe-no-such-peer\": No such file or directory (os \
+         error 2)"
+    );
+}
+
+#[test]
+fn a_program_that_cannot_be_started_is_an_error_naming_it_on_every_spawn() {
+    let _watchdog = Watchdog::new(secs(30));
+    let expected = "cannot start \"target/release/pear\": No such file or directory (os error 2)";
+    let by_argv = Peer::spawn_argv(&["target/release/pear", "--role", "server"], quick_options());
+    let by_shell = Peer::spawn_shell("target/release/pear --role server", quick_options());
+    let by_name = Peer::spawn_shell("peerpipe-no-such-program --role server", quick_options());
+    for (how, result) in [("argv", by_argv), ("shell", by_shell)] {
+        let err = result.expect_err(how);
+        assert_eq!(err.kind(), peerpipe::ErrorKind::NotFound, "{how}: {err}");
+        assert_eq!(err.to_string(), expected, "{how}");
     }
+    let err = by_name.expect_err("a name on no directory of PATH");
+    assert!(err.to_string().starts_with("cannot start \"peerpipe-no-such-program\": "), "{err}");
+    let err = Peer::spawn_argv(&["/etc/passwd"], quick_options()).expect_err("not executable");
+    assert_eq!(err.kind(), peerpipe::ErrorKind::Io);
+    assert_eq!(err.to_string(), "cannot start \"/etc/passwd\": Permission denied (os error 13)");
+}
+
+#[test]
+fn a_server_spawned_from_a_shell_line_is_the_spawned_process_itself() {
+    let _watchdog = Watchdog::new(secs(30));
+    let line = format!("{} --role server --handler echo", peer_exe());
+    let peer = Peer::spawn_shell(&line, quick_options()).expect("spawn");
+    let pid = peer.spawned_pid().expect("a spawned pid");
+    assert_eq!(peer.server_pid(), Some(pid));
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("/proc/PID/exe");
+    assert_eq!(exe.file_name().and_then(|n| n.to_str()), Some("peer"), "{exe:?}");
+    peer.close().expect("close");
 }
 
 #[test]

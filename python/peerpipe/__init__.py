@@ -8,7 +8,9 @@ The Python face of the Rust crate ``peerpipe`` (a binding, not a second implemen
 - :class:`RemoteRhs` -- a right-hand side ``fun(t, y)`` for ``scipy.integrate.solve_ivp``,
   evaluated by a server process.
 - Errors: :class:`Error` and its subclasses :class:`Timeout` (also a ``TimeoutError``),
-  :class:`PeerExited`, :class:`ProtocolError` and :class:`RemoteError`.
+  :class:`PeerExited`, :class:`ProtocolError` (and its :class:`TooLarge`),
+  :class:`Interrupted` and :class:`RemoteError`; which one is raised depends on the Rust
+  error's kind (its ``kind`` attribute), one table (see ``Error``).
 
 The GIL is released while a call waits; Ctrl-C during a call's wait raises
 ``KeyboardInterrupt`` within about 100 ms and leaves the peer closed (its server terminated and
@@ -18,12 +20,14 @@ reaped). Ctrl-C during a spawn's handshake is seen as soon.
 from ._peerpipe import (
     CallTiming,
     Error,
+    Interrupted,
     Peer,
     PeerExited,
     ProtocolError,
     RemoteError,
     RemoteRhs,
     Timeout,
+    TooLarge,
     __version__,
     serve,
 )
@@ -31,12 +35,14 @@ from ._peerpipe import (
 __all__ = [
     "CallTiming",
     "Error",
+    "Interrupted",
     "Peer",
     "PeerExited",
     "ProtocolError",
     "RemoteError",
     "RemoteRhs",
     "Timeout",
+    "TooLarge",
     "__version__",
     "serve",
 ]

@@ -13,7 +13,29 @@ F64 = npt.NDArray[np.float64]
 F32 = npt.NDArray[np.float32]
 
 class Error(Exception):
-    """Base class of every error peerpipe raises; the message is the Rust crate's."""
+    """Base class of every error peerpipe raises; the message is the Rust crate's.
+
+    Which exception a Rust error becomes depends only on its kind, one table (every exception
+    raised for a Rust error, built-in ones included, has ``kind``):
+
+    ================  ==========================================================
+    kind              exception
+    ================  ==========================================================
+    invalid_argument  ValueError
+    timeout           Timeout (also a TimeoutError)
+    peer_exited       PeerExited (status, exit_code, signal)
+    closed            PeerExited (status, exit_code, signal all None)
+    protocol          ProtocolError
+    too_large         TooLarge (a ProtocolError)
+    remote            RemoteError (seq, message)
+    not_found         FileNotFoundError (errno 2; the message names the program)
+    interrupted       Interrupted
+    io                OSError (its subclass by errno, e.g. PermissionError)
+    ================  ==========================================================
+    """
+
+    kind: str
+    """The Rust error's kind: "timeout", "protocol", ... (see the table above)."""
 
 class Timeout(Error, TimeoutError):
     """The handshake or a reply took longer than ``timeout``. The peer is closed and its
@@ -32,6 +54,14 @@ class PeerExited(Error):
 class ProtocolError(Error):
     """The other side broke wire format v1. The peer is closed and its server reaped."""
 
+class TooLarge(ProtocolError):
+    """A frame is larger than its receiver's ``max_frame_bytes``. A request refused before it
+    was sent (larger than the server accepts) leaves the peer usable; a reply too large for
+    this side closes it."""
+
+class Interrupted(Error):
+    """The wait was given up on request; the server was terminated and reaped."""
+
 class RemoteError(Error):
     """The server answered with an ERROR frame. The peer stays usable."""
 
@@ -39,6 +69,12 @@ class RemoteError(Error):
     """The sequence number of the rejected request."""
     message: str
     """The server's own text."""
+
+def _error_kinds() -> list[str]:
+    """The name of every kind of Rust error (for the test of the exception table)."""
+
+def _exception_for_kind(kind: str) -> Optional[type]:
+    """The exception class the table gives ``kind``; None when the table lacks it."""
 
 class CallTiming:
     """Where the time of one round trip went, in nanoseconds."""
@@ -75,8 +111,8 @@ class Peer:
         max_frame_bytes: Optional[int] = None,
         path: Literal["zero-copy", "codec"] = "zero-copy",
     ) -> "Peer":
-        """Spawns ``cmd`` (a list of arguments, or a string run with ``sh -c``) with its stdin
-        and stdout connected to this process, and exchanges HELLOs.
+        """Spawns ``cmd`` (a list of arguments, run without a shell, or a string run with
+        ``sh -c``) with its stdin and stdout connected to this process, and exchanges HELLOs.
 
         ``transport``: "pipe", "shm-sem"/"shm-ring" (the server's stdin is then a shared
         region, which ``peerpipe.serve`` and ``peer --role server`` recognise by themselves), or "tcp" (the server listens, announces
@@ -91,7 +127,11 @@ class Peer:
         released during the handshake, and Ctrl-C interrupts it within about 100 ms (the server
         being started is terminated and reaped before ``KeyboardInterrupt`` is raised).
 
-        Raises FileNotFoundError/OSError when ``cmd`` cannot be started, Timeout,
+        ``cmd`` as a list runs without a shell; as a string, a simple command (words only) runs
+        as ``sh -c 'exec CMD'``, so the spawned process is the server itself (``server_pid``).
+
+        Raises FileNotFoundError (not there) or OSError (e.g. PermissionError) naming the
+        program when ``cmd`` cannot be started, Timeout,
         PeerExited or ProtocolError when the handshake fails, ValueError for bad options.
         """
     @staticmethod
@@ -106,7 +146,10 @@ class Peer:
         path: Literal["zero-copy", "codec"] = "zero-copy",
     ) -> "Peer":
         """Spawns ``peer_exe --role server --handler HANDLER`` with the same wait strategy,
-        frame limit and transport (handlers: echo, echo-raw, lorenz96, lorenz96-f32)."""
+        frame limit and transport (handlers: echo, echo-raw, lorenz96, lorenz96-f32).
+
+        A path (with a ``/``) is used as it is: FileNotFoundError naming it when it is not
+        there. A bare name ("peer") is looked for in PEERPIPE_PEER, then on PATH."""
     @overload
     def call(
         self, x: F64, out: Optional[F64] = None, *, wire: Optional[Literal["f64", "f32"]] = None

@@ -10,6 +10,7 @@ from conftest import (
     peer_exe,
     python_echo_server,
     rust_server,
+    shell_line,
 )
 
 import peerpipe
@@ -98,3 +99,14 @@ def test_spawn_server_passes_transport_and_wait(tmp_path):
             peer_exe(), "echo", transport=transport, wait="hybrid:20us"
         ) as p:
             assert bits(p.call(f64_edges())) == bits(f64_edges())
+
+
+def test_a_server_spawned_from_a_shell_line_is_the_spawned_process_itself():
+    import os
+
+    with peerpipe.Peer.spawn(shell_line(rust_server("echo", "pipe"))) as peer:
+        pid = peer.server_pid
+        assert os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "peer"
+        with open(f"/proc/{pid}/stat") as stat:
+            parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        assert parent == os.getpid(), "the server runs under a shell, not in its place"

@@ -13,6 +13,8 @@ def test_the_exception_hierarchy():
         peerpipe.PeerExited,
         peerpipe.ProtocolError,
         peerpipe.RemoteError,
+        peerpipe.TooLarge,
+        peerpipe.Interrupted,
     ):
         assert issubclass(cls, peerpipe.Error)
     assert issubclass(peerpipe.Timeout, TimeoutError)
@@ -130,9 +132,54 @@ def test_a_python_handler_exception_is_a_remote_error_with_its_text():
         assert peer.call(np.ones(2)).tolist() == [1.0, 1.0]
 
 
-def test_a_missing_command_is_file_not_found():
-    with pytest.raises(FileNotFoundError):
-        peerpipe.Peer.spawn(["/nonexistent/peer-server"])
+# The one table from the crate's error kinds to exceptions (python/src/errors.rs); the C
+# ABI maps the same kinds to its PP_E* codes.
+KIND_TO_EXCEPTION = {
+    "invalid_argument": ValueError,
+    "timeout": peerpipe.Timeout,
+    "peer_exited": peerpipe.PeerExited,
+    "closed": peerpipe.PeerExited,
+    "protocol": peerpipe.ProtocolError,
+    "too_large": peerpipe.TooLarge,
+    "remote": peerpipe.RemoteError,
+    "not_found": FileNotFoundError,
+    "interrupted": peerpipe.Interrupted,
+    "io": OSError,
+}
+
+
+def test_every_error_kind_maps_to_its_exception():
+    from peerpipe import _peerpipe
+
+    kinds = _peerpipe._error_kinds()
+    assert sorted(kinds) == sorted(KIND_TO_EXCEPTION), "a kind without its line in the table"
+    for kind in kinds:
+        assert _peerpipe._exception_for_kind(kind) is KIND_TO_EXCEPTION[kind], kind
+    assert issubclass(peerpipe.TooLarge, peerpipe.ProtocolError)
+    assert issubclass(peerpipe.Interrupted, peerpipe.Error)
+
+
+def test_a_missing_command_is_file_not_found_naming_the_program():
+    expected = r'cannot start "/nonexistent/peer-server": No such file or directory \(os error 2\)'
+    with pytest.raises(FileNotFoundError, match=expected) as info:
+        peerpipe.Peer.spawn(["/nonexistent/peer-server", "--role", "server"])
+    assert info.value.kind == "not_found"
+    assert info.value.errno == 2
+
+
+def test_a_missing_program_in_a_shell_line_is_file_not_found_naming_it():
+    with pytest.raises(FileNotFoundError, match=r'cannot start "target/release/pear": No such'):
+        peerpipe.Peer.spawn("target/release/pear --role server")
+
+
+def test_a_program_that_is_not_executable_is_a_permission_error_naming_it():
+    with pytest.raises(PermissionError, match=r'cannot start "/etc/passwd": Permission denied'):
+        peerpipe.Peer.spawn(["/etc/passwd"])
+
+
+def test_spawn_server_with_a_missing_path_names_it_and_uses_no_other_peer():
+    with pytest.raises(FileNotFoundError, match=r'cannot start "target/release/pear": No such'):
+        peerpipe.Peer.spawn_server("target/release/pear", "echo")
 
 
 @pytest.mark.parametrize(

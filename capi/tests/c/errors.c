@@ -1,5 +1,6 @@
-/* Reaches every PP_E* code on purpose (PP_EPANIC excepted: only a bug in the library can
- * cause it; a Rust unit test reaches it through the guard) and prints one line per case:
+/* Reaches every PP_E* code on purpose (PP_EPANIC and PP_EINTR excepted: only a bug in the
+ * library can cause the one, no function of the C ABI is interruptible yet for the other; Rust
+ * unit tests reach them through the guard and the kind table) and prints one line per case:
  *   LABEL CODE_NAME message
  * tests/errors.rs checks each line.
  *
@@ -26,6 +27,8 @@ static const char *name_of(int code) {
     case PP_EREMOTE: return "PP_EREMOTE";
     case PP_ETOOLARGE: return "PP_ETOOLARGE";
     case PP_EPANIC: return "PP_EPANIC";
+    case PP_ENOTFOUND: return "PP_ENOTFOUND";
+    case PP_EINTR: return "PP_EINTR";
     default: return "UNKNOWN";
     }
 }
@@ -99,9 +102,13 @@ int main(int argc, char **argv) {
     report("close-failed", pp_close(peer));
     report("close-null", pp_close(NULL));
 
-    /* PP_EIO: no such program. */
+    /* PP_ENOTFOUND: no such program. */
     const char *missing[] = {"/nonexistent/peerpipe-server"};
     report("spawn-missing", pp_spawn(missing, 1, &peer));
+
+    /* PP_EIO: a program that exists but cannot be executed. */
+    const char *not_executable[] = {"/etc/passwd"};
+    report("spawn-not-executable", pp_spawn(not_executable, 1, &peer));
 
     /* PP_EEXITED: a server that exits at once. */
     report("spawn-exit-3", pp_spawn_shell("exit 3", &peer));
@@ -136,6 +143,6 @@ int main(int argc, char **argv) {
     report("close-picky", pp_close(peer));
 
     pp_options_free(options);
-    for (int code = 0; code >= -10; code--) printf("strerror %d %s\n", code, pp_strerror(code));
+    for (int code = 0; code >= -12; code--) printf("strerror %d %s\n", code, pp_strerror(code));
     return 0;
 }

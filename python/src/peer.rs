@@ -1,0 +1,346 @@
+//! `peerpipe.Peer` and `peerpipe.CallTiming`: a conversation with a server process.
+
+use std::process::ExitStatus;
+use std::sync::Mutex;
+
+use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
+use peerpipe::codec::{Values, ValuesMut};
+use peerpipe::{CallTiming, TransportKind};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::array::{Array, Element, array, borrow_error, contiguous};
+use crate::errors::{IntoPy, to_py};
+use crate::spawn::{command, options, spawn_interruptibly};
+use crate::{SLICE, exit_after};
+
+/// `subprocess`'s convention: the exit code, or minus the signal that killed it.
+pub(crate) fn returncode(status: ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|s| -s))
+}
+
+/// Where the time of one round trip went, in nanoseconds.
+#[pyclass(module = "peerpipe", name = "CallTiming", frozen, get_all)]
+#[derive(Clone, Copy)]
+pub(crate) struct PyCallTiming {
+    /// The whole call, from before encoding to after decoding.
+    round_trip_ns: u64,
+    /// Server time: from reading the request header to writing the reply.
+    server_ns: u64,
+    /// Converting the request into wire bytes (0 on the zero-copy path, which converts nothing).
+    encode_ns: u64,
+    /// Converting the reply from wire bytes.
+    decode_ns: u64,
+    /// Moving bytes and waiting: round trip − encode − decode − server.
+    transfer_ns: u64,
+}
+
+impl From<CallTiming> for PyCallTiming {
+    fn from(t: CallTiming) -> Self {
+        PyCallTiming {
+            round_trip_ns: t.round_trip_ns,
+            server_ns: t.server_ns,
+            encode_ns: t.encode_ns,
+            decode_ns: t.decode_ns,
+            transfer_ns: t.transfer_ns(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyCallTiming {
+    fn __repr__(&self) -> String {
+        format!(
+            "CallTiming(round_trip_ns={}, server_ns={}, encode_ns={}, decode_ns={}, \
+             transfer_ns={})",
+            self.round_trip_ns, self.server_ns, self.encode_ns, self.decode_ns, self.transfer_ns
+        )
+    }
+}
+
+/// A conversation with a server process.
+#[pyclass(module = "peerpipe", name = "Peer")]
+pub(crate) struct PyPeer {
+    /// `None` once closed; a `Mutex` only so the class is `Sync` (`&mut self` methods use
+    /// `get_mut`, which never locks).
+    peer: Mutex<Option<peerpipe::Peer>>,
+    /// Why it is closed, for the message of a call on a closed peer.
+    closed_because: &'static str,
+    last: CallTiming,
+    hello: peerpipe::frame::Hello,
+    transport: TransportKind,
+    pid: Option<u32>,
+}
+
+impl PyPeer {
+    fn new(peer: peerpipe::Peer) -> PyPeer {
+        PyPeer {
+            hello: peer.server_hello().clone(),
+            transport: peer.transport_kind(),
+            pid: peer.server_pid(),
+            peer: Mutex::new(Some(peer)),
+            closed_because: "",
+            last: CallTiming::default(),
+        }
+    }
+
+    fn open(&mut self) -> PyResult<&mut peerpipe::Peer> {
+        let because = self.closed_because;
+        let slot = self.peer.get_mut().map_err(|_| PyRuntimeError::new_err("peer poisoned"))?;
+        slot.as_mut().ok_or_else(|| PyValueError::new_err(format!("peer is closed{because}")))
+    }
+
+    /// Drops the crate peer after an error that closed it (the crate already terminated and
+    /// reaped the server), so later calls say so.
+    fn closed_by(&mut self, error: &peerpipe::Error) {
+        if !error.is_recoverable()
+            && let Ok(slot) = self.peer.get_mut()
+        {
+            *slot = None;
+            self.closed_because = " (after an earlier error)";
+        }
+    }
+}
+
+#[pymethods]
+impl PyPeer {
+    /// Spawns `cmd` as the server and exchanges HELLOs (see `peerpipe.Peer.spawn`).
+    #[staticmethod]
+    #[pyo3(signature = (cmd, *, transport="pipe", wait="auto", timeout=Some(10.0), max_frame_bytes=None, path="zero-copy"))]
+    fn spawn(
+        py: Python<'_>,
+        cmd: &Bound<'_, PyAny>,
+        transport: &str,
+        wait: &str,
+        timeout: Option<f64>,
+        max_frame_bytes: Option<u64>,
+        path: &str,
+    ) -> PyResult<PyPeer> {
+        let options = options(transport, wait, timeout, max_frame_bytes, path)?;
+        let command = command(py, cmd)?;
+        let peer = spawn_interruptibly(py, command, options)?;
+        Ok(PyPeer::new(peer))
+    }
+
+    /// Spawns `peer_exe --role server --handler HANDLER` with the same transport and wait.
+    #[staticmethod]
+    #[pyo3(signature = (peer_exe, handler="echo", *, transport="pipe", wait="auto", timeout=Some(10.0), max_frame_bytes=None, path="zero-copy"))]
+    #[allow(clippy::too_many_arguments)]
+    fn spawn_server(
+        py: Python<'_>,
+        peer_exe: std::path::PathBuf,
+        handler: &str,
+        transport: &str,
+        wait: &str,
+        timeout: Option<f64>,
+        max_frame_bytes: Option<u64>,
+        path: &str,
+    ) -> PyResult<PyPeer> {
+        let options = options(transport, wait, timeout, max_frame_bytes, path)?;
+        let exe = peerpipe::peer::find_peer_binary(Some(&peer_exe)).py_err(py)?;
+        let command = peerpipe::Peer::server_command(exe, handler, &options);
+        let peer = spawn_interruptibly(py, command, options)?;
+        Ok(PyPeer::new(peer))
+    }
+
+    /// Sends `x` and returns the reply, written into `out` when given.
+    #[pyo3(signature = (x, out=None, *, wire=None))]
+    fn call<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        out: Option<&Bound<'py, PyAny>>,
+        wire: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.open()?;
+        let x = array(x, "x")?;
+        let narrow = match (wire, &x) {
+            (None, _) | (Some("f64"), Array::F64(_)) | (Some("f32"), Array::F32(_)) => false,
+            (Some("f32"), Array::F64(_)) => true,
+            (Some("f64"), Array::F32(_)) => {
+                return Err(PyValueError::new_err(
+                    "wire='f64' needs a float64 x; float32 travels as f32",
+                ));
+            }
+            (Some(other), _) => {
+                return Err(PyValueError::new_err(format!(
+                    "wire must be 'f64', 'f32' or None, got {other:?}"
+                )));
+            }
+        };
+        let n = match &x {
+            Array::F64(a) => a.len(),
+            Array::F32(a) => a.len(),
+        };
+        // The reply has x's dtype (float64 for a narrowed call: widened back) and length.
+        let out = match out {
+            Some(out) => {
+                let checked = array(out, "out")?;
+                let len = match (&checked, &x) {
+                    (Array::F64(o), Array::F64(_)) => o.len(),
+                    (Array::F32(o), Array::F32(_)) => o.len(),
+                    (o, _) => {
+                        let (want, got) = match o {
+                            Array::F64(_) => ("float32", "float64"),
+                            Array::F32(_) => ("float64", "float32"),
+                        };
+                        return Err(PyTypeError::new_err(format!(
+                            "out must have x's dtype {want}, got {got}"
+                        )));
+                    }
+                };
+                if len != n {
+                    return Err(PyValueError::new_err(format!(
+                        "out must have x's length {n}, got {len}"
+                    )));
+                }
+                checked
+            }
+            None => match &x {
+                Array::F64(_) => Array::F64(PyArray1::<f64>::zeros(py, n, false)),
+                Array::F32(_) => Array::F32(PyArray1::<f32>::zeros(py, n, false)),
+            },
+        };
+        match (&x, &out) {
+            (Array::F64(x), Array::F64(o)) => self.call_typed(py, x, o, narrow)?,
+            (Array::F32(x), Array::F32(o)) => self.call_typed(py, x, o, narrow)?,
+            _ => return Err(PyTypeError::new_err("out's dtype must be x's")),
+        }
+        Ok(match out {
+            Array::F64(o) => o.into_any(),
+            Array::F32(o) => o.into_any(),
+        })
+    }
+
+    /// Timing of the most recent successful call.
+    #[getter]
+    fn last_timing(&self) -> PyCallTiming {
+        self.last.into()
+    }
+
+    /// The server's HELLO fields.
+    #[getter]
+    fn server_hello<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let hello = PyDict::new(py);
+        hello.set_item("max_frame_bytes", self.hello.max_frame_bytes)?;
+        hello.set_item("handler", self.hello.handler.clone())?;
+        hello.set_item("implementation", self.hello.implementation.clone())?;
+        Ok(hello)
+    }
+
+    /// The server's process id.
+    #[getter]
+    fn server_pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// "pipe", "shm-sem" or "shm-ring".
+    #[getter]
+    fn transport(&self) -> &'static str {
+        self.transport.name()
+    }
+
+    /// True once closed (by `close`, Ctrl-C or an error).
+    #[getter]
+    fn closed(&mut self) -> bool {
+        self.open().is_err()
+    }
+
+    /// Says BYE, waits for the server to exit and reaps it; returns its exit code (minus the
+    /// signal number if a signal ended it). Does nothing (returns None) when already closed.
+    fn close(&mut self, py: Python<'_>) -> PyResult<Option<i32>> {
+        let slot = self.peer.get_mut().map_err(|_| PyRuntimeError::new_err("peer poisoned"))?;
+        let Some(peer) = slot.take() else { return Ok(None) };
+        self.closed_because = "";
+        let status = py.detach(|| peer.close()).py_err(py)?;
+        Ok(status.and_then(returncode))
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        exit_after(self.close(py), exc_type)
+    }
+
+    fn __repr__(&mut self) -> String {
+        let state = if self.closed() { "closed" } else { "open" };
+        let handler = self.hello.handler.as_deref().unwrap_or("?");
+        format!(
+            "<peerpipe.Peer {state} transport={} handler={handler} pid={:?}>",
+            self.transport.name(),
+            self.pid
+        )
+    }
+}
+
+impl PyPeer {
+    /// One call with `x` and `out` of one element type: lends `x` (copied once when it is not
+    /// contiguous) and the contiguous `out` to [`PyPeer::exchange`].
+    fn call_typed<T: Element>(
+        &mut self,
+        py: Python<'_>,
+        x: &Bound<'_, PyArray1<T>>,
+        out: &Bound<'_, PyArray1<T>>,
+        narrow: bool,
+    ) -> PyResult<()> {
+        let x = x.try_readonly().map_err(|e| borrow_error("x", e))?;
+        let mut copy = Vec::new();
+        let values = contiguous(&x, &mut copy);
+        let mut out = out.try_readwrite().map_err(|e| borrow_error("out", e))?;
+        let dst = out.as_slice_mut().map_err(|_| {
+            PyValueError::new_err("out must be contiguous (it is written in place)")
+        })?;
+        self.exchange(py, T::values(values, narrow), T::values_mut(dst, narrow))
+    }
+
+    /// One round trip with the GIL released: send, then wait for the reply in slices with
+    /// signal checks in between. On Ctrl-C (any error from a signal handler) the server is
+    /// terminated and reaped and the peer closed, and the handler's exception is raised.
+    fn exchange(
+        &mut self,
+        py: Python<'_>,
+        values: Values<'_>,
+        mut dst: ValuesMut<'_>,
+    ) -> PyResult<()> {
+        let peer = self.open()?;
+        let mut got = py.detach(|| {
+            peer.send(values)?;
+            peer.recv_for(dst.reborrow(), SLICE)
+        });
+        loop {
+            match got {
+                Ok(Some(reply)) => {
+                    self.last = reply.timing;
+                    return Ok(());
+                }
+                Ok(None) => {
+                    if let Err(interrupted) = py.check_signals() {
+                        let slot = self.peer.get_mut().expect("not poisoned");
+                        if let Some(peer) = slot.take() {
+                            let _ = py.detach(|| peer.terminate());
+                        }
+                        self.closed_because = " (a call was interrupted)";
+                        return Err(interrupted);
+                    }
+                    let peer = self.open()?;
+                    got = py.detach(|| peer.recv_for(dst.reborrow(), SLICE));
+                }
+                Err(e) => {
+                    self.closed_by(&e);
+                    return Err(to_py(py, e));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! `peerpipe.serve`: a Python callable as the handler of a server process.
+
+use std::time::Duration;
+
+use numpy::{PyArray1, PyArrayMethods};
+use peerpipe::Wait;
+use peerpipe::codec;
+use peerpipe::frame::Dtype;
+use peerpipe::server::{self, Ending, Handler, Request, Response, ServeOptions, StdioOptions};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::array::{Array, Element, array};
+use crate::errors::IntoPy;
+
+/// A Python callable as a crate [`Handler`]: the request is copied into a new numpy array
+/// (so the callable may keep it), the reply copied out of the returned (or filled) array.
+pub(crate) struct PyHandler {
+    callable: Py<PyAny>,
+    /// `handler(x, out)` instead of `handler(x) -> array`.
+    in_place: bool,
+    name: String,
+    /// The reply, copied out of the handler's array, of the request's dtype.
+    f64s: Vec<f64>,
+    f32s: Vec<f32>,
+}
+
+/// Which buffer of a [`PyHandler`] holds the reply.
+pub(crate) enum Filled {
+    F64,
+    F32,
+}
+
+impl PyHandler {
+    /// Calls the Python handler with the request as a new array of `T` (and a zeroed `out`
+    /// of `T` when it fills one in place), and returns what it answered.
+    fn call<'py, T: Element>(
+        &self,
+        py: Python<'py>,
+        request: &Request<'_>,
+    ) -> Result<Bound<'py, PyAny>, String> {
+        let n = request.count as usize;
+        let x = PyArray1::<T>::zeros(py, n, false);
+        {
+            let mut w = x.try_readwrite().map_err(|e| e.to_string())?;
+            let dst = w.as_slice_mut().map_err(|e| e.to_string())?;
+            codec::decode_into(request.payload, T::values_mut(dst, false))
+                .map_err(|e| e.to_string())?;
+        }
+        let out = self.in_place.then(|| PyArray1::<T>::zeros(py, n, false).into_any());
+        let called = match &out {
+            Some(out) => self.callable.call1(py, (x, out)).map(|_| out.clone().unbind()),
+            None => self.callable.call1(py, (x,)),
+        };
+        Ok(called.map_err(|e| format!("{}: {e}", self.name))?.into_bound(py))
+    }
+
+    /// Answers `request`: the handler's reply copied into the buffer of its dtype.
+    fn answer(&mut self, py: Python<'_>, request: &Request<'_>) -> Result<Filled, String> {
+        let reply = match request.dtype {
+            Dtype::F64 => self.call::<f64>(py, request)?,
+            Dtype::F32 => self.call::<f32>(py, request)?,
+            Dtype::Bytes => return Err(format!("{}: expected f64 or f32, found bytes", self.name)),
+        };
+        match array(&reply, "the handler's reply").map_err(|e| format!("{}: {e}", self.name))? {
+            Array::F64(a) => copy_into(&a, &mut self.f64s).map(|()| Filled::F64),
+            Array::F32(a) => copy_into(&a, &mut self.f32s).map(|()| Filled::F32),
+        }
+    }
+}
+
+/// Copies the elements of `array` into `buffer`, replacing what it held.
+fn copy_into<T: Element>(
+    array: &Bound<'_, PyArray1<T>>,
+    buffer: &mut Vec<T>,
+) -> Result<(), String> {
+    let array = array.try_readonly().map_err(|e| e.to_string())?;
+    buffer.clear();
+    match array.as_slice() {
+        Ok(slice) => buffer.extend_from_slice(slice),
+        Err(_) => buffer.extend(array.as_array().iter().copied()),
+    }
+    Ok(())
+}
+
+impl Handler for PyHandler {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        match Python::attach(|py| self.answer(py, &request))? {
+            Filled::F64 => Ok(f64::response(&self.f64s)),
+            Filled::F32 => Ok(f32::response(&self.f32s)),
+        }
+    }
+}
+
+/// Serves requests on stdin/stdout (or the shared region given as stdin) with a Python
+/// callable until the client says BYE or closes (see `peerpipe.serve`).
+#[pyfunction]
+#[pyo3(signature = (handler, *, transport=None, wait="auto", in_place=None, name=None, max_frame_bytes=None, frame_timeout=Some(10.0), listen=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn serve<'py>(
+    py: Python<'py>,
+    handler: Py<PyAny>,
+    transport: Option<&str>,
+    wait: &str,
+    in_place: Option<bool>,
+    name: Option<String>,
+    max_frame_bytes: Option<u64>,
+    frame_timeout: Option<f64>,
+    listen: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let bound = handler.bind(py);
+    if !bound.is_callable() {
+        return Err(PyTypeError::new_err(
+            "handler must be callable: handler(x) or handler(x, out)",
+        ));
+    }
+    let in_place = match in_place {
+        Some(given) => given,
+        None => positional_parameters(bound)? >= 2,
+    };
+    let name = match name {
+        Some(name) => name,
+        None => bound
+            .getattr(intern!(py, "__name__"))
+            .and_then(|n| n.extract::<String>())
+            .unwrap_or_else(|_| "python".to_owned()),
+    };
+    let wait: Wait = wait.parse().py_err(py)?;
+    let listen = match (transport, listen) {
+        (_, None) => None,
+        (Some("tcp"), Some(address)) => {
+            Some(peerpipe::transport::tcp::parse_listen(address).py_err(py)?)
+        }
+        (other, Some(_)) => {
+            return Err(PyValueError::new_err(format!(
+                "listen is for transport='tcp', found transport={other:?}"
+            )));
+        }
+    };
+    let frame_timeout = match frame_timeout {
+        None => None,
+        Some(secs) => Some(Duration::try_from_secs_f64(secs).map_err(|_| {
+            PyValueError::new_err(format!(
+                "frame_timeout must be non-negative seconds or None, got {secs}"
+            ))
+        })?),
+    };
+    let defaults = ServeOptions::default();
+    let stdio = StdioOptions {
+        transport: transport.map(str::parse).transpose().py_err(py)?,
+        wait,
+        listen,
+        connect_timeout: None,
+        serve: ServeOptions {
+            max_frame_bytes: max_frame_bytes.unwrap_or(defaults.max_frame_bytes),
+            frame_timeout,
+            ..defaults
+        },
+    };
+    let mut handler =
+        PyHandler { callable: handler, in_place, name, f64s: Vec::new(), f32s: Vec::new() };
+    // Without the GIL from the start: a tcp server waits here for its client to connect.
+    let (kind, summary) = py.detach(|| server::serve_stdio(&mut handler, &stdio)).py_err(py)?;
+    let d = PyDict::new(py);
+    d.set_item("replies", summary.replies)?;
+    d.set_item("rejected", summary.rejected)?;
+    d.set_item(
+        "ending",
+        match summary.ending {
+            Ending::Bye => "bye",
+            Ending::EndOfStream => "end-of-stream",
+        },
+    )?;
+    d.set_item("transport", kind.name())?;
+    Ok(d)
+}
+
+/// How many positional parameters `callable` takes (inspect.signature), to tell
+/// `handler(x)` from `handler(x, out)`; 1 when it cannot be told.
+pub(crate) fn positional_parameters(callable: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let py = callable.py();
+    let inspect = py.import("inspect")?;
+    let Ok(signature) = inspect.call_method1("signature", (callable,)) else { return Ok(1) };
+    let parameters = signature.getattr("parameters")?.call_method0("values")?;
+    let parameters = PyList::new(py, parameters.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+    let mut count = 0;
+    for p in parameters.iter() {
+        let kind: String = p.getattr("kind")?.getattr("name")?.extract()?;
+        match kind.as_str() {
+            "POSITIONAL_ONLY" | "POSITIONAL_OR_KEYWORD" => count += 1,
+            "VAR_POSITIONAL" => return Ok(count.max(1)),
+            _ => {}
+        }
+    }
+    Ok(count)
+}

@@ -1,0 +1,128 @@
+//! The handshake: this side's HELLO out, the server's HELLO in, checked.
+
+use super::*;
+
+/// Why a handshake fails when the peer's HELLO is byte for byte the one this side sent.
+pub const OWN_HELLO_ECHOED: &str =
+    "the peer sent back our own HELLO: is the command echoing its input, like cat?";
+
+impl Peer {
+    /// Talks to a server over an existing transport (e.g. one end of [`Transport::pair`]),
+    /// exchanging HELLOs first.
+    ///
+    /// # Errors
+    /// Any handshake error.
+    pub fn connect(transport: Transport, options: Options) -> Result<Peer> {
+        let mut peer = Peer::new(transport, None, options);
+        peer.handshake(None)?;
+        Ok(peer)
+    }
+
+    pub(super) fn new(transport: Transport, child: Option<ChildGuard>, options: Options) -> Peer {
+        Peer {
+            transport,
+            child,
+            stderr: None,
+            options,
+            server_hello: Hello::default(),
+            next_seq: 1,
+            pending: VecDeque::new(),
+            scratch: Vec::new(),
+            state: State::Open,
+            said: LastWords::default(),
+        }
+    }
+
+    pub(super) fn handshake(&mut self, interrupted: Option<&dyn Fn() -> bool>) -> Result<()> {
+        let result = self.exchange_hellos(interrupted);
+        result.map_err(|e| self.fail(e, "during the handshake"))
+    }
+
+    /// The header of the server's HELLO by `deadline`; with `interrupted`, waited for in
+    /// slices of [`INTERRUPT_CHECK`] (a slice that ends with nothing read has consumed
+    /// nothing), asking `interrupted` between them.
+    pub(super) fn recv_hello_header(
+        &mut self,
+        deadline: Deadline,
+        interrupted: Option<&dyn Fn() -> bool>,
+    ) -> Result<Option<[u8; HEADER_LEN]>> {
+        let Some(interrupted) = interrupted else { return self.transport.recv_header(deadline) };
+        loop {
+            let slice = deadline.or_idle_until(Instant::now() + INTERRUPT_CHECK);
+            match self.transport.recv_header(slice) {
+                Err(Error::Timeout { .. }) if !deadline.passed(Instant::now()) => {
+                    if interrupted() {
+                        return Err(Error::Interrupted { during: "while waiting for HELLO" });
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    pub(super) fn exchange_hellos(&mut self, interrupted: Option<&dyn Fn() -> bool>) -> Result<()> {
+        let hello = Hello {
+            max_frame_bytes: self.options.max_frame_bytes,
+            implementation: Some(frame::implementation_name()),
+            ..Hello::default()
+        };
+        let ours = hello.to_payload();
+        let payload = &ours;
+        let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
+        let deadline = Deadline::after(self.options.timeout);
+        self.transport.send_frame(&header, payload, deadline)?;
+        // The clock of the calls' split is chosen (and calibrated) while the server answers,
+        // not in the first call.
+        clock::init();
+        let raw = self
+            .recv_hello_header(deadline, interrupted)
+            .map_err(|e| retarget(e, "the server's HELLO"))?
+            .ok_or(Error::PeerClosed { context: "before sending HELLO" })?;
+        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
+        let payload = self.recv_control_payload(&header, deadline)?;
+        match header.kind {
+            Kind::Hello => {}
+            Kind::Error => {
+                return Err(Error::Remote {
+                    seq: header.seq,
+                    message: String::from_utf8_lossy(payload).into_owned(),
+                });
+            }
+            found => return Err(Error::UnexpectedKind { expected: "HELLO", found }),
+        }
+        if payload == ours.as_slice() {
+            return Err(Error::BadHello { reason: OWN_HELLO_ECHOED.to_owned() });
+        }
+        let hello = Hello::parse(payload)?;
+        if !hello.is_server() {
+            let found = match &hello.role {
+                None => "no role".to_owned(),
+                Some(role) => format!("role={role:?}"),
+            };
+            return Err(Error::BadHello {
+                reason: format!(
+                    "expected role=server in the server's HELLO, found {found}: is the command \
+                     a peerpipe server? (docs/PROTOCOL.md §4)"
+                ),
+            });
+        }
+        self.server_hello = hello;
+        Ok(())
+    }
+
+    /// Reads a control payload (bounded by [`frame::MAX_CONTROL_PAYLOAD`] in `Header::parse`)
+    /// into the scratch buffer.
+    pub(super) fn recv_control_payload(
+        &mut self,
+        header: &Header,
+        deadline: Deadline,
+    ) -> Result<&[u8]> {
+        let len = header.payload_bytes()? as usize;
+        if header.kind == Kind::Data {
+            return Ok(&[]);
+        }
+        grow(&mut self.scratch, len);
+        self.transport.recv_payload(&mut self.scratch[..len], deadline)?;
+        Ok(&self.scratch[..len])
+    }
+}
