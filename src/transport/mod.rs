@@ -431,8 +431,8 @@ impl Transport {
             deadline = deadline.on_data();
         }
         let mut spin = Spinning::default();
-        if got == 0 && start == Start::Message && self.sleeps_first() {
-            self.wait_ready(Direction::Read, &mut deadline, &mut spin, "data from the peer")?;
+        if got == 0 && start == Start::Message {
+            self.sleep_first(&mut deadline, &mut spin)?;
         }
         while got < want {
             match read(self.link.as_mut(), got)? {
@@ -539,9 +539,7 @@ impl Transport {
         let mut filled = 0;
         let mut matched = false;
         let mut spin = Spinning::default();
-        if self.sleeps_first() {
-            self.wait_ready(Direction::Read, &mut deadline, &mut spin, "data from the peer")?;
-        }
+        self.sleep_first(&mut deadline, &mut spin)?;
         while filled < total {
             match target.read_from(self.link.as_mut(), filled)? {
                 Some(0) => {
@@ -659,16 +657,26 @@ impl Transport {
         check_padding(padding)
     }
 
-    /// Whether the next wait sleeps at once (`block`, or `auto` while it does not spin), so
-    /// that a read which starts a message may sleep before it reads: in a ping-pong the
-    /// answer is not there yet when the question has just gone out, and the read that would
-    /// find nothing is one system call per message saved.
-    fn sleeps_first(&self) -> bool {
-        match self.wait {
+    /// Before a read that starts a message: when the next wait would sleep at once (`block`,
+    /// or `auto` while it does not spin), sleeps until the link is ready first. In a
+    /// ping-pong the answer is not there yet when the question has just gone out, and the
+    /// read that would find nothing is one system call per message saved. Skipped within
+    /// [`DEADLINE_SPIN`] of the deadline, so that data already there is read, not timed out.
+    fn sleep_first(&mut self, deadline: &mut Deadline, spin: &mut Spinning) -> Result<()> {
+        let sleeps_at_once = match self.wait {
             Wait::Block => true,
             Wait::Auto => !self.auto.is_spinning(),
             Wait::Spin | Wait::Hybrid { .. } => false,
+        };
+        if !sleeps_at_once {
+            return Ok(());
         }
+        let now = Instant::now();
+        let at = deadline.armed_at(now).instant();
+        if at.is_some_and(|at| at.saturating_duration_since(now) <= DEADLINE_SPIN) {
+            return Ok(());
+        }
+        self.wait_ready(Direction::Read, deadline, spin, "data from the peer")
     }
 
     /// Called when the link could not make progress: returns when the caller should retry,
@@ -766,7 +774,7 @@ impl Transport {
 }
 
 /// Whether a read starts a message (a header, or a whole raw message), which
-/// [`Transport::sleeps_first`] may sleep before, or continues one (a payload whose header
+/// [`Transport::sleep_first`] may sleep before, or continues one (a payload whose header
 /// came, padding), whose bytes are there or on their way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Start {

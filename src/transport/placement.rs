@@ -54,8 +54,8 @@ pub trait Cpus {
     fn current(&mut self) -> Option<usize>;
     /// The CPU the peer ran on last, when known.
     fn peer(&mut self) -> Option<usize>;
-    /// The CPUs this thread may run on.
-    fn allowed(&mut self) -> Vec<usize>;
+    /// Replaces `cpus` with the CPUs this thread may run on.
+    fn allowed(&mut self, cpus: &mut Vec<usize>);
     /// Tasks runnable on the machine now, this thread included.
     fn runnable(&mut self) -> Option<usize>;
     /// Involuntary context switches of this thread so far.
@@ -80,6 +80,8 @@ pub struct Placement<C: Cpus> {
     /// When the next check may run (`None`: at the first sleeping wait, plus [`FIRST_CHECK`]).
     next_check: Option<Instant>,
     interval: Duration,
+    /// The allowed CPUs of the last check (kept, so that a check allocates nothing).
+    allowed: Vec<usize>,
     moves: u64,
     moves_back: u64,
 }
@@ -92,6 +94,7 @@ impl<C: Cpus> Placement<C> {
             state: State::Settled { free_since: None },
             next_check: None,
             interval: FIRST_CHECK,
+            allowed: Vec::with_capacity(8),
             moves: 0,
             moves_back: 0,
         }
@@ -120,8 +123,12 @@ impl<C: Cpus> Placement<C> {
             // Not sharing a core with the peer: moving cannot help.
             return self.back_off(now);
         }
-        let allowed = self.cpus.allowed();
+        let mut allowed = std::mem::take(&mut self.allowed);
+        self.cpus.allowed(&mut allowed);
         let free = allowed.len() >= 2 && self.cpus.runnable().is_some_and(|n| n <= allowed.len());
+        let next = allowed.iter().copied().find(|&cpu| cpu > here);
+        let to = next.or_else(|| allowed.iter().copied().find(|&cpu| cpu != here));
+        self.allowed = allowed;
         match (free, free_since) {
             (false, _) => self.back_off(now),
             (true, None) => {
@@ -131,11 +138,7 @@ impl<C: Cpus> Placement<C> {
                 false
             }
             (true, Some(_)) => {
-                let next = allowed.iter().copied().find(|&cpu| cpu > here);
-                let Some(to) = next.or_else(|| allowed.iter().copied().find(|&cpu| cpu != here))
-                else {
-                    return self.back_off(now);
-                };
+                let Some(to) = to else { return self.back_off(now) };
                 let preemptions = self.cpus.preemptions();
                 if !self.cpus.move_to(to) {
                     return self.back_off(now);
@@ -185,17 +188,26 @@ impl<C: Cpus> Placement<C> {
 }
 
 /// The running system: this thread's CPU and affinity, the peer's last CPU from
-/// `/proc/PID/stat`, the runnable tasks from `/proc/loadavg`.
+/// `/proc/PID/stat`, the runnable tasks from `/proc/loadavg`. Reads them into buffers on the
+/// stack: a check allocates nothing.
 #[derive(Debug)]
 pub struct Os {
-    peer: Option<u32>,
+    /// `/proc/PID/stat` of the peer, when its pid is known.
+    peer_stat: Option<std::path::PathBuf>,
 }
 
 impl Os {
     /// The running system, with the peer's pid when known.
     pub fn new(peer: Option<u32>) -> Os {
-        Os { peer }
+        Os { peer_stat: peer.map(|pid| format!("/proc/{pid}/stat").into()) }
     }
+}
+
+/// Reads the start of a small file (a `/proc` entry) into `buf`: the text read, if any.
+fn read_small<'b>(path: &std::path::Path, buf: &'b mut [u8]) -> Option<&'b str> {
+    use std::io::Read;
+    let n = std::fs::File::open(path).ok()?.read(buf).ok()?;
+    std::str::from_utf8(&buf[..n]).ok()
 }
 
 impl Cpus for Os {
@@ -204,23 +216,26 @@ impl Cpus for Os {
     }
 
     fn peer(&mut self) -> Option<usize> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.peer?)).ok()?;
+        let mut buf = [0u8; 1024];
+        let stat = read_small(self.peer_stat.as_deref()?, &mut buf)?;
         // Field 39 is `processor`; the fields after the command name (which may hold spaces
         // and parentheses, so the last `)` ends it) start at field 3.
         let after_name = &stat[stat.rfind(')')? + 1..];
         after_name.split_ascii_whitespace().nth(39 - 3)?.parse().ok()
     }
 
-    fn allowed(&mut self) -> Vec<usize> {
-        let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
-            return Vec::new();
-        };
-        (0..nix::sched::CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false)).collect()
+    fn allowed(&mut self, cpus: &mut Vec<usize>) {
+        cpus.clear();
+        if let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+            let count = nix::sched::CpuSet::count();
+            cpus.extend((0..count).filter(|&cpu| set.is_set(cpu).unwrap_or(false)));
+        }
     }
 
     fn runnable(&mut self) -> Option<usize> {
         // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
-        let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
+        let mut buf = [0u8; 128];
+        let loadavg = read_small(std::path::Path::new("/proc/loadavg"), &mut buf)?;
         let field = loadavg.split_ascii_whitespace().nth(3)?;
         field.split('/').next()?.parse().ok()
     }
@@ -270,8 +285,8 @@ mod tests {
         fn peer(&mut self) -> Option<usize> {
             self.peer
         }
-        fn allowed(&mut self) -> Vec<usize> {
-            self.allowed.clone()
+        fn allowed(&mut self, cpus: &mut Vec<usize>) {
+            cpus.clone_from(&self.allowed);
         }
         fn runnable(&mut self) -> Option<usize> {
             Some(self.runnable)
