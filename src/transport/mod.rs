@@ -756,11 +756,23 @@ impl Transport {
     fn waited(&mut self, spin: &mut Spinning) {
         if let Some(started) = spin.started {
             if self.wait == Wait::Auto {
+                let budget = spin.budget.unwrap_or(Duration::MAX);
+                let waited = started.elapsed();
+                // Only a spin followed by a dear sleep, harming no one, asks whether other
+                // work holds the CPUs (two reads of the kernel's state, next to a sleep that
+                // cost more than that).
+                let dear = waited.saturating_sub(budget) > wait::AUTO_CHEAP_SLEEP;
+                let crowded = spin.slept
+                    && !spin.contended
+                    && !budget.is_zero()
+                    && dear
+                    && placement::crowded();
                 self.auto.record(WaitSeen {
-                    budget: spin.budget.unwrap_or(Duration::MAX),
-                    waited: started.elapsed(),
+                    budget,
+                    waited,
                     slept: spin.slept,
                     contended: spin.contended,
+                    crowded,
                 });
                 if let Some(placement) = &mut self.placement
                     && placement.on_trial()

@@ -10,24 +10,33 @@
 //! So a side allowed to move (the client: `Peer` allows its own side, never the server's, so
 //! that the two never chase each other) that waits by sleeping checks, now and then, whether
 //! it shares its core with the peer (the peer's last CPU, when its pid is known) and whether
-//! another CPU it may run on is free: the runnable tasks counted by the kernel
-//! (`/proc/loadavg`) — this side, its peer, and whatever else runs — must be no more than
-//! the CPUs it may use, at two looks [`WINDOW`] apart. If so it moves its thread to the next
-//! of those CPUs — its affinity is set to that CPU and at once restored, so the user's mask
+//! another CPU it may run on was idle: at least [`IDLE_ENOUGH`] of its time between two looks
+//! at the kernel's per-CPU times (`/proc/stat`) at least [`WINDOW`] apart. If so it moves its
+//! thread to the idlest of them — its affinity is set to that CPU and at once restored, so the user's mask
 //! stays as it was and only the thread's current CPU changes — and spins again. A *trial*
 //! follows, of at least [`TRIAL_WAITS`] waits and [`TRIAL_TIME`]: if spinning stops paying
 //! within it, or the thread was preempted there ([`TRIAL_PREEMPTIONS`] involuntary context
 //! switches: another task wanted that CPU), the thread moves back to where it was and the
 //! next check waits twice as long, from [`FIRST_CHECK`] up to [`MAX_CHECK`].
 //!
-//! With one CPU allowed, or without `/proc`, nothing moves.
+//! With one CPU allowed, or without `/proc`, nothing moves. Counting the runnable tasks at
+//! one instant (`/proc/loadavg`) instead was tried, and moved threads onto CPUs that a busy
+//! task held: the tail of the round trip beside one busy thread grew by half.
 //!
 //! [`Wait::Auto`]: super::Wait::Auto
 
 use std::time::{Duration, Instant};
 
-/// Time between the two looks at the machine before a move: 1 ms.
-pub const WINDOW: Duration = Duration::from_millis(1);
+/// Shortest time between the two looks at the machine before a move: 50 ms, five ticks of
+/// the kernel's per-CPU times (counted in hundredths of a second).
+pub const WINDOW: Duration = Duration::from_millis(50);
+
+/// Share of the time between the two looks that a CPU must have been idle to be moved to:
+/// 80 % (four ticks of five).
+pub const IDLE_ENOUGH: f64 = 0.8;
+
+/// Fewest ticks of a CPU's times between the two looks for its idleness to be judged: 4.
+const MIN_TICKS: u64 = 4;
 
 /// Fewest waits after a move in which spinning must keep paying for the move to stay: 8.
 pub const TRIAL_WAITS: u32 = 8;
@@ -56,8 +65,9 @@ pub trait Cpus {
     fn peer(&mut self) -> Option<usize>;
     /// Replaces `cpus` with the CPUs this thread may run on.
     fn allowed(&mut self, cpus: &mut Vec<usize>);
-    /// Tasks runnable on the machine now, this thread included.
-    fn runnable(&mut self) -> Option<usize>;
+    /// Replaces `times` with `(cpu, idle, total)` for every CPU: the time it spent idle and
+    /// in all, in any unit, counted since some fixed point.
+    fn times(&mut self, times: &mut Vec<(usize, u64, u64)>);
     /// Involuntary context switches of this thread so far.
     fn preemptions(&mut self) -> Option<u64>;
     /// Moves this thread to `cpu`, leaving its affinity mask as it was. Whether it moved.
@@ -66,8 +76,9 @@ pub trait Cpus {
 
 #[derive(Clone, Debug)]
 enum State {
-    /// Waiting for the next check; `free_since` is when a first look found a CPU free.
-    Settled { free_since: Option<Instant> },
+    /// Waiting for the next check; `first_look` is when the CPU times in `Placement::looked`
+    /// were read.
+    Settled { first_look: Option<Instant> },
     /// Moved from `from` at `at`; `waits` of the trial have passed.
     Trial { from: usize, at: Instant, waits: u32, preemptions: Option<u64> },
 }
@@ -80,8 +91,11 @@ pub struct Placement<C: Cpus> {
     /// When the next check may run (`None`: at the first sleeping wait, plus [`FIRST_CHECK`]).
     next_check: Option<Instant>,
     interval: Duration,
-    /// The allowed CPUs of the last check (kept, so that a check allocates nothing).
+    /// The allowed CPUs of the last check, the CPU times of the first look and of the second
+    /// (kept, so that a check allocates nothing).
     allowed: Vec<usize>,
+    looked: Vec<(usize, u64, u64)>,
+    looking: Vec<(usize, u64, u64)>,
     moves: u64,
     moves_back: u64,
 }
@@ -91,10 +105,12 @@ impl<C: Cpus> Placement<C> {
     pub fn new(cpus: C) -> Placement<C> {
         Placement {
             cpus,
-            state: State::Settled { free_since: None },
+            state: State::Settled { first_look: None },
             next_check: None,
             interval: FIRST_CHECK,
             allowed: Vec::with_capacity(8),
+            looked: Vec::with_capacity(8),
+            looking: Vec::with_capacity(8),
             moves: 0,
             moves_back: 0,
         }
@@ -113,7 +129,7 @@ impl<C: Cpus> Placement<C> {
     /// A wait that is about to sleep at once, at `now`: whether this thread just moved to
     /// another CPU (the caller then spins again).
     pub fn before_sleeping(&mut self, now: Instant) -> bool {
-        let State::Settled { free_since } = self.state else { return false };
+        let State::Settled { first_look } = self.state else { return false };
         let due = *self.next_check.get_or_insert(now + FIRST_CHECK);
         if now < due {
             return false;
@@ -123,31 +139,37 @@ impl<C: Cpus> Placement<C> {
             // Not sharing a core with the peer: moving cannot help.
             return self.back_off(now);
         }
-        let mut allowed = std::mem::take(&mut self.allowed);
-        self.cpus.allowed(&mut allowed);
-        let free = allowed.len() >= 2 && self.cpus.runnable().is_some_and(|n| n <= allowed.len());
-        let next = allowed.iter().copied().find(|&cpu| cpu > here);
-        let to = next.or_else(|| allowed.iter().copied().find(|&cpu| cpu != here));
-        self.allowed = allowed;
-        match (free, free_since) {
-            (false, _) => self.back_off(now),
-            (true, None) => {
-                // The first look: look again a window later.
-                self.state = State::Settled { free_since: Some(now) };
-                self.next_check = Some(now + WINDOW);
-                false
-            }
-            (true, Some(_)) => {
-                let Some(to) = to else { return self.back_off(now) };
-                let preemptions = self.cpus.preemptions();
-                if !self.cpus.move_to(to) {
-                    return self.back_off(now);
-                }
-                self.moves += 1;
-                self.state = State::Trial { from: here, at: now, waits: 0, preemptions };
-                true
-            }
+        self.cpus.allowed(&mut self.allowed);
+        if self.allowed.len() < 2 {
+            return self.back_off(now);
         }
+        if first_look.is_none() {
+            self.cpus.times(&mut self.looked);
+            self.state = State::Settled { first_look: Some(now) };
+            self.next_check = Some(now + WINDOW);
+            return false;
+        }
+        self.cpus.times(&mut self.looking);
+        let (before, after) = (&self.looked, &self.looking);
+        let idlest = (self.allowed.iter().copied())
+            .filter(|&cpu| cpu != here)
+            .filter_map(|cpu| {
+                let (_, idle0, total0) = before.iter().find(|t| t.0 == cpu)?;
+                let (_, idle1, total1) = after.iter().find(|t| t.0 == cpu)?;
+                let ticks = total1.checked_sub(*total0)?;
+                let idle = idle1.checked_sub(*idle0)?;
+                (ticks >= MIN_TICKS).then(|| (cpu, idle as f64 / ticks as f64))
+            })
+            .filter(|&(_, share)| share >= IDLE_ENOUGH)
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((to, _)) = idlest else { return self.back_off(now) };
+        let preemptions = self.cpus.preemptions();
+        if !self.cpus.move_to(to) {
+            return self.back_off(now);
+        }
+        self.moves += 1;
+        self.state = State::Trial { from: here, at: now, waits: 0, preemptions };
+        true
     }
 
     /// A wait ended at `now`; `spinning` is whether [`super::AutoWait`] still spins after it.
@@ -163,7 +185,7 @@ impl<C: Cpus> Placement<C> {
             (Some(before), Some(after)) => after.saturating_sub(before) >= TRIAL_PREEMPTIONS,
             _ => false,
         };
-        self.state = State::Settled { free_since: None };
+        self.state = State::Settled { first_look: None };
         if spinning && !preempted {
             self.interval = FIRST_CHECK;
             self.next_check = None;
@@ -182,13 +204,13 @@ impl<C: Cpus> Placement<C> {
     fn back_off(&mut self, now: Instant) -> bool {
         self.interval = (self.interval * 2).min(MAX_CHECK);
         self.next_check = Some(now + self.interval);
-        self.state = State::Settled { free_since: None };
+        self.state = State::Settled { first_look: None };
         false
     }
 }
 
 /// The running system: this thread's CPU and affinity, the peer's last CPU from
-/// `/proc/PID/stat`, the runnable tasks from `/proc/loadavg`. Reads them into buffers on the
+/// `/proc/PID/stat`, the CPU times from `/proc/stat`. Reads them into buffers on the
 /// stack: a check allocates nothing.
 #[derive(Debug)]
 pub struct Os {
@@ -201,6 +223,24 @@ impl Os {
     pub fn new(peer: Option<u32>) -> Os {
         Os { peer_stat: peer.map(|pid| format!("/proc/{pid}/stat").into()) }
     }
+}
+
+/// Whether more tasks are runnable on the machine (`/proc/loadavg`) than this thread has CPUs
+/// to run on (its affinity mask): other work wants the CPUs, and a longer spin would take one
+/// from it. `false` when either cannot be read. Allocates nothing.
+pub fn crowded() -> bool {
+    // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
+    let mut buf = [0u8; 128];
+    let runnable = read_small(std::path::Path::new("/proc/loadavg"), &mut buf)
+        .and_then(|loadavg| loadavg.split_ascii_whitespace().nth(3))
+        .and_then(|field| field.split('/').next())
+        .and_then(|running| running.parse::<usize>().ok());
+    let Some(runnable) = runnable else { return false };
+    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
+        return false;
+    };
+    let allowed = (0..nix::sched::CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false));
+    runnable > allowed.count()
 }
 
 /// Reads the start of a small file (a `/proc` entry) into `buf`: the text read, if any.
@@ -232,12 +272,26 @@ impl Cpus for Os {
         }
     }
 
-    fn runnable(&mut self) -> Option<usize> {
-        // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
-        let mut buf = [0u8; 128];
-        let loadavg = read_small(std::path::Path::new("/proc/loadavg"), &mut buf)?;
-        let field = loadavg.split_ascii_whitespace().nth(3)?;
-        field.split('/').next()?.parse().ok()
+    fn times(&mut self, times: &mut Vec<(usize, u64, u64)>) {
+        times.clear();
+        // "cpu3 user nice system idle iowait irq softirq steal guest guest_nice", in ticks;
+        // the lines of single CPUs follow the total.
+        let mut buf = [0u8; 16 << 10];
+        let Some(stat) = read_small(std::path::Path::new("/proc/stat"), &mut buf) else { return };
+        for line in stat.lines().skip(1).take_while(|line| line.starts_with("cpu")) {
+            let mut fields = line.split_ascii_whitespace();
+            let Some(cpu) = fields.next().and_then(|name| name[3..].parse().ok()) else { continue };
+            let (mut idle, mut total) = (0u64, 0u64);
+            // guest and guest_nice are counted in user and nice already.
+            for (i, value) in fields.take(8).enumerate() {
+                let value: u64 = value.parse().unwrap_or(0);
+                total += value;
+                if i == 3 || i == 4 {
+                    idle += value;
+                }
+            }
+            times.push((cpu, idle, total));
+        }
     }
 
     fn preemptions(&mut self) -> Option<u64> {
@@ -266,14 +320,16 @@ impl Cpus for Os {
 mod tests {
     use super::*;
 
-    /// A scripted machine: this thread on `here`, the peer on `peer`, `runnable` tasks, and
-    /// `preemptions` that grow as the test says.
+    /// A scripted machine: this thread on `here`, the peer on `peer`, each CPU idle for
+    /// `idle_share` of the time (its times advance with the test's clock, one tick a
+    /// millisecond), and `preemptions` that grow as the test says.
     #[derive(Debug)]
     struct Fake {
         here: usize,
         peer: Option<usize>,
         allowed: Vec<usize>,
-        runnable: usize,
+        idle_share: [f64; 2],
+        millis: u64,
         preemptions: u64,
         moves: Vec<usize>,
     }
@@ -288,8 +344,11 @@ mod tests {
         fn allowed(&mut self, cpus: &mut Vec<usize>) {
             cpus.clone_from(&self.allowed);
         }
-        fn runnable(&mut self) -> Option<usize> {
-            Some(self.runnable)
+        fn times(&mut self, times: &mut Vec<(usize, u64, u64)>) {
+            times.clear();
+            for (cpu, share) in self.idle_share.iter().enumerate() {
+                times.push((cpu, (self.millis as f64 * share) as u64, self.millis));
+            }
         }
         fn preemptions(&mut self) -> Option<u64> {
             Some(self.preemptions)
@@ -301,13 +360,14 @@ mod tests {
         }
     }
 
-    /// Two CPUs, this thread and its peer on CPU 0, nothing else running.
+    /// Two CPUs, this thread and its peer on CPU 0, CPU 1 idle.
     fn shared_core() -> Fake {
         Fake {
             here: 0,
             peer: Some(0),
             allowed: vec![0, 1],
-            runnable: 2,
+            idle_share: [0.0, 1.0],
+            millis: 0,
             preemptions: 0,
             moves: vec![],
         }
@@ -317,9 +377,11 @@ mod tests {
 
     /// Sleeping waits every 10 µs for `span`: whether one of them moved.
     fn sleep_for(placement: &mut Placement<&mut Fake>, now: &mut Instant, span: Duration) -> bool {
-        let end = *now + span;
+        let (start, end) = (*now, *now + span);
+        let base = placement.cpus.millis;
         while *now < end {
             *now += STEP;
+            placement.cpus.millis = base + now.duration_since(start).as_millis() as u64;
             if placement.before_sleeping(*now) {
                 return true;
             }
@@ -336,7 +398,7 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_sharing_a_core_with_its_peer_moves_to_a_free_cpu_after_two_looks() {
+    fn a_thread_sharing_a_core_with_its_peer_moves_to_an_idle_cpu_after_two_looks() {
         let mut fake = shared_core();
         let mut placement = Placement::new(&mut fake);
         let mut now = Instant::now();
@@ -350,12 +412,12 @@ mod tests {
     }
 
     #[test]
-    fn nothing_moves_while_every_cpu_is_taken_and_the_checks_back_off() {
-        let mut fake = Fake { runnable: 3, ..shared_core() };
+    fn nothing_moves_towards_a_busy_cpu_and_the_checks_back_off() {
+        let mut fake = Fake { idle_share: [0.0, 0.5], ..shared_core() };
         let mut placement = Placement::new(&mut fake);
         let mut now = Instant::now();
-        assert!(!sleep_for(&mut placement, &mut now, Duration::from_secs(4)));
-        // Checks at 1, 2, 4, … ms, up to one a second: a dozen in four seconds, not thousands.
+        assert!(!sleep_for(&mut placement, &mut now, Duration::from_secs(8)));
+        // Looks at 1, 2, 4, … ms, up to one a second: a few dozen in eight seconds.
         assert_eq!(placement.interval, MAX_CHECK);
         assert!(fake.moves.is_empty());
     }
@@ -364,15 +426,15 @@ mod tests {
     fn a_peer_on_another_cpu_is_left_alone() {
         let mut fake = Fake { peer: Some(1), ..shared_core() };
         let mut placement = Placement::new(&mut fake);
-        assert!(!sleep_for(&mut placement, &mut Instant::now(), Duration::from_millis(20)));
+        assert!(!sleep_for(&mut placement, &mut Instant::now(), Duration::from_millis(200)));
         assert!(fake.moves.is_empty());
     }
 
     #[test]
     fn one_allowed_cpu_means_no_move() {
-        let mut fake = Fake { allowed: vec![0], runnable: 1, ..shared_core() };
+        let mut fake = Fake { allowed: vec![0], ..shared_core() };
         let mut placement = Placement::new(&mut fake);
-        assert!(!sleep_for(&mut placement, &mut Instant::now(), Duration::from_millis(20)));
+        assert!(!sleep_for(&mut placement, &mut Instant::now(), Duration::from_millis(200)));
         assert!(fake.moves.is_empty());
     }
 
@@ -381,7 +443,7 @@ mod tests {
         let mut fake = shared_core();
         let mut placement = Placement::new(&mut fake);
         let mut now = Instant::now();
-        assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(10)));
+        assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(100)));
         placement.after_wait(now, true);
         placement.after_wait(now, false);
         assert_eq!(placement.moves(), (1, 1));
@@ -398,7 +460,7 @@ mod tests {
         let mut fake = shared_core();
         let mut placement = Placement::new(&mut fake);
         let mut now = Instant::now();
-        assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(10)));
+        assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(100)));
         placement.cpus.preemptions += TRIAL_PREEMPTIONS;
         spin_through_trial(&mut placement, &mut now);
         assert_eq!(placement.moves(), (1, 1));
@@ -409,7 +471,7 @@ mod tests {
         let mut fake = shared_core();
         let mut placement = Placement::new(&mut fake);
         let mut now = Instant::now();
-        assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(10)));
+        assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(100)));
         for _ in 0..TRIAL_WAITS {
             placement.after_wait(now, true);
         }

@@ -23,8 +23,10 @@
 //!   misses in a row switch the connection to sleeping. A dear sleep after a spin that
 //!   harmed no one, no longer than twice [`AUTO_MAX_SPIN_BUDGET`], doubles the spin budget up
 //!   to that: when each side spins less than a wake-up of the other costs, both pay a wake-up
-//!   on every round trip, and one side that spins through it removes both. A hit that came
-//!   within a quarter of the budget halves it again, down to the default.
+//!   on every round trip, and one side that spins through it removes both. Not when more
+//!   tasks are runnable than this side has CPUs (*crowded*: the peer waited for a CPU, and a
+//!   longer spin would take one from the work holding it), which resets the budget. A hit
+//!   that came within a quarter of the budget halves it again, down to the default.
 //! - **Sleeping.** Waits go straight to the kernel. [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps
 //!   in a row switch back to spinning: the peer has moved away, or is asleep elsewhere, and
 //!   each side sleeping doubles the wake-ups. Beside other work a sleep can be dear because
@@ -230,6 +232,10 @@ pub struct WaitSeen {
     /// Whether its spin ran out and yielding the CPU then ran another task first (the core is
     /// wanted: by the peer itself when the two share it, or by other work).
     pub contended: bool,
+    /// Whether, after a dear sleep, more tasks were runnable than this side has CPUs: the
+    /// peer was slow because other work held the CPUs, not because its wake-up was dear, and
+    /// a longer spin would take a CPU from that work.
+    pub crowded: bool,
 }
 
 impl Default for AutoWait {
@@ -282,7 +288,7 @@ impl AutoWait {
 
     /// Learns from one wait (see the module documentation).
     pub fn record(&mut self, seen: WaitSeen) {
-        let WaitSeen { budget, waited, slept, contended } = seen;
+        let WaitSeen { budget, waited, slept, contended, crowded } = seen;
         // The time asleep: a wait that spun first slept only after its budget.
         let asleep = if slept { waited.saturating_sub(budget) } else { Duration::ZERO };
         if slept {
@@ -323,7 +329,11 @@ impl AutoWait {
             // spin (the peer's wake-up, then this side's own): a longer spin would have
             // caught the peer, so spin longer next time. A peer that takes longer than that
             // is merely slow, and sleeping for it is right.
-            let spin_longer = spinning_was_right && !hit && asleep <= 2 * AUTO_MAX_SPIN_BUDGET;
+            let spin_longer =
+                spinning_was_right && !hit && !crowded && asleep <= 2 * AUTO_MAX_SPIN_BUDGET;
+            if crowded {
+                self.spin_budget = DEFAULT_SPIN_BUDGET;
+            }
             if spin_longer && self.spin_budget < AUTO_MAX_SPIN_BUDGET {
                 self.spin_budget = (self.spin_budget * 2).min(AUTO_MAX_SPIN_BUDGET);
                 self.misses = 0;
@@ -394,7 +404,13 @@ mod tests {
 
     impl Partner {
         fn wait(self, budget: Duration) -> WaitSeen {
-            let seen = |waited, slept, contended| WaitSeen { budget, waited, slept, contended };
+            let seen = |waited, slept, contended| WaitSeen {
+                budget,
+                waited,
+                slept,
+                contended,
+                crowded: false,
+            };
             match self {
                 Partner::Elsewhere { after } if after <= budget => seen(after, false, false),
                 Partner::Elsewhere { after } => seen(after, true, false),
@@ -421,7 +437,7 @@ mod tests {
     }
 
     fn slept_at_once(waited: Duration) -> WaitSeen {
-        WaitSeen { budget: Duration::ZERO, waited, slept: true, contended: false }
+        WaitSeen { budget: Duration::ZERO, waited, slept: true, ..WaitSeen::default() }
     }
 
     #[test]
@@ -468,6 +484,7 @@ mod tests {
             waited: 53 * US,
             slept: false,
             contended: true,
+            crowded: false,
         };
         auto.record(seen);
         auto.record(seen);
@@ -482,7 +499,7 @@ mod tests {
         for _ in 0..AUTO_MISSES_TO_BLOCK {
             assert!(auto.is_spinning());
             let budget = auto.budget();
-            auto.record(WaitSeen { budget, waited: 4000 * US, slept: false, contended: false });
+            auto.record(WaitSeen { budget, waited: 4000 * US, ..WaitSeen::default() });
         }
         assert!(!auto.is_spinning());
     }
@@ -518,6 +535,19 @@ mod tests {
         assert_eq!(spun, 1_000);
         assert!(auto.budget() >= 300 * US, "{:?}", auto.budget());
         assert!(auto.counts().hits >= 996, "{:?}", auto.counts());
+    }
+
+    #[test]
+    fn a_peer_slowed_by_other_work_does_not_lengthen_the_spin() {
+        // The same dear sleeps, but with more tasks runnable than CPUs: the peer waited for
+        // a CPU, and a longer spin would only take one from the work that holds it.
+        let mut auto = AutoWait::default();
+        for _ in 0..10 {
+            let budget = auto.budget();
+            let seen = Partner::Asleep { wake: 300 * US }.wait(budget);
+            auto.record(WaitSeen { crowded: seen.slept, ..seen });
+        }
+        assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
     }
 
     #[test]
@@ -577,6 +607,7 @@ mod tests {
                 waited: budget + 30 * US,
                 slept: true,
                 contended: true,
+                crowded: false,
             });
         };
         let contended = |auto: &mut AutoWait| {
