@@ -331,9 +331,8 @@ impl Transport {
             drain(&pending[..n])?;
             self.pushback_consumed(n);
         }
-        let (got, deadline) = self.read_until(len, n, deadline, Start::Within, |link, got| {
-            link.try_read_drained(len - got, drain)
-        })?;
+        let (got, deadline) =
+            self.read_until(len, n, deadline, |link, got| link.try_read_drained(len - got, drain))?;
         if got < len {
             return Err(Error::Truncated {
                 what: "payload",
@@ -401,17 +400,12 @@ impl Transport {
     /// [`Error::Timeout`] at the deadline (some bytes may have been read into `buf`);
     /// [`Error::Sys`] for read failures other than `EINTR`/`EAGAIN`.
     pub fn recv_exact(&mut self, buf: &mut [u8], deadline: Deadline) -> Result<usize> {
-        self.recv_bytes(buf, deadline, Start::Message)
-    }
-
-    /// [`Transport::recv_exact`], for bytes that start a message or continue one.
-    fn recv_bytes(&mut self, buf: &mut [u8], deadline: Deadline, start: Start) -> Result<usize> {
         let filled = self.take_pushback(buf);
         let want = buf.len();
         let read = |link: &mut dyn Link, filled: usize| {
             link.try_read(&mut [IoSliceMut::new(&mut buf[filled..])])
         };
-        Ok(self.read_until(want, filled, deadline, start, read)?.0)
+        Ok(self.read_until(want, filled, deadline, read)?.0)
     }
 
     /// Reads with `read` (given the link and the bytes so far) until `want` bytes have come
@@ -423,7 +417,6 @@ impl Transport {
         want: usize,
         already: usize,
         mut deadline: Deadline,
-        start: Start,
         mut read: impl FnMut(&mut dyn Link, usize) -> Result<Option<usize>>,
     ) -> Result<(usize, Deadline)> {
         let mut got = already;
@@ -431,9 +424,6 @@ impl Transport {
             deadline = deadline.on_data();
         }
         let mut spin = Spinning::default();
-        if got == 0 && start == Start::Message {
-            self.sleep_first(&mut deadline, &mut spin)?;
-        }
         while got < want {
             match read(self.link.as_mut(), got)? {
                 Some(0) => break,
@@ -539,7 +529,6 @@ impl Transport {
         let mut filled = 0;
         let mut matched = false;
         let mut spin = Spinning::default();
-        self.sleep_first(&mut deadline, &mut spin)?;
         while filled < total {
             match target.read_from(self.link.as_mut(), filled)? {
                 Some(0) => {
@@ -630,7 +619,7 @@ impl Transport {
     /// [`Error::NonzeroPadding`]; the errors of [`Transport::recv_exact`]. On error the
     /// contents of `payload` are unspecified.
     pub fn recv_payload(&mut self, payload: &mut [u8], deadline: Deadline) -> Result<()> {
-        let got = self.recv_bytes(payload, deadline, Start::Within)?;
+        let got = self.recv_exact(payload, deadline)?;
         if got < payload.len() {
             return Err(Error::Truncated {
                 what: "payload",
@@ -646,7 +635,7 @@ impl Transport {
     fn recv_padding(&mut self, payload_len: usize, deadline: Deadline) -> Result<()> {
         let mut padding = [0u8; 8];
         let padding = &mut padding[..padding_len(payload_len)];
-        let got = self.recv_bytes(padding, deadline, Start::Within)?;
+        let got = self.recv_exact(padding, deadline)?;
         if got < padding.len() {
             return Err(Error::Truncated {
                 what: "padding",
@@ -655,28 +644,6 @@ impl Transport {
             });
         }
         check_padding(padding)
-    }
-
-    /// Before a read that starts a message: when the next wait would sleep at once (`block`,
-    /// or `auto` while it does not spin), sleeps until the link is ready first. In a
-    /// ping-pong the answer is not there yet when the question has just gone out, and the
-    /// read that would find nothing is one system call per message saved. Skipped within
-    /// [`DEADLINE_SPIN`] of the deadline, so that data already there is read, not timed out.
-    fn sleep_first(&mut self, deadline: &mut Deadline, spin: &mut Spinning) -> Result<()> {
-        let sleeps_at_once = match self.wait {
-            Wait::Block => true,
-            Wait::Auto => !self.auto.is_spinning(),
-            Wait::Spin | Wait::Hybrid { .. } => false,
-        };
-        if !sleeps_at_once {
-            return Ok(());
-        }
-        let now = Instant::now();
-        let at = deadline.armed_at(now).instant();
-        if at.is_some_and(|at| at.saturating_duration_since(now) <= DEADLINE_SPIN) {
-            return Ok(());
-        }
-        self.wait_ready(Direction::Read, deadline, spin, "data from the peer")
     }
 
     /// Called when the link could not make progress: returns when the caller should retry,
@@ -783,15 +750,6 @@ impl Transport {
             *spin = Spinning::default();
         }
     }
-}
-
-/// Whether a read starts a message (a header, or a whole raw message), which
-/// [`Transport::sleep_first`] may sleep before, or continues one (a payload whose header
-/// came, padding), whose bytes are there or on their way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Start {
-    Message,
-    Within,
 }
 
 /// Where a wait stands: when its first poll found nothing, how long it may spin before it

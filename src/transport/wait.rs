@@ -39,10 +39,8 @@
 //!   up to [`AUTO_MAX_PROBE`], so that where spinning never pays the probes cost little.
 //!
 //! A wait that found its data at the first poll sees nothing and teaches nothing. While the
-//! waits sleep at once, a read that starts a message sleeps before it reads (the answer to a
-//! question just sent is not there yet), saving a system call per message; and a side
-//! allowed to (the client) may move its thread off a core it shares with its peer to a free
-//! CPU, where it spins again ([`super::placement`]).
+//! waits sleep at once, a side allowed to (the client) may move its thread off a core it
+//! shares with its peer to an idle CPU, where it spins again ([`super::placement`]).
 
 use std::fmt;
 use std::str::FromStr;
