@@ -346,10 +346,11 @@ void pp_options_free(struct pp_options *options);
 // `options` is NULL or a live `pp_options`; `name` is NULL or a NUL-terminated string.
 int pp_options_set_transport(struct pp_options *options, const char *name);
 
-// Chooses how this side waits for the other: "auto" (the default: spin up to 50 µs while the
-// other side answers within that, block at once while spinning does not pay — both sides on
-// one core, or other work holding the cores — and spin again now and then to see whether it
-// pays again), "block" (sleep in the kernel: least CPU), "spin" (poll without sleeping;
+// Chooses how this side waits for the other: "auto" (the default: spin while the other side
+// answers within the spin — 50 µs, longer, up to 500 µs, when its wake-ups cost that much —
+// block at once while spinning does not pay — both sides on one core, or other work holding
+// the cores — and spin again now and then to see whether it pays again; a client that shares
+// its core with its server moves to an idle CPU when there is one), "block" (sleep in the kernel: least CPU), "spin" (poll without sleeping;
 // burns a core), "hybrid" (spin 50 µs, then block) or "hybrid:DURATION" (e.g.
 // "hybrid:20us", "hybrid:1ms").
 //
@@ -358,7 +359,8 @@ int pp_options_set_transport(struct pp_options *options, const char *name);
 //
 // # Safety
 // `options` is NULL or a live `pp_options`; `spec` is NULL or a NUL-terminated string.
-int pp_options_set_wait(struct pp_options *options, const char *spec);
+int pp_options_set_wait(struct pp_options *options,
+                        const char *spec);
 
 // Sets the deadline, in nanoseconds, for the handshake and for each reply (client), or for
 // the client's HELLO and for the rest of a frame once it has begun (server). 0 means no

@@ -108,7 +108,8 @@ def main():
             f"client waits: {stats['wait_spun']} spun ({stats['wait_hits']} answered within the "
             f"spin), {stats['wait_slept_at_once']} slept at once, {stats['wait_probes']} probes, "
             f"{stats['wait_stopped_spinning']} switches to sleeping, "
-            f"{stats['wait_contended']} spins that found the core wanted"
+            f"{stats['wait_contended']} spins that found the core wanted, "
+            f"{stats['wait_moves']} moves to an idle CPU ({stats['wait_moves_back']} undone)"
         )
     print(f"bit-identical: {'yes' if identical else 'NO'}")
     if not identical:

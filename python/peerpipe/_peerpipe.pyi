@@ -118,10 +118,11 @@ class Peer:
         region, which ``peerpipe.serve`` and ``peer --role server`` recognise by themselves), or "tcp" (the server listens, announces
         its address and a token on its stdout, and this side connects: PROTOCOL.md section 14;
         ``peerpipe.serve(..., transport="tcp")`` and ``peer --role server --transport tcp``
-        do). ``wait``: "auto" (the default: spin up to
-        50 us while the server answers within that, block while spinning does not pay -- both
-        processes on one core, or other work holding the cores -- and try spinning again now
-        and then), "block" (least CPU), "spin" (burns a core) or "hybrid[:50us]" (spin, then
+        do). ``wait``: "auto" (the default: spin while the
+        server answers within the spin -- 50 us, up to 500 us when its wake-ups cost that much
+        -- block while spinning does not pay -- both processes on one core, or other work
+        holding the cores -- try spinning again now and then, and move this side's thread to
+        an idle CPU when it shares one with the server), "block" (least CPU), "spin" (burns a core) or "hybrid[:50us]" (spin, then
         block). ``timeout``: seconds for the handshake and for each reply (None: no
         limit). ``max_frame_bytes``: largest reply accepted (default 64 MiB). The GIL is
         released during the handshake, and Ctrl-C interrupts it within about 100 ms (the server
@@ -228,8 +229,10 @@ class RemoteRhs:
         time per call) and round_trip_{p50,p90,p99,max}_ns; and what this side's waits did
         under wait="auto": wait_spun (waits that spun), wait_hits (of them, answered within
         the spin), wait_slept_at_once, wait_probes, wait_stopped_spinning (switches to
-        sleeping), wait_contended (spins after which yielding the CPU ran another task) and
-        wait_spinning (spinning now)."""
+        sleeping), wait_contended (spins after which yielding the CPU ran another task),
+        wait_spinning (spinning now), wait_moves (moves of this side's thread to an idle CPU,
+        off a core shared with the server) and wait_moves_back (moves undone after a trial
+        in which spinning stopped paying)."""
     @property
     def last_timing(self) -> CallTiming:
         """Timing of the most recent successful call."""

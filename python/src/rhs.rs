@@ -151,6 +151,9 @@ impl PyRemoteRhs {
         d.set_item("wait_stopped_spinning", counts.stopped_spinning)?;
         d.set_item("wait_contended", counts.contended)?;
         d.set_item("wait_spinning", auto.is_spinning())?;
+        let (moves, moves_back) = rhs.peer().moves();
+        d.set_item("wait_moves", moves)?;
+        d.set_item("wait_moves_back", moves_back)?;
         Ok(d)
     }
 
