@@ -212,6 +212,17 @@ fn server_delay_is_server_time_and_recorded_but_refused_with_spawn() {
 }
 
 #[test]
+fn a_spawn_command_whose_program_cannot_start_exits_2_naming_the_program() {
+    let _watchdog = Watchdog::new(secs(120));
+    let program = "definitely-not-a-program-xyz";
+    let line = format!("{program} --role server");
+    let out = peer(&["--spawn", &line, "--quick", "--sizes", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+    let text = stderr(&out);
+    assert!(text.contains(&format!("cannot start \"{program}\"")), "{text}");
+}
+
+#[test]
 fn compare_exits_3_when_a_difference_comes_with_a_change_of_machine_state() {
     let dir = temp_dir("compare-states");
     // The ratio moved from 1.30 to 1.05 with tight intervals: a difference by the numbers.
