@@ -26,109 +26,15 @@ pub mod plan;
 pub mod render;
 pub mod sync;
 
-use std::fmt;
-use std::str::FromStr;
-
 use hdrhistogram::Histogram;
 use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 use serde::{Deserialize, Serialize};
 
 use key::{FloorKey, Handler, RowKey};
+pub use key::{Placement, Workload};
 
 use peerpipe::error::{Error, Result};
-
-/// What is sent, and as what it travels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Workload {
-    /// f64 values as f64.
-    F64,
-    /// f32 values as f32.
-    F32,
-    /// f64 values narrowed to f32 on the wire and widened back.
-    F64AsF32,
-}
-
-impl Workload {
-    /// Every workload, in report order.
-    pub const ALL: [Workload; 3] = [Workload::F64, Workload::F32, Workload::F64AsF32];
-
-    /// `f64`, `f32` or `f64-as-f32`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Workload::F64 => "f64",
-            Workload::F32 => "f32",
-            Workload::F64AsF32 => "f64-as-f32",
-        }
-    }
-
-    /// Payload bytes on the wire for `elements` elements.
-    pub fn wire_bytes(&self, elements: usize) -> usize {
-        match self {
-            Workload::F64 => elements * 8,
-            Workload::F32 | Workload::F64AsF32 => elements * 4,
-        }
-    }
-}
-
-impl fmt::Display for Workload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
-
-impl FromStr for Workload {
-    type Err = Error;
-    fn from_str(text: &str) -> Result<Workload> {
-        Workload::ALL.into_iter().find(|w| w.name() == text).ok_or_else(|| Error::InvalidArgument {
-            what: "dtype",
-            reason: format!("expected f64, f32 or f64-as-f32, found {text:?}"),
-        })
-    }
-}
-
-/// Where the two processes run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Placement {
-    /// Wherever the scheduler puts them.
-    Free,
-    /// Both pinned to one core (the server inherits the client's affinity at spawn).
-    Same,
-    /// Client and server pinned to two different cores: every wake-up crosses cores.
-    Split,
-}
-
-impl Placement {
-    /// `free` or `same`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Placement::Free => "free",
-            Placement::Same => "same",
-            Placement::Split => "split",
-        }
-    }
-}
-
-impl fmt::Display for Placement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
-
-impl FromStr for Placement {
-    type Err = Error;
-    fn from_str(text: &str) -> Result<Placement> {
-        match text {
-            "free" => Ok(Placement::Free),
-            "same" => Ok(Placement::Same),
-            "split" => Ok(Placement::Split),
-            _ => Err(Error::InvalidArgument {
-                what: "pin",
-                reason: format!("expected free, same or split, found {text:?}"),
-            }),
-        }
-    }
-}
 
 /// What the server is expected to answer, by its HELLO's handler name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
