@@ -201,15 +201,15 @@ fn json_round_trips_through_a_file() {
 #[test]
 fn names_are_written_as_the_report_always_wrote_them_and_read_back_typed() {
     let mut original = sample();
-    original.rows[0].wait = "hybrid:20us".parse().unwrap();
-    original.rows[0].handler = peerpipe_cli::report::key::Handler::named("my-model");
+    original.rows[0].id.wait = "hybrid:20us".parse().unwrap();
+    original.rows[0].id.handler = peerpipe_cli::report::key::Handler::named("my-model");
     original.baseline[0].transport = "shm-ring".parse().unwrap();
     let value = serde_json::to_value(&original).expect("serialise");
     let row = &value["rows"][0];
     let first = &original.rows[0];
-    assert_eq!(row["dtype"], first.dtype.name());
-    assert_eq!(row["path"], first.path.name());
-    assert_eq!(row["pin"], first.pin.name());
+    assert_eq!(row["dtype"], first.id.dtype.name());
+    assert_eq!(row["path"], first.id.path.name());
+    assert_eq!(row["pin"], first.id.pin.name());
     assert_eq!(row["transport"], "pipe");
     assert_eq!((&row["wait"], &row["handler"]), (&"hybrid:20us".into(), &"my-model".into()));
     assert_eq!(value["baseline"][0]["transport"], "shm-ring");

@@ -104,8 +104,11 @@ fn breakdown_follows_its_definitions() {
     let report = sample();
     // spin, 500: 20 µs = 2 µs converting, the 4 µs of the smallest spin baseline waiting,
     // 14 µs moving.
-    let fast =
-        report.rows.iter().find(|r| r.wait.to_string() == "spin" && r.elements == 500).unwrap();
+    let fast = report
+        .rows
+        .iter()
+        .find(|r| r.id.wait.to_string() == "spin" && r.id.elements == 500)
+        .unwrap();
     let b = render::breakdown(&report, fast);
     assert_eq!(b.round_trip_ns, 20_000);
     assert_eq!((b.converting_ns, b.moving_ns, b.waiting_ns), (2_000, 14_000, Some(4_000)));
@@ -403,7 +406,9 @@ fn a_busy_machine_is_named_when_most_rounds_were_preempted() {
 
 /// A row of `wait` at `pin` (f64 x 500, echo, codec) whose p50 round trip is `rtt`.
 fn placed(wait: &str, pin: &str, rtt: u64) -> Row {
-    Row { pin: pin.parse().unwrap(), ..row("f64", 500, "echo", "codec", wait, rtt) }
+    let mut placed = row("f64", 500, "echo", "codec", wait, rtt);
+    placed.id.pin = pin.parse().unwrap();
+    placed
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! What identifies a row, typed: the workload, the placement and the handler as enums, and
-//! the keys by which rows and floors are matched — with a floor
-//! ([`Report::baseline_for`](super::Report::baseline_for)), between two runs
+//! What identifies a row, typed: the workload, the placement and the handler as enums, the
+//! combination a row records ([`RowId`]), and the keys by which rows and floors are matched
+//! — with a floor ([`Report::baseline_for`](super::Report::baseline_for)), between two runs
 //! ([`compare`](super::compare)) and into plot series
 //! ([`export`](super::export)). Names become text only at the edges: JSON (through
 //! `as_text`), CSV and the table.
@@ -12,6 +12,7 @@ use std::str::FromStr;
 use peerpipe::error::{Error, Result};
 use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
+use serde::{Deserialize, Serialize};
 
 /// What is sent, and as what it travels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -157,6 +158,49 @@ impl FromStr for Handler {
     type Err = Infallible;
     fn from_str(text: &str) -> Result<Handler, Infallible> {
         Ok(Handler::named(text))
+    }
+}
+
+/// The combination a row measured (or a skipped one would have), as the report stores it:
+/// the fields of its [`RowKey`] and the byte count.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowId {
+    /// `f64`, `f32` or `f64-as-f32`.
+    #[serde(with = "as_text")]
+    pub dtype: Workload,
+    /// Elements per request.
+    pub elements: u64,
+    /// Payload bytes on the wire per request.
+    pub bytes: u64,
+    /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
+    #[serde(with = "as_text")]
+    pub transport: TransportKind,
+    /// `zero-copy` or `codec`.
+    #[serde(with = "as_text")]
+    pub path: DataPath,
+    /// Server handler.
+    #[serde(with = "as_text")]
+    pub handler: Handler,
+    /// Wait strategy of both sides.
+    #[serde(with = "as_text")]
+    pub wait: Wait,
+    /// Placement: `free`, `same` or `split`.
+    #[serde(with = "as_text")]
+    pub pin: Placement,
+}
+
+impl RowId {
+    /// What identifies this combination (see [`RowKey`]).
+    pub fn key(&self) -> RowKey<'_> {
+        RowKey {
+            dtype: self.dtype,
+            elements: self.elements,
+            path: self.path,
+            handler: &self.handler,
+            wait: self.wait,
+            pin: self.pin,
+            transport: self.transport,
+        }
     }
 }
 

@@ -11,7 +11,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::crosscore::{self, CrossCore};
 use super::group::{LiveGroup, Processes, RowSetup};
-use super::key::Handler;
 use super::load::{Load, MAX_LOAD};
 use super::placement::Placer;
 use super::plan::PEER_SERVER;
@@ -347,18 +346,7 @@ impl<'p> Section<'p> {
 
     /// The entry of [`Report::skipped`] for `setup`.
     fn skipped(&self, setup: &RowSetup, reason: String, failed: bool) -> Skipped {
-        Skipped {
-            dtype: setup.workload,
-            elements: setup.elements as u64,
-            bytes: setup.workload.wire_bytes(setup.elements) as u64,
-            transport: self.transport,
-            path: setup.path,
-            handler: Handler::named(&setup.handler),
-            wait: setup.wait,
-            pin: setup.pin,
-            reason,
-            failed,
-        }
+        Skipped { id: setup.id(self.transport), reason, failed }
     }
 
     /// One generation of servers for a group of `bytes` bytes: the raw echo, and the handler

@@ -1,6 +1,7 @@
 //! Hand-built reports for the tests of the report's outputs (no processes, no clocks):
 //! [`sample`] is a whole run, [`row`], [`base`] and [`report`] build others.
 
+use peerpipe_cli::report::key::RowId;
 use peerpipe_cli::report::{BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row};
 
 /// Six percentiles around a p50.
@@ -19,14 +20,16 @@ pub fn pct(p50: u64) -> Percentiles {
 pub fn row(dtype: &str, elements: u64, handler: &str, path: &str, wait: &str, rtt: u64) -> Row {
     let width = if dtype == "f64" { 8 } else { 4 };
     Row {
-        dtype: dtype.parse().unwrap(),
-        elements,
-        bytes: elements * width,
-        transport: "pipe".parse().unwrap(),
-        path: path.parse().unwrap(),
-        handler: handler.parse().unwrap(),
-        wait: wait.parse().unwrap(),
-        pin: "free".parse().unwrap(),
+        id: RowId {
+            dtype: dtype.parse().unwrap(),
+            elements,
+            bytes: elements * width,
+            transport: "pipe".parse().unwrap(),
+            path: path.parse().unwrap(),
+            handler: handler.parse().unwrap(),
+            wait: wait.parse().unwrap(),
+            pin: "free".parse().unwrap(),
+        },
         iterations: 1000,
         rtt_ns: pct(rtt),
         transfer_ns: pct(rtt * 9 / 10),
