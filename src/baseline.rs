@@ -74,7 +74,8 @@ impl RawEcho {
     /// (shared memory with [`DEFAULT_SHM_CAPACITY`] per direction).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for 0 bytes; [`Error::Io`] when the binary cannot start.
+    /// [`Error::InvalidArgument`] for 0 bytes; [`Error::CannotStart`] naming the binary when it
+    /// cannot be started.
     pub fn spawn(
         peer_exe: &Path,
         bytes: usize,
@@ -120,7 +121,9 @@ impl RawEcho {
     /// server-side wait strategy) as the rows.
     ///
     /// # Errors
-    /// As [`RawEcho::spawn`].
+    /// [`Error::CannotStart`] naming the route's program when the route is a simple command
+    /// whose program is not there ([`crate::peer::checked_shell_command`]); otherwise as
+    /// [`RawEcho::spawn`].
     pub fn spawn_route(
         route: &str,
         bytes: usize,
@@ -131,7 +134,7 @@ impl RawEcho {
         // `exec` for a simple command, as the rows' servers run: the spawned process is then
         // the route's own (the `ssh` client), which is stopped between bursts and reaped,
         // rather than a shell that would keep the route's pipes open after it died.
-        let command = crate::peer::shell_command(&line);
+        let command = crate::peer::checked_shell_command(&line)?;
         RawEcho::spawn_command(command, Some(line), bytes, spawn, timeout)
     }
 

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Watchdog, peer_exe, secs};
 use peerpipe_cli::report::crosscore::CrossCore;
+use peerpipe_cli::report::key::RowId;
 use peerpipe_cli::report::{BaselineRow, ConfigRecord, Machine, Percentiles, Report, Row, export};
 
 /// A fresh directory under the system temp dir, unique per process and call.
@@ -62,14 +63,16 @@ fn report_with_p50(p50: u64) -> Report {
             cross_core: None,
         }],
         rows: vec![Row {
-            dtype: "f64".parse().unwrap(),
-            elements: 500,
-            bytes: 4000,
-            transport: "pipe".parse().unwrap(),
-            path: "zero-copy".parse().unwrap(),
-            handler: "echo".parse().unwrap(),
-            wait: "hybrid".parse().unwrap(),
-            pin: "free".parse().unwrap(),
+            id: RowId {
+                dtype: "f64".parse().unwrap(),
+                elements: 500,
+                bytes: 4000,
+                transport: "pipe".parse().unwrap(),
+                path: "zero-copy".parse().unwrap(),
+                handler: "echo".parse().unwrap(),
+                wait: "hybrid".parse().unwrap(),
+                pin: "free".parse().unwrap(),
+            },
             iterations: 100,
             rtt_ns: p,
             transfer_ns: p,
@@ -212,6 +215,17 @@ fn server_delay_is_server_time_and_recorded_but_refused_with_spawn() {
 }
 
 #[test]
+fn a_spawn_command_whose_program_cannot_start_exits_2_naming_the_program() {
+    let _watchdog = Watchdog::new(secs(120));
+    let program = "definitely-not-a-program-xyz";
+    let line = format!("{program} --role server");
+    let out = peer(&["--spawn", &line, "--quick", "--sizes", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+    let text = stderr(&out);
+    assert!(text.contains(&format!("cannot start \"{program}\"")), "{text}");
+}
+
+#[test]
 fn compare_exits_3_when_a_difference_comes_with_a_change_of_machine_state() {
     let dir = temp_dir("compare-states");
     // The ratio moved from 1.30 to 1.05 with tight intervals: a difference by the numbers.
@@ -327,9 +341,9 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
     let report = export::read_json(&json).expect("the JSON reads back as a report");
     assert_eq!(report.rows.len(), 1);
     let row = &report.rows[0];
-    assert_eq!((row.dtype.name(), row.elements, row.bytes), ("f64", 8, 64));
+    assert_eq!((row.id.dtype.name(), row.id.elements, row.id.bytes), ("f64", 8, 64));
     assert_eq!(
-        (row.path.name(), row.handler.name(), row.wait.to_string().as_str()),
+        (row.id.path.name(), row.id.handler.name(), row.id.wait.to_string().as_str()),
         ("zero-copy", "echo", "block")
     );
     assert!(row.iterations >= 1 && row.rtt_ns.p50 > 0);
@@ -391,11 +405,13 @@ fn a_run_with_load_says_so_records_it_and_measures_the_default_wait_unpinned() {
     let report = export::read_json(&json).unwrap();
     assert_eq!(report.config.load, 1);
     assert!(
-        report.rows.iter().any(|r| r.wait.to_string() == "auto" && r.pin.name() == "free"),
+        report.rows.iter().any(|r| r.id.wait.to_string() == "auto" && r.id.pin.name() == "free"),
         "{:?}",
         report.rows
     );
-    assert!(report.rows.iter().all(|r| r.wait.to_string() != "auto" || r.pin.name() == "free"));
+    assert!(
+        report.rows.iter().all(|r| r.id.wait.to_string() != "auto" || r.id.pin.name() == "free")
+    );
     let line = text.lines().find(|l| l.starts_with("  f64 x 8 ")).expect("the answer's line");
     assert!(line.trim_end().ends_with("echo codec, auto"), "{text}");
     fs::remove_dir_all(dir).ok();
@@ -456,7 +472,7 @@ fn split_placement_runs_and_labels_its_rows() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let report = peerpipe_cli::report::export::read_json(&json).unwrap();
     assert!(!report.rows.is_empty());
-    assert!(report.rows.iter().all(|row| row.pin.name() == "split"));
+    assert!(report.rows.iter().all(|row| row.id.pin.name() == "split"));
     assert!(report.baseline.iter().all(|b| b.pin.name() == "split"));
     // Four rows and their floor took turns with three spinning servers, the idle ones
     // stopped: every server came back to answer BYE (the run would fail otherwise), and every
@@ -524,7 +540,7 @@ fn a_run_over_every_transport_labels_its_rows_names_the_crossover_and_prints_syn
     }
 
     let report = export::read_json(&json).expect("the JSON reads back");
-    let mut transports: Vec<&str> = report.rows.iter().map(|r| r.transport.name()).collect();
+    let mut transports: Vec<&str> = report.rows.iter().map(|r| r.id.transport.name()).collect();
     transports.sort_unstable();
     transports.dedup();
     assert_eq!(transports, ["pipe", "shm-ring", "shm-sem"]);

@@ -154,14 +154,17 @@ fn peer_handler_lorenz96_measures_what_it_can_and_notes_the_rest() {
     assert!(stdout.contains("needs at least 4 elements"), "{stdout}");
     let report = peerpipe_cli::report::export::read_json(&json).expect("read the JSON");
     let measured: Vec<(&str, u64)> =
-        report.rows.iter().map(|r| (r.dtype.name(), r.elements)).collect();
+        report.rows.iter().map(|r| (r.id.dtype.name(), r.id.elements)).collect();
     assert!(measured.iter().all(|&m| m == ("f64", 500)), "{measured:?}");
     assert!(!measured.is_empty());
-    assert!(report.skipped.iter().all(|s| !s.failed && s.handler.name() == "lorenz96"));
+    assert!(report.skipped.iter().all(|s| !s.failed && s.id.handler.name() == "lorenz96"));
     assert!(
-        report.skipped.iter().any(|s| s.dtype.name() == "f32" && s.reason.contains("wrong dtype"))
+        report
+            .skipped
+            .iter()
+            .any(|s| s.id.dtype.name() == "f32" && s.reason.contains("wrong dtype"))
     );
-    assert!(report.skipped.iter().any(|s| s.elements == 1 && s.reason.contains("at least 4")));
+    assert!(report.skipped.iter().any(|s| s.id.elements == 1 && s.reason.contains("at least 4")));
     let csv = std::fs::read_to_string(&csv).expect("read the CSV");
     let rows_in_csv = csv.lines().filter(|l| l.contains(",lorenz96,")).count();
     assert_eq!(rows_in_csv, report.rows.len(), "{csv}");

@@ -60,11 +60,12 @@ impl<'a> Answer<'a> {
 /// it was measured, of them those unpinned when measured so, and of what is left the one with
 /// the lowest overhead p50 — so with a single `--wait` and `--pin` it is at the user's own.
 pub fn realistic<'a>(report: &'a Report, dtype: Workload, elements: u64) -> Option<Answer<'a>> {
-    let of_size = || report.rows.iter().filter(move |r| r.dtype == dtype && r.elements == elements);
-    let converting: Vec<&Row> = of_size().filter(|r| r.handler != RAW_HANDLER).collect();
+    let of_size =
+        || report.rows.iter().filter(move |r| r.id.dtype == dtype && r.id.elements == elements);
+    let converting: Vec<&Row> = of_size().filter(|r| r.id.handler != RAW_HANDLER).collect();
     let candidates = if converting.is_empty() { of_size().collect() } else { converting };
-    let candidates = prefer(candidates, |r| r.wait == DEFAULT_WAIT);
-    let candidates = prefer(candidates, |r| r.pin == UNPINNED);
+    let candidates = prefer(candidates, |r| r.id.wait == DEFAULT_WAIT);
+    let candidates = prefer(candidates, |r| r.id.pin == UNPINNED);
     candidates.into_iter().map(Answer::of).min_by_key(|a| (a.overhead_p50_ns, a.row.rtt_ns.p50))
 }
 
@@ -84,7 +85,7 @@ pub fn placement_spread<'a>(report: &'a Report, answer: &Answer<'a>) -> Option<V
     if same.len() < 2 || (max as f64) <= PLACEMENT_MATTERS * min as f64 {
         return None;
     }
-    same.sort_by_key(|a| a.row.pin != answer.row.pin);
+    same.sort_by_key(|a| a.row.id.pin != answer.row.id.pin);
     Some(same)
 }
 
@@ -95,12 +96,12 @@ fn placements_of<'a>(report: &'a Report, answer: &Answer<'a>) -> Vec<Answer<'a>>
         .rows
         .iter()
         .filter(|r| {
-            r.dtype == row.dtype
-                && r.elements == row.elements
-                && r.handler == row.handler
-                && r.path == row.path
-                && r.transport == row.transport
-                && r.wait == row.wait
+            r.id.dtype == row.id.dtype
+                && r.id.elements == row.id.elements
+                && r.id.handler == row.id.handler
+                && r.id.path == row.id.path
+                && r.id.transport == row.id.transport
+                && r.id.wait == row.id.wait
         })
         .map(Answer::of)
         .collect()
@@ -117,12 +118,12 @@ fn placements_of<'a>(report: &'a Report, answer: &Answer<'a>) -> Vec<Answer<'a>>
 /// # Examples
 /// ```
 /// use peerpipe::{DataPath, TransportKind, Wait};
-/// use peerpipe_cli::report::key::Handler;
+/// use peerpipe_cli::report::key::{Handler, RowId};
 /// use peerpipe_cli::report::{Percentiles, Placement, Report, Row, Workload, answer};
 /// let p = |p50, p99| Percentiles { p50, p99, ..Percentiles::default() };
-/// let row = Row { dtype: Workload::F64, elements: 500, bytes: 4000,
+/// let row = Row { id: RowId { dtype: Workload::F64, elements: 500, bytes: 4000,
 ///     transport: TransportKind::Pipe, path: DataPath::ZeroCopy, handler: Handler::Echo,
-///     wait: Wait::hybrid(), pin: Placement::Split, iterations: 100, rtt_ns: p(12_000, 30_000),
+///     wait: Wait::hybrid(), pin: Placement::Split }, iterations: 100, rtt_ns: p(12_000, 30_000),
 ///     transfer_ns: p(9_000, 20_000), encode_ns: p(0, 0), decode_ns: p(0, 0),
 ///     server_ns: p(2_000, 3_000), client_cpu_ns: f64::NAN, server_cpu_ns: f64::NAN,
 ///     mb_per_s: 0.0, ratio_to_baseline: Some(1.5), ratio_ci: Some([1.4, 1.6]), rounds: vec![],
@@ -144,7 +145,8 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         return Ok(());
     }
     let waits = &report.config.waits;
-    let default_unpinned = report.rows.iter().any(|r| r.wait == DEFAULT_WAIT && r.pin == UNPINNED);
+    let default_unpinned =
+        report.rows.iter().any(|r| r.id.wait == DEFAULT_WAIT && r.id.pin == UNPINNED);
     let mut wait_phrase = match waits.as_slice() {
         [one] => format!("at wait {one}"),
         _ if default_unpinned => "at the default wait, unpinned, as a program gets it".to_owned(),
@@ -194,7 +196,7 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             let why = report
                 .skipped
                 .iter()
-                .find(|s| s.dtype == dtype && s.elements == elements)
+                .find(|s| s.id.dtype == dtype && s.id.elements == elements)
                 .map_or_else(|| "no row".to_owned(), |s| s.reason.clone());
             writeln!(out, "  {size:<w$} not measured: {}", clip(&why, 96))?;
             continue;
@@ -219,19 +221,19 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         } else {
             format!("MISSED by {}", format::ns(a.overhead_p50_ns - budget))
         };
-        let transport = if row.transport == TransportKind::Pipe {
+        let transport = if row.id.transport == TransportKind::Pipe {
             String::new()
         } else {
-            format!(" {}", row.transport)
+            format!(" {}", row.id.transport)
         };
         writeln!(
             out,
             "  {size:<w$} {:>9} {:>9} {ratio:>20} {judged:<26} {} {}{transport}, {}",
             format::ns(a.overhead_p50_ns),
             format::ns(a.overhead_p99_ns),
-            row.handler,
-            row.path,
-            row.wait
+            row.id.handler,
+            row.id.path,
+            row.id.wait
         )?;
     }
     placement_notes(report, out)?;
@@ -255,8 +257,8 @@ fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 out,
                 "placement: {} measured {} only; --pin same,split,free (one core, two cores, the \
                  scheduler's choice) and --load N show what placement and busy work change.",
-                a.row.wait,
-                placement_words(a.row.pin)
+                a.row.id.wait,
+                placement_words(a.row.id.pin)
             )?;
         }
         return Ok(());
@@ -266,16 +268,16 @@ fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let row = answer.row;
         let figures: Vec<String> = spread
             .iter()
-            .map(|a| format!("{} {}", placement_words(a.row.pin), format::ns(a.overhead_p50_ns)))
+            .map(|a| format!("{} {}", placement_words(a.row.id.pin), format::ns(a.overhead_p50_ns)))
             .collect();
         let min = spread.iter().map(|a| a.overhead_p50_ns).min().unwrap_or(0).max(1);
         let max = spread.iter().map(|a| a.overhead_p50_ns).max().unwrap_or(0);
         writeln!(
             out,
             "placement changes {} x {} at wait {} by {:.1}x: {}.",
-            row.dtype,
-            row.elements,
-            row.wait,
+            row.id.dtype,
+            row.id.elements,
+            row.id.wait,
             max as f64 / min as f64,
             figures.join(", ")
         )?;
@@ -306,18 +308,18 @@ pub fn verdict_lines(
 ) -> io::Result<()> {
     let Some(a) = realistic(report, dtype, elements) else { return Ok(()) };
     let row = a.row;
-    let transport = if row.transport == TransportKind::Pipe {
+    let transport = if row.id.transport == TransportKind::Pipe {
         String::new()
     } else {
-        format!(" over {}", row.transport)
+        format!(" over {}", row.id.transport)
     };
     writeln!(
         out,
         "  your case: {} {}{transport}, {} (both sides convert): overhead p50 {}, p99 {} (round \
          trip {})",
-        row.handler,
-        row.path,
-        row.wait,
+        row.id.handler,
+        row.id.path,
+        row.id.wait,
         format::ns(a.overhead_p50_ns),
         format::ns(a.overhead_p99_ns),
         format::ns(row.rtt_ns.p50)
@@ -327,23 +329,23 @@ pub fn verdict_lines(
         .rows
         .iter()
         .filter(|r| {
-            r.dtype == dtype
-                && r.elements == elements
-                && r.handler == RAW_HANDLER
-                && r.wait == row.wait
-                && r.pin == row.pin
-                && r.transport == row.transport
+            r.id.dtype == dtype
+                && r.id.elements == elements
+                && r.id.handler == RAW_HANDLER
+                && r.id.wait == row.id.wait
+                && r.id.pin == row.id.pin
+                && r.id.transport == row.id.transport
         })
         .min_by_key(|r| r.rtt_ns.p50);
     let mut parts = Vec::new();
     if let Some(floor) = floor {
         parts.push(format!("raw floor p50 {} (bytes only)", format::ns(floor)));
     }
-    if let Some(raw) = raw.filter(|r| r.handler != row.handler) {
+    if let Some(raw) = raw.filter(|r| r.id.handler != row.id.handler) {
         parts.push(format!(
             "echo-raw p50 {} (server converts nothing, {})",
             format::ns(raw.rtt_ns.p50),
-            raw.path
+            raw.id.path
         ));
     }
     if !parts.is_empty() {
@@ -375,8 +377,8 @@ pub fn skipped(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         // (size and handler, reason) -> the settings it applies to, in order of appearance.
         let mut lines: Vec<(String, &str, Vec<String>)> = Vec::new();
         for s in entries {
-            let what = format!("{} x {} {}", s.dtype, s.elements, s.handler);
-            let setting = format!("{} {} {} {}", s.path, s.transport, s.wait, s.pin);
+            let what = format!("{} x {} {}", s.id.dtype, s.id.elements, s.id.handler);
+            let setting = format!("{} {} {} {}", s.id.path, s.id.transport, s.id.wait, s.id.pin);
             match lines.iter_mut().find(|(w, r, _)| *w == what && *r == s.reason) {
                 Some((_, _, settings)) => settings.push(setting),
                 None => lines.push((what, &s.reason, vec![setting])),
@@ -396,9 +398,9 @@ pub fn skipped(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 /// The handlers other than `echo-raw`, in order of first appearance.
 fn converting_handlers(report: &Report) -> Vec<&Handler> {
     let mut handlers: Vec<&Handler> = Vec::new();
-    for row in report.rows.iter().filter(|r| r.handler != RAW_HANDLER) {
-        if !handlers.contains(&&row.handler) {
-            handlers.push(&row.handler);
+    for row in report.rows.iter().filter(|r| r.id.handler != RAW_HANDLER) {
+        if !handlers.contains(&&row.id.handler) {
+            handlers.push(&row.id.handler);
         }
     }
     handlers
@@ -410,8 +412,8 @@ fn sizes(report: &Report) -> Vec<(Workload, u64)> {
     let keys = report
         .rows
         .iter()
-        .map(|r| (r.dtype, r.elements))
-        .chain(report.skipped.iter().map(|s| (s.dtype, s.elements)));
+        .map(|r| (r.id.dtype, r.id.elements))
+        .chain(report.skipped.iter().map(|s| (s.id.dtype, s.id.elements)));
     for key in keys {
         if !sizes.contains(&key) {
             sizes.push(key);

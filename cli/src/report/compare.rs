@@ -287,14 +287,14 @@ fn match_up<'a, T, K: PartialEq>(
 }
 
 fn row_label(row: &Row) -> String {
-    let transport = if row.transport == TransportKind::Pipe {
+    let transport = if row.id.transport == TransportKind::Pipe {
         String::new()
     } else {
-        format!(" ({})", row.transport)
+        format!(" ({})", row.id.transport)
     };
     format!(
         "{} x {} {} {}{transport}, wait {}, pin {}",
-        row.dtype, row.elements, row.handler, row.path, row.wait, row.pin
+        row.id.dtype, row.id.elements, row.id.handler, row.id.path, row.id.wait, row.id.pin
     )
 }
 

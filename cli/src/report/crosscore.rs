@@ -188,7 +188,7 @@ fn prober(shared: &Shared, deadline: Instant) -> Option<CrossCore> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Placement;
+    use crate::report::key::Placement;
     use crate::report::placement::Placer;
 
     #[test]

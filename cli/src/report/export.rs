@@ -158,14 +158,14 @@ fn baseline_csv(base: &BaselineRow) -> String {
 
 fn row_csv(row: &Row) -> String {
     let mut fields: Vec<String> = vec![
-        csv_field(row.dtype.name()),
-        row.elements.to_string(),
-        row.bytes.to_string(),
-        csv_field(row.transport.name()),
-        csv_field(row.path.name()),
-        csv_field(row.handler.name()),
-        csv_field(&row.wait.to_string()),
-        csv_field(row.pin.name()),
+        csv_field(row.id.dtype.name()),
+        row.id.elements.to_string(),
+        row.id.bytes.to_string(),
+        csv_field(row.id.transport.name()),
+        csv_field(row.id.path.name()),
+        csv_field(row.id.handler.name()),
+        csv_field(&row.id.wait.to_string()),
+        csv_field(row.id.pin.name()),
         row.iterations.to_string(),
     ];
     for phase in [&row.rtt_ns, &row.transfer_ns, &row.encode_ns, &row.decode_ns, &row.server_ns] {
@@ -295,7 +295,7 @@ fn svg_string(report: &Report) -> PlotResult<String> {
     let settings = report
         .rows
         .iter()
-        .map(|r| (r.pin, r.wait))
+        .map(|r| (r.id.pin, r.id.wait))
         .chain(report.baseline.iter().map(|b| (b.pin, b.wait)));
     for setting in settings {
         if !panels.contains(&setting) {
@@ -356,7 +356,7 @@ fn svg_string(report: &Report) -> PlotResult<String> {
         .collect();
 
     // Shared axes.
-    let xs = report.rows.iter().map(|r| r.bytes).chain(report.baseline.iter().map(|b| b.bytes));
+    let xs = report.rows.iter().map(|r| r.id.bytes).chain(report.baseline.iter().map(|b| b.bytes));
     let ys = report
         .rows
         .iter()
@@ -444,14 +444,14 @@ fn svg_string(report: &Report) -> PlotResult<String> {
                 let mut rows: Vec<&Row> = report
                     .rows
                     .iter()
-                    .filter(|r| r.pin == pin && r.wait == wait && key.matches(r))
+                    .filter(|r| r.id.pin == pin && r.id.wait == wait && key.matches(r))
                     .collect();
                 if rows.is_empty() {
                     continue;
                 }
-                rows.sort_by_key(|r| r.bytes);
+                rows.sort_by_key(|r| r.id.bytes);
                 let points: Vec<(f64, f64)> =
-                    rows.iter().map(|r| (r.bytes as f64, clamp(r.rtt_ns.p50))).collect();
+                    rows.iter().map(|r| (r.id.bytes as f64, clamp(r.rtt_ns.p50))).collect();
                 let line = style.color.stroke_width(2);
                 match style.dash % 3 {
                     0 => {
@@ -468,7 +468,7 @@ fn svg_string(report: &Report) -> PlotResult<String> {
                     .draw_series(points.iter().map(|&p| Circle::new(p, 2, style.color.filled())))?;
                 chart.draw_series(rows.iter().map(|r| {
                     Circle::new(
-                        (r.bytes as f64, clamp(r.rtt_ns.p99)),
+                        (r.id.bytes as f64, clamp(r.rtt_ns.p99)),
                         4,
                         style.color.stroke_width(1),
                     )

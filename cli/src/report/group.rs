@@ -16,7 +16,7 @@ use indicatif::ProgressBar;
 use super::cpu::{
     current_cpu, last_cpu_of, preemptions_of, process_cpu_time, thread_cpu_time, thread_preemptions,
 };
-use super::key::Handler;
+use super::key::{Handler, RowId};
 use super::{
     BaselineRow, Expectation, Percentiles, Placement, Round, Row, Workload, shared_core_share,
     test_values, verify,
@@ -47,6 +47,21 @@ pub(crate) struct RowSetup {
 }
 
 impl RowSetup {
+    /// The combination this setup measures over `transport`, as its row (or its entry of
+    /// [`Report::skipped`](super::Report::skipped)) records it.
+    pub(crate) fn id(&self, transport: TransportKind) -> RowId {
+        RowId {
+            dtype: self.workload,
+            elements: self.elements as u64,
+            bytes: self.workload.wire_bytes(self.elements) as u64,
+            transport,
+            path: self.path,
+            handler: Handler::named(&self.handler),
+            wait: self.wait,
+            pin: self.pin,
+        }
+    }
+
     /// One untimed call of this row on `peer`, before its group starts, to learn whether the
     /// handler can serve it at all: `Ok(Some(reason))` when it cannot — the server answered
     /// ERROR (say `lorenz96` given f32) or the row cannot even be set up (`lorenz96` with
@@ -498,16 +513,10 @@ impl RowMember {
         let setup = &self.setup;
         let (client_cpu_ns, server_cpu_ns) = self.cpu.per_round_trip(iterations);
         let rtt = Percentiles::of(&self.phases.rtt);
-        let bytes = setup.workload.wire_bytes(setup.elements) as u64;
+        let id = setup.id(transport);
+        let bytes = id.bytes;
         Row {
-            dtype: setup.workload,
-            elements: setup.elements as u64,
-            bytes,
-            transport,
-            path: setup.path,
-            handler: Handler::named(&setup.handler),
-            wait: setup.wait,
-            pin: setup.pin,
+            id,
             iterations,
             rtt_ns: rtt,
             transfer_ns: Percentiles::of(&self.phases.transfer),

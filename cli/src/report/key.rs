@@ -1,6 +1,7 @@
-//! What identifies a row, typed: the handler as an enum, and the keys by which rows and
-//! floors are matched — with a floor ([`Report::baseline_for`](super::Report::baseline_for)),
-//! between two runs ([`compare`](super::compare)) and into plot series
+//! What identifies a row, typed: the workload, the placement and the handler as enums, the
+//! combination a row records ([`RowId`]), and the keys by which rows and floors are matched
+//! — with a floor ([`Report::baseline_for`](super::Report::baseline_for)), between two runs
+//! ([`compare`](super::compare)) and into plot series
 //! ([`export`](super::export)). Names become text only at the edges: JSON (through
 //! `as_text`), CSV and the table.
 
@@ -8,10 +9,102 @@ use std::convert::Infallible;
 use std::fmt;
 use std::str::FromStr;
 
+use peerpipe::error::{Error, Result};
 use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
+use serde::{Deserialize, Serialize};
 
-use super::{Placement, Workload};
+/// What is sent, and as what it travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Workload {
+    /// f64 values as f64.
+    F64,
+    /// f32 values as f32.
+    F32,
+    /// f64 values narrowed to f32 on the wire and widened back.
+    F64AsF32,
+}
+
+impl Workload {
+    /// Every workload, in report order.
+    pub const ALL: [Workload; 3] = [Workload::F64, Workload::F32, Workload::F64AsF32];
+
+    /// `f64`, `f32` or `f64-as-f32`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::F64 => "f64",
+            Workload::F32 => "f32",
+            Workload::F64AsF32 => "f64-as-f32",
+        }
+    }
+
+    /// Payload bytes on the wire for `elements` elements.
+    pub fn wire_bytes(&self, elements: usize) -> usize {
+        match self {
+            Workload::F64 => elements * 8,
+            Workload::F32 | Workload::F64AsF32 => elements * 4,
+        }
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for Workload {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == text).ok_or_else(|| Error::InvalidArgument {
+            what: "dtype",
+            reason: format!("expected f64, f32 or f64-as-f32, found {text:?}"),
+        })
+    }
+}
+
+/// Where the two processes run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Placement {
+    /// Wherever the scheduler puts them.
+    Free,
+    /// Both pinned to one core (the server inherits the client's affinity at spawn).
+    Same,
+    /// Client and server pinned to two different cores: every wake-up crosses cores.
+    Split,
+}
+
+impl Placement {
+    /// `free` or `same`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Placement::Free => "free",
+            Placement::Same => "same",
+            Placement::Split => "split",
+        }
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for Placement {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Placement> {
+        match text {
+            "free" => Ok(Placement::Free),
+            "same" => Ok(Placement::Same),
+            "split" => Ok(Placement::Split),
+            _ => Err(Error::InvalidArgument {
+                what: "pin",
+                reason: format!("expected free, same or split, found {text:?}"),
+            }),
+        }
+    }
+}
 
 /// The server handler a row was measured with: the built-in ones by name, any other (a
 /// `--spawn` server's own) as it was given.
@@ -65,6 +158,49 @@ impl FromStr for Handler {
     type Err = Infallible;
     fn from_str(text: &str) -> Result<Handler, Infallible> {
         Ok(Handler::named(text))
+    }
+}
+
+/// The combination a row measured (or a skipped one would have), as the report stores it:
+/// the fields of its [`RowKey`] and the byte count.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowId {
+    /// `f64`, `f32` or `f64-as-f32`.
+    #[serde(with = "as_text")]
+    pub dtype: Workload,
+    /// Elements per request.
+    pub elements: u64,
+    /// Payload bytes on the wire per request.
+    pub bytes: u64,
+    /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
+    #[serde(with = "as_text")]
+    pub transport: TransportKind,
+    /// `zero-copy` or `codec`.
+    #[serde(with = "as_text")]
+    pub path: DataPath,
+    /// Server handler.
+    #[serde(with = "as_text")]
+    pub handler: Handler,
+    /// Wait strategy of both sides.
+    #[serde(with = "as_text")]
+    pub wait: Wait,
+    /// Placement: `free`, `same` or `split`.
+    #[serde(with = "as_text")]
+    pub pin: Placement,
+}
+
+impl RowId {
+    /// What identifies this combination (see [`RowKey`]).
+    pub fn key(&self) -> RowKey<'_> {
+        RowKey {
+            dtype: self.dtype,
+            elements: self.elements,
+            path: self.path,
+            handler: &self.handler,
+            wait: self.wait,
+            pin: self.pin,
+            transport: self.transport,
+        }
     }
 }
 

@@ -11,7 +11,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::crosscore::{self, CrossCore};
 use super::group::{LiveGroup, Processes, RowSetup};
-use super::key::Handler;
 use super::load::{Load, MAX_LOAD};
 use super::placement::Placer;
 use super::plan::PEER_SERVER;
@@ -27,7 +26,7 @@ use peerpipe::baseline::{RawEcho, route_line};
 use peerpipe::error::{Error, Result};
 use peerpipe::pairing;
 use peerpipe::pairing::Group;
-use peerpipe::peer::{Options, Peer};
+use peerpipe::peer::{Options, Peer, checked_shell_command};
 use peerpipe::process::Spawn;
 use peerpipe::transport::{TransportKind, Wait};
 
@@ -347,18 +346,7 @@ impl<'p> Section<'p> {
 
     /// The entry of [`Report::skipped`] for `setup`.
     fn skipped(&self, setup: &RowSetup, reason: String, failed: bool) -> Skipped {
-        Skipped {
-            dtype: setup.workload,
-            elements: setup.elements as u64,
-            bytes: setup.workload.wire_bytes(setup.elements) as u64,
-            transport: self.transport,
-            path: setup.path,
-            handler: Handler::named(&setup.handler),
-            wait: setup.wait,
-            pin: setup.pin,
-            reason,
-            failed,
-        }
+        Skipped { id: setup.id(self.transport), reason, failed }
     }
 
     /// One generation of servers for a group of `bytes` bytes: the raw echo, and the handler
@@ -382,9 +370,9 @@ impl<'p> Section<'p> {
             // A command that starts `peer --role server` is told the transport; any other
             // server finds it out itself (`TransportKind::of_stdin`).
             Some(line) if line.contains(PEER_SERVER) => {
-                vec![shell_command(&route_line(line, "", self.transport))]
+                vec![checked_shell_command(&route_line(line, "", self.transport))?]
             }
-            Some(line) => vec![shell_command(line)],
+            Some(line) => vec![checked_shell_command(line)?],
             None => plan
                 .handlers
                 .iter()
@@ -452,12 +440,6 @@ impl<'p> Section<'p> {
         }
         setups
     }
-}
-
-/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] runs it (with `exec` for a simple command,
-/// so that the measured server pid is the server's).
-fn shell_command(command_line: &str) -> Command {
-    peerpipe::peer::shell_command(command_line)
 }
 
 /// The synchronisation-cost table: in-process primitives, then cross-process wake-ups with

@@ -26,109 +26,14 @@ pub mod plan;
 pub mod render;
 pub mod sync;
 
-use std::fmt;
-use std::str::FromStr;
-
 use hdrhistogram::Histogram;
-use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 use serde::{Deserialize, Serialize};
 
-use key::{FloorKey, Handler, RowKey};
+use key::{FloorKey, RowId, RowKey};
+pub use key::{Placement, Workload};
 
 use peerpipe::error::{Error, Result};
-
-/// What is sent, and as what it travels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Workload {
-    /// f64 values as f64.
-    F64,
-    /// f32 values as f32.
-    F32,
-    /// f64 values narrowed to f32 on the wire and widened back.
-    F64AsF32,
-}
-
-impl Workload {
-    /// Every workload, in report order.
-    pub const ALL: [Workload; 3] = [Workload::F64, Workload::F32, Workload::F64AsF32];
-
-    /// `f64`, `f32` or `f64-as-f32`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Workload::F64 => "f64",
-            Workload::F32 => "f32",
-            Workload::F64AsF32 => "f64-as-f32",
-        }
-    }
-
-    /// Payload bytes on the wire for `elements` elements.
-    pub fn wire_bytes(&self, elements: usize) -> usize {
-        match self {
-            Workload::F64 => elements * 8,
-            Workload::F32 | Workload::F64AsF32 => elements * 4,
-        }
-    }
-}
-
-impl fmt::Display for Workload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
-
-impl FromStr for Workload {
-    type Err = Error;
-    fn from_str(text: &str) -> Result<Workload> {
-        Workload::ALL.into_iter().find(|w| w.name() == text).ok_or_else(|| Error::InvalidArgument {
-            what: "dtype",
-            reason: format!("expected f64, f32 or f64-as-f32, found {text:?}"),
-        })
-    }
-}
-
-/// Where the two processes run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Placement {
-    /// Wherever the scheduler puts them.
-    Free,
-    /// Both pinned to one core (the server inherits the client's affinity at spawn).
-    Same,
-    /// Client and server pinned to two different cores: every wake-up crosses cores.
-    Split,
-}
-
-impl Placement {
-    /// `free` or `same`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Placement::Free => "free",
-            Placement::Same => "same",
-            Placement::Split => "split",
-        }
-    }
-}
-
-impl fmt::Display for Placement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
-
-impl FromStr for Placement {
-    type Err = Error;
-    fn from_str(text: &str) -> Result<Placement> {
-        match text {
-            "free" => Ok(Placement::Free),
-            "same" => Ok(Placement::Same),
-            "split" => Ok(Placement::Split),
-            _ => Err(Error::InvalidArgument {
-                what: "pin",
-                reason: format!("expected free, same or split, found {text:?}"),
-            }),
-        }
-    }
-}
 
 /// What the server is expected to answer, by its HELLO's handler name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,28 +190,11 @@ pub struct BaselineRow {
 /// One measured combination.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
-    /// `f64`, `f32` or `f64-as-f32`.
-    #[serde(with = "key::as_text")]
-    pub dtype: Workload,
-    /// Elements per request.
-    pub elements: u64,
-    /// Payload bytes on the wire per request.
-    pub bytes: u64,
-    /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
-    #[serde(with = "key::as_text")]
-    pub transport: TransportKind,
-    /// `zero-copy` or `codec`.
-    #[serde(with = "key::as_text")]
-    pub path: DataPath,
-    /// Server handler.
-    #[serde(with = "key::as_text")]
-    pub handler: Handler,
-    /// Wait strategy of both sides.
-    #[serde(with = "key::as_text")]
-    pub wait: Wait,
-    /// Placement: `free`, `same` or `split`.
-    #[serde(with = "key::as_text")]
-    pub pin: Placement,
+    /// What the row measured; in JSON its fields stand in the row's own object (`dtype`,
+    /// `elements`, `bytes`, `transport`, `path`, `handler`, `wait`, `pin`), as they always
+    /// have.
+    #[serde(flatten)]
+    pub id: RowId,
     /// Timed round trips.
     pub iterations: u64,
     /// Whole round trip.
@@ -350,25 +238,17 @@ pub struct Row {
 impl Row {
     /// What identifies this row (see [`key`]).
     pub fn key(&self) -> RowKey<'_> {
-        RowKey {
-            dtype: self.dtype,
-            elements: self.elements,
-            path: self.path,
-            handler: &self.handler,
-            wait: self.wait,
-            pin: self.pin,
-            transport: self.transport,
-        }
+        self.id.key()
     }
 
     /// The key of the floor this row is measured against: the same bytes (at least one),
     /// transport, wait and placement.
     pub fn floor_key(&self) -> FloorKey {
         FloorKey {
-            bytes: self.bytes.max(1),
-            transport: self.transport,
-            wait: self.wait,
-            pin: self.pin,
+            bytes: self.id.bytes.max(1),
+            transport: self.id.transport,
+            wait: self.id.wait,
+            pin: self.id.pin,
         }
     }
 
@@ -528,28 +408,10 @@ pub struct Report {
 /// A row of the plan that has no measurement, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skipped {
-    /// `f64`, `f32` or `f64-as-f32`.
-    #[serde(with = "key::as_text")]
-    pub dtype: Workload,
-    /// Elements per request.
-    pub elements: u64,
-    /// Payload bytes on the wire per request.
-    pub bytes: u64,
-    /// Transport: `pipe`, `shm-sem`, `shm-ring` or `tcp`.
-    #[serde(with = "key::as_text")]
-    pub transport: TransportKind,
-    /// `zero-copy` or `codec`.
-    #[serde(with = "key::as_text")]
-    pub path: DataPath,
-    /// Server handler.
-    #[serde(with = "key::as_text")]
-    pub handler: Handler,
-    /// Wait strategy.
-    #[serde(with = "key::as_text")]
-    pub wait: Wait,
-    /// Placement.
-    #[serde(with = "key::as_text")]
-    pub pin: Placement,
+    /// What the row would have measured; in JSON its fields stand in this entry's own object,
+    /// as in a row's.
+    #[serde(flatten)]
+    pub id: RowId,
     /// Why: the server's ERROR message or the client's own error, as printed.
     pub reason: String,
     /// True when the row could have been measured but its group failed (the run then exits
@@ -561,22 +423,20 @@ pub struct Skipped {
 impl Skipped {
     /// What identifies the row that was skipped (see [`key`]).
     pub fn key(&self) -> RowKey<'_> {
-        RowKey {
-            dtype: self.dtype,
-            elements: self.elements,
-            path: self.path,
-            handler: &self.handler,
-            wait: self.wait,
-            pin: self.pin,
-            transport: self.transport,
-        }
+        self.id.key()
     }
 
     /// `f64 x 1 lorenz96 zero-copy, pipe, hybrid, split`.
     pub fn label(&self) -> String {
         format!(
             "{} x {} {} {}, {}, {}, {}",
-            self.dtype, self.elements, self.handler, self.path, self.transport, self.wait, self.pin
+            self.id.dtype,
+            self.id.elements,
+            self.id.handler,
+            self.id.path,
+            self.id.transport,
+            self.id.wait,
+            self.id.pin
         )
     }
 }

@@ -29,7 +29,7 @@ impl Order {
         let settings = report
             .rows
             .iter()
-            .map(|r| (r.pin, r.wait))
+            .map(|r| (r.id.pin, r.id.wait))
             .chain(report.baseline.iter().map(|b| (b.pin, b.wait)));
         for (pin, wait) in settings {
             if !pins.contains(&pin) {
@@ -53,12 +53,12 @@ impl Order {
     pub(super) fn compare_within_group(&self, a: &Row, b: &Row) -> Ordering {
         let key = |r: &Row| {
             (
-                handler_rank(&r.handler),
-                r.handler.name().to_owned(),
-                path_rank(r.path),
-                r.path.name(),
-                transport_rank(r.transport),
-                r.transport.name(),
+                handler_rank(&r.id.handler),
+                r.id.handler.name().to_owned(),
+                path_rank(r.id.path),
+                r.id.path.name(),
+                transport_rank(r.id.transport),
+                r.id.transport.name(),
             )
         };
         key(a).cmp(&key(b))

@@ -21,7 +21,7 @@ struct Widths {
 
 impl Widths {
     fn of(report: &Report) -> Widths {
-        if report.rows.iter().any(|r| r.transport != TransportKind::Pipe) {
+        if report.rows.iter().any(|r| r.id.transport != TransportKind::Pipe) {
             Widths { label: 23, trips: 6, rate: 6 }
         } else {
             Widths { label: 18, trips: 7, rate: 8 }
@@ -118,7 +118,7 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     let mut groups: Vec<(Placement, Wait, Workload, u64)> = Vec::new();
     for row in &report.rows {
-        let key = (row.pin, row.wait, row.dtype, row.elements);
+        let key = (row.id.pin, row.id.wait, row.id.dtype, row.id.elements);
         if !groups.contains(&key) {
             groups.push(key);
         }
@@ -146,11 +146,14 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .rows
             .iter()
             .filter(|r| {
-                r.pin == pin && r.wait == wait && r.dtype == dtype && r.elements == elements
+                r.id.pin == pin
+                    && r.id.wait == wait
+                    && r.id.dtype == dtype
+                    && r.id.elements == elements
             })
             .collect();
         rows.sort_by(|a, b| order.compare_within_group(a, b));
-        let bytes = rows.first().map_or(0, |r| r.bytes);
+        let bytes = rows.first().map_or(0, |r| r.id.bytes);
         let notes: String = rows
             .first()
             .and_then(|row| report.baseline_for(row))
@@ -166,18 +169,18 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         // The raw floor of each transport in the group, in the rows' transport order.
         let mut floors: Vec<&Row> = Vec::new();
         for row in &rows {
-            if !floors.iter().any(|f| f.transport == row.transport) {
+            if !floors.iter().any(|f| f.id.transport == row.id.transport) {
                 floors.push(row);
             }
         }
-        floors.sort_by_key(|r| transport_rank(r.transport));
+        floors.sort_by_key(|r| transport_rank(r.id.transport));
         for row in floors {
             match report.baseline_for(row) {
                 Some(base) => baseline_line(out, base, widths)?,
                 None => writeln!(
                     out,
                     "  {:<w$} (not measured)",
-                    baseline_label(row.transport, false),
+                    baseline_label(row.id.transport, false),
                     w = widths.label
                 )?,
             }
@@ -253,9 +256,9 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io:
 fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
     let Widths { label: l, trips: r, rate: m } = widths;
     // The label names the transport when it is not a pipe: `sem`, `ring` or `tcp`.
-    let label = match transport_tag(row.transport) {
-        None => format!("{:<8} {}", row.handler.name(), row.path.name()),
-        Some(kind) => format!("{:<8} {:<9} {kind}", row.handler.name(), row.path.name()),
+    let label = match transport_tag(row.id.transport) {
+        None => format!("{:<8} {}", row.id.handler.name(), row.id.path.name()),
+        Some(kind) => format!("{:<8} {:<9} {kind}", row.id.handler.name(), row.id.path.name()),
     };
     writeln!(
         out,

@@ -54,12 +54,12 @@ impl Breakdown {
 /// # Examples
 /// ```
 /// use peerpipe::{DataPath, TransportKind, Wait};
-/// use peerpipe_cli::report::key::Handler;
+/// use peerpipe_cli::report::key::{Handler, RowId};
 /// use peerpipe_cli::report::{BaselineRow, Percentiles, Placement, Report, Row, Workload, render};
 /// # let p = |p50| Percentiles { p50, ..Percentiles::default() };
-/// # let row = Row { dtype: Workload::F64, elements: 500, bytes: 4000,
+/// # let row = Row { id: RowId { dtype: Workload::F64, elements: 500, bytes: 4000,
 /// #     transport: TransportKind::Pipe, path: DataPath::Codec, handler: Handler::Echo,
-/// #     wait: Wait::Block, pin: Placement::Free, iterations: 1, rtt_ns: p(100_000), transfer_ns: p(90_000), encode_ns: p(4_000),
+/// #     wait: Wait::Block, pin: Placement::Free }, iterations: 1, rtt_ns: p(100_000), transfer_ns: p(90_000), encode_ns: p(4_000),
 /// #     decode_ns: p(3_000), server_ns: p(3_000), client_cpu_ns: f64::NAN,
 /// #     server_cpu_ns: f64::NAN, mb_per_s: 80.0, ratio_to_baseline: None, ratio_ci: None,
 /// #     rounds: vec![], shared_core_share: None };
@@ -83,7 +83,8 @@ pub fn breakdown(report: &Report, row: &Row) -> Breakdown {
         .saturating_add(row.server_ns.p50)
         .min(round_trip);
     let transfer = round_trip - converting;
-    let waiting = wake_up_ns(report, row.transport, row.wait, row.pin).map(|w| w.min(transfer));
+    let waiting =
+        wake_up_ns(report, row.id.transport, row.id.wait, row.id.pin).map(|w| w.min(transfer));
     Breakdown {
         round_trip_ns: round_trip,
         converting_ns: converting,
@@ -131,7 +132,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     let mut sizes: Vec<(Workload, u64, u64)> = Vec::new();
     for row in &report.rows {
-        let key = (row.dtype, row.elements, row.bytes);
+        let key = (row.id.dtype, row.id.elements, row.id.bytes);
         if !sizes.contains(&key) {
             sizes.push(key);
         }
@@ -145,19 +146,26 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let setting_name = |pin: Placement, wait: Wait| {
         if several_pins { format!("{wait}, {pin}") } else { wait.to_string() }
     };
-    let setting_width =
-        report.rows.iter().map(|r| setting_name(r.pin, r.wait).chars().count()).max().unwrap_or(0);
+    let setting_width = report
+        .rows
+        .iter()
+        .map(|r| setting_name(r.id.pin, r.id.wait).chars().count())
+        .max()
+        .unwrap_or(0);
     let mut met = Vec::new();
     let mut missed = Vec::new();
     for &(dtype, elements, bytes) in &sizes {
         let size_name = format!("{dtype} x {elements}");
         writeln!(out)?;
         writeln!(out, "{size_name} ({}):", format::bytes(bytes))?;
-        let rows: Vec<&Row> =
-            report.rows.iter().filter(|r| r.dtype == dtype && r.elements == elements).collect();
+        let rows: Vec<&Row> = report
+            .rows
+            .iter()
+            .filter(|r| r.id.dtype == dtype && r.id.elements == elements)
+            .collect();
         let mut settings: Vec<(Placement, Wait)> = Vec::new();
         for row in &rows {
-            let key = (row.pin, row.wait);
+            let key = (row.id.pin, row.id.wait);
             if !settings.contains(&key) {
                 settings.push(key);
             }
@@ -165,7 +173,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         settings.sort_by_key(|&(pin, wait)| (order.pin(pin), order.wait(wait)));
         for (pin, wait) in settings {
             let Some(best) =
-                fastest(rows.iter().copied().filter(|r| r.pin == pin && r.wait == wait))
+                fastest(rows.iter().copied().filter(|r| r.id.pin == pin && r.id.wait == wait))
             else {
                 continue;
             };
@@ -186,33 +194,33 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     format::ns(b.moving_ns)
                 ),
             };
-            let transport = if best.transport == TransportKind::Pipe {
+            let transport = if best.id.transport == TransportKind::Pipe {
                 String::new()
             } else {
-                format!(" {}", best.transport)
+                format!(" {}", best.id.transport)
             };
             writeln!(
                 out,
                 "  {setting:<setting_width$} {:>7} = {parts} [{} {}{transport}]",
                 format::ns(b.round_trip_ns),
-                best.handler,
-                best.path
+                best.id.handler,
+                best.id.path
             )?;
         }
         let Some(best) = fastest(rows.iter().copied()) else { continue };
-        let placement = if several_pins { format!(", {}", best.pin) } else { String::new() };
+        let placement = if several_pins { format!(", {}", best.id.pin) } else { String::new() };
         let judged = judge(best.rtt_ns.p50, budget);
-        let transport = if best.transport == TransportKind::Pipe {
+        let transport = if best.id.transport == TransportKind::Pipe {
             String::new()
         } else {
-            format!(" over {}", best.transport)
+            format!(" over {}", best.id.transport)
         };
         writeln!(
             out,
             "  fastest: {} {}{transport}, {}{placement}: p50 {}, p99 {}{judged}",
-            best.handler,
-            best.path,
-            best.wait,
+            best.id.handler,
+            best.id.path,
+            best.id.wait,
             format::ns(best.rtt_ns.p50),
             format::ns(best.rtt_ns.p99),
         )?;
@@ -312,10 +320,10 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     for row in below {
         let ratio = row.ratio_to_baseline.unwrap_or(f64::NAN);
-        let transport = if row.transport == TransportKind::Pipe {
+        let transport = if row.id.transport == TransportKind::Pipe {
             String::new()
         } else {
-            format!(" {}", row.transport)
+            format!(" {}", row.id.transport)
         };
         let why = match row.ratio_ci {
             Some([lo, hi]) if hi >= BELOW_FLOOR => format!(
@@ -333,12 +341,12 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "  {} x {} {} {}{transport}, {}, {}: {}x {why}",
-            row.dtype,
-            row.elements,
-            row.handler,
-            row.path,
-            row.wait,
-            row.pin,
+            row.id.dtype,
+            row.id.elements,
+            row.id.handler,
+            row.id.path,
+            row.id.wait,
+            row.id.pin,
             format::ratio(ratio)
         )?;
     }
@@ -414,16 +422,17 @@ pub fn crossovers(report: &Report) -> Vec<Crossover> {
     }
     let rows = &report.rows;
     let (Some(dtype), Some(handler), Some(path)) = (
-        prefer(Workload::F64, |r| r.dtype, rows),
-        prefer(Handler::EchoRaw, |r| r.handler.clone(), rows),
-        prefer(DataPath::ZeroCopy, |r| r.path, rows),
+        prefer(Workload::F64, |r| r.id.dtype, rows),
+        prefer(Handler::EchoRaw, |r| r.id.handler.clone(), rows),
+        prefer(DataPath::ZeroCopy, |r| r.id.path, rows),
     ) else {
         return Vec::new();
     };
-    let of_kind = |r: &&Row| r.dtype == dtype && r.handler == handler && r.path == path;
+    let of_kind = |r: &&Row| r.id.dtype == dtype && r.id.handler == handler && r.id.path == path;
     let mut groups: Vec<(TransportKind, Wait, Placement)> = Vec::new();
-    for row in report.rows.iter().filter(of_kind).filter(|r| r.transport != TransportKind::Pipe) {
-        let key = (row.transport, row.wait, row.pin);
+    for row in report.rows.iter().filter(of_kind).filter(|r| r.id.transport != TransportKind::Pipe)
+    {
+        let key = (row.id.transport, row.id.wait, row.id.pin);
         if !groups.contains(&key) {
             groups.push(key);
         }
@@ -437,17 +446,20 @@ pub fn crossovers(report: &Report) -> Vec<Crossover> {
     for (transport, wait, pin) in groups {
         let find = |t: TransportKind, elements: u64| {
             report.rows.iter().filter(of_kind).find(|r| {
-                r.transport == t && r.wait == wait && r.pin == pin && r.elements == elements
+                r.id.transport == t
+                    && r.id.wait == wait
+                    && r.id.pin == pin
+                    && r.id.elements == elements
             })
         };
         let mut points: Vec<(u64, u64, u64)> = report
             .rows
             .iter()
             .filter(of_kind)
-            .filter(|r| r.transport == transport && r.wait == wait && r.pin == pin)
+            .filter(|r| r.id.transport == transport && r.id.wait == wait && r.id.pin == pin)
             .filter_map(|shm| {
-                find(TransportKind::Pipe, shm.elements)
-                    .map(|p| (shm.elements, shm.rtt_ns.p50, p.rtt_ns.p50))
+                find(TransportKind::Pipe, shm.id.elements)
+                    .map(|p| (shm.id.elements, shm.rtt_ns.p50, p.rtt_ns.p50))
             })
             .collect();
         points.sort_unstable();
@@ -508,18 +520,21 @@ fn judge(p50: u64, budget: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::key::RowId;
 
     fn row(transport: &str, wait: &str, elements: u64, p50: u64) -> Row {
         let p = crate::report::Percentiles { p50, ..Default::default() };
         Row {
-            dtype: Workload::F64,
-            elements,
-            bytes: elements * 8,
-            transport: transport.parse().unwrap(),
-            path: DataPath::ZeroCopy,
-            handler: Handler::EchoRaw,
-            wait: wait.parse().unwrap(),
-            pin: Placement::Split,
+            id: RowId {
+                dtype: Workload::F64,
+                elements,
+                bytes: elements * 8,
+                transport: transport.parse().unwrap(),
+                path: DataPath::ZeroCopy,
+                handler: Handler::EchoRaw,
+                wait: wait.parse().unwrap(),
+                pin: Placement::Split,
+            },
             iterations: 1,
             rtt_ns: p,
             transfer_ns: p,

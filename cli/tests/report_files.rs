@@ -1,0 +1,411 @@
+//! The report's files: the JSON contract (keys, nesting, names, reports from before a field
+//! existed, unreadable files), CSV and SVG, on hand-built reports (no processes, no clocks).
+
+mod reports;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use peerpipe_cli::report::compare::{self, Mode, Thresholds};
+use peerpipe_cli::report::{Report, export};
+use reports::{report, row, sample};
+use serde_json::Value;
+
+/// A fresh directory under the system temp dir, unique per process and call.
+fn temp_dir(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "peerpipe-report-files-{}-{}-{name}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    fs::create_dir_all(&dir).expect("create a temp dir");
+    dir
+}
+
+fn keys(value: &Value) -> BTreeSet<String> {
+    value.as_object().expect("an object").keys().cloned().collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+// ---------------------------------------------------------------------------------------------
+
+const PERCENTILE_KEYS: [&str; 6] = ["min", "p50", "p90", "p99", "p999", "max"];
+
+#[test]
+fn json_has_the_documented_keys_and_nesting() {
+    let value = serde_json::to_value(sample()).expect("serialise");
+    assert_eq!(
+        keys(&value),
+        set(&["peerpipe", "machine", "config", "baseline", "rows", "sync_costs", "skipped"])
+    );
+    assert_eq!(value["peerpipe"], "0.1.0");
+    assert!(value["machine"].is_object() && value["config"].is_object());
+    assert_eq!(
+        keys(&value["machine"]),
+        set(&["cpu", "cores", "kernel", "pipe_max_size", "pipe_size_granted", "endian", "clock"])
+    );
+    assert_eq!(value["config"]["budget_ns"], 150_000);
+    assert_eq!(
+        keys(&value["config"]),
+        set(&[
+            "sizes",
+            "dtypes",
+            "paths",
+            "handlers",
+            "waits",
+            "pins",
+            "iterations",
+            "duration_ns",
+            "warmup_ns",
+            "rounds",
+            "generations",
+            "order_seed",
+            "server_delay_ns",
+            "spawn",
+            "budget_ns",
+            "pipe_size",
+            "transports",
+            "shm_size",
+            "hybrid_spin_ns",
+            "load",
+        ])
+    );
+
+    let baseline = value["baseline"].as_array().expect("baseline is an array");
+    assert_eq!(baseline.len(), 6);
+    for b in baseline {
+        // The documented keys (docs/REPORT.md, JSON shape).
+        assert_eq!(
+            keys(b),
+            set(&[
+                "bytes",
+                "transport",
+                "wait",
+                "pin",
+                "lent",
+                "iterations",
+                "rtt_ns",
+                "rounds",
+                "shared_core_share",
+                "cross_core"
+            ]),
+            "{b}"
+        );
+        // A floor's rounds carry no floor of their own.
+        assert_eq!(
+            keys(&b["rounds"][0]),
+            set(&["p50_ns", "client_cpu", "server_cpu", "preemptions", "generation"])
+        );
+        assert!(b["bytes"].is_u64() && b["wait"].is_string());
+        assert_eq!(keys(&b["rtt_ns"]), set(&PERCENTILE_KEYS));
+        assert!(PERCENTILE_KEYS.iter().all(|k| b["rtt_ns"][k].is_u64()));
+    }
+    assert_eq!(baseline[1]["bytes"], 4000);
+    assert_eq!(baseline[1]["wait"], "block");
+    assert_eq!(baseline[1]["rtt_ns"]["p50"], 60_000);
+
+    let rows = value["rows"].as_array().expect("rows is an array");
+    assert_eq!(rows.len(), 16);
+    let documented = [
+        "dtype",
+        "elements",
+        "bytes",
+        "path",
+        "handler",
+        "wait",
+        "pin",
+        "iterations",
+        "rtt_ns",
+        "transfer_ns",
+        "encode_ns",
+        "decode_ns",
+        "server_ns",
+        "client_cpu_ns",
+        "server_cpu_ns",
+        "mb_per_s",
+        "ratio_to_baseline",
+    ];
+    let mut expected = set(&documented);
+    expected.extend(set(&["transport", "ratio_ci", "rounds", "shared_core_share"]));
+    for r in rows {
+        assert_eq!(keys(r), expected, "{r}");
+        assert_eq!(
+            keys(&r["rounds"][0]),
+            set(&[
+                "p50_ns",
+                "floor_p50_ns",
+                "client_cpu",
+                "server_cpu",
+                "preemptions",
+                "generation"
+            ]),
+            "{r}"
+        );
+        assert_eq!(r["ratio_ci"].as_array().map(Vec::len), Some(2), "{r}");
+        for phase in ["rtt_ns", "transfer_ns", "encode_ns", "decode_ns", "server_ns"] {
+            assert_eq!(keys(&r[phase]), set(&PERCENTILE_KEYS), "{phase}");
+        }
+        for number in ["client_cpu_ns", "server_cpu_ns", "mb_per_s", "ratio_to_baseline"] {
+            assert!(r[number].is_number(), "{number}: {}", r[number]);
+        }
+    }
+    let first = &rows[0];
+    assert_eq!(first["dtype"], "f64");
+    assert_eq!(first["elements"], 500);
+    assert_eq!(first["bytes"], 4000);
+    assert_eq!(first["path"], "zero-copy");
+    assert_eq!(first["handler"], "echo-raw");
+    assert_eq!(first["wait"], "block");
+    assert_eq!(first["pin"], "free");
+    assert_eq!(first["transport"], "pipe");
+    assert_eq!(first["rtt_ns"]["p50"], 80_000);
+}
+
+#[test]
+fn json_round_trips_through_a_file() {
+    let dir = temp_dir("json");
+    let path = dir.join("run.json");
+    let original = sample();
+    export::write_json(&original, &path).expect("write");
+    let text = fs::read_to_string(&path).expect("read back");
+    assert!(text.starts_with("{\n  \"peerpipe\""), "pretty-printed: {}", &text[..40]);
+    let back = export::read_json(&path).expect("read_json");
+    // Integers (every percentile) come back exactly; serde_json's default float parser may
+    // miss the last bit of a 17-digit float, so floats are compared to 1e-12.
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
+    for (a, b) in original.rows.iter().zip(&back.rows) {
+        assert!(close(a.client_cpu_ns, b.client_cpu_ns) && close(a.server_cpu_ns, b.server_cpu_ns));
+        assert!(close(a.mb_per_s, b.mb_per_s), "{} vs {}", a.mb_per_s, b.mb_per_s);
+        assert!(close(a.ratio_to_baseline.unwrap(), b.ratio_to_baseline.unwrap()));
+    }
+    let without_floats = |r: &Report| {
+        let mut r = r.clone();
+        for row in &mut r.rows {
+            (row.client_cpu_ns, row.server_cpu_ns, row.mb_per_s) = (0.0, 0.0, 0.0);
+        }
+        r
+    };
+    assert_eq!(without_floats(&back), without_floats(&original));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn names_are_written_as_the_report_always_wrote_them_and_read_back_typed() {
+    let mut original = sample();
+    original.rows[0].id.wait = "hybrid:20us".parse().unwrap();
+    original.rows[0].id.handler = peerpipe_cli::report::key::Handler::named("my-model");
+    original.baseline[0].transport = "shm-ring".parse().unwrap();
+    let value = serde_json::to_value(&original).expect("serialise");
+    let row = &value["rows"][0];
+    let first = &original.rows[0];
+    assert_eq!(row["dtype"], first.id.dtype.name());
+    assert_eq!(row["path"], first.id.path.name());
+    assert_eq!(row["pin"], first.id.pin.name());
+    assert_eq!(row["transport"], "pipe");
+    assert_eq!((&row["wait"], &row["handler"]), (&"hybrid:20us".into(), &"my-model".into()));
+    assert_eq!(value["baseline"][0]["transport"], "shm-ring");
+    let back: Report = serde_json::from_value(value).expect("read back");
+    assert_eq!(back.rows[0], original.rows[0]);
+    assert_eq!(back.baseline[0], original.baseline[0]);
+}
+
+#[test]
+fn compare_reads_a_report_written_before_the_optional_fields_existed() {
+    // What an early report held: no transport on floors (they were pipes), no rounds, no
+    // intervals, no sync costs or skipped rows, a shorter config.
+    let mut old = serde_json::to_value(sample()).expect("serialise");
+    for floor in old["baseline"].as_array_mut().unwrap() {
+        let floor = floor.as_object_mut().unwrap();
+        for key in ["transport", "lent", "rounds", "shared_core_share", "route", "cross_core"] {
+            floor.remove(key);
+        }
+    }
+    for row in old["rows"].as_array_mut().unwrap() {
+        let row = row.as_object_mut().unwrap();
+        for key in ["ratio_ci", "rounds", "shared_core_share"] {
+            row.remove(key);
+        }
+    }
+    let config = old["config"].as_object_mut().unwrap();
+    for key in
+        ["rounds", "generations", "order_seed", "server_delay_ns", "transports", "shm_size", "load"]
+    {
+        config.remove(key);
+    }
+    old["machine"].as_object_mut().unwrap().remove("clock");
+    let top = old.as_object_mut().unwrap();
+    top.remove("sync_costs");
+    top.remove("skipped");
+
+    let dir = temp_dir("old-report");
+    let path = dir.join("old.json");
+    fs::write(&path, serde_json::to_string_pretty(&old).unwrap()).unwrap();
+    let read = export::read_json(&path).expect("an old report reads");
+    assert!(read.baseline.iter().all(|b| b.transport.name() == "pipe" && b.rounds.is_empty()));
+    assert!(read.sync_costs.is_empty() && read.skipped.is_empty());
+    let thresholds = Thresholds { abs: Duration::from_micros(5), rel_pct: 10.0 };
+    let comparison = compare::compare(&read, &sample(), thresholds, Mode::Absolute);
+    assert_eq!(comparison.rows.len(), sample().rows.len(), "every row matched by its key");
+    assert_eq!(comparison.baselines.len(), sample().baseline.len());
+    assert!(comparison.only_in_a.is_empty() && comparison.only_in_b.is_empty());
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn unmeasured_cpu_is_null_in_json_and_nan_when_read_back() {
+    let dir = temp_dir("nan");
+    let path = dir.join("run.json");
+    let mut original = sample();
+    original.rows[0].server_cpu_ns = f64::NAN;
+    original.rows[3].client_cpu_ns = f64::NAN;
+    original.rows[5].ratio_to_baseline = None;
+    export::write_json(&original, &path).expect("write");
+    let value: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(value["rows"][0]["server_cpu_ns"].is_null());
+    assert!(value["rows"][5]["ratio_to_baseline"].is_null());
+
+    let back = export::read_json(&path).expect("nulls read back");
+    assert!(back.rows[0].server_cpu_ns.is_nan());
+    assert!(back.rows[3].client_cpu_ns.is_nan());
+    assert_eq!(back.rows[0].client_cpu_ns, original.rows[0].client_cpu_ns);
+    assert_eq!(back.rows[5].ratio_to_baseline, None);
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn reading_a_bad_report_names_the_file_and_the_problem() {
+    let dir = temp_dir("bad");
+    let missing = dir.join("missing.json");
+    let err = export::read_json(&missing).unwrap_err().to_string();
+    assert!(err.contains("missing.json") && err.contains("No such file"), "{err}");
+
+    let not_json = dir.join("notes.json");
+    fs::write(&not_json, "latency was fine\n").unwrap();
+    let err = export::read_json(&not_json).unwrap_err().to_string();
+    assert!(err.contains("notes.json") && err.contains("line 1"), "{err}");
+
+    let not_a_report = dir.join("other.json");
+    fs::write(&not_a_report, "{\"peerpipe\": \"0.1.0\", \"rows\": []}").unwrap();
+    let err = export::read_json(&not_a_report).unwrap_err().to_string();
+    assert!(err.contains("other.json") && err.contains("missing field `machine`"), "{err}");
+
+    let mut value = serde_json::to_value(sample()).unwrap();
+    value["rows"][2]["elements"] = Value::from("many");
+    let mistyped = dir.join("mistyped.json");
+    fs::write(&mistyped, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+    let err = export::read_json(&mistyped).unwrap_err().to_string();
+    assert!(err.contains("mistyped.json") && err.contains("\"many\""), "{err}");
+    fs::remove_dir_all(dir).ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSV and SVG
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn csv_has_a_flat_header_and_one_line_per_baseline_and_row() {
+    let dir = temp_dir("csv");
+    let path = dir.join("run.csv");
+    let mut report = sample();
+    report.rows[1].server_cpu_ns = f64::NAN;
+    export::write_csv(&report, &path).expect("write");
+    let text = fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + report.baseline.len() + report.rows.len());
+
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(lines[0], export::csv_header());
+    for column in [
+        "dtype",
+        "elements",
+        "bytes",
+        "path",
+        "handler",
+        "wait",
+        "pin",
+        "iterations",
+        "rtt_p50_ns",
+        "rtt_p999_ns",
+        "transfer_p50_ns",
+        "encode_p50_ns",
+        "decode_p50_ns",
+        "server_max_ns",
+        "client_cpu_ns",
+        "server_cpu_ns",
+        "mb_per_s",
+        "ratio_to_baseline",
+    ] {
+        assert!(header.contains(&column), "{column} missing from {header:?}");
+    }
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for line in &lines[1..] {
+        assert_eq!(line.split(',').count(), header.len(), "{line}");
+    }
+    let fields = |n: usize| lines[n].split(',').collect::<Vec<_>>();
+    // Baselines first, as handler `baseline`.
+    assert_eq!(fields(1)[column("handler")], "baseline");
+    assert_eq!(fields(2)[column("bytes")], "4000");
+    assert_eq!(fields(2)[column("rtt_p50_ns")], "60000");
+    // Then the rows, in report order; NaN is an empty field.
+    let second_row = fields(1 + report.baseline.len() + 1);
+    assert_eq!(second_row[column("elements")], "65536");
+    assert_eq!(second_row[column("rtt_p50_ns")], report.rows[1].rtt_ns.p50.to_string());
+    assert_eq!(second_row[column("server_cpu_ns")], "");
+    assert_eq!(second_row[column("ratio_to_baseline")], "1.25");
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn svg_is_a_whole_document_naming_every_series() {
+    let dir = temp_dir("svg");
+    let path = dir.join("run.svg");
+    let mut report = sample();
+    report.rows.push(row("f32", 500, "echo", "codec", "spin", 30_000));
+    export::write_svg(&report, &path).expect("write");
+    let svg = fs::read_to_string(&path).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..60]);
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+    for label in [
+        "baseline: raw read/write",
+        "echo-raw zero-copy f64",
+        "echo-raw codec f64",
+        "echo zero-copy f64",
+        "echo codec f64",
+        "echo codec f32",
+        "p99",
+        "wait block",
+        "wait spin",
+        "payload bytes per message",
+        "round trip",
+    ] {
+        assert!(svg.contains(label), "{label} missing from the SVG");
+    }
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn svg_of_an_empty_report_is_still_a_document() {
+    let dir = temp_dir("svg-empty");
+    let path = dir.join("empty.svg");
+    export::write_svg(&report(vec![], vec![]), &path).expect("write");
+    let svg = fs::read_to_string(&path).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("no rows"));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn writing_into_a_missing_directory_names_the_file() {
+    let path = std::env::temp_dir().join("peerpipe-no-such-dir-for-sure/run.csv");
+    let err = export::write_csv(&sample(), &path).unwrap_err().to_string();
+    assert!(err.contains("run.csv"), "{err}");
+}

@@ -1,0 +1,459 @@
+//! What the report prints: the table, the verdict, the answer, and compare's thresholds and
+//! notes, on hand-built reports (no processes, no clocks).
+
+mod reports;
+
+use std::time::Duration;
+
+use peerpipe_cli::report::compare::{self, Mode, Outcome, Thresholds};
+use peerpipe_cli::report::crosscore::CrossCore;
+use peerpipe_cli::report::{Report, Round, Row, answer, render};
+use reports::{report, row, sample};
+
+fn text_of(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+    let mut out = Vec::new();
+    write(&mut out).expect("writing to a Vec cannot fail");
+    String::from_utf8(out).expect("UTF-8 output")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Table and verdict
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn table_puts_the_baseline_then_echo_raw_then_echo_in_each_group() {
+    let mut report = sample();
+    report.rows[0].client_cpu_ns = f64::NAN;
+    let text = text_of(|out| render::table(&report, out));
+    for line in text.lines() {
+        assert!(line.chars().count() <= 120, "{} columns: {line}", line.chars().count());
+    }
+    let group: Vec<&str> =
+        text.lines().skip_while(|l| !l.starts_with("f64 x 500 (4000 B)")).skip(1).take(5).collect();
+    assert!(group[0].trim_start().starts_with("baseline raw r/w"), "{group:?}");
+    assert!(group[1].trim_start().starts_with("echo-raw zero-copy"), "{group:?}");
+    assert!(group[2].trim_start().starts_with("echo-raw codec"), "{group:?}");
+    assert!(group[3].trim_start().starts_with("echo     zero-copy"), "{group:?}");
+    assert!(group[4].trim_start().starts_with("echo     codec"), "{group:?}");
+    // Units per magnitude; the baseline's 60 µs p50; NaN CPU is a dash.
+    assert!(group[0].contains("60us") && group[0].contains("1.00x"), "{}", group[0]);
+    assert!(group[1].contains("80us") && group[1].contains(" - "), "{}", group[1]);
+    assert!(text.contains("wait block, pin free") && text.contains("wait spin, pin free"));
+    assert!(text.contains("f64 x 65536 (512 KiB)"));
+}
+
+/// The percentages on the verdict's breakdown lines, three per line.
+fn shares(text: &str) -> Vec<[f64; 3]> {
+    text.lines()
+        .filter(|l| l.contains("converting ") && l.contains('%'))
+        .map(|l| {
+            let numbers: Vec<f64> = l
+                .split('%')
+                .filter_map(|part| part.rsplit(' ').next().and_then(|n| n.parse().ok()))
+                .collect();
+            assert_eq!(numbers.len(), 3, "{l}");
+            [numbers[0], numbers[1], numbers[2]]
+        })
+        .collect()
+}
+
+#[test]
+fn verdict_splits_the_round_trip_and_judges_the_fastest_against_the_budget() {
+    let report = sample();
+    let text = text_of(|out| render::verdict(&report, out));
+    // Definitions stated once under the heading.
+    assert!(text.lines().nth(1).unwrap().contains("waiting = smallest raw baseline p50"), "{text}");
+
+    // One breakdown line per size and wait, each adding up to 100 %.
+    let all = shares(&text);
+    assert_eq!(all.len(), 4, "{text}");
+    for [converting, moving, waiting] in &all {
+        let total = converting + moving + waiting;
+        assert!((total - 100.0).abs() <= 0.2, "{converting} + {moving} + {waiting} = {total}");
+    }
+    // f64 × 500, block, echo-raw zero-copy: of its 80 µs, encode 2 µs + decode 2 µs + server
+    // 4 µs = 8 µs converting (10 %), the 8-byte block baseline's 50 µs waiting (62.5 %), the
+    // remaining 22 µs moving (27.5 %).
+    let block_500 = text
+        .lines()
+        .skip_while(|l| !l.starts_with("f64 x 500"))
+        .find(|l| l.trim_start().starts_with("block"))
+        .unwrap();
+    assert!(block_500.contains("converting 10.0% (8us)"), "{block_500}");
+    assert!(block_500.contains("moving 27.5% (22us)"), "{block_500}");
+    assert!(block_500.contains("waiting 62.5% (50us)"), "{block_500}");
+    assert!(block_500.contains("[echo-raw zero-copy]"), "{block_500}");
+
+    assert!(
+        text.contains(
+            "fastest: echo-raw zero-copy, spin: p50 20us, p99 40us; meets the 150us budget with \
+             130us to spare"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("fastest: echo-raw zero-copy, spin: p50 400us, p99 800us; misses the 150us budget by 250us (2.67x)"),
+        "{text}"
+    );
+    assert!(text.contains("met by 1 of 2 sizes; missed by:"), "{text}");
+    assert!(text.contains("f64 x 65536."), "{text}");
+}
+
+#[test]
+fn breakdown_follows_its_definitions() {
+    let report = sample();
+    // spin, 500: 20 µs = 2 µs converting, the 4 µs of the smallest spin baseline waiting,
+    // 14 µs moving.
+    let fast = report
+        .rows
+        .iter()
+        .find(|r| r.id.wait.to_string() == "spin" && r.id.elements == 500)
+        .unwrap();
+    let b = render::breakdown(&report, fast);
+    assert_eq!(b.round_trip_ns, 20_000);
+    assert_eq!((b.converting_ns, b.moving_ns, b.waiting_ns), (2_000, 14_000, Some(4_000)));
+    // Waiting is capped at the transfer: a 50 µs wake-up in a 30 µs round trip.
+    let mut short = report.rows[0].clone();
+    short.rtt_ns.p50 = 30_000;
+    let b = render::breakdown(&report, &short);
+    assert_eq!((b.converting_ns, b.moving_ns, b.waiting_ns), (8_000, 0, Some(22_000)));
+    let (c, m, w) = b.shares_pct();
+    assert!((c + m + w - 100.0).abs() < 1e-9);
+}
+
+#[test]
+fn verdict_without_baselines_says_moving_and_waiting_cannot_be_split() {
+    let mut report = sample();
+    report.baseline.clear();
+    let text = text_of(|out| render::verdict(&report, out));
+    assert!(text.contains("no baseline to split moving from waiting"), "{text}");
+    assert!(text.contains("fastest: echo-raw zero-copy, spin: p50 20us"), "{text}");
+    let table = text_of(|out| render::table(&report, out));
+    assert!(table.contains("(not measured)"), "{table}");
+}
+
+#[test]
+fn verdict_of_an_empty_report_says_so() {
+    let text = text_of(|out| render::verdict(&report(vec![], vec![]), out));
+    assert!(text.contains("no rows were measured"), "{text}");
+}
+
+#[test]
+fn verdict_without_a_budget_does_not_judge() {
+    let mut report = sample();
+    report.config.budget_ns = 0;
+    let text = text_of(|out| render::verdict(&report, out));
+    assert!(!text.contains("meets") && !text.contains("misses"), "{text}");
+    assert!(text.contains("no budget was set"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// compare
+// ---------------------------------------------------------------------------------------------
+
+/// One row with the given per-round p50s and no paired ratio: judged by its p50.
+fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
+    let mut r = row("f64", 500, "echo", "codec", "hybrid", p50);
+    r.ratio_ci = None;
+    r.rounds = round_p50s
+        .into_iter()
+        .map(|p50_ns| Round {
+            p50_ns,
+            floor_p50_ns: None,
+            client_cpu: None,
+            server_cpu: None,
+            preemptions: None,
+            generation: 0,
+        })
+        .collect();
+    report(vec![], vec![r])
+}
+
+/// `sample()` with every floor's cross-core probe at `line_ns` / `block_ns`, and the first
+/// floor's 4 KiB figure at `first_block_ns`.
+fn probed(line_ns: u64, block_ns: u64, first_block_ns: u64) -> Report {
+    let mut report = sample();
+    for (i, floor) in report.baseline.iter_mut().enumerate() {
+        let block_ns = if i == 0 { first_block_ns } else { block_ns };
+        floor.cross_core = Some(CrossCore { line_ns, block_ns });
+    }
+    report
+}
+
+#[test]
+fn the_table_names_the_machine_state_and_notes_a_change_of_state() {
+    let table = |report: &Report| text_of(|out| render::table(report, out));
+    let steady = table(&probed(120, 900, 950));
+    assert!(
+        steady.contains(
+            "machine state: a cache line between the first two CPUs 120ns, 4 KiB 900ns..950ns"
+        ),
+        "{steady}"
+    );
+    assert!(!steady.contains("changed state"), "{steady}");
+    let changed = table(&probed(120, 900, 3_400));
+    assert!(changed.contains("took 3.78x longer in some groups"), "{changed}");
+    // Each group then names its state; in a steady run none does.
+    assert!(changed.contains("; cross-core 4 KiB 900ns"), "{changed}");
+    assert!(!steady.contains("; cross-core 4 KiB"), "{steady}");
+    assert!(changed.contains("the machine changed state during the run"), "{changed}");
+    // Not probed (no split placement): nothing is claimed.
+    assert!(!table(&sample()).contains("machine state"));
+    // The answer at the top says it too, right under its figures.
+    let answer = |report: &Report| text_of(|out| answer::answer(report, out));
+    assert!(answer(&probed(120, 900, 3_400)).contains("the machine changed state"));
+    assert!(!answer(&probed(120, 900, 950)).contains("changed state"));
+}
+
+#[test]
+fn the_answer_columns_line_up_whatever_the_longest_size_label() {
+    let mut report = sample();
+    report.rows.push(row("f64-as-f32", 1_048_576, "echo", "codec", "spin", 3_000_000));
+    let text = text_of(|out| answer::answer(&report, out));
+    // Every line of the answer's table puts its overhead figure's last character in the
+    // header's column, however long the size label ("f64-as-f32 x 1048576" is 20 characters).
+    let header = text.lines().find(|l| l.trim_start().starts_with("size")).expect("header");
+    let end = header.find("overhead").expect("overhead column") + "overhead".len();
+    let lines: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("  ") && l.contains(" x ") && *l != header).collect();
+    assert!(lines.iter().any(|l| l.contains("f64-as-f32 x 1048576")), "{text}");
+    for line in lines {
+        let figure = line[..end].trim_end();
+        assert_eq!(figure.len(), end, "misaligned:\n{header}\n{line}");
+        assert!(line[..end].ends_with("us") || line[..end].ends_with("ms"), "{header}\n{line}");
+    }
+}
+
+#[test]
+fn compare_says_when_two_runs_were_taken_in_different_states() {
+    let judge = |a: &Report, b: &Report| compare::compare(a, b, thresholds(1, 5.0), Mode::Paired);
+    let fast = probed(120, 900, 900);
+    let slow = probed(350, 3_400, 3_400);
+    let across = judge(&fast, &slow);
+    assert_eq!(across.states_differ, Some((900, 3_400)));
+    let text = text_of(|out| compare::render(&across, out));
+    assert!(text.contains("took 900ns in A and 3.40us in B"), "{text}");
+    assert!(text.contains("(the machine's state, see the note above)"), "{text}");
+    assert_eq!(judge(&fast, &probed(130, 1_000, 1_000)).states_differ, None);
+    assert_eq!(judge(&fast, &sample()).states_differ, None, "unknown on one side: no claim");
+}
+
+#[test]
+fn compare_says_when_two_runs_were_timed_with_different_clocks() {
+    let judge = |a: &Report, b: &Report| compare::compare(a, b, thresholds(1, 5.0), Mode::Paired);
+    let with_clock = |clock: &str| {
+        let mut report = sample();
+        report.machine.clock = clock.to_owned();
+        report
+    };
+    let tsc = with_clock("tsc (2.596 GHz)");
+    let c = judge(&tsc, &with_clock("monotonic (PEERPIPE_CLOCK=monotonic)"));
+    assert_eq!(c.clocks_differ, Some(("tsc".to_owned(), "monotonic".to_owned())));
+    let text = text_of(|out| compare::render(&c, out));
+    assert!(
+        text.contains("note: timed with different clocks: A with tsc, B with monotonic"),
+        "{text}"
+    );
+    assert!(!c.differs(), "a note, not a difference");
+    // Rates calibrated a little apart are the same clock; a report without one is said so.
+    assert_eq!(judge(&tsc, &with_clock("tsc (2.597 GHz)")).clocks_differ, None);
+    let old = judge(&with_clock(""), &tsc).clocks_differ;
+    assert_eq!(old, Some(("not recorded".to_owned(), "tsc".to_owned())));
+}
+
+fn thresholds(abs_us: u64, rel_pct: f64) -> Thresholds {
+    Thresholds { abs: Duration::from_micros(abs_us), rel_pct }
+}
+
+#[test]
+fn a_difference_below_the_absolute_threshold_is_not_reported() {
+    // 5 µs on 100 µs: 5 % clears a 1 % threshold but not 10 µs.
+    let c = compare::compare(
+        &one_row(100_000, vec![]),
+        &one_row(105_000, vec![]),
+        thresholds(10, 1.0),
+        Mode::Absolute,
+    );
+    assert_eq!(c.rows[0].outcome, Outcome::WithinAbs);
+    assert!(!c.differs());
+}
+
+#[test]
+fn a_difference_below_the_relative_threshold_is_not_reported() {
+    // 50 µs on 1 ms: clears 10 µs but is 5 % of A.
+    let c = compare::compare(
+        &one_row(1_000_000, vec![]),
+        &one_row(1_050_000, vec![]),
+        thresholds(10, 10.0),
+        Mode::Absolute,
+    );
+    assert_eq!(c.rows[0].outcome, Outcome::WithinRel);
+    assert!(!c.differs());
+}
+
+#[test]
+fn a_difference_within_the_noise_of_either_file_is_not_reported() {
+    // 30 µs on 100 µs clears 10 µs and 10 %, but B's repeats spread over 40 µs.
+    let a = one_row(100_000, vec![100_000]);
+    let b = one_row(130_000, vec![100_000, 140_000]);
+    let c = compare::compare(&a, &b, thresholds(10, 10.0), Mode::Absolute);
+    assert_eq!(c.rows[0].outcome, Outcome::WithinNoise);
+    assert_eq!((c.rows[0].a_noise_ns, c.rows[0].b_noise_ns), (None, Some(40_000)));
+    assert!(!c.differs());
+    // The noise of A counts too.
+    let c = compare::compare(&b, &a, thresholds(10, 10.0), Mode::Absolute);
+    assert_eq!(c.rows[0].outcome, Outcome::WithinNoise);
+}
+
+#[test]
+fn a_difference_beyond_all_three_is_reported_side_by_side() {
+    let a = one_row(100_000, vec![99_000, 101_000]);
+    let b = one_row(150_000, vec![148_000, 153_000]);
+    let c = compare::compare(&a, &b, thresholds(10, 10.0), Mode::Absolute);
+    assert_eq!(c.rows[0].outcome, Outcome::Differs);
+    assert!(c.differs());
+    assert_eq!(c.rows[0].difference_ns(), 50_000);
+    let text = text_of(|out| compare::render(&c, out));
+    let line = text.lines().find(|l| l.starts_with("f64 x 500 echo codec")).expect(&text);
+    for cell in ["100us", "150us", "+50us", "+50.0%", "2us", "5us"] {
+        assert!(line.contains(cell), "{cell} missing from {line}");
+    }
+    assert!(text.contains("compared 1 rows and 0 baselines: 1 differ; 0 only in A, 0 only in B."));
+}
+
+#[test]
+fn compare_matches_rows_and_baselines_by_key_and_counts_the_rest() {
+    let a = sample();
+    let mut b = sample();
+    b.rows.remove(3);
+    b.rows.push(row("f32", 500, "echo", "codec", "spin", 30_000));
+    b.baseline[0].rtt_ns.p50 = 500_000; // 8 B block: 50 µs → 500 µs
+    let c = compare::compare(&a, &b, Thresholds::default(), Mode::Absolute);
+    assert_eq!(c.rows.len(), a.rows.len() - 1);
+    assert_eq!(c.baselines.len(), a.baseline.len());
+    assert_eq!(c.only_in_a.len(), 1);
+    assert_eq!(c.only_in_b, vec!["f32 x 500 echo codec, wait spin, pin free".to_owned()]);
+    assert!(c.differs(), "the baseline moved");
+    let text = text_of(|out| compare::render(&c, out));
+    assert!(text.contains("baseline 8 B, wait block, pin free"), "{text}");
+    assert!(text.contains("compared 15 rows and 6 baselines: 1 differ; 1 only in A, 1 only in B."));
+    assert!(text.contains("only in B: f32 x 500 echo codec, wait spin, pin free"), "{text}");
+
+    let same = compare::compare(&a, &a, Thresholds::default(), Mode::Absolute);
+    assert!(!same.differs());
+    assert!(text_of(|out| compare::render(&same, out)).contains("nothing differs"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// pairing in the table
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn each_group_shows_its_floor_spread_and_the_ratio_interval() {
+    let text = text_of(|out| render::table(&sample(), out));
+    // base(4000, "block", 60_000) has rounds at 57us, 60us, 63us.
+    let group = text.lines().find(|l| l.starts_with("f64 x 500 (4000 B)")).expect(&text);
+    assert!(group.contains("floor p50 per round 57us..63us (1.11x)"), "{group}");
+    // Pinned free: how often client and server shared a core (never, in the sample).
+    assert!(group.contains("one core in up to 0% of rounds"), "{group}");
+    assert!(text.contains("ratio: paired - the median over 3 rounds"), "{text}");
+    let row = text.lines().find(|l| l.contains("echo     codec")).expect(&text);
+    assert!(row.trim_end().ends_with("1.25x 1.20-1.30"), "{row}");
+    // A steady machine gets no speed-change note.
+    assert!(!text.contains("changed speed"), "{text}");
+}
+
+#[test]
+fn a_floor_that_changed_speed_across_rounds_is_named_at_the_top() {
+    let mut report = sample();
+    let floor = report
+        .baseline
+        .iter_mut()
+        .find(|b| b.bytes == 4000 && b.wait.to_string() == "spin")
+        .unwrap();
+    floor.rounds[2].p50_ns = 64_000; // 15.2us, 16us, 64us: 4.2x
+    let text = text_of(|out| render::table(&report, out));
+    let note = text.lines().find(|l| l.starts_with("note: the 4000 B floor")).expect(&text);
+    assert!(note.contains("(pipe, spin, free) ranged 15.2us..64us (4.21x)"), "{note}");
+    assert!(note.contains("ratios are paired and hold, absolute times do not"), "{note}");
+    // The note comes before the first group.
+    let note_at = text.find("note: the 4000 B floor").unwrap();
+    assert!(note_at < text.find("f64 x 500").unwrap());
+    assert_eq!(render::speed_change(&sample()), None);
+}
+
+#[test]
+fn a_busy_machine_is_named_when_most_rounds_were_preempted() {
+    let mut report = sample();
+    assert_eq!(render::contention(&report), None, "no preemption counts in the sample");
+    for row in &mut report.rows {
+        for (i, round) in row.rounds.iter_mut().enumerate() {
+            round.preemptions = Some(if i == 0 { 0 } else { 6 });
+        }
+    }
+    // 2 of every 3 row rounds contended; the floors' rounds are unknown and do not count.
+    let line = render::contention(&report).expect("a note");
+    assert!(line.starts_with("note: in 67% of the rounds another task took a CPU"), "{line}");
+    let text = text_of(|out| render::table(&report, out));
+    assert!(text.contains("ratios read lower than on a quiet machine"), "{text}");
+    for row in &mut report.rows {
+        for round in &mut row.rounds {
+            round.preemptions = Some(4);
+        }
+    }
+    assert_eq!(render::contention(&report), None, "a few preemptions a burst are kernel noise");
+}
+
+/// A row of `wait` at `pin` (f64 x 500, echo, codec) whose p50 round trip is `rtt`.
+fn placed(wait: &str, pin: &str, rtt: u64) -> Row {
+    let mut placed = row("f64", 500, "echo", "codec", wait, rtt);
+    placed.id.pin = pin.parse().unwrap();
+    placed
+}
+
+#[test]
+fn the_answer_gives_the_default_wait_unpinned_even_when_a_pinned_wait_is_faster() {
+    let rows = vec![placed("spin", "split", 2_000), placed("auto", "free", 3_000)];
+    let text = text_of(|out| answer::answer(&report(vec![], rows), out));
+    let line = text.lines().find(|l| l.contains("f64 x 500")).expect("the 500 line");
+    assert!(line.trim_end().ends_with("echo codec, auto"), "{text}");
+    assert!(text.contains("at the default wait, unpinned, as a program gets it"), "{text}");
+    // Only one placement of auto: the answer says how to see the others.
+    assert!(
+        text.contains("placement: auto measured unpinned only; --pin same,split,free"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_answer_says_when_placement_changes_it_by_more_than_one_and_a_half_times() {
+    let rows = vec![
+        placed("auto", "free", 3_000),
+        placed("auto", "same", 10_000),
+        placed("auto", "split", 2_800),
+    ];
+    let text = text_of(|out| answer::answer(&report(vec![], rows), out));
+    // Overheads are round trip - server time (a twentieth of it here): 2850, 9500, 2660 ns.
+    assert!(
+        text.contains(
+            "placement changes f64 x 500 at wait auto by 3.6x: unpinned 2.85us, on one core \
+             9.50us, on two cores 2.66us."
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("measured unpinned only"), "{text}");
+    // Within 1.5x: nothing to say.
+    let close = vec![placed("auto", "free", 3_000), placed("auto", "same", 4_000)];
+    let text = text_of(|out| answer::answer(&report(vec![], close), out));
+    assert!(!text.contains("placement"), "{text}");
+}
+
+#[test]
+fn the_answer_names_the_load_it_ran_beside() {
+    let mut loaded = report(vec![], vec![placed("auto", "free", 3_000)]);
+    loaded.config.load = 2;
+    let text = text_of(|out| answer::answer(&loaded, out));
+    assert!(text.contains(", beside 2 busy threads)"), "{text}");
+    let text = text_of(|out| render::table(&loaded, out));
+    assert!(text.contains("load: 2 busy threads beside the client and servers"), "{text}");
+}
