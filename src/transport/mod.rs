@@ -300,12 +300,7 @@ impl Transport {
                     at += written;
                     self.waited(&mut spin);
                 }
-                None => self.wait_ready(
-                    Direction::Write,
-                    &mut deadline,
-                    &mut spin,
-                    "the peer to read (pipe or ring full)",
-                )?,
+                None => self.wait_for_room(&mut deadline, &mut spin)?,
             }
         }
         let padding = &ZERO_PADDING[..padding_len(len)];
@@ -382,12 +377,7 @@ impl Transport {
                     IoSlice::advance_slices(&mut remaining, written);
                     self.waited(&mut spin);
                 }
-                None => self.wait_ready(
-                    Direction::Write,
-                    &mut deadline,
-                    &mut spin,
-                    "the peer to read (pipe or ring full)",
-                )?,
+                None => self.wait_for_room(&mut deadline, &mut spin)?,
             }
         }
         Ok(())
@@ -432,12 +422,7 @@ impl Transport {
                     self.waited(&mut spin);
                     deadline = deadline.on_data();
                 }
-                None => self.wait_ready(
-                    Direction::Read,
-                    &mut deadline,
-                    &mut spin,
-                    "data from the peer",
-                )?,
+                None => self.wait_for_data(&mut deadline, &mut spin)?,
             }
         }
         Ok((got, deadline))
@@ -560,12 +545,7 @@ impl Transport {
                     deadline = deadline.on_data();
                 }
                 None => {
-                    self.wait_ready(
-                        Direction::Read,
-                        &mut deadline,
-                        &mut spin,
-                        "data from the peer",
-                    )?;
+                    self.wait_for_data(&mut deadline, &mut spin)?;
                     continue;
                 }
             }
@@ -644,6 +624,16 @@ impl Transport {
             });
         }
         check_padding(padding)
+    }
+
+    /// [`Transport::wait_ready`] for room to write.
+    fn wait_for_room(&mut self, deadline: &mut Deadline, spin: &mut Spinning) -> Result<()> {
+        self.wait_ready(Direction::Write, deadline, spin, "the peer to read (pipe or ring full)")
+    }
+
+    /// [`Transport::wait_ready`] for bytes to read.
+    fn wait_for_data(&mut self, deadline: &mut Deadline, spin: &mut Spinning) -> Result<()> {
+        self.wait_ready(Direction::Read, deadline, spin, "data from the peer")
     }
 
     /// Called when the link could not make progress: returns when the caller should retry,
