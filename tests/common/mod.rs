@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod leftovers;
+pub mod server;
 pub mod sshd;
 
 use std::fs;
