@@ -713,28 +713,22 @@ impl Transport {
     fn waited(&mut self, spin: &mut Spinning) {
         if let Some(started) = spin.started {
             if self.wait == Wait::Auto {
-                let budget = spin.budget.unwrap_or(Duration::MAX);
-                let waited = started.elapsed();
-                // Only a spin followed by a dear sleep, harming no one, asks whether other
-                // work holds the CPUs (two reads of the kernel's state, next to a sleep that
-                // cost more than that).
-                let dear = waited.saturating_sub(budget) > wait::AUTO_CHEAP_SLEEP;
-                let crowded = spin.slept
-                    && !spin.contended
-                    && !budget.is_zero()
-                    && dear
-                    && placement::crowded();
-                self.auto.record(WaitSeen {
-                    budget,
-                    waited,
+                let now = Instant::now();
+                let mut seen = WaitSeen {
+                    budget: spin.budget.unwrap_or(Duration::MAX),
+                    waited: now.duration_since(started),
                     slept: spin.slept,
                     contended: spin.contended,
-                    crowded,
-                });
+                    crowded: false,
+                };
+                // Only a wait whose outcome depends on it asks whether other work holds the
+                // CPUs (two reads of the kernel's state, next to a sleep that cost more).
+                seen.crowded = self.auto.asks_whether_crowded(&seen) && placement::crowded();
+                self.auto.record(seen);
                 if let Some(placement) = &mut self.placement
                     && placement.on_trial()
                 {
-                    placement.after_wait(Instant::now(), self.auto.is_spinning());
+                    placement.after_wait(now, self.auto.is_spinning());
                 }
             }
             *spin = Spinning::default();

@@ -284,6 +284,18 @@ impl AutoWait {
         self.slept_average.clamp(AUTO_MIN_PROBE_BUDGET, AUTO_MAX_PROBE_BUDGET)
     }
 
+    /// Whether [`AutoWait::record`] would use `seen.crowded`: a spinning wait whose spin
+    /// harmed no one and was followed by a dear sleep, which lengthens the spin unless the
+    /// machine is crowded. The caller asks the machine only then.
+    pub fn asks_whether_crowded(&self, seen: &WaitSeen) -> bool {
+        let asleep = seen.waited.saturating_sub(seen.budget);
+        self.spinning
+            && seen.slept
+            && !seen.contended
+            && !seen.budget.is_zero()
+            && asleep > AUTO_CHEAP_SLEEP
+    }
+
     /// Learns from one wait (see the module documentation).
     pub fn record(&mut self, seen: WaitSeen) {
         let WaitSeen { budget, waited, slept, contended, crowded } = seen;
@@ -533,6 +545,22 @@ mod tests {
         assert_eq!(spun, 1_000);
         assert!(auto.budget() >= 300 * US, "{:?}", auto.budget());
         assert!(auto.counts().hits >= 996, "{:?}", auto.counts());
+    }
+
+    #[test]
+    fn only_a_spinning_wait_followed_by_a_dear_sleep_asks_whether_the_machine_is_crowded() {
+        let mut auto = AutoWait::default();
+        let budget = auto.budget();
+        let dear = Partner::Asleep { wake: 300 * US }.wait(budget);
+        assert!(auto.asks_whether_crowded(&dear));
+        let hit = Partner::Elsewhere { after: 2 * US }.wait(budget);
+        assert!(!auto.asks_whether_crowded(&hit));
+        let contended = Partner::SameCore { service: 3 * US }.wait(budget);
+        assert!(!auto.asks_whether_crowded(&contended));
+        // A sleeping connection's waits (probes included) never lengthen the spin.
+        run(&mut auto, Partner::SameCore { service: 3 * US }, 10);
+        assert!(!auto.is_spinning());
+        assert!(!auto.asks_whether_crowded(&dear));
     }
 
     #[test]
