@@ -188,15 +188,25 @@ pub fn stdio_transport_of(kind: TransportKind, wait: crate::transport::Wait) -> 
     let tx = io::stdout().as_fd().try_clone_to_owned()?;
     nix::unistd::dup2_stdout(io::stderr())?;
     nix::unistd::dup2_stdin(std::fs::File::open("/dev/null")?)?;
-    match kind {
-        TransportKind::Pipe => Transport::pipe(rx, tx, wait),
+    let mut transport = match kind {
+        TransportKind::Pipe => Transport::pipe(rx, tx, wait)?,
         TransportKind::Tcp => {
             let listen = SocketAddr::new(tcp::default_listen_ip(), 0);
             let deadline = Deadline::after(Some(DEFAULT_FRAME_TIMEOUT));
-            Ok(Transport::new(tcp::listen_announce_accept(listen, rx, tx, deadline)?, wait))
+            Transport::new(tcp::listen_announce_accept(listen, rx, tx, deadline)?, wait)
         }
-        shm => Ok(Transport::new(ShmLink::attach(shm, rx, tx)?, wait)),
-    }
+        shm => Transport::new(ShmLink::attach(shm, rx, tx)?, wait),
+    };
+    watch_parent_confinement(&mut transport);
+    Ok(transport)
+}
+
+/// A server started on stdio is usually its client's child: while both may run on one CPU
+/// only, the same one, its waits never spin (see [`Transport::watch_confinement`]). Under ssh
+/// the parent is the ssh server, which forwards the client's bytes: on one CPU with it,
+/// spinning would delay them too.
+fn watch_parent_confinement(transport: &mut Transport) {
+    transport.watch_confinement(std::os::unix::process::parent_id());
 }
 
 /// The server's side of `--transport tcp`: takes stdin and stdout as the control channel
@@ -222,7 +232,9 @@ pub fn stdio_tcp_transport(
     nix::unistd::dup2_stdin(std::fs::File::open("/dev/null")?)?;
     let listen = listen.unwrap_or_else(|| SocketAddr::new(tcp::default_listen_ip(), 0));
     let link = tcp::listen_announce_accept(listen, rx, tx, Deadline::after(timeout))?;
-    Ok(Transport::new(link, wait))
+    let mut transport = Transport::new(link, wait);
+    watch_parent_confinement(&mut transport);
+    Ok(transport)
 }
 
 /// How a server process serves its stdin and stdout: the settings of [`serve_stdio`] and

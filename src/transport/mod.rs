@@ -84,6 +84,9 @@ pub struct Transport {
     /// Moves this side off a core it shares with its peer (see [`placement`]); `None` unless
     /// [`Transport::move_off_a_shared_core`] asked for it.
     placement: Option<Box<Placement<placement::Os>>>,
+    /// Whether this side and its peer are confined to one CPU; `None` unless
+    /// [`Transport::watch_confinement`] asked for it.
+    confinement: Option<placement::Confinement>,
     /// Bytes read ahead of the frame they belong to (a speculative read that guessed wrong);
     /// every read drains them first.
     pushback: Vec<u8>,
@@ -167,6 +170,7 @@ impl Transport {
             wait,
             auto: AutoWait::default(),
             placement: None,
+            confinement: None,
             pushback: Vec::new(),
             pushback_read: 0,
         }
@@ -203,6 +207,14 @@ impl Transport {
     /// for the client's side.
     pub fn move_off_a_shared_core(&mut self, peer_pid: Option<u32>) {
         self.placement = Some(Box::new(Placement::new(placement::Os::new(peer_pid))));
+    }
+
+    /// Under [`Wait::Auto`], watches whether this side and its peer (process `peer_pid`) may
+    /// run on one CPU only, the same one; while they may, no wait spins (see
+    /// [`placement::Confinement`]). `Peer` asks it for the client's side, and a server started
+    /// on stdio for its parent.
+    pub fn watch_confinement(&mut self, peer_pid: u32) {
+        self.confinement = Some(placement::Confinement::new(peer_pid));
     }
 
     /// Moves made by [`Transport::move_off_a_shared_core`] so far, and moves back after a
@@ -669,6 +681,11 @@ impl Transport {
                     Wait::Spin => None,
                     Wait::Hybrid { spin } => Some(spin),
                     Wait::Auto => {
+                        if let Some(confined) =
+                            self.confinement.as_mut().and_then(|watch| watch.check(now))
+                        {
+                            self.auto.set_confined(confined);
+                        }
                         if !self.auto.is_spinning()
                             && let Some(placement) = &mut self.placement
                             && placement.before_sleeping(now)

@@ -316,6 +316,53 @@ impl Cpus for Os {
     }
 }
 
+/// How often [`Confinement`] reads the two affinity masks again: every second, so that a mask
+/// changed while the two run (`taskset -p`) is seen within a second, for two system calls.
+pub const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
+
+/// Whether this thread and its peer may each run on one CPU only, and the same one — both
+/// started under `taskset -c 0`, or in a container of one CPU. Then neither can ever find the
+/// other running elsewhere, and every microsecond one spins is a microsecond the other waits
+/// for the CPU; [`super::Wait::Auto`] then sleeps at once ([`super::AutoWait::set_confined`]).
+#[derive(Debug)]
+pub struct Confinement {
+    peer: u32,
+    next_check: Option<Instant>,
+}
+
+impl Confinement {
+    /// Watches this thread and process `peer`, nothing read yet.
+    pub fn new(peer: u32) -> Confinement {
+        Confinement { peer, next_check: None }
+    }
+
+    /// At `now`: whether the two are confined to one CPU ([`confined_together`]) when it is
+    /// time to look — at the first call, then every [`CONFINEMENT_RECHECK`] — and `None`
+    /// between looks.
+    pub fn check(&mut self, now: Instant) -> Option<bool> {
+        if self.next_check.is_some_and(|at| now < at) {
+            return None;
+        }
+        self.next_check = Some(now + CONFINEMENT_RECHECK);
+        Some(confined_together(self.peer))
+    }
+}
+
+/// Whether this thread and process `peer` may each run on exactly one CPU, the same one.
+/// `false` when a mask cannot be read (the peer has exited, or belongs to another user).
+/// Allocates nothing.
+pub fn confined_together(peer: u32) -> bool {
+    use nix::sched::{CpuSet, sched_getaffinity};
+    let only_cpu = |pid: i32| {
+        let set = sched_getaffinity(nix::unistd::Pid::from_raw(pid)).ok()?;
+        let mut cpus = (0..CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false));
+        let first = cpus.next()?;
+        cpus.next().is_none().then_some(first)
+    };
+    let Ok(peer) = i32::try_from(peer) else { return false };
+    matches!((only_cpu(0), only_cpu(peer)), (Some(mine), Some(theirs)) if mine == theirs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,5 +528,57 @@ mod tests {
         // A settled placement ignores later waits.
         placement.after_wait(now + TRIAL_TIME, false);
         assert_eq!(placement.moves(), (1, 0));
+    }
+
+    /// Runs `test` on a thread of its own whose mask is the first allowed CPU only, with a
+    /// child (`sleep`) started from it, whose mask it inherits unless `widen_child` gives it every CPU again.
+    fn with_pinned_child(widen_child: bool, test: impl FnOnce(u32) -> bool + Send) -> Option<bool> {
+        use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+        let me = nix::unistd::Pid::from_raw(0);
+        let all = sched_getaffinity(me).ok()?;
+        let first = (0..CpuSet::count()).find(|&cpu| all.is_set(cpu).unwrap_or(false))?;
+        let second = (first + 1..CpuSet::count()).find(|&cpu| all.is_set(cpu).unwrap_or(false));
+        if widen_child && second.is_none() {
+            return None;
+        }
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let mut only = CpuSet::new();
+                    only.set(first).ok()?;
+                    sched_setaffinity(me, &only).ok()?;
+                    let mut child = std::process::Command::new("sleep").arg("30").spawn().ok()?;
+                    if widen_child {
+                        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+                        sched_setaffinity(pid, &all).ok()?;
+                    }
+                    let seen = test(child.id());
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    Some(seen)
+                })
+                .join()
+                .ok()?
+        })
+    }
+
+    #[test]
+    fn a_thread_and_a_child_on_one_cpu_are_confined_together() {
+        assert_eq!(with_pinned_child(false, confined_together), Some(true));
+        let mut watch = Confinement::new(0);
+        assert!(watch.check(Instant::now()).is_some(), "the first call looks");
+        assert_eq!(watch.check(Instant::now()), None, "the next waits a second");
+        assert!(watch.check(Instant::now() + CONFINEMENT_RECHECK).is_some());
+    }
+
+    #[test]
+    fn a_child_that_may_run_elsewhere_is_not_confined() {
+        // None when this machine lets the test use one CPU only: nothing to widen to.
+        if let Some(seen) = with_pinned_child(true, confined_together) {
+            assert!(!seen);
+        }
+        // Nor is a process that does not exist.
+        assert!(!confined_together(u32::MAX));
+        assert!(!confined_together(i32::MAX as u32));
     }
 }

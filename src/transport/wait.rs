@@ -38,6 +38,11 @@
 //!   spinning; a miss doubles the distance to the next probe, from [`AUTO_FIRST_PROBE`] waits
 //!   up to [`AUTO_MAX_PROBE`], so that where spinning never pays the probes cost little.
 //!
+//! A side that may run on one CPU only, whose peer may run only on that same CPU too (both
+//! started under `taskset -c 0`, say, or in a container of one CPU), never spins: the peer can
+//! run only when this side stops ([`super::placement::Confinement`] looks at both affinity
+//! masks, again every second).
+//!
 //! A wait that found its data at the first poll sees nothing and teaches nothing. While the
 //! waits sleep at once, a side allowed to (the client) may move its thread off a core it
 //! shares with its peer to an idle CPU, where it spins again ([`super::placement`]).
@@ -198,6 +203,8 @@ pub struct AutoWait {
     /// Running average (1/8 weight to the newest) of how long the waits that slept spent
     /// asleep; zero until one has.
     slept_average: Duration,
+    /// Whether this side and its peer may run on one CPU only, the same one: no wait spins.
+    confined: bool,
     counts: AutoCounts,
 }
 
@@ -248,6 +255,7 @@ impl Default for AutoWait {
             probe_interval: AUTO_FIRST_PROBE,
             until_probe: AUTO_FIRST_PROBE,
             slept_average: Duration::ZERO,
+            confined: false,
             counts: AutoCounts::default(),
         }
     }
@@ -268,6 +276,9 @@ impl AutoWait {
     /// pays, [`AutoWait::probe_budget`] for a probe, zero (block at once) otherwise. Called
     /// once per wait, when its first poll found nothing.
     pub fn budget(&mut self) -> Duration {
+        if self.confined {
+            return Duration::ZERO;
+        }
         if self.spinning {
             return self.spin_budget;
         }
@@ -276,6 +287,14 @@ impl AutoWait {
         }
         self.until_probe -= 1;
         Duration::ZERO
+    }
+
+    /// Tells the learner whether this side and its peer may each run on one CPU only, and the
+    /// same one ([`super::placement::Confinement`]). While they are, no wait spins — no probe,
+    /// and no dear sleep brings spinning back — since the peer can run only once this side
+    /// stops; what was learned before is kept for when they are not.
+    pub fn set_confined(&mut self, confined: bool) {
+        self.confined = confined;
     }
 
     /// How long the next probe may spin: the running average of this side's sleeps, within
@@ -311,6 +330,9 @@ impl AutoWait {
         self.counts.contended += u64::from(contended);
         if budget.is_zero() {
             self.counts.slept_at_once += 1;
+            if self.confined {
+                return;
+            }
             if !dear_sleep {
                 self.dear_sleeps = 0;
                 return;
@@ -726,5 +748,23 @@ mod tests {
         auto.counts = before.counts;
         auto.slept_average = before.slept_average;
         assert_eq!(auto, before);
+    }
+
+    #[test]
+    fn a_side_confined_with_its_peer_to_one_cpu_never_spins() {
+        let mut auto = AutoWait::default();
+        auto.set_confined(true);
+        // From the first wait on: no spin, and no probe however many waits pass.
+        let (_, spun) = run(&mut auto, Partner::SameCore { service: 3 * US }, 5000);
+        assert_eq!(spun, 0);
+        // A peer whose work makes every sleep dear does not bring spinning back either.
+        let (_, spun) = run(&mut auto, Partner::SameCore { service: 200 * US }, 100);
+        assert_eq!(spun, 0);
+        assert_eq!(auto.counts.slept_at_once, 5100);
+        assert_eq!(auto.counts.spun, 0);
+        // Freed (a mask changed), the side learns again from where it was: it still spins.
+        auto.set_confined(false);
+        let (_, spun) = run(&mut auto, Partner::Elsewhere { after: 2 * US }, 10);
+        assert_eq!(spun, 10);
     }
 }
