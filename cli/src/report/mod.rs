@@ -11,6 +11,7 @@
 //! which state the machine was in.
 
 pub mod answer;
+pub mod budget;
 pub mod compare;
 pub mod cpu;
 pub mod crosscore;

@@ -1,12 +1,14 @@
 //! The verdict in plain words: where each size's p50 round trip goes ([`breakdown`]), the
-//! fastest configuration against the budget, ratios below the floor, and from which size
-//! another transport wins ([`crossovers`]).
+//! fastest configuration, the answer's row with the budget judged on its overhead at p50 and
+//! p99 (the answer's own judgement, [`crate::report::budget`]), ratios below the floor, and
+//! from which size another transport wins ([`crossovers`]).
 
 use std::io::{self, Write};
 
 use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 
+use crate::report::answer;
 use crate::report::key::Handler;
 use crate::report::{Placement, Report, Row, Workload, format};
 
@@ -112,9 +114,11 @@ fn wake_up_ns(
 ///
 /// For each size (dtype × elements): for each wait strategy and placement, the fastest handler
 /// and path and where its p50 round trip goes (see [`Breakdown`], whose definitions are
-/// printed in one line under the heading); then the fastest configuration of the size and
-/// whether its p50 meets `config.budget_ns`, by how much. A last line counts the sizes that
-/// meet the budget. A budget of zero means none was set.
+/// printed in one line under the heading); then the fastest configuration of the size, and the
+/// answer's row ([`answer::verdict_lines`]) with `config.budget_ns` judged on its overhead at
+/// p50 and p99 — the same figure, judgement and words as the answer's. A last line counts the
+/// sizes that meet the budget at both and names those that miss it, and where. A budget of
+/// zero means none was set.
 ///
 /// # Errors
 /// Errors of `out`.
@@ -152,6 +156,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .map(|r| setting_name(r.id.pin, r.id.wait).chars().count())
         .max()
         .unwrap_or(0);
+    // The sizes judged (every size with a row, when a budget was set), by outcome.
     let mut met = Vec::new();
     let mut missed = Vec::new();
     for &(dtype, elements, bytes) in &sizes {
@@ -209,7 +214,6 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
         let Some(best) = fastest(rows.iter().copied()) else { continue };
         let placement = if several_pins { format!(", {}", best.id.pin) } else { String::new() };
-        let judged = judge(best.rtt_ns.p50, budget);
         let transport = if best.id.transport == TransportKind::Pipe {
             String::new()
         } else {
@@ -217,18 +221,20 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             out,
-            "  fastest: {} {}{transport}, {}{placement}: p50 {}, p99 {}{judged}",
+            "  fastest: {} {}{transport}, {}{placement}: p50 {}, p99 {}",
             best.id.handler,
             best.id.path,
             best.id.wait,
             format::ns(best.rtt_ns.p50),
             format::ns(best.rtt_ns.p99),
         )?;
-        crate::report::answer::verdict_lines(report, dtype, elements, out)?;
-        if best.rtt_ns.p50 <= budget {
-            met.push(size_name);
-        } else {
-            missed.push(size_name);
+        // The budget is judged where the answer judges it, on its row's overhead (no
+        // judgement when no budget was set).
+        if let Some(judged) = answer::verdict_lines(report, dtype, elements, out)? {
+            match judged.missed_at() {
+                None => met.push(size_name),
+                Some(at) => missed.push(format!("{size_name} ({at})")),
+            }
         }
     }
     below_floor_notes(report, out)?;
@@ -264,23 +270,22 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     writeln!(out)?;
+    let judged = met.len() + missed.len();
     if budget == 0 {
         writeln!(out, "no budget was set (--budget).")?;
     } else if missed.is_empty() {
         writeln!(
             out,
-            "budget {}: every size meets it ({} of {}).",
+            "budget {} on the overhead at p50 and p99: every size meets it ({} of {judged}).",
             format::ns(budget),
             met.len(),
-            sizes.len()
         )?;
     } else {
         writeln!(
             out,
-            "budget {}: met by {} of {} sizes; missed by:",
+            "budget {} on the overhead at p50 and p99: met by {} of {judged} sizes; missed by:",
             format::ns(budget),
             met.len(),
-            sizes.len()
         )?;
         let mut line = String::from(" ");
         for (i, name) in missed.iter().enumerate() {
@@ -497,26 +502,6 @@ fn fastest<'a>(rows: impl Iterator<Item = &'a Row>) -> Option<&'a Row> {
     })
 }
 
-/// `: meets the 150us budget with 148us to spare` or `: misses … by …`.
-fn judge(p50: u64, budget: u64) -> String {
-    if budget == 0 {
-        String::new()
-    } else if p50 <= budget {
-        format!(
-            "; meets the {} budget with {} to spare",
-            format::ns(budget),
-            format::ns(budget - p50)
-        )
-    } else {
-        format!(
-            "; misses the {} budget by {} ({:.2}x)",
-            format::ns(budget),
-            format::ns(p50 - budget),
-            p50 as f64 / budget as f64
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -627,12 +612,5 @@ mod tests {
         let mut quiet = Vec::new();
         verdict(&report_of(vec![row("pipe", "hybrid", 8, 2_000)]), &mut quiet).unwrap();
         assert!(!String::from_utf8(quiet).unwrap().contains("ratios below"));
-    }
-
-    #[test]
-    fn judging_the_budget_says_by_how_much() {
-        assert_eq!(judge(100_000, 150_000), "; meets the 150us budget with 50us to spare");
-        assert_eq!(judge(300_000, 150_000), "; misses the 150us budget by 150us (2.00x)");
-        assert_eq!(judge(5, 0), "");
     }
 }
