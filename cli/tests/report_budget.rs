@@ -1,9 +1,10 @@
-//! One budget, judged at the tail: the answer, the verdict and the JSON answer agree, on
-//! hand-built reports (no processes, no clocks).
+//! One budget, judged at the tail, and ratios said unresolved when they are: the answer, the
+//! verdict, the table and the JSON answer agree, on hand-built reports (no processes, no
+//! clocks).
 
 mod reports;
 
-use peerpipe_cli::report::{Report, answer, format, render};
+use peerpipe_cli::report::{Report, Row, answer, format, render};
 use reports::{report, row, sample};
 
 fn text_of(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
@@ -149,6 +150,104 @@ fn a_row_whose_p99_misses_the_budget_says_so_in_the_answer_and_the_verdict() {
     let verdict = text_of(|out| render::verdict(&calm, out));
     assert!(verdict.contains("on your case's overhead: met at p50 and p99\n"), "{verdict}");
     assert!(verdict.contains("every size meets it (1 of 1)."), "{verdict}");
+}
+
+/// f64 × 500 echo rows at the default wait, with the given ratios and intervals in order:
+/// zero-copy (the lower overhead) then codec.
+fn two_rows(zero_copy: (f64, Option<[f64; 2]>), codec: (f64, Option<[f64; 2]>)) -> Report {
+    let with = |path: &str, rtt: u64, (median, ci): (f64, Option<[f64; 2]>)| -> Row {
+        let mut r = row("f64", 500, "echo", path, "auto", rtt);
+        (r.ratio_to_baseline, r.ratio_ci) = (Some(median), ci);
+        r
+    };
+    report(vec![], vec![with("zero-copy", 20_000, zero_copy), with("codec", 30_000, codec)])
+}
+
+#[test]
+fn an_unresolved_ratio_is_printed_as_unresolved_in_the_answer_and_the_table() {
+    for (median, ci, shown, cell) in [
+        // Too wide: 1.20 is below 0.75 x 2.00, though all of it is above the floor.
+        (2.0, Some([1.2, 2.2]), "unresolved [1.20-2.20]", "unres. 1.20-2.20"),
+        // Narrow, but across 1.0: neither faster nor slower than the floor, as far as known.
+        (1.01, Some([0.98, 1.04]), "unresolved [0.98-1.04]", "unres. 0.98-1.04"),
+        // No interval at all.
+        (1.5, None, "unresolved (no interval)", "unres.         -"),
+    ] {
+        let report = two_rows((median, ci), (median, ci));
+        let answered = text_of(|out| answer::answer(&report, out));
+        let line = answer_line(&answered, "f64 x 500");
+        assert!(line.contains(shown), "{line}");
+        assert!(!line.contains(&format!("{}x", format::ratio(median))), "{line}");
+        assert!(answered.contains("unresolved: a 95% interval wider than +-25%"), "{answered}");
+        let table = text_of(|out| render::table(&report, out));
+        let row = table.lines().find(|l| l.contains("echo     zero-copy")).expect("the row");
+        assert!(row.trim_end().ends_with(cell), "{row}");
+        assert!(table.contains("unres. = unresolved: a 95% interval"), "{table}");
+        for line in table.lines() {
+            assert!(line.chars().count() <= 120, "{} columns: {line}", line.chars().count());
+        }
+        assert!(!answer::records(&report)[0].ratio_resolved);
+    }
+    // Resolved: a result, and no note.
+    let report = two_rows((1.25, Some([1.2, 1.3])), (1.3, Some([1.25, 1.35])));
+    let answered = text_of(|out| answer::answer(&report, out));
+    assert!(answer_line(&answered, "f64 x 500").contains(" 1.25x [1.20-1.30] "), "{answered}");
+    assert!(!answered.contains("unresolved"), "{answered}");
+    assert!(!text_of(|out| render::table(&report, out)).contains("unres."));
+}
+
+#[test]
+fn the_answer_picks_a_resolved_row_over_a_faster_unresolved_one() {
+    let report = two_rows((0.21, Some([0.19, 1.64])), (1.3, Some([1.25, 1.35])));
+    let answered = text_of(|out| answer::answer(&report, out));
+    let line = answer_line(&answered, "f64 x 500");
+    assert!(line.trim_end().ends_with("echo codec, auto"), "{line}");
+    assert!(line.contains(" 1.30x [1.25-1.35] "), "{line}");
+    assert!(!answered.contains("unresolved"), "{answered}");
+    // The verdict's case is the same row.
+    let verdict = text_of(|out| render::verdict(&report, out));
+    assert!(verdict.contains("  your case: echo codec, auto (both sides convert)"), "{verdict}");
+
+    // With no resolved row to pick, it falls back to the lowest overhead and says so.
+    let report = two_rows((0.21, Some([0.19, 1.64])), (1.3, Some([0.9, 1.35])));
+    let answered = text_of(|out| answer::answer(&report, out));
+    let line = answer_line(&answered, "f64 x 500");
+    assert!(line.trim_end().ends_with("echo zero-copy, auto"), "{line}");
+    assert!(line.contains(" unresolved [0.19-1.64] "), "{line}");
+    assert!(
+        answered.contains(
+            "no row of f64 x 500 at the answer's wait and placement has a resolved ratio: shown \
+             is the lowest overhead."
+        ),
+        "{answered}"
+    );
+
+    // A resolved row at another wait does not displace the default wait's unresolved one:
+    // the wait comes first.
+    let mut report = two_rows((0.21, Some([0.19, 1.64])), (0.21, Some([0.19, 1.64])));
+    let mut spin = row("f64", 500, "echo", "zero-copy", "spin", 10_000);
+    (spin.ratio_to_baseline, spin.ratio_ci) = (Some(1.25), Some([1.2, 1.3]));
+    report.rows.push(spin);
+    let answered = text_of(|out| answer::answer(&report, out));
+    let line = answer_line(&answered, "f64 x 500");
+    assert!(line.trim_end().ends_with("echo zero-copy, auto"), "{line}");
+    assert!(line.contains("unresolved [0.19-1.64]"), "{line}");
+}
+
+#[test]
+fn a_ratio_below_the_floor_that_is_unresolved_is_not_listed_as_a_result() {
+    let mut report = sample();
+    (report.rows[0].ratio_to_baseline, report.rows[0].ratio_ci) = (Some(0.21), Some([0.19, 1.64]));
+    let verdict = text_of(|out| render::verdict(&report, out));
+    let line = verdict
+        .lines()
+        .find(|l| l.starts_with("  f64 x 500 echo-raw zero-copy, block, free: "))
+        .unwrap_or_else(|| panic!("{verdict}"));
+    assert!(
+        line.ends_with(": unresolved [0.19-1.64]: too wide to say whether it beat its floor"),
+        "{line}"
+    );
+    assert!(!verdict.contains("0.21x"), "{verdict}");
 }
 
 #[test]

@@ -221,6 +221,7 @@ fn json_carries_the_answer_with_its_budget_judged_at_p50_and_p99() {
                 "pin",
                 "overhead_ns",
                 "budget",
+                "ratio_resolved"
             ]),
             "{entry}"
         );
@@ -238,6 +239,7 @@ fn json_carries_the_answer_with_its_budget_judged_at_p50_and_p99() {
         serde_json::json!({"budget_ns": 150_000, "p50": {"met": true, "margin_ns": 126_250},
             "p99": {"met": true, "margin_ns": 101_250}})
     );
+    assert_eq!(first["ratio_resolved"], true);
     // f64 x 65536 misses at both: 475 us and 975 us.
     assert_eq!(
         answers[1]["budget"]["p50"],

@@ -6,14 +6,15 @@
 //! line: the realistic case, where both sides convert (`echo`, or the user's own handler; not
 //! `echo-raw`, whose server converts nothing, and not the raw floor), at the default wait
 //! (`auto`) unpinned — what a program that leaves both to the library gets — when the run
-//! measured it, and at the best measured wait and placement otherwise. Its overhead
-//! ([`Overhead`]) is the round trip minus the server's own time: what going to another
-//! process costs, whatever the server computes; the budget is judged on it at p50 and p99
-//! ([`budget`]). When the run measured the default wait at several placements
-//! and they disagree by more than [`PLACEMENT_MATTERS`], the answer says so under its table.
-//! [`verdict_lines`] gives the verdict the same row and the same judgement, and says apart
-//! what the floor and `echo-raw` show; [`records`] is the answer as the JSON report writes
-//! it; [`skipped`] lists the rows a run could not measure.
+//! measured it, and at the best measured wait and placement otherwise; among those, a row
+//! whose paired ratio is resolved ([`ratio`]) when there is one. Its overhead ([`Overhead`])
+//! is the round trip minus the server's own time: what going to another process costs,
+//! whatever the server computes; the budget is judged on it at p50 and p99 ([`budget`]). When
+//! the run measured the default wait at several placements and they disagree by more than
+//! [`PLACEMENT_MATTERS`], the answer says so under its table. [`verdict_lines`] gives the
+//! verdict the same row and the same judgement, and says apart what the floor and `echo-raw`
+//! show; [`records`] is the answer as the JSON report writes it; [`skipped`] lists the rows a
+//! run could not measure.
 
 use std::io::{self, Write};
 
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::budget::{self, Judgement, Overhead};
 use super::key::{Handler, RowId};
+use super::ratio::{self, PairedRatio};
 use super::{Placement, Report, Row, Skipped, Workload, crosscore, format};
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
@@ -37,19 +39,21 @@ const UNPINNED: Placement = Placement::Free;
 /// to say that placement changes it: 1.5×.
 pub const PLACEMENT_MATTERS: f64 = 1.5;
 
-/// The realistic row of one size: its overhead (round trip − server time, see [`Overhead`]),
-/// at the user's wait or the best one.
+/// The realistic row of one size: its overhead (round trip − server time, see [`Overhead`])
+/// and its paired ratio, at the user's wait or the best one.
 #[derive(Clone, Copy, Debug)]
 pub struct Answer<'a> {
     /// The row the answer is about.
     pub row: &'a Row,
     /// Its overhead: what the budget is judged on.
     pub overhead: Overhead,
+    /// Its paired ratio to the floor, resolved or not.
+    pub ratio: PairedRatio,
 }
 
 impl<'a> Answer<'a> {
     fn of(row: &'a Row) -> Answer<'a> {
-        Answer { row, overhead: Overhead::of(row) }
+        Answer { row, overhead: Overhead::of(row), ratio: PairedRatio::of(row) }
     }
 
     /// The overhead judged against `budget_ns` at p50 and p99 ([`budget::judge`]); `None`
@@ -61,8 +65,10 @@ impl<'a> Answer<'a> {
 
 /// The realistic row for `dtype` × `elements`: among the rows of a handler other than
 /// `echo-raw` (any handler when only `echo-raw` was measured), those of the default wait when
-/// it was measured, of them those unpinned when measured so, and of what is left the one with
-/// the lowest overhead p50 — so with a single `--wait` and `--pin` it is at the user's own.
+/// it was measured, of them those unpinned when measured so, of them those whose paired ratio
+/// is resolved when one is, and of what is left the one with the lowest overhead p50 — so with
+/// a single `--wait` and `--pin` it is at the user's own. The answer's ratio is then
+/// unresolved only when no row of the last preference had a resolved one.
 pub fn realistic<'a>(report: &'a Report, dtype: Workload, elements: u64) -> Option<Answer<'a>> {
     let of_size =
         || report.rows.iter().filter(move |r| r.id.dtype == dtype && r.id.elements == elements);
@@ -70,6 +76,7 @@ pub fn realistic<'a>(report: &'a Report, dtype: Workload, elements: u64) -> Opti
     let candidates = if converting.is_empty() { of_size().collect() } else { converting };
     let candidates = prefer(candidates, |r| r.id.wait == DEFAULT_WAIT);
     let candidates = prefer(candidates, |r| r.id.pin == UNPINNED);
+    let candidates = prefer(candidates, |r| PairedRatio::of(r).is_resolved());
     candidates.into_iter().map(Answer::of).min_by_key(|a| (a.overhead.p50_ns, a.row.rtt_ns.p50))
 }
 
@@ -113,11 +120,13 @@ fn placements_of<'a>(report: &'a Report, answer: &Answer<'a>) -> Vec<Answer<'a>>
 
 /// Writes the answer, one line per size (dtype × elements, f64 first, smallest first):
 /// overhead p50 and p99 of the realistic row ([`realistic`]), its paired ratio to the raw
-/// floor with the 95 % interval, the budget judged at p50 and p99 ([`Answer::judge`], in the
-/// words the verdict uses too), and which row that is. The definition of the overhead
-/// ([`budget::DEFINITION`]) is printed once, under the heading. A size with no measured row
-/// but skipped ones says why. At most 120 columns with the usual labels; a column widens for
-/// a longer cell.
+/// floor with the 95 % interval — `unresolved [lo-hi]` when that is not a result (see
+/// [`ratio`]) — the budget judged at p50 and p99 ([`Answer::judge`], in the words the verdict
+/// uses too), and which row that is. The definition of the overhead ([`budget::DEFINITION`])
+/// is printed once, under the heading. A size with no measured row but skipped ones says why;
+/// the sizes answered with an unresolved ratio (no candidate row had a resolved one) are named
+/// under the rows. At most 120 columns with the usual labels; a column widens for a longer
+/// cell.
 ///
 /// # Errors
 /// Errors of `out`.
@@ -191,7 +200,7 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .map(|&(dtype, elements)| {
             let cells = realistic(report, dtype, elements).map(|a| Cells {
                 answer: a,
-                ratio: ratio_text(a.row),
+                ratio: a.ratio.text(),
                 judged: a.judge(budget).map_or_else(|| "-".to_owned(), |j| j.describe()),
             });
             (format!("{dtype} x {elements}"), cells)
@@ -210,6 +219,7 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "  {:<w$} {:>9} {:>9} {:>rw$} {budget_header:<bw$} row",
         "size", "overhead", "p99", "x floor [95% CI]",
     )?;
+    let mut unresolved = Vec::new();
     for (&(dtype, elements), (size, cells)) in sizes.iter().zip(&lines) {
         let Some(Cells { answer: a, ratio, judged }) = cells else {
             let why = report
@@ -221,6 +231,9 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             continue;
         };
         let row = a.row;
+        if a.ratio.is_unresolved() {
+            unresolved.push(size.as_str());
+        }
         let transport = if row.id.transport == TransportKind::Pipe {
             String::new()
         } else {
@@ -236,6 +249,17 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             row.id.wait
         )?;
     }
+    if !unresolved.is_empty() {
+        // No candidate row of these sizes had a resolved ratio: the answer fell back to the
+        // lowest overhead, and says that its ratio is no result.
+        writeln!(out, "{}", ratio::unresolved_note("unresolved"))?;
+        writeln!(
+            out,
+            "no row of {} at the answer's wait and placement has a resolved ratio: shown is the \
+             lowest overhead.",
+            unresolved.join(", ")
+        )?;
+    }
     placement_notes(report, out)?;
     if let Some((_, _, Some(factor))) = crosscore::block_spread(&report.cross_core_probes()) {
         // Ratios of groups measured in different states differ: say so before any figure is
@@ -243,20 +267,6 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{}", crosscore::state_change_note(factor))?;
     }
     Ok(())
-}
-
-/// The ratio cell: `1.25x [1.20-1.30]`, `1.25x` without an interval, `-` without a ratio.
-fn ratio_text(row: &Row) -> String {
-    match (row.ratio_to_baseline, row.ratio_ci) {
-        (Some(r), Some([lo, hi])) => format!(
-            "{}x [{}-{}]",
-            format::ratio_or_dash(r),
-            format::ratio_or_dash(lo),
-            format::ratio_or_dash(hi)
-        ),
-        (Some(r), None) => format!("{}x", format::ratio_or_dash(r)),
-        _ => "-".to_owned(),
-    }
 }
 
 /// One size's answer with its ratio and budget cells as the answer prints them.
@@ -280,6 +290,10 @@ pub struct AnswerRecord {
     /// it; `null` when no budget was set.
     #[serde(default)]
     pub budget: Option<Judgement>,
+    /// True when the row's paired ratio is resolved ([`PairedRatio`]); false when no row the
+    /// answer could pick had a resolved ratio.
+    #[serde(default)]
+    pub ratio_resolved: bool,
 }
 
 /// The answer of every measured size, in the answer's order ([`answer`]): what `--json`
@@ -292,6 +306,7 @@ pub fn records(report: &Report) -> Vec<AnswerRecord> {
             id: a.row.id.clone(),
             overhead_ns: a.overhead,
             budget: a.judge(report.config.budget_ns),
+            ratio_resolved: a.ratio.is_resolved(),
         })
         .collect()
 }

@@ -24,6 +24,7 @@ pub mod machine;
 pub mod measure;
 pub mod placement;
 pub mod plan;
+pub mod ratio;
 pub mod render;
 pub mod sync;
 

@@ -10,6 +10,7 @@ use peerpipe::transport::{TransportKind, Wait};
 
 use crate::report::answer;
 use crate::report::key::Handler;
+use crate::report::ratio::PairedRatio;
 use crate::report::{Placement, Report, Row, Workload, format};
 
 use super::order::{Order, dtype_rank};
@@ -308,7 +309,9 @@ pub const BELOW_FLOOR: f64 = 0.95;
 
 /// Lists every row whose paired ratio is below [`BELOW_FLOOR`], with its interval and what the
 /// interval says: noise when it reaches the threshold, a row that really beat its floor when
-/// it does not (docs/PERFORMANCE.md, "Ratios below the floor", says what is known of why).
+/// it does not (docs/PERFORMANCE.md, "Ratios below the floor", says what is known of why). An
+/// unresolved ratio ([`PairedRatio`]) is listed as such, not as a figure: its interval is too
+/// wide, or missing, to say either.
 fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let below: Vec<&Row> = report
         .rows
@@ -324,35 +327,36 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "ratios below {BELOW_FLOOR:.2} (a row faster than the raw floor of its own bytes):"
     )?;
     for row in below {
-        let ratio = row.ratio_to_baseline.unwrap_or(f64::NAN);
         let transport = if row.id.transport == TransportKind::Pipe {
             String::new()
         } else {
             format!(" {}", row.id.transport)
         };
-        let why = match row.ratio_ci {
-            Some([lo, hi]) if hi >= BELOW_FLOOR => format!(
-                "[{}-{}]: its interval reaches {BELOW_FLOOR:.2}, so this is the noise of the run",
-                format::ratio(lo),
-                format::ratio(hi)
-            ),
-            Some([lo, hi]) => format!(
-                "[{}-{}]: beyond the noise; see docs/PERFORMANCE.md, \"Ratios below the floor\"",
-                format::ratio(lo),
-                format::ratio(hi)
-            ),
-            None => "no interval (too few rounds)".to_owned(),
+        let ratio = PairedRatio::of(row);
+        let why = match ratio {
+            PairedRatio::Resolved { ci: [_, hi], .. } if hi >= BELOW_FLOOR => {
+                format!("its interval reaches {BELOW_FLOOR:.2}, so this is the noise of the run")
+            }
+            PairedRatio::Resolved { .. } => {
+                "beyond the noise; see docs/PERFORMANCE.md, \"Ratios below the floor\"".to_owned()
+            }
+            PairedRatio::Unresolved { ci: Some(_), .. } => {
+                "too wide to say whether it beat its floor".to_owned()
+            }
+            PairedRatio::Unresolved { ci: None, .. } | PairedRatio::Missing => {
+                "too few rounds to say".to_owned()
+            }
         };
         writeln!(
             out,
-            "  {} x {} {} {}{transport}, {}, {}: {}x {why}",
+            "  {} x {} {} {}{transport}, {}, {}: {}: {why}",
             row.id.dtype,
             row.id.elements,
             row.id.handler,
             row.id.path,
             row.id.wait,
             row.id.pin,
-            format::ratio(ratio)
+            ratio.text()
         )?;
     }
     Ok(())
