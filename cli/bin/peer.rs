@@ -32,7 +32,8 @@ use peerpipe_cli::report::{Placement, Workload, answer, export, placement, rende
 /// (--rounds), each round one short burst of each in a random order, and a row's ratio is the
 /// median over rounds of its p50 over the floor's p50 in the same round, with a 95 %
 /// confidence interval. A machine that changes speed during the run moves both sides of a
-/// round together, so the ratios hold still even when absolute times do not.
+/// round together, so the ratios hold still even when absolute times do not. A ratio whose
+/// interval reaches beyond +-25 % of it or straddles 1.0 is printed as unresolved.
 ///
 /// Every call is timed with the CPU's time-stamp counter where the kernel keeps time with it
 /// (a cheap read that does not wait for the copy before it), else with clock_gettime; the
