@@ -25,14 +25,15 @@ use peerpipe_cli::report::{Placement, Workload, answer, export, placement, rende
 /// With no arguments, `peer` runs the round-trip latency report: it spawns servers, measures
 /// every combination of dtype, size, path, handler and wait strategy against a raw-bytes
 /// floor, and prints first the answer — per size, what a call costs beyond the server's own
-/// time (p50, p99, its ratio to the floor, the --budget met or missed) — then the table and
-/// the verdict.
+/// time (p50, p99, its ratio to the floor, the --budget met or missed at p50 and at p99) —
+/// then the table and the verdict.
 ///
 /// Ratios are paired: a floor and the rows that move the same bytes are measured in rounds
 /// (--rounds), each round one short burst of each in a random order, and a row's ratio is the
 /// median over rounds of its p50 over the floor's p50 in the same round, with a 95 %
 /// confidence interval. A machine that changes speed during the run moves both sides of a
-/// round together, so the ratios hold still even when absolute times do not.
+/// round together, so the ratios hold still even when absolute times do not. A ratio whose
+/// interval reaches beyond +-25 % of it or straddles 1.0 is printed as unresolved.
 ///
 /// Every call is timed with the CPU's time-stamp counter where the kernel keeps time with it
 /// (a cheap read that does not wait for the copy before it), else with clock_gettime; the
@@ -288,7 +289,8 @@ struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(peerpipe_cli::report::load::MAX_LOAD)))]
     load: u32,
 
-    /// Client: the per-round-trip budget the verdict checks.
+    /// Client: the budget per call, judged on its overhead (round trip - server time) at p50
+    /// and at p99, by the answer and the verdict alike; 0 sets none.
     #[arg(long, default_value = "150us", value_parser = parse_timeout)]
     budget: Duration,
 

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::{Watchdog, peer_exe, secs};
 use peerpipe_cli::report::crosscore::CrossCore;
 use peerpipe_cli::report::key::RowId;
-use peerpipe_cli::report::{BaselineRow, ConfigRecord, Machine, Percentiles, Report, Row, export};
+use peerpipe_cli::report::{
+    BaselineRow, ConfigRecord, Machine, Percentiles, Report, Row, budget, export, format,
+};
 
 /// A fresh directory under the system temp dir, unique per process and call.
 fn temp_dir(name: &str) -> PathBuf {
@@ -215,6 +217,64 @@ fn server_delay_is_server_time_and_recorded_but_refused_with_spawn() {
 }
 
 #[test]
+fn a_real_run_prints_one_budget_judgement_in_the_answer_the_verdict_and_the_json() {
+    let _watchdog = Watchdog::new(secs(180));
+    let dir = temp_dir("budget");
+    let json = dir.join("budget.json");
+    // Budgets far from any real overhead, so nothing here depends on the machine's speed: no
+    // round trip through a pipe costs under 1 us beyond its server's time, none 1 s.
+    for (budget, met) in [("1us", false), ("1s", true)] {
+        let out = peer(
+            &[
+                &ONE_ECHO_ROW[..],
+                &["--duration", "5ms", "--warmup", "1ms", "--rounds", "2", "--generations", "1"],
+                &["--server-delay", "50us", "--budget", budget, "--json", json.to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        let report = export::read_json(&json).expect("the JSON reads back");
+        let row = &report.rows[0];
+        // The server's delay is server time: the budgeted overhead leaves it out.
+        assert!(row.server_ns.p50 >= 50_000, "{:?}", row.server_ns);
+        let overhead = budget::Overhead::of(row);
+        assert_eq!(overhead.p50_ns, row.rtt_ns.p50 - row.server_ns.p50);
+        let judged = budget::judge(overhead, report.config.budget_ns).expect("a budget");
+        assert_eq!(judged.met(), met, "{budget}: {judged:?}\n{text}");
+        let words = judged.describe();
+        let (p50, p99) = (format::ns(overhead.p50_ns), format::ns(overhead.p99_ns));
+        // The answer's line and the verdict's give the same figures and the same words.
+        let line = text.lines().find(|l| l.starts_with("  f64 x 8 ")).expect("the answer line");
+        let figures: Vec<&str> = line.split_whitespace().skip(3).take(2).collect();
+        assert_eq!(figures, [p50.as_str(), p99.as_str()], "{line}");
+        assert!(line.contains(&format!(" {words} ")), "{words}: {line}");
+        assert!(text.contains(&format!("overhead p50 {p50}, p99 {p99} (round trip")), "{text}");
+        let said = format!("  budget {budget} on your case's overhead: {words}\n");
+        assert!(text.contains(&said), "{said}{text}");
+        if met {
+            assert_eq!(words, "met at p50 and p99");
+            assert!(text.contains("every size meets it (1 of 1)."), "{text}");
+        } else {
+            assert!(words.starts_with("MISSED at p50 by "), "{words}");
+            assert!(
+                text.contains("met by 0 of 1 sizes; missed by:\n  f64 x 8 (at p50)."),
+                "{text}"
+            );
+        }
+        // The JSON carries the same judgement, at p50 and at p99.
+        let value: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+        let answer = &value["answer"][0];
+        assert_eq!(answer["overhead_ns"]["p50"], overhead.p50_ns, "{answer}");
+        assert_eq!(answer["overhead_ns"]["p99"], overhead.p99_ns, "{answer}");
+        assert_eq!(answer["budget"]["p50"]["met"], met, "{answer}");
+        assert_eq!(answer["budget"]["p99"]["met"], met, "{answer}");
+    }
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn a_spawn_command_whose_program_cannot_start_exits_2_naming_the_program() {
     let _watchdog = Watchdog::new(secs(120));
     let program = "definitely-not-a-program-xyz";
@@ -336,7 +396,7 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
     assert!(text.contains("echo     zero-copy"), "{text}");
     assert!(text.contains("verdict:"), "{text}");
     assert!(text.contains("fastest: echo zero-copy, block"), "{text}");
-    assert!(text.contains("150us budget"), "{text}");
+    assert!(text.contains("budget 150us on your case's overhead: "), "{text}");
 
     let report = export::read_json(&json).expect("the JSON reads back as a report");
     assert_eq!(report.rows.len(), 1);

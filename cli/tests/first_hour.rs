@@ -203,8 +203,9 @@ fn the_500_double_answer_is_in_the_first_15_lines_of_a_full_size_run() {
         .iter()
         .find(|l| l.trim_start().starts_with("f64 x 500 "))
         .unwrap_or_else(|| panic!("no f64 x 500 answer in the first 15 lines:\n{stdout}"));
-    // overhead p50, p99, paired ratio with interval, budget, and the realistic row (echo).
-    assert!(line.contains("x ["), "{line}");
+    // overhead p50, p99, paired ratio with interval (or unresolved, a run this short may not
+    // resolve it), budget, and the realistic row (echo).
+    assert!(line.contains("x [") || line.contains("unresolved"), "{line}");
     assert!(line.contains("met") || line.contains("MISSED"), "{line}");
     assert!(line.contains("echo ") && !line.contains("echo-raw"), "{line}");
     assert!(first.iter().any(|l| l.contains("overhead = round trip - server time")), "{stdout}");

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use peerpipe_cli::report::compare::{self, Mode, Thresholds};
-use peerpipe_cli::report::{Report, export};
+use peerpipe_cli::report::{Report, answer, export};
 use reports::{report, row, sample};
 use serde_json::Value;
 
@@ -195,6 +195,71 @@ fn json_round_trips_through_a_file() {
         r
     };
     assert_eq!(without_floats(&back), without_floats(&original));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn json_carries_the_answer_with_its_budget_judged_at_p50_and_p99() {
+    let dir = temp_dir("answer");
+    let path = dir.join("run.json");
+    let original = sample();
+    export::write_json(&original, &path).expect("write");
+    let value: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    let answers = value["answer"].as_array().expect("answer is an array");
+    assert_eq!(answers.len(), 2, "one per measured size");
+    for entry in answers {
+        assert_eq!(
+            keys(entry),
+            set(&[
+                "dtype",
+                "elements",
+                "bytes",
+                "transport",
+                "path",
+                "handler",
+                "wait",
+                "pin",
+                "overhead_ns",
+                "budget",
+                "ratio_resolved"
+            ]),
+            "{entry}"
+        );
+    }
+    // f64 x 500: echo zero-copy at spin, 25 us - 1.25 us server at p50, 50 us - 1.25 us at p99.
+    let first = &answers[0];
+    assert_eq!((&first["dtype"], &first["elements"]), (&"f64".into(), &500.into()));
+    assert_eq!(
+        (&first["handler"], &first["path"], &first["wait"]),
+        (&"echo".into(), &"zero-copy".into(), &"spin".into())
+    );
+    assert_eq!(first["overhead_ns"], serde_json::json!({"p50": 23_750, "p99": 48_750}));
+    assert_eq!(
+        first["budget"],
+        serde_json::json!({"budget_ns": 150_000, "p50": {"met": true, "margin_ns": 126_250},
+            "p99": {"met": true, "margin_ns": 101_250}})
+    );
+    assert_eq!(first["ratio_resolved"], true);
+    // f64 x 65536 misses at both: 475 us and 975 us.
+    assert_eq!(
+        answers[1]["budget"]["p50"],
+        serde_json::json!({"met": false, "margin_ns": 325_000})
+    );
+    assert_eq!(
+        answers[1]["budget"]["p99"],
+        serde_json::json!({"met": false, "margin_ns": 825_000})
+    );
+    // The entries read back as what the answer printed; the report reads as before.
+    let records: Vec<answer::AnswerRecord> =
+        serde_json::from_value(value["answer"].clone()).expect("answer entries read");
+    assert_eq!(records, answer::records(&original));
+    assert_eq!(export::read_json(&path).expect("read_json").rows.len(), original.rows.len());
+    // No budget: `null`.
+    let mut unbudgeted = original.clone();
+    unbudgeted.config.budget_ns = 0;
+    export::write_json(&unbudgeted, &path).expect("write");
+    let value: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(value["answer"][0]["budget"].is_null(), "{}", value["answer"][0]);
     fs::remove_dir_all(dir).ok();
 }
 

@@ -58,7 +58,7 @@ fn shares(text: &str) -> Vec<[f64; 3]> {
 }
 
 #[test]
-fn verdict_splits_the_round_trip_and_judges_the_fastest_against_the_budget() {
+fn verdict_splits_the_round_trip_and_judges_the_answers_row_against_the_budget() {
     let report = sample();
     let text = text_of(|out| render::verdict(&report, out));
     // Definitions stated once under the heading.
@@ -84,19 +84,29 @@ fn verdict_splits_the_round_trip_and_judges_the_fastest_against_the_budget() {
     assert!(block_500.contains("waiting 62.5% (50us)"), "{block_500}");
     assert!(block_500.contains("[echo-raw zero-copy]"), "{block_500}");
 
+    // The fastest configuration is named; the budget is judged where the answer judges it, on
+    // the overhead of the answer's row (echo zero-copy, spin: 25 µs - 1.25 µs server at p50,
+    // 50 µs - 1.25 µs at p99), at p50 and p99.
+    assert!(text.contains("  fastest: echo-raw zero-copy, spin: p50 20us, p99 40us\n"), "{text}");
+    assert!(text.contains("  fastest: echo-raw zero-copy, spin: p50 400us, p99 800us\n"), "{text}");
     assert!(
         text.contains(
-            "fastest: echo-raw zero-copy, spin: p50 20us, p99 40us; meets the 150us budget with \
-             130us to spare"
+            "  your case: echo zero-copy, spin (both sides convert): overhead p50 23.8us, p99 \
+             48.8us (round trip 25us)\n  budget 150us on your case's overhead: met at p50 and p99\n"
         ),
         "{text}"
     );
     assert!(
-        text.contains("fastest: echo-raw zero-copy, spin: p50 400us, p99 800us; misses the 150us budget by 250us (2.67x)"),
+        text.contains("  budget 150us on your case's overhead: MISSED at p50 by 325us\n"),
         "{text}"
     );
-    assert!(text.contains("met by 1 of 2 sizes; missed by:"), "{text}");
-    assert!(text.contains("f64 x 65536."), "{text}");
+    assert!(
+        text.contains(
+            "budget 150us on the overhead at p50 and p99: met by 1 of 2 sizes; missed by:"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("  f64 x 65536 (at p50)."), "{text}");
 }
 
 #[test]
@@ -143,8 +153,12 @@ fn verdict_without_a_budget_does_not_judge() {
     let mut report = sample();
     report.config.budget_ns = 0;
     let text = text_of(|out| render::verdict(&report, out));
-    assert!(!text.contains("meets") && !text.contains("misses"), "{text}");
+    assert!(!text.contains("budget 150us") && !text.contains("met at"), "{text}");
+    assert!(!text.contains("MISSED"), "{text}");
     assert!(text.contains("no budget was set"), "{text}");
+    // The answer has no budget column figures either.
+    let text = text_of(|out| answer::answer(&report, out));
+    assert!(!text.contains("met at") && !text.contains("MISSED"), "{text}");
 }
 
 // ---------------------------------------------------------------------------------------------

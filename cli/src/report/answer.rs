@@ -6,17 +6,24 @@
 //! line: the realistic case, where both sides convert (`echo`, or the user's own handler; not
 //! `echo-raw`, whose server converts nothing, and not the raw floor), at the default wait
 //! (`auto`) unpinned — what a program that leaves both to the library gets — when the run
-//! measured it, and at the best measured wait and placement otherwise. Its overhead is the
-//! round trip minus the server's own time: what going to another process costs, whatever the
-//! server computes. When the run measured the default wait at several placements and they
-//! disagree by more than [`PLACEMENT_MATTERS`], the answer says so under its table. [`verdict_lines`] gives the verdict the same row, and says apart what the floor and
-//! `echo-raw` show; [`skipped`] lists the rows a run could not measure.
+//! measured it, and at the best measured wait and placement otherwise; among those, a row
+//! whose paired ratio is resolved ([`ratio`]) when there is one. Its overhead ([`Overhead`])
+//! is the round trip minus the server's own time: what going to another process costs,
+//! whatever the server computes; the budget is judged on it at p50 and p99 ([`budget`]). When
+//! the run measured the default wait at several placements and they disagree by more than
+//! [`PLACEMENT_MATTERS`], the answer says so under its table. [`verdict_lines`] gives the
+//! verdict the same row and the same judgement, and says apart what the floor and `echo-raw`
+//! show; [`records`] is the answer as the JSON report writes it; [`skipped`] lists the rows a
+//! run could not measure.
 
 use std::io::{self, Write};
 
 use peerpipe::transport::{TransportKind, Wait};
+use serde::{Deserialize, Serialize};
 
-use super::key::Handler;
+use super::budget::{self, Judgement, Overhead};
+use super::key::{Handler, RowId};
+use super::ratio::{self, PairedRatio};
 use super::{Placement, Report, Row, Skipped, Workload, crosscore, format};
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
@@ -32,33 +39,36 @@ const UNPINNED: Placement = Placement::Free;
 /// to say that placement changes it: 1.5×.
 pub const PLACEMENT_MATTERS: f64 = 1.5;
 
-/// The realistic row of one size: the overhead (round trip − server time) of a handler that
-/// converts, at the user's wait or the best one.
+/// The realistic row of one size: its overhead (round trip − server time, see [`Overhead`])
+/// and its paired ratio, at the user's wait or the best one.
 #[derive(Clone, Copy, Debug)]
 pub struct Answer<'a> {
     /// The row the answer is about.
     pub row: &'a Row,
-    /// p50 round trip − p50 server time, in nanoseconds.
-    pub overhead_p50_ns: u64,
-    /// p99 round trip − p50 server time, in nanoseconds (an upper estimate of the overhead's
-    /// p99: the report keeps percentiles of each phase, not of their difference).
-    pub overhead_p99_ns: u64,
+    /// Its overhead: what the budget is judged on.
+    pub overhead: Overhead,
+    /// Its paired ratio to the floor, resolved or not.
+    pub ratio: PairedRatio,
 }
 
 impl<'a> Answer<'a> {
     fn of(row: &'a Row) -> Answer<'a> {
-        Answer {
-            row,
-            overhead_p50_ns: row.rtt_ns.p50.saturating_sub(row.server_ns.p50),
-            overhead_p99_ns: row.rtt_ns.p99.saturating_sub(row.server_ns.p50),
-        }
+        Answer { row, overhead: Overhead::of(row), ratio: PairedRatio::of(row) }
+    }
+
+    /// The overhead judged against `budget_ns` at p50 and p99 ([`budget::judge`]); `None`
+    /// when `budget_ns` is 0 (no budget set). The answer and the verdict both print this.
+    pub fn judge(&self, budget_ns: u64) -> Option<Judgement> {
+        budget::judge(self.overhead, budget_ns)
     }
 }
 
 /// The realistic row for `dtype` × `elements`: among the rows of a handler other than
 /// `echo-raw` (any handler when only `echo-raw` was measured), those of the default wait when
-/// it was measured, of them those unpinned when measured so, and of what is left the one with
-/// the lowest overhead p50 — so with a single `--wait` and `--pin` it is at the user's own.
+/// it was measured, of them those unpinned when measured so, of them those whose paired ratio
+/// is resolved when one is, and of what is left the one with the lowest overhead p50 — so with
+/// a single `--wait` and `--pin` it is at the user's own. The answer's ratio is then
+/// unresolved only when no row of the last preference had a resolved one.
 pub fn realistic<'a>(report: &'a Report, dtype: Workload, elements: u64) -> Option<Answer<'a>> {
     let of_size =
         || report.rows.iter().filter(move |r| r.id.dtype == dtype && r.id.elements == elements);
@@ -66,7 +76,8 @@ pub fn realistic<'a>(report: &'a Report, dtype: Workload, elements: u64) -> Opti
     let candidates = if converting.is_empty() { of_size().collect() } else { converting };
     let candidates = prefer(candidates, |r| r.id.wait == DEFAULT_WAIT);
     let candidates = prefer(candidates, |r| r.id.pin == UNPINNED);
-    candidates.into_iter().map(Answer::of).min_by_key(|a| (a.overhead_p50_ns, a.row.rtt_ns.p50))
+    let candidates = prefer(candidates, |r| PairedRatio::of(r).is_resolved());
+    candidates.into_iter().map(Answer::of).min_by_key(|a| (a.overhead.p50_ns, a.row.rtt_ns.p50))
 }
 
 /// The rows that pass `test`, or all of them when none does.
@@ -80,8 +91,8 @@ fn prefer(rows: Vec<&Row>, test: impl Fn(&Row) -> bool) -> Vec<&Row> {
 /// one placement was measured).
 pub fn placement_spread<'a>(report: &'a Report, answer: &Answer<'a>) -> Option<Vec<Answer<'a>>> {
     let mut same = placements_of(report, answer);
-    let min = same.iter().map(|a| a.overhead_p50_ns).min()?.max(1);
-    let max = same.iter().map(|a| a.overhead_p50_ns).max()?;
+    let min = same.iter().map(|a| a.overhead.p50_ns).min()?.max(1);
+    let max = same.iter().map(|a| a.overhead.p50_ns).max()?;
     if same.len() < 2 || (max as f64) <= PLACEMENT_MATTERS * min as f64 {
         return None;
     }
@@ -108,9 +119,14 @@ fn placements_of<'a>(report: &'a Report, answer: &Answer<'a>) -> Vec<Answer<'a>>
 }
 
 /// Writes the answer, one line per size (dtype × elements, f64 first, smallest first):
-/// overhead p50 and p99 of the realistic row, its paired ratio to the raw floor with the 95 %
-/// interval, the budget met or missed, and which row that is. A size with no measured row but
-/// skipped ones says why. At most 120 columns.
+/// overhead p50 and p99 of the realistic row ([`realistic`]), its paired ratio to the raw
+/// floor with the 95 % interval — `unresolved [lo-hi]` when that is not a result (see
+/// [`ratio`]) — the budget judged at p50 and p99 ([`Answer::judge`], in the words the verdict
+/// uses too), and which row that is. The definition of the overhead ([`budget::DEFINITION`])
+/// is printed once, under the heading. A size with no measured row but skipped ones says why;
+/// the sizes answered with an unresolved ratio (no candidate row had a resolved one) are named
+/// under the rows. At most 120 columns with the usual labels; a column widens for a longer
+/// cell.
 ///
 /// # Errors
 /// Errors of `out`.
@@ -137,7 +153,9 @@ fn placements_of<'a>(report: &'a Report, answer: &Answer<'a>) -> Vec<Answer<'a>>
 /// let text = String::from_utf8(out).unwrap();
 /// assert!(text.contains("f64 x 500"), "{text}");
 /// assert!(text.contains("10us"), "{text}"); // 12 us round trip - 2 us server time
-/// assert!(text.contains("met"), "{text}");
+/// assert!(text.contains("28us"), "{text}"); // 30 us p99 round trip - 2 us p50 server time
+/// assert!(text.contains("1.50x [1.40-1.60]"), "{text}");
+/// assert!(text.contains("met at p50 and p99"), "{text}");
 /// ```
 pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let sizes = sizes(report);
@@ -168,31 +186,42 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             )
         }
     )?;
+    writeln!(out, "{}", budget::DEFINITION)?;
     writeln!(
         out,
-        "overhead = round trip - server time (p99: p99 round trip - p50 server); x floor = paired \
-         ratio of the round trip"
+        "x floor = paired ratio of the round trip to the raw read/write of the same bytes [95% \
+         interval]."
     )?;
-    writeln!(
-        out,
-        "to the raw read/write of the same bytes [95% interval]. Details: the table and verdict \
-         below; docs/PERFORMANCE.md."
-    )?;
+    writeln!(out, "Details: the table and verdict below; docs/PERFORMANCE.md.")?;
     let budget = report.config.budget_ns;
-    // The size column is as wide as its longest label ("f64-as-f32 x 1048576" is 20).
-    let labels: Vec<String> = sizes.iter().map(|(d, e)| format!("{d} x {e}")).collect();
-    let w = labels.iter().map(String::len).max().unwrap_or(0).max(17);
+    // Each size's line: its label, and its answer with the ratio and budget cells.
+    let lines: Vec<(String, Option<Cells<'_>>)> = sizes
+        .iter()
+        .map(|&(dtype, elements)| {
+            let cells = realistic(report, dtype, elements).map(|a| Cells {
+                answer: a,
+                ratio: a.ratio.text(),
+                judged: a.judge(budget).map_or_else(|| "-".to_owned(), |j| j.describe()),
+            });
+            (format!("{dtype} x {elements}"), cells)
+        })
+        .collect();
+    let budget_header =
+        if budget == 0 { "budget".to_owned() } else { format!("budget {}", format::ns(budget)) };
+    // Each column is as wide as its longest cell ("f64-as-f32 x 1048576" is 20 characters),
+    // and no narrower than 17, 20 and 26 characters, so that the usual lines keep one layout.
+    let cells = || lines.iter().filter_map(|(_, cells)| cells.as_ref());
+    let w = lines.iter().map(|(size, _)| size.len()).max().unwrap_or(0).max(17);
+    let rw = cells().map(|c| c.ratio.len()).max().unwrap_or(0).max(20);
+    let bw = cells().map(|c| c.judged.len()).max().unwrap_or(0).max(26);
     writeln!(
         out,
-        "  {:<w$} {:>9} {:>9} {:>20} {:<26} row",
-        "size",
-        "overhead",
-        "p99",
-        "x floor [95% CI]",
-        if budget == 0 { "budget".to_owned() } else { format!("budget {}", format::ns(budget)) },
+        "  {:<w$} {:>9} {:>9} {:>rw$} {budget_header:<bw$} row",
+        "size", "overhead", "p99", "x floor [95% CI]",
     )?;
-    for ((dtype, elements), size) in sizes.into_iter().zip(labels) {
-        let Some(a) = realistic(report, dtype, elements) else {
+    let mut unresolved = Vec::new();
+    for (&(dtype, elements), (size, cells)) in sizes.iter().zip(&lines) {
+        let Some(Cells { answer: a, ratio, judged }) = cells else {
             let why = report
                 .skipped
                 .iter()
@@ -202,25 +231,9 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             continue;
         };
         let row = a.row;
-        let ratio = match (row.ratio_to_baseline, row.ratio_ci) {
-            (Some(r), Some([lo, hi])) => {
-                format!(
-                    "{}x [{}-{}]",
-                    format::ratio_or_dash(r),
-                    format::ratio_or_dash(lo),
-                    format::ratio_or_dash(hi)
-                )
-            }
-            (Some(r), None) => format!("{}x", format::ratio_or_dash(r)),
-            _ => "-".to_owned(),
-        };
-        let judged = if budget == 0 {
-            "-".to_owned()
-        } else if a.overhead_p50_ns <= budget {
-            format!("met ({} to spare)", format::ns(budget - a.overhead_p50_ns))
-        } else {
-            format!("MISSED by {}", format::ns(a.overhead_p50_ns - budget))
-        };
+        if a.ratio.is_unresolved() {
+            unresolved.push(size.as_str());
+        }
         let transport = if row.id.transport == TransportKind::Pipe {
             String::new()
         } else {
@@ -228,12 +241,23 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             out,
-            "  {size:<w$} {:>9} {:>9} {ratio:>20} {judged:<26} {} {}{transport}, {}",
-            format::ns(a.overhead_p50_ns),
-            format::ns(a.overhead_p99_ns),
+            "  {size:<w$} {:>9} {:>9} {ratio:>rw$} {judged:<bw$} {} {}{transport}, {}",
+            format::ns(a.overhead.p50_ns),
+            format::ns(a.overhead.p99_ns),
             row.id.handler,
             row.id.path,
             row.id.wait
+        )?;
+    }
+    if !unresolved.is_empty() {
+        // No candidate row of these sizes had a resolved ratio: the answer fell back to the
+        // lowest overhead, and says that its ratio is no result.
+        writeln!(out, "{}", ratio::unresolved_note("unresolved"))?;
+        writeln!(
+            out,
+            "no row of {} at the answer's wait and placement has a resolved ratio: shown is the \
+             lowest overhead.",
+            unresolved.join(", ")
         )?;
     }
     placement_notes(report, out)?;
@@ -243,6 +267,48 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{}", crosscore::state_change_note(factor))?;
     }
     Ok(())
+}
+
+/// One size's answer with its ratio and budget cells as the answer prints them.
+struct Cells<'a> {
+    answer: Answer<'a>,
+    ratio: String,
+    judged: String,
+}
+
+/// The answer for one size as the JSON report writes it: one entry of its `answer` array.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnswerRecord {
+    /// The row the answer is about ([`realistic`]); in JSON its fields stand in the entry's own
+    /// object (`dtype`, `elements`, `bytes`, `transport`, `path`, `handler`, `wait`, `pin`), as
+    /// in a row's.
+    #[serde(flatten)]
+    pub id: RowId,
+    /// Its overhead, `{"p50", "p99"}` in nanoseconds (see [`Overhead`]).
+    pub overhead_ns: Overhead,
+    /// The budget judged on that overhead at p50 and p99, as the answer and the verdict print
+    /// it; `null` when no budget was set.
+    #[serde(default)]
+    pub budget: Option<Judgement>,
+    /// True when the row's paired ratio is resolved ([`PairedRatio`]); false when no row the
+    /// answer could pick had a resolved ratio.
+    #[serde(default)]
+    pub ratio_resolved: bool,
+}
+
+/// The answer of every measured size, in the answer's order ([`answer`]): what `--json`
+/// writes as `answer`. Sizes with no measured row have no entry.
+pub fn records(report: &Report) -> Vec<AnswerRecord> {
+    sizes(report)
+        .into_iter()
+        .filter_map(|(dtype, elements)| realistic(report, dtype, elements))
+        .map(|a| AnswerRecord {
+            id: a.row.id.clone(),
+            overhead_ns: a.overhead,
+            budget: a.judge(report.config.budget_ns),
+            ratio_resolved: a.ratio.is_resolved(),
+        })
+        .collect()
 }
 
 /// One line per size whose answer changes by more than [`PLACEMENT_MATTERS`] with where the
@@ -268,10 +334,10 @@ fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let row = answer.row;
         let figures: Vec<String> = spread
             .iter()
-            .map(|a| format!("{} {}", placement_words(a.row.id.pin), format::ns(a.overhead_p50_ns)))
+            .map(|a| format!("{} {}", placement_words(a.row.id.pin), format::ns(a.overhead.p50_ns)))
             .collect();
-        let min = spread.iter().map(|a| a.overhead_p50_ns).min().unwrap_or(0).max(1);
-        let max = spread.iter().map(|a| a.overhead_p50_ns).max().unwrap_or(0);
+        let min = spread.iter().map(|a| a.overhead.p50_ns).min().unwrap_or(0).max(1);
+        let max = spread.iter().map(|a| a.overhead.p50_ns).max().unwrap_or(0);
         writeln!(
             out,
             "placement changes {} x {} at wait {} by {:.1}x: {}.",
@@ -295,8 +361,12 @@ fn placement_words(pin: Placement) -> &'static str {
 }
 
 /// The verdict's lines for one size: the realistic row ([`realistic`]) by name with its
-/// overhead, then what the raw floor and `echo-raw` show, apart. Nothing when the size has no
-/// row.
+/// overhead, the budget judged on that overhead ([`Answer::judge`]: the same figure and words
+/// as the answer's), then what the raw floor and `echo-raw` show, apart. Nothing when the size
+/// has no row.
+///
+/// Returns the judgement, for the verdict to count; `None` when the size has no row or no
+/// budget was set.
 ///
 /// # Errors
 /// Errors of `out`.
@@ -305,8 +375,8 @@ pub fn verdict_lines(
     dtype: Workload,
     elements: u64,
     out: &mut dyn Write,
-) -> io::Result<()> {
-    let Some(a) = realistic(report, dtype, elements) else { return Ok(()) };
+) -> io::Result<Option<Judgement>> {
+    let Some(a) = realistic(report, dtype, elements) else { return Ok(None) };
     let row = a.row;
     let transport = if row.id.transport == TransportKind::Pipe {
         String::new()
@@ -320,10 +390,19 @@ pub fn verdict_lines(
         row.id.handler,
         row.id.path,
         row.id.wait,
-        format::ns(a.overhead_p50_ns),
-        format::ns(a.overhead_p99_ns),
+        format::ns(a.overhead.p50_ns),
+        format::ns(a.overhead.p99_ns),
         format::ns(row.rtt_ns.p50)
     )?;
+    let judged = a.judge(report.config.budget_ns);
+    if let Some(j) = judged {
+        writeln!(
+            out,
+            "  budget {} on your case's overhead: {}",
+            format::ns(j.budget_ns),
+            j.describe()
+        )?;
+    }
     let floor = report.baseline_for(row).map(|b| b.rtt_ns.p50);
     let raw = report
         .rows
@@ -351,7 +430,7 @@ pub fn verdict_lines(
     if !parts.is_empty() {
         writeln!(out, "  not your case: {}", parts.join("; "))?;
     }
-    Ok(())
+    Ok(judged)
 }
 
 /// Lists the rows not measured under a heading, one line per size, handler and reason (the

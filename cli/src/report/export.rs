@@ -11,31 +11,46 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+use serde::Serialize;
 
 use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 
+use super::answer::{self, AnswerRecord};
 use super::key::{Handler, RowKey};
 use super::{BaselineRow, Percentiles, Placement, Report, Round, Row, Workload, format};
 use peerpipe::error::{Error, Result};
 use peerpipe::units::format_nanos;
 
-/// Writes the report as pretty-printed JSON (the shape documented in the README), ending in a
-/// newline. CPU times that could not be measured (NaN) are written as `null`; [`read_json`]
-/// reads them back as NaN.
+/// What `--json` writes: the report's own fields, then `answer` — the answer of every
+/// measured size as the report printed it ([`answer::records`]: its row, overhead and budget
+/// judgement). The answer is derived from the rows, so [`read_json`] ignores it and reports
+/// written before it existed read the same.
+#[derive(Serialize)]
+struct Document<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    answer: Vec<AnswerRecord>,
+}
+
+/// Writes the report as pretty-printed JSON (the shape documented in docs/REPORT.md), with the
+/// answer of every size as `answer` ([`answer::records`]), ending in a newline. CPU times that
+/// could not be measured (NaN) are written as `null`; [`read_json`] reads them back as NaN.
 ///
 /// # Errors
 /// [`Error::Io`] naming the file when it cannot be written; the file may then be partly
 /// written.
 pub fn write_json(report: &Report, path: &Path) -> Result<()> {
-    let text = serde_json::to_string_pretty(report).map_err(|e| {
+    let document = Document { report, answer: answer::records(report) };
+    let text = serde_json::to_string_pretty(&document).map_err(|e| {
         io::Error::other(format!("serialising the report for {}: {e}", path.display()))
     })?;
     fs::write(path, text + "\n").map_err(|e| in_file(e, "writing", path))?;
     Ok(())
 }
 
-/// Reads a report written by [`write_json`]. `null` CPU times and rates read as NaN.
+/// Reads a report written by [`write_json`]. `null` CPU times and rates read as NaN; the
+/// `answer` is not read (it is derived from the rows: [`answer::records`] gives it again).
 ///
 /// # Errors
 /// - [`Error::Io`] naming the file when it cannot be read;

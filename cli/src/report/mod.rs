@@ -11,6 +11,7 @@
 //! which state the machine was in.
 
 pub mod answer;
+pub mod budget;
 pub mod compare;
 pub mod cpu;
 pub mod crosscore;
@@ -23,6 +24,7 @@ pub mod machine;
 pub mod measure;
 pub mod placement;
 pub mod plan;
+pub mod ratio;
 pub mod render;
 pub mod sync;
 

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use peerpipe::transport::{TransportKind, Wait};
 
+use crate::report::ratio::{self, PairedRatio};
 use crate::report::{BaselineRow, Placement, Report, Row, Workload, crosscore, format};
 
 use super::notes::{contention, machine_state, speed_change};
@@ -36,8 +37,10 @@ impl Widths {
 /// the same byte count, wait and placement, followed by the rows of each handler × path:
 /// `echo-raw` first, then `echo`, then any other handler; `zero-copy` before `codec`. Times are
 /// p50 unless the column says otherwise, with units chosen per magnitude; CPU time that could
-/// not be measured (NaN) shows as `-`, and so does a ratio without a baseline. Baselines that no
-/// row uses are listed at the end.
+/// not be measured (NaN) shows as `-`, and so does a ratio without a baseline. A ratio that is
+/// not a result ([`PairedRatio`]: its interval too wide, across 1.00x, or unknown) shows as
+/// `unres.` beside its interval, and a line under the legend says what that means. Baselines
+/// that no row uses are listed at the end.
 ///
 /// # Errors
 /// Errors of `out`.
@@ -88,6 +91,9 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         out,
         "floor's p50 in the same round (same bytes, transport, wait, pin), with its 95% interval."
     )?;
+    if report.rows.iter().any(|r| PairedRatio::of(r).is_unresolved()) {
+        writeln!(out, "{}", ratio::unresolved_note("unres. = unresolved"))?;
+    }
     if !m.clock.is_empty() {
         writeln!(out, "clock: {}; PEERPIPE_CLOCK=monotonic times with clock_gettime.", m.clock)?;
     }
@@ -274,14 +280,22 @@ fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
         format::cpu_ns(row.client_cpu_ns),
         format::cpu_ns(row.server_cpu_ns),
         format::rate(row.mb_per_s),
-        row.ratio_to_baseline
-            .filter(|r| r.is_finite())
-            .map_or("-".to_owned(), |r| format!("{}x", format::ratio(r))),
+        ratio_cell(row),
         row.ratio_ci.filter(|ci| ci.iter().all(|c| c.is_finite())).map_or(
             "-".to_owned(),
             |[lo, hi]| format!("{}-{}", format::ratio(lo), format::ratio(hi))
         ),
     )
+}
+
+/// The ratio column of a row: `1.25x`, `unres.` when the ratio is not a result (the interval
+/// column beside it still shows the interval), `-` without one.
+fn ratio_cell(row: &Row) -> String {
+    match PairedRatio::of(row) {
+        PairedRatio::Resolved { median, .. } => format!("{}x", format::ratio(median)),
+        PairedRatio::Unresolved { .. } => "unres.".to_owned(),
+        PairedRatio::Missing => "-".to_owned(),
+    }
 }
 
 /// `baseline raw r/w` for pipes (`baseline raw lent` when the client lends its pages with

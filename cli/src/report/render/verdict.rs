@@ -1,13 +1,16 @@
 //! The verdict in plain words: where each size's p50 round trip goes ([`breakdown`]), the
-//! fastest configuration against the budget, ratios below the floor, and from which size
-//! another transport wins ([`crossovers`]).
+//! fastest configuration, the answer's row with the budget judged on its overhead at p50 and
+//! p99 (the answer's own judgement, [`crate::report::budget`]), ratios below the floor, and
+//! from which size another transport wins ([`crossovers`]).
 
 use std::io::{self, Write};
 
 use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 
+use crate::report::answer;
 use crate::report::key::Handler;
+use crate::report::ratio::PairedRatio;
 use crate::report::{Placement, Report, Row, Workload, format};
 
 use super::order::{Order, dtype_rank};
@@ -112,9 +115,11 @@ fn wake_up_ns(
 ///
 /// For each size (dtype × elements): for each wait strategy and placement, the fastest handler
 /// and path and where its p50 round trip goes (see [`Breakdown`], whose definitions are
-/// printed in one line under the heading); then the fastest configuration of the size and
-/// whether its p50 meets `config.budget_ns`, by how much. A last line counts the sizes that
-/// meet the budget. A budget of zero means none was set.
+/// printed in one line under the heading); then the fastest configuration of the size, and the
+/// answer's row ([`answer::verdict_lines`]) with `config.budget_ns` judged on its overhead at
+/// p50 and p99 — the same figure, judgement and words as the answer's. A last line counts the
+/// sizes that meet the budget at both and names those that miss it, and where. A budget of
+/// zero means none was set.
 ///
 /// # Errors
 /// Errors of `out`.
@@ -152,6 +157,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         .map(|r| setting_name(r.id.pin, r.id.wait).chars().count())
         .max()
         .unwrap_or(0);
+    // The sizes judged (every size with a row, when a budget was set), by outcome.
     let mut met = Vec::new();
     let mut missed = Vec::new();
     for &(dtype, elements, bytes) in &sizes {
@@ -209,7 +215,6 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
         let Some(best) = fastest(rows.iter().copied()) else { continue };
         let placement = if several_pins { format!(", {}", best.id.pin) } else { String::new() };
-        let judged = judge(best.rtt_ns.p50, budget);
         let transport = if best.id.transport == TransportKind::Pipe {
             String::new()
         } else {
@@ -217,18 +222,20 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             out,
-            "  fastest: {} {}{transport}, {}{placement}: p50 {}, p99 {}{judged}",
+            "  fastest: {} {}{transport}, {}{placement}: p50 {}, p99 {}",
             best.id.handler,
             best.id.path,
             best.id.wait,
             format::ns(best.rtt_ns.p50),
             format::ns(best.rtt_ns.p99),
         )?;
-        crate::report::answer::verdict_lines(report, dtype, elements, out)?;
-        if best.rtt_ns.p50 <= budget {
-            met.push(size_name);
-        } else {
-            missed.push(size_name);
+        // The budget is judged where the answer judges it, on its row's overhead (no
+        // judgement when no budget was set).
+        if let Some(judged) = answer::verdict_lines(report, dtype, elements, out)? {
+            match judged.missed_at() {
+                None => met.push(size_name),
+                Some(at) => missed.push(format!("{size_name} ({at})")),
+            }
         }
     }
     below_floor_notes(report, out)?;
@@ -264,23 +271,22 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     writeln!(out)?;
+    let judged = met.len() + missed.len();
     if budget == 0 {
         writeln!(out, "no budget was set (--budget).")?;
     } else if missed.is_empty() {
         writeln!(
             out,
-            "budget {}: every size meets it ({} of {}).",
+            "budget {} on the overhead at p50 and p99: every size meets it ({} of {judged}).",
             format::ns(budget),
             met.len(),
-            sizes.len()
         )?;
     } else {
         writeln!(
             out,
-            "budget {}: met by {} of {} sizes; missed by:",
+            "budget {} on the overhead at p50 and p99: met by {} of {judged} sizes; missed by:",
             format::ns(budget),
             met.len(),
-            sizes.len()
         )?;
         let mut line = String::from(" ");
         for (i, name) in missed.iter().enumerate() {
@@ -303,7 +309,9 @@ pub const BELOW_FLOOR: f64 = 0.95;
 
 /// Lists every row whose paired ratio is below [`BELOW_FLOOR`], with its interval and what the
 /// interval says: noise when it reaches the threshold, a row that really beat its floor when
-/// it does not (docs/PERFORMANCE.md, "Ratios below the floor", says what is known of why).
+/// it does not (docs/PERFORMANCE.md, "Ratios below the floor", says what is known of why). An
+/// unresolved ratio ([`PairedRatio`]) is listed as such, not as a figure: its interval is too
+/// wide, or missing, to say either.
 fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let below: Vec<&Row> = report
         .rows
@@ -319,35 +327,36 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "ratios below {BELOW_FLOOR:.2} (a row faster than the raw floor of its own bytes):"
     )?;
     for row in below {
-        let ratio = row.ratio_to_baseline.unwrap_or(f64::NAN);
         let transport = if row.id.transport == TransportKind::Pipe {
             String::new()
         } else {
             format!(" {}", row.id.transport)
         };
-        let why = match row.ratio_ci {
-            Some([lo, hi]) if hi >= BELOW_FLOOR => format!(
-                "[{}-{}]: its interval reaches {BELOW_FLOOR:.2}, so this is the noise of the run",
-                format::ratio(lo),
-                format::ratio(hi)
-            ),
-            Some([lo, hi]) => format!(
-                "[{}-{}]: beyond the noise; see docs/PERFORMANCE.md, \"Ratios below the floor\"",
-                format::ratio(lo),
-                format::ratio(hi)
-            ),
-            None => "no interval (too few rounds)".to_owned(),
+        let ratio = PairedRatio::of(row);
+        let why = match ratio {
+            PairedRatio::Resolved { ci: [_, hi], .. } if hi >= BELOW_FLOOR => {
+                format!("its interval reaches {BELOW_FLOOR:.2}, so this is the noise of the run")
+            }
+            PairedRatio::Resolved { .. } => {
+                "beyond the noise; see docs/PERFORMANCE.md, \"Ratios below the floor\"".to_owned()
+            }
+            PairedRatio::Unresolved { ci: Some(_), .. } => {
+                "too wide to say whether it beat its floor".to_owned()
+            }
+            PairedRatio::Unresolved { ci: None, .. } | PairedRatio::Missing => {
+                "too few rounds to say".to_owned()
+            }
         };
         writeln!(
             out,
-            "  {} x {} {} {}{transport}, {}, {}: {}x {why}",
+            "  {} x {} {} {}{transport}, {}, {}: {}: {why}",
             row.id.dtype,
             row.id.elements,
             row.id.handler,
             row.id.path,
             row.id.wait,
             row.id.pin,
-            format::ratio(ratio)
+            ratio.text()
         )?;
     }
     Ok(())
@@ -497,26 +506,6 @@ fn fastest<'a>(rows: impl Iterator<Item = &'a Row>) -> Option<&'a Row> {
     })
 }
 
-/// `: meets the 150us budget with 148us to spare` or `: misses … by …`.
-fn judge(p50: u64, budget: u64) -> String {
-    if budget == 0 {
-        String::new()
-    } else if p50 <= budget {
-        format!(
-            "; meets the {} budget with {} to spare",
-            format::ns(budget),
-            format::ns(budget - p50)
-        )
-    } else {
-        format!(
-            "; misses the {} budget by {} ({:.2}x)",
-            format::ns(budget),
-            format::ns(p50 - budget),
-            p50 as f64 / budget as f64
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -627,12 +616,5 @@ mod tests {
         let mut quiet = Vec::new();
         verdict(&report_of(vec![row("pipe", "hybrid", 8, 2_000)]), &mut quiet).unwrap();
         assert!(!String::from_utf8(quiet).unwrap().contains("ratios below"));
-    }
-
-    #[test]
-    fn judging_the_budget_says_by_how_much() {
-        assert_eq!(judge(100_000, 150_000), "; meets the 150us budget with 50us to spare");
-        assert_eq!(judge(300_000, 150_000), "; misses the 150us budget by 150us (2.00x)");
-        assert_eq!(judge(5, 0), "");
     }
 }
