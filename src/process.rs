@@ -109,7 +109,7 @@ fn spawn_connected_unless(
             Ok(link) => {
                 let mut transport = Transport::new(link, spawn.wait);
                 transport.move_off_a_shared_core(Some(child.id()));
-                transport.watch_confinement(child.id());
+                transport.watch_peer(child.id());
                 Ok((transport, child))
             }
             Err(error) => Err(ChildGuard { child }.fail_setup(error)),
@@ -136,7 +136,7 @@ fn spawn_connected_unless(
     drop(command);
     let mut transport = transport;
     transport.move_off_a_shared_core(Some(child.id()));
-    transport.watch_confinement(child.id());
+    transport.watch_peer(child.id());
     Ok((transport, child))
 }
 

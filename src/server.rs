@@ -197,16 +197,15 @@ pub fn stdio_transport_of(kind: TransportKind, wait: crate::transport::Wait) -> 
         }
         shm => Transport::new(ShmLink::attach(shm, rx, tx)?, wait),
     };
-    watch_parent_confinement(&mut transport);
+    watch_parent(&mut transport);
     Ok(transport)
 }
 
-/// A server started on stdio is usually its client's child: while both may run on one CPU
-/// only, the same one, its waits never spin (see [`Transport::watch_confinement`]). Under ssh
-/// the parent is the ssh server, which forwards the client's bytes: on one CPU with it,
-/// spinning would delay them too.
-fn watch_parent_confinement(transport: &mut Transport) {
-    transport.watch_confinement(std::os::unix::process::parent_id());
+/// A server started on stdio is usually its client's child: [`Transport::watch_peer`] looks
+/// where the parent runs. Under ssh the parent is the ssh server, which forwards the client's
+/// bytes: a spin on its CPU, or with it confined to one, would delay them too.
+fn watch_parent(transport: &mut Transport) {
+    transport.watch_peer(std::os::unix::process::parent_id());
 }
 
 /// The server's side of `--transport tcp`: takes stdin and stdout as the control channel
@@ -233,7 +232,7 @@ pub fn stdio_tcp_transport(
     let listen = listen.unwrap_or_else(|| SocketAddr::new(tcp::default_listen_ip(), 0));
     let link = tcp::listen_announce_accept(listen, rx, tx, Deadline::after(timeout))?;
     let mut transport = Transport::new(link, wait);
-    watch_parent_confinement(&mut transport);
+    watch_parent(&mut transport);
     Ok(transport)
 }
 

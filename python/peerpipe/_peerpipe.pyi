@@ -230,6 +230,7 @@ class RemoteRhs:
         under wait="auto": wait_spun (waits that spun), wait_hits (of them, answered within
         the spin), wait_slept_at_once, wait_probes, wait_stopped_spinning (switches to
         sleeping), wait_contended (spins after which yielding the CPU ran another task),
+        wait_kept_asleep (spins not started because the server last ran on this side's CPU),
         wait_spinning (spinning now), wait_moves (moves of this side's thread to an idle CPU,
         off a core shared with the server) and wait_moves_back (moves undone after a trial
         in which spinning stopped paying)."""

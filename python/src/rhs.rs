@@ -150,6 +150,7 @@ impl PyRemoteRhs {
         d.set_item("wait_probes", counts.probes)?;
         d.set_item("wait_stopped_spinning", counts.stopped_spinning)?;
         d.set_item("wait_contended", counts.contended)?;
+        d.set_item("wait_kept_asleep", counts.kept_asleep)?;
         d.set_item("wait_spinning", auto.is_spinning())?;
         let (moves, moves_back) = rhs.peer().moves();
         d.set_item("wait_moves", moves)?;

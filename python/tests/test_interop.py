@@ -93,7 +93,14 @@ def test_remote_rhs_from_python_with_stats():
         )
         assert fun.last_timing.round_trip_ns > 0
         # What the auto wait did: counts that only grow, moves undone never more than made.
-        waits = ("wait_spun", "wait_hits", "wait_slept_at_once", "wait_moves", "wait_moves_back")
+        waits = (
+            "wait_spun",
+            "wait_hits",
+            "wait_slept_at_once",
+            "wait_kept_asleep",
+            "wait_moves",
+            "wait_moves_back",
+        )
         assert all(isinstance(stats[k], int) and stats[k] >= 0 for k in waits)
         assert stats["wait_hits"] <= stats["wait_spun"]
         assert stats["wait_moves_back"] <= stats["wait_moves"]

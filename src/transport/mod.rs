@@ -84,9 +84,8 @@ pub struct Transport {
     /// Moves this side off a core it shares with its peer (see [`placement`]); `None` unless
     /// [`Transport::move_off_a_shared_core`] asked for it.
     placement: Option<Box<Placement<placement::Os>>>,
-    /// Whether this side and its peer are confined to one CPU; `None` unless
-    /// [`Transport::watch_confinement`] asked for it.
-    confinement: Option<placement::Confinement>,
+    /// Where the peer runs; `None` unless [`Transport::watch_peer`] asked for it.
+    peer: Option<Box<placement::PeerWatch>>,
     /// Bytes read ahead of the frame they belong to (a speculative read that guessed wrong);
     /// every read drains them first.
     pushback: Vec<u8>,
@@ -170,7 +169,7 @@ impl Transport {
             wait,
             auto: AutoWait::default(),
             placement: None,
-            confinement: None,
+            peer: None,
             pushback: Vec::new(),
             pushback_read: 0,
         }
@@ -209,12 +208,13 @@ impl Transport {
         self.placement = Some(Box::new(Placement::new(placement::Os::new(peer_pid))));
     }
 
-    /// Under [`Wait::Auto`], watches whether this side and its peer (process `peer_pid`) may
-    /// run on one CPU only, the same one; while they may, no wait spins (see
-    /// [`placement::Confinement`]). `Peer` asks it for the client's side, and a server started
-    /// on stdio for its parent.
-    pub fn watch_confinement(&mut self, peer_pid: u32) {
-        self.confinement = Some(placement::Confinement::new(peer_pid));
+    /// Under [`Wait::Auto`], looks where the peer (process `peer_pid`) runs: while the two may
+    /// run on one CPU only, the same one, no wait spins ([`placement::Confinement`]); and
+    /// spinning does not resume on the strength of dear sleeps or a probe while the peer
+    /// last ran on this side's CPU ([`AutoWait::wants_peer_check`]). `Peer` asks it for the
+    /// client's side, and a server started on stdio for its parent.
+    pub fn watch_peer(&mut self, peer_pid: u32) {
+        self.peer = Some(Box::new(placement::PeerWatch::new(peer_pid)));
     }
 
     /// Moves made by [`Transport::move_off_a_shared_core`] so far, and moves back after a
@@ -681,10 +681,16 @@ impl Transport {
                     Wait::Spin => None,
                     Wait::Hybrid { spin } => Some(spin),
                     Wait::Auto => {
-                        if let Some(confined) =
-                            self.confinement.as_mut().and_then(|watch| watch.check(now))
-                        {
-                            self.auto.set_confined(confined);
+                        if let Some(peer) = &mut self.peer {
+                            if let Some(confined) = peer.confined(now) {
+                                self.auto.set_confined(confined);
+                            }
+                            if self.auto.wants_peer_check() {
+                                match peer.shares_core() {
+                                    Some(true) => self.auto.peer_shares_core(),
+                                    _ => self.auto.peer_elsewhere(),
+                                }
+                            }
                         }
                         if !self.auto.is_spinning()
                             && let Some(placement) = &mut self.placement

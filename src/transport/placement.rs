@@ -348,6 +348,32 @@ impl Confinement {
     }
 }
 
+/// Where the peer runs, for [`super::Wait::Auto`]: whether the two are confined to one CPU
+/// ([`Confinement`]), and whether the peer last ran on this thread's CPU.
+#[derive(Debug)]
+pub struct PeerWatch {
+    confinement: Confinement,
+    os: Os,
+}
+
+impl PeerWatch {
+    /// Watches process `peer`.
+    pub fn new(peer: u32) -> PeerWatch {
+        PeerWatch { confinement: Confinement::new(peer), os: Os::new(Some(peer)) }
+    }
+
+    /// [`Confinement::check`].
+    pub fn confined(&mut self, now: Instant) -> Option<bool> {
+        self.confinement.check(now)
+    }
+
+    /// Whether the peer last ran on the CPU this thread runs on (`/proc/PID/stat`, a few
+    /// microseconds); `None` when either is unknown. Allocates nothing.
+    pub fn shares_core(&mut self) -> Option<bool> {
+        Some(self.os.current()? == self.os.peer()?)
+    }
+}
+
 /// Whether this thread and process `peer` may each run on exactly one CPU, the same one.
 /// `false` when a mask cannot be read (the peer has exited, or belongs to another user).
 /// Allocates nothing.

@@ -38,6 +38,11 @@
 //!   spinning; a miss doubles the distance to the next probe, from [`AUTO_FIRST_PROBE`] waits
 //!   up to [`AUTO_MAX_PROBE`], so that where spinning never pays the probes cost little.
 //!
+//! Before spinning again on the strength of dear sleeps or a probe alone, a side that knows its
+//! peer's pid looks where the peer last ran (`/proc/PID/stat`): on this side's own CPU, a
+//! spin would only keep the peer from running — the pair shares a core while other work holds
+//! the rest — and the side keeps sleeping.
+//!
 //! A side that may run on one CPU only, whose peer may run only on that same CPU too (both
 //! started under `taskset -c 0`, say, or in a container of one CPU), never spins: the peer can
 //! run only when this side stops ([`super::placement::Confinement`] looks at both affinity
@@ -205,6 +210,9 @@ pub struct AutoWait {
     slept_average: Duration,
     /// Whether this side and its peer may run on one CPU only, the same one: no wait spins.
     confined: bool,
+    /// Whether spinning was resumed by dear sleeps and the caller has not yet looked where
+    /// the peer runs ([`AutoWait::wants_peer_check`]).
+    unconfirmed: bool,
     counts: AutoCounts,
 }
 
@@ -223,6 +231,9 @@ pub struct AutoCounts {
     pub stopped_spinning: u64,
     /// Waits whose spin ran out and whose yield ran another task first.
     pub contended: u64,
+    /// Spins not started — a resumption by dear sleeps, or a probe — because the peer last
+    /// ran on this side's CPU.
+    pub kept_asleep: u64,
 }
 
 /// What one wait saw, for [`AutoWait::record`].
@@ -256,6 +267,7 @@ impl Default for AutoWait {
             until_probe: AUTO_FIRST_PROBE,
             slept_average: Duration::ZERO,
             confined: false,
+            unconfirmed: false,
             counts: AutoCounts::default(),
         }
     }
@@ -340,6 +352,7 @@ impl AutoWait {
             self.dear_sleeps += 1;
             if self.dear_sleeps >= self.dear_sleeps_to_spin {
                 self.start_spinning();
+                self.unconfirmed = true;
             }
             return;
         }
@@ -404,8 +417,41 @@ impl AutoWait {
         }
     }
 
+    /// Whether the next wait would spin on the strength of dear sleeps or a due probe alone,
+    /// so that the caller should first look where the peer last ran, and say what it saw:
+    /// [`AutoWait::peer_shares_core`] or [`AutoWait::peer_elsewhere`].
+    pub fn wants_peer_check(&self) -> bool {
+        !self.confined
+            && ((self.spinning && self.unconfirmed) || (!self.spinning && self.until_probe == 0))
+    }
+
+    /// The peer last ran on this side's CPU: a spin would only keep it from running. Spinning
+    /// resumed by dear sleeps stops again (and takes twice as many next time, as after a
+    /// resumption that missed); a due probe is put off (twice as far).
+    pub fn peer_shares_core(&mut self) {
+        self.counts.kept_asleep += 1;
+        if self.spinning {
+            self.spinning = false;
+            self.unconfirmed = false;
+            self.dear_sleeps_to_spin =
+                (self.dear_sleeps_to_spin * 2).min(AUTO_MAX_DEAR_SLEEPS_TO_SPIN);
+            self.dear_sleeps = 0;
+            self.misses = 0;
+            self.until_probe = self.probe_interval;
+        } else {
+            self.probe_interval = (self.probe_interval * 2).min(AUTO_MAX_PROBE);
+            self.until_probe = self.probe_interval;
+        }
+    }
+
+    /// The peer last ran on another CPU, or where it ran is unknown: spin as planned.
+    pub fn peer_elsewhere(&mut self) {
+        self.unconfirmed = false;
+    }
+
     fn start_spinning(&mut self) {
         self.spinning = true;
+        self.unconfirmed = false;
         self.spin_budget = DEFAULT_SPIN_BUDGET;
         self.hit_since_resumed = false;
         self.misses = 0;
@@ -748,6 +794,42 @@ mod tests {
         auto.counts = before.counts;
         auto.slept_average = before.slept_average;
         assert_eq!(auto, before);
+    }
+
+    /// Like `run`, for a side that looks where the peer runs whenever it asks to:
+    /// `shares_core` is what it sees.
+    fn run_looking(auto: &mut AutoWait, partner: Partner, shares_core: bool, waits: u32) -> u32 {
+        let mut spun = 0;
+        for _ in 0..waits {
+            if auto.wants_peer_check() {
+                if shares_core { auto.peer_shares_core() } else { auto.peer_elsewhere() }
+            }
+            let seen = partner.wait(auto.budget());
+            auto.record(seen);
+            spun += u32::from(!seen.budget.is_zero());
+        }
+        spun
+    }
+
+    #[test]
+    fn dear_sleeps_beside_a_peer_on_this_core_do_not_bring_the_spinning_back() {
+        // The peer shares this core and does 200 us of work between calls (other work holds
+        // the other cores): every sleep is dear, which alone would resume spinning again
+        // and again; a look at where the peer ran keeps this side asleep.
+        let busy_peer = Partner::SameCore { service: 200 * US };
+        let mut blind = AutoWait::default();
+        let (_, spun_blind) = run(&mut blind, busy_peer, 2000);
+        let mut looking = AutoWait::default();
+        let spun = run_looking(&mut looking, busy_peer, true, 2000);
+        assert_eq!(spun, 2, "only the first two waits spin: {:?}", looking.counts);
+        assert!(spun_blind > 20, "without looking it resumes: {spun_blind}");
+        assert!(looking.counts.kept_asleep > 0);
+        // A peer asleep on another CPU is still spun for, as without looking.
+        let asleep = Partner::Asleep { wake: 30 * US };
+        let mut elsewhere = AutoWait::default();
+        run_looking(&mut elsewhere, busy_peer, true, 50);
+        let spun = run_looking(&mut elsewhere, asleep, false, 200);
+        assert!(spun > 150, "{spun} of 200 waits spun: {:?}", elsewhere.counts);
     }
 
     #[test]
