@@ -316,9 +316,16 @@ impl Cpus for Os {
     }
 }
 
-/// How often [`Confinement`] reads the two affinity masks again: every second, so that a mask
-/// changed while the two run (`taskset -p`) is seen within a second, for two system calls.
+/// How often [`Confinement`] reads the two affinity masks again while they do not confine the
+/// two to one CPU: every second, so that a mask changed while the two run (`taskset -p`) is
+/// seen within a second, for two system calls.
 pub const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
+
+/// How often [`Confinement`] reads them again while they do: every 10 ms. A thread pinned for
+/// a moment — `peer` moves its thread to the server's CPU to spawn it, so that the server
+/// inherits that CPU, and back — must not keep a connection from spinning for long, and a wait
+/// that looks costs a few microseconds at most once per 10 ms.
+pub const CONFINED_RECHECK: Duration = Duration::from_millis(10);
 
 /// Whether this thread and its peer may each run on one CPU only, and the same one — both
 /// started under `taskset -c 0`, or in a container of one CPU. Then neither can ever find the
@@ -337,14 +344,16 @@ impl Confinement {
     }
 
     /// At `now`: whether the two are confined to one CPU ([`confined_together`]) when it is
-    /// time to look — at the first call, then every [`CONFINEMENT_RECHECK`] — and `None`
-    /// between looks.
+    /// time to look — at the first call, then every [`CONFINEMENT_RECHECK`], or every
+    /// [`CONFINED_RECHECK`] while they are — and `None` between looks.
     pub fn check(&mut self, now: Instant) -> Option<bool> {
         if self.next_check.is_some_and(|at| now < at) {
             return None;
         }
-        self.next_check = Some(now + CONFINEMENT_RECHECK);
-        Some(confined_together(self.peer))
+        let confined = confined_together(self.peer);
+        let recheck = if confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
+        self.next_check = Some(now + recheck);
+        Some(confined)
     }
 }
 
@@ -591,10 +600,21 @@ mod tests {
     #[test]
     fn a_thread_and_a_child_on_one_cpu_are_confined_together() {
         assert_eq!(with_pinned_child(false, confined_together), Some(true));
-        let mut watch = Confinement::new(0);
-        assert!(watch.check(Instant::now()).is_some(), "the first call looks");
-        assert_eq!(watch.check(Instant::now()), None, "the next waits a second");
-        assert!(watch.check(Instant::now() + CONFINEMENT_RECHECK).is_some());
+        // Confined: looked at again after 10 ms, so that a moment's pinning passes quickly.
+        let seen = with_pinned_child(false, |child| {
+            let mut watch = Confinement::new(child);
+            let now = Instant::now();
+            watch.check(now) == Some(true)
+                && watch.check(now).is_none()
+                && watch.check(now + CONFINED_RECHECK) == Some(true)
+        });
+        assert_eq!(seen, Some(true));
+        // Not confined (no such process): a second between looks.
+        let mut watch = Confinement::new(u32::MAX);
+        let now = Instant::now();
+        assert_eq!(watch.check(now), Some(false), "the first call looks");
+        assert_eq!(watch.check(now + CONFINED_RECHECK), None, "the next waits a second");
+        assert_eq!(watch.check(now + CONFINEMENT_RECHECK), Some(false));
     }
 
     #[test]
