@@ -418,7 +418,7 @@ fn a_run_with_load_says_so_records_it_and_measures_the_default_wait_unpinned() {
 }
 
 #[test]
-fn free_placement_probes_the_machine_state_and_same_placement_cannot() {
+fn groups_are_probed_with_free_placement_and_rounds_with_every_placement() {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         println!("skipping: the probe needs two CPUs");
         return;
@@ -440,6 +440,19 @@ fn free_placement_probes_the_machine_state_and_same_placement_cannot() {
     assert!(floors("same").count() > 0 && floors("same").all(|b| b.cross_core.is_none()));
     // `free` probes the first two CPUs (unknown only if the probe got no CPU in time).
     assert!(floors("free").any(|b| b.cross_core.is_some_and(|c| c.block_ns > 0)));
+    // Every round is probed whatever the placement (the probe measures the machine, not the
+    // group), and a row's round carries its floor's figure.
+    for pin in ["free", "same"] {
+        let probed = floors(pin).flat_map(|b| &b.rounds).filter(|r| r.probe_ns.is_some());
+        assert!(probed.count() > 0, "no {pin} round was probed");
+    }
+    for row in &report.rows {
+        let floor = report.baseline_for(row).expect("the row's floor");
+        let figures = |rounds: &[peerpipe_cli::report::Round]| -> Vec<Option<u64>> {
+            rounds.iter().map(|r| r.probe_ns).collect()
+        };
+        assert_eq!(figures(&row.rounds), figures(&floor.rounds));
+    }
     fs::remove_dir_all(dir).ok();
 }
 

@@ -103,7 +103,7 @@ fn json_has_the_documented_keys_and_nesting() {
         // A floor's rounds carry no floor of their own.
         assert_eq!(
             keys(&b["rounds"][0]),
-            set(&["p50_ns", "client_cpu", "server_cpu", "preemptions", "generation"])
+            set(&["p50_ns", "client_cpu", "server_cpu", "preemptions", "generation", "probe_ns"])
         );
         assert!(b["bytes"].is_u64() && b["wait"].is_string());
         assert_eq!(keys(&b["rtt_ns"]), set(&PERCENTILE_KEYS));
@@ -146,7 +146,8 @@ fn json_has_the_documented_keys_and_nesting() {
                 "client_cpu",
                 "server_cpu",
                 "preemptions",
-                "generation"
+                "generation",
+                "probe_ns"
             ]),
             "{r}"
         );

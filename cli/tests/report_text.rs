@@ -164,6 +164,7 @@ fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
             server_cpu: None,
             preemptions: None,
             generation: 0,
+            probe_ns: None,
         })
         .collect();
     report(vec![], vec![r])

@@ -115,6 +115,12 @@ pub struct Round {
     /// [`pairing::paired_ratio_by_generation`](peerpipe::pairing::paired_ratio_by_generation)). 0 in reports written before it was recorded.
     #[serde(default)]
     pub generation: u32,
+    /// The machine's state at the start of the round: the p50 round trip of 4 KiB between the
+    /// first two allowed CPUs, in nanoseconds ([`crosscore::RoundProbe`]), the same figure in
+    /// the floor's round and in every row's. `null` when the process may use one CPU, when the
+    /// probe got no answer in time, and in reports from before it was recorded.
+    #[serde(default)]
+    pub probe_ns: Option<u64>,
 }
 
 /// Share of `rounds` in which client and server were seen on the same CPU, among the rounds

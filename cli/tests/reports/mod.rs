@@ -72,6 +72,7 @@ pub fn rounds(p50: u64, floor: Option<u64>) -> Vec<Round> {
             server_cpu: Some(1),
             preemptions: None,
             generation: 0,
+            probe_ns: None,
         })
         .to_vec()
 }
