@@ -453,6 +453,11 @@ fn groups_are_probed_with_free_placement_and_rounds_with_every_placement() {
         };
         assert_eq!(figures(&row.rounds), figures(&floor.rounds));
     }
+    // The states found in them tag every round, and each row has figures in its states.
+    assert!(!report.machine.states.is_empty(), "no state found");
+    let rounds = report.baseline.iter().flat_map(|b| &b.rounds);
+    assert!(rounds.chain(report.rows.iter().flat_map(|r| &r.rounds)).all(|r| r.state.is_some()));
+    assert!(report.rows.iter().all(|row| !row.state_figures().is_empty()));
     fs::remove_dir_all(dir).ok();
 }
 

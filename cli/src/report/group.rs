@@ -190,6 +190,8 @@ impl Seen {
             server_cpu: self.server_cpu,
             preemptions: self.preemptions,
             probe_ns: of.probe_ns,
+            // Found once the whole run is in (`states::assign`).
+            state: None,
         }
     }
 }

@@ -21,7 +21,7 @@ pub use super::plan::{
     SETTLE_ROUND_TRIPS, WAKE_BYTES, floor_route,
 };
 use super::sync::{self, SyncCost};
-use super::{BaselineRow, Expectation, Placement, Report, Row, Skipped, machine};
+use super::{BaselineRow, Expectation, Placement, Report, Row, Skipped, machine, states};
 use peerpipe::baseline::{RawEcho, route_line};
 use peerpipe::error::{Error, Result};
 use peerpipe::pairing;
@@ -183,7 +183,7 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
             Vec::new()
         };
     progress.finish_and_clear();
-    let report = Report {
+    let mut report = Report {
         peerpipe: env!("CARGO_PKG_VERSION").to_owned(),
         machine: machine::describe(pipe_size_granted),
         config: plan.record(),
@@ -192,6 +192,9 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
         sync_costs,
         skipped: measured.skipped,
     };
+    // States are found over the whole run, so that every group's rounds are told apart by
+    // the same rule; each row's ratio then becomes that of its main state.
+    states::assign(&mut report);
     Ok(Outcome { report, error })
 }
 
