@@ -1,0 +1,216 @@
+//! `peer compare` in words: how the pairs were judged, the rows that differ, how the floors
+//! moved, and what was only in one report.
+
+use std::fmt;
+use std::io::{self, Write};
+
+use super::{Comparison, Mode, Pair};
+use peerpipe::units::format_nanos;
+
+/// Writes how the pairs were judged, the differing rows (paired: both ratios with their
+/// intervals, the change in time and percent, and how far apart the intervals are; absolute:
+/// both p50s, the difference, the change and the noise of each file), how the floors moved,
+/// then how many rows and baselines were compared, how many differ and which are only in A
+/// or only in B.
+///
+/// # Errors
+/// Errors of `out`.
+pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    let t = &comparison.thresholds;
+    let abs = format_nanos(t.abs.as_nanos() as f64);
+    match comparison.mode {
+        Mode::Paired => {
+            writeln!(
+                out,
+                "paired: a row differs when its ratio to its own floor moved by more than {}% \
+                 and {abs} (at the floors' mean p50),",
+                t.rel_pct
+            )?;
+            writeln!(out, "and the 95% intervals of the two ratios do not overlap.")?;
+        }
+        Mode::Absolute => {
+            writeln!(
+                out,
+                "absolute: a p50 differs when |B - A| exceeds {abs}, {}% of A and the noise of \
+                 either file",
+                t.rel_pct
+            )?;
+            writeln!(out, "(noise: spread of the per-round p50s; - = one round, noise 0).")?;
+        }
+    }
+    if let Some((a, b)) = &comparison.machines_differ {
+        writeln!(out, "note: measured on different machines: A on {a:?}, B on {b:?}.")?;
+    }
+    if let Some((a, b)) = &comparison.clocks_differ {
+        writeln!(
+            out,
+            "note: timed with different clocks: A with {a}, B with {b}; a span can read tens of \
+             ns apart between them (docs/PERFORMANCE.md, \"The clock\")."
+        )?;
+    }
+    if let Some((a, b)) = comparison.states_differ {
+        writeln!(
+            out,
+            "note: the machine was in different states: moving 4 KiB between the client's CPU \
+             and the server's took {} in A and {} in B (median cross_core probe). A cost added \
+             to every transfer changes ratios as well as times; compare runs taken in one state \
+             (docs/PERFORMANCE.md, \"Paired measurement\").",
+            format_nanos(a as f64),
+            format_nanos(b as f64)
+        )?;
+    }
+    let differing: Vec<&Pair> = comparison.differing().collect();
+    if differing.is_empty() {
+        writeln!(out, "nothing differs beyond the thresholds and the noise.")?;
+    } else {
+        writeln!(out)?;
+        let (paired, absolute): (Vec<&Pair>, Vec<&Pair>) =
+            differing.iter().partition(|p| p.paired.is_some());
+        if !paired.is_empty() {
+            render_paired(&paired, out)?;
+        }
+        if !absolute.is_empty() {
+            render_absolute(&absolute, out)?;
+        }
+        writeln!(out)?;
+    }
+    if comparison.mode == Mode::Paired {
+        floors_moved(&comparison.baselines, comparison.states_differ.is_some(), out)?;
+    }
+    writeln!(
+        out,
+        "compared {} rows and {} baselines: {} differ; {} only in A, {} only in B.",
+        comparison.rows.len(),
+        comparison.baselines.len(),
+        differing.len(),
+        comparison.only_in_a.len(),
+        comparison.only_in_b.len()
+    )?;
+    let unpaired = comparison.rows.iter().filter(|p| p.paired.is_none()).count();
+    if comparison.mode == Mode::Paired && unpaired > 0 {
+        writeln!(
+            out,
+            "{unpaired} rows had no paired ratio in one of the files (a report from before \
+             pairing, or no floor) and were judged by their p50."
+        )?;
+    }
+    if comparison.rows.is_empty() && comparison.baselines.is_empty() {
+        writeln!(out, "warning: the two reports have no row in common.")?;
+    }
+    for (name, labels) in [("A", &comparison.only_in_a), ("B", &comparison.only_in_b)] {
+        for label in labels.iter().take(LIST_AT_MOST) {
+            writeln!(out, "  only in {name}: {label}")?;
+        }
+        if labels.len() > LIST_AT_MOST {
+            writeln!(out, "  only in {name}: ... and {} more", labels.len() - LIST_AT_MOST)?;
+        }
+    }
+    Ok(())
+}
+
+fn render_paired(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
+    let width = pairs.iter().map(|p| p.label.chars().count()).max().unwrap_or(0);
+    writeln!(
+        out,
+        "{:<width$}  {:>20} {:>20} {:>9} {:>8}  how sure",
+        "", "A ratio [95% CI]", "B ratio [95% CI]", "diff", "change"
+    )?;
+    for p in pairs {
+        let Some(c) = &p.paired else { continue };
+        writeln!(
+            out,
+            "{:<width$}  {:>20} {:>20} {:>9} {:>8}  intervals {:.3}x apart",
+            p.label,
+            ratio_with_interval(c.a_ratio, c.a_ci),
+            ratio_with_interval(c.b_ratio, c.b_ci),
+            Signed(p.difference_ns()),
+            format_change(c.change_pct()),
+            c.gap(),
+        )?;
+    }
+    Ok(())
+}
+
+fn render_absolute(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
+    let width = pairs.iter().map(|p| p.label.chars().count()).max().unwrap_or(0);
+    writeln!(
+        out,
+        "{:<width$}  {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
+        "", "A p50", "B p50", "diff", "change", "noise A", "noise B"
+    )?;
+    for p in pairs {
+        writeln!(
+            out,
+            "{:<width$}  {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
+            p.label,
+            format_nanos(p.a_p50_ns as f64),
+            format_nanos(p.b_p50_ns as f64),
+            Signed(p.difference_ns()),
+            p.change_pct().map_or("-".to_owned(), format_change),
+            p.a_noise_ns.map_or("-".to_owned(), |n| format_nanos(n as f64)),
+            p.b_noise_ns.map_or("-".to_owned(), |n| format_nanos(n as f64)),
+        )?;
+    }
+    Ok(())
+}
+
+/// `floors: B/A of the p50 ranged 0.98x-1.35x over 4 floors (the machine's speed; not judged)`.
+/// When the machine was in different states (`states_differ`), the floors moved with the
+/// state, which pairing does not take out; the line says so instead.
+fn floors_moved(baselines: &[Pair], states_differ: bool, out: &mut dyn Write) -> io::Result<()> {
+    let ratios: Vec<f64> = baselines
+        .iter()
+        .filter(|p| p.a_p50_ns > 0)
+        .map(|p| p.b_p50_ns as f64 / p.a_p50_ns as f64)
+        .collect();
+    let (Some(lo), Some(hi)) =
+        (ratios.iter().copied().reduce(f64::min), ratios.iter().copied().reduce(f64::max))
+    else {
+        return Ok(());
+    };
+    let why = if states_differ {
+        "the machine's state, see the note above"
+    } else {
+        "the machine's speed, which pairing takes out; --mode absolute judges them"
+    };
+    writeln!(
+        out,
+        "floors: B/A of their p50 ranged {lo:.2}x-{hi:.2}x over {} floors ({why}).",
+        ratios.len()
+    )
+}
+
+/// `1.38x [1.35, 1.41]`.
+fn ratio_with_interval(ratio: f64, ci: [f64; 2]) -> String {
+    format!("{ratio:.3}x [{:.3}, {:.3}]", ci[0], ci[1])
+}
+
+/// A change in percent: one decimal below 1000 %, none above.
+fn format_change(pct: f64) -> String {
+    if pct.abs() < 1000.0 { format!("{pct:+.1}%") } else { format!("{pct:+.0}%") }
+}
+
+/// Rows listed by name under "only in A/B" before the rest are only counted.
+const LIST_AT_MOST: usize = 12;
+
+/// A signed nanosecond difference with its unit: `+27.9us`, `-850ns`.
+struct Signed(i128);
+
+impl fmt::Display for Signed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { '-' } else { '+' };
+        let text = format!("{sign}{}", format_nanos(self.0.unsigned_abs() as f64));
+        f.pad(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_differences_carry_sign_and_unit() {
+        assert_eq!(format!("{:>8}", Signed(27_900)), " +27.9us");
+        assert_eq!(Signed(-850).to_string(), "-850ns");
+    }
+}
