@@ -336,12 +336,14 @@ mod tests {
     fn a_round_probe_measures_every_round_and_its_partner_sleeps_between() {
         let Ok(placer) = Placer::new(Placement::Same) else { return };
         let partner_tid = Arc::new(AtomicU64::new(0));
-        let tid = Arc::clone(&partner_tid);
+        let partner_ended = Arc::new(AtomicBool::new(false));
+        let (tid, ended) = (Arc::clone(&partner_tid), Arc::clone(&partner_ended));
         let spawn = move |run: Box<dyn FnOnce() + Send>| {
             let start = || {
                 Ok(thread::spawn(move || {
                     tid.store(nix::unistd::gettid().as_raw() as u64, Ordering::Relaxed);
                     run();
+                    ended.store(true, Ordering::Relaxed);
                 }))
             };
             placer.spawn_on_second_cpu(start).ok()
@@ -361,8 +363,9 @@ mod tests {
         let used = cpu_ticks_of(tid) - before;
         assert!(used <= 2, "the partner used {used} ticks while no probe ran");
         // Dropping the probe ends and joins its partner.
+        assert!(!partner_ended.load(Ordering::Relaxed));
         drop(probe);
-        assert!(!std::path::Path::new(&format!("/proc/self/task/{tid}")).exists());
+        assert!(partner_ended.load(Ordering::Relaxed));
     }
 
     #[test]
