@@ -4,7 +4,8 @@
 use std::fmt;
 use std::io::{self, Write};
 
-use super::{Comparison, Mode, Pair};
+use super::{Comparison, Mode, Outcome, Pair, StatesCompared};
+use crate::report::states::MachineState;
 use peerpipe::units::format_nanos;
 
 /// Writes how the pairs were judged, the differing rows (paired: both ratios with their
@@ -59,8 +60,19 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             format_nanos(b as f64)
         )?;
     }
+    if let Some(states) = &comparison.states {
+        writeln!(out, "{}", states_line(states))?;
+    }
     let differing: Vec<&Pair> = comparison.differing().collect();
-    if differing.is_empty() {
+    if comparison.no_state_in_common() {
+        if comparison.states.as_ref().is_some_and(|s| !s.shared.is_empty()) {
+            writeln!(
+                out,
+                "no row ran in a machine state both reports share: nothing to compare; measure \
+                 again until both runs hold a state in common."
+            )?;
+        }
+    } else if differing.is_empty() {
         writeln!(out, "nothing differs beyond the thresholds and the noise.")?;
     } else {
         writeln!(out)?;
@@ -86,7 +98,18 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         comparison.only_in_a.len(),
         comparison.only_in_b.len()
     )?;
-    let unpaired = comparison.rows.iter().filter(|p| p.paired.is_none()).count();
+    let other_state = comparison.rows.iter().filter(|p| p.outcome == Outcome::OtherState).count();
+    if other_state > 0 && !comparison.no_state_in_common() {
+        writeln!(
+            out,
+            "{other_state} rows ran in no machine state both reports share and were not judged."
+        )?;
+    }
+    let unpaired = comparison
+        .rows
+        .iter()
+        .filter(|p| p.paired.is_none() && p.outcome != Outcome::OtherState)
+        .count();
     if comparison.mode == Mode::Paired && unpaired > 0 {
         writeln!(
             out,
@@ -108,27 +131,93 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// The paired table: both ratios, the change in time and percent, the change of the time the
+/// row adds to its floor (`added B-A`, with what the two intervals allow), and how far apart
+/// the ratios' intervals are.
 fn render_paired(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
     let width = pairs.iter().map(|p| p.label.chars().count()).max().unwrap_or(0);
+    let added: Vec<String> = pairs
+        .iter()
+        .map(|p| {
+            let change = p.paired.as_ref().and_then(|c| c.added_change_ns());
+            change.map_or("-".to_owned(), |(median, [lo, hi])| {
+                let ns = |x: f64| Signed(x.round() as i128);
+                format!("{} [{}, {}]", ns(median), ns(lo), ns(hi))
+            })
+        })
+        .collect();
+    let added_width = added.iter().map(|a| a.chars().count()).max().unwrap_or(0).max(9);
     writeln!(
         out,
-        "{:<width$}  {:>20} {:>20} {:>9} {:>8}  how sure",
-        "", "A ratio [95% CI]", "B ratio [95% CI]", "diff", "change"
+        "{:<width$}  {:>20} {:>20} {:>9} {:>8} {:>added_width$}  how sure",
+        "", "A ratio [95% CI]", "B ratio [95% CI]", "diff", "change", "added B-A"
     )?;
-    for p in pairs {
+    for (p, added) in pairs.iter().zip(&added) {
         let Some(c) = &p.paired else { continue };
         writeln!(
             out,
-            "{:<width$}  {:>20} {:>20} {:>9} {:>8}  intervals {:.3}x apart",
+            "{:<width$}  {:>20} {:>20} {:>9} {:>8} {:>added_width$}  intervals {:.3}x apart",
             p.label,
             ratio_with_interval(c.a_ratio, c.a_ci),
             ratio_with_interval(c.b_ratio, c.b_ci),
             Signed(p.difference_ns()),
             format_change(c.change_pct()),
+            added,
             c.gap(),
         )?;
     }
     Ok(())
+}
+
+/// What the machine's states of A and B mean for the comparison: the states rows were judged
+/// in, or, when the reports share none, why nothing could be compared.
+fn states_line(states: &StatesCompared) -> String {
+    let took = |s: &MachineState| format_nanos(s.probe_ns as f64);
+    let list = |all: Vec<String>| match all.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    };
+    if states.shared.is_empty() {
+        let (a, b) = (states.a.iter().map(took).collect(), states.b.iter().map(took).collect());
+        let (a_states, b_states) = (states.a.len(), states.b.len());
+        return format!(
+            "A ran in {} where moving 4 KiB across CPUs took {}, B in {} where it took {}: no \
+             state in common, nothing to compare (measure again until both runs hold one).",
+            if a_states == 1 { "a state" } else { "states" },
+            list(a),
+            if b_states == 1 { "one" } else { "states" },
+            list(b),
+        );
+    }
+    let find = |all: &[MachineState], id: u32| all.iter().find(|s| s.id == id).copied();
+    let shared: Vec<(MachineState, MachineState)> = states
+        .shared
+        .iter()
+        .filter_map(|&(a, b)| Some((find(&states.a, a)?, find(&states.b, b)?)))
+        .collect();
+    let left_out = |all: &[MachineState], shared: &dyn Fn(u32) -> bool| -> u64 {
+        all.iter().filter(|s| !shared(s.id)).map(|s| s.rounds).sum()
+    };
+    let a_out = left_out(&states.a, &|id| states.shared.iter().any(|&(a, _)| a == id));
+    let b_out = left_out(&states.b, &|id| states.shared.iter().any(|&(_, b)| b == id));
+    let mut line = format!(
+        "machine states: rows are judged in the state{} both reports ran in, where moving 4 KiB \
+         across CPUs took {} in A, {} in B",
+        if shared.len() == 1 { "" } else { "s" },
+        list(shared.iter().map(|(a, _)| took(a)).collect()),
+        list(shared.iter().map(|(_, b)| took(b)).collect()),
+    );
+    if a_out + b_out > 0 {
+        let total = |all: &[MachineState]| all.iter().map(|s| s.rounds).sum::<u64>();
+        line.push_str(&format!(
+            "; rounds in other states are left out ({a_out} of {} in A, {b_out} of {} in B)",
+            total(&states.a),
+            total(&states.b)
+        ));
+    }
+    line.push('.');
+    line
 }
 
 fn render_absolute(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
