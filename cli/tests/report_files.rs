@@ -445,6 +445,38 @@ fn csv_has_a_flat_header_and_one_line_per_baseline_and_row() {
 }
 
 #[test]
+fn csv_carries_each_rows_states_and_each_rounds_probe() {
+    let dir = temp_dir("csv-states");
+    let path = dir.join("run.csv");
+    let report = sample_with_states();
+    export::write_csv(&report, &path).expect("write");
+    let text = fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let floor: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(floor[column("round_states")], "0 1 1");
+    assert_eq!(floor[column("round_probes_ns")], "900 3510 3520");
+    assert_eq!(floor[column("main_state")], "");
+    let row: Vec<&str> = lines[1 + report.baseline.len()].split(',').collect();
+    let figures = report.rows[0].state_figures();
+    assert_eq!(row[column("main_state")], "1");
+    let ratio = |f: &peerpipe_cli::report::states::StateFigures| f.ratio.unwrap();
+    let expected = format!("0:{} 1:{}", ratio(&figures[0]), ratio(&figures[1]));
+    assert_eq!(row[column("state_ratios")], expected);
+    assert_eq!(row[column("added_ns")], figures[1].added_ns.unwrap().to_string());
+    assert_eq!(row[column("round_states")], "0 1 1");
+    // Without states, the added time is over all rounds and the state columns are empty.
+    export::write_csv(&sample(), &path).expect("write");
+    let text = fs::read_to_string(&path).unwrap();
+    let row: Vec<&str> =
+        text.lines().nth(1 + sample().baseline.len()).unwrap().split(',').collect();
+    assert_eq!((row[column("added_ns")], row[column("main_state")]), ("16000", ""));
+    assert_eq!((row[column("state_ratios")], row[column("round_states")]), ("", ""));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn svg_is_a_whole_document_naming_every_series() {
     let dir = temp_dir("svg");
     let path = dir.join("run.svg");
