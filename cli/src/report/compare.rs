@@ -16,7 +16,7 @@
 //!   like: a row is judged on its figures in a state both reports ran in
 //!   ([`states::shared_states`]) — of those, the one where the row has most rounds in both —
 //!   and a row that ran in no such state is not judged ([`Outcome::OtherState`]). Reports
-//!   that share no state at all have nothing to compare ([`Comparison::no_shared_state`]).
+//!   that share no state at all have nothing to compare ([`Comparison::no_state_in_common`]).
 //!   Reports from before states are judged on their rows' overall figures, as they always
 //!   were.
 //! - [`Mode::Absolute`]: p50 round trips are compared, rows and floors alike; a pair differs
