@@ -61,6 +61,19 @@ pub struct Schedule {
 pub trait Group {
     /// Number of members.
     fn members(&self) -> usize;
+    /// Called once at the start of each round (`round` counts from 0 in every [`run`]), before
+    /// its first burst and after the warm-up: the moment to take a measure of the machine
+    /// that every member's burst in this round shares (the report probes the cost of moving
+    /// data between CPUs here). No [`Group::enter`] has been called for this round yet; the
+    /// member entered last in the previous round (or the warm-up) is still the current one.
+    /// What this costs lengthens the round, not any burst: no round trip is timed meanwhile.
+    ///
+    /// # Errors
+    /// Any error of the group; it ends the run.
+    fn round_starts(&mut self, round: usize) -> Result<()> {
+        let _ = round;
+        Ok(())
+    }
     /// Called before each burst (and before the warm-up) of `member`: make its server the one
     /// that runs.
     ///
@@ -133,8 +146,8 @@ impl Rounds {
 }
 
 /// Measures every member of `group` in `schedule.rounds` rounds: first a warm-up of each
-/// member, then, per round, one burst of each member in a fresh random order. Returns the p50
-/// of every burst.
+/// member, then, per round, [`Group::round_starts`] and one burst of each member in a fresh
+/// random order. Returns the p50 of every burst.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for zero rounds or a burst of zero round trips; otherwise the
@@ -189,6 +202,7 @@ pub fn run(group: &mut impl Group, schedule: &Schedule) -> Result<Rounds> {
     let mut order: Vec<usize> = (0..members).collect();
     let mut samples = Vec::new();
     for round in 0..rounds {
+        group.round_starts(round)?;
         rng.shuffle(&mut order);
         for &member in &order {
             group.enter(member)?;
@@ -283,21 +297,83 @@ pub fn paired_ratio_by_generation(
     floor: &[u64],
     generations: &[usize],
 ) -> Option<PairedRatio> {
-    if generations.iter().sum::<usize>() != row.len() {
+    let (median, ci) = by_generation(row, floor, generations, |r, f| r as f64 / f as f64)?;
+    Some(PairedRatio { median, ci })
+}
+
+/// The time a row adds to its floor, taken round by round, with the confidence interval of its
+/// median.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairedDifference {
+    /// Median over rounds of (row p50 − floor p50 in the same round), in nanoseconds; negative
+    /// when the row was the faster.
+    pub median_ns: f64,
+    /// Its [`CONFIDENCE`] interval, by rounds and by generation, in nanoseconds.
+    pub ci_ns: [f64; 2],
+}
+
+/// Like [`paired_ratio_by_generation`], for the difference `row[i] − floor[i]` instead of the
+/// ratio: the median over rounds, and the hull of [`median_interval`] over all rounds and
+/// [`generation_interval`] over the generations. Rounds whose floor p50 is 0 are left out, as
+/// for ratios; `None` when no round is left, the lengths differ or the generations do not add
+/// up to the rounds.
+///
+/// A ratio and a difference answer different questions. Where the machine slows everything
+/// alike, the ratio holds and the difference grows; where it adds a cost to every transfer (a
+/// machine state in which moving data between CPUs costs more), the floor grows, the ratio
+/// falls, and the difference holds. A known delay in the server reads as its own size here.
+///
+/// # Examples
+/// ```
+/// use peerpipe::pairing::paired_difference_by_generation;
+/// // A row 500 ns over its floor, measured once at 2 us floors and once at 6 us floors.
+/// let floor = [2_000, 2_010, 1_990, 6_000, 6_020, 5_980];
+/// let row = [2_500, 2_510, 2_480, 6_500, 6_530, 6_490];
+/// let added = paired_difference_by_generation(&row, &floor, &[3, 3]).unwrap();
+/// assert_eq!(added.median_ns, 500.0);
+/// assert!(added.ci_ns[0] <= 490.0 && 510.0 <= added.ci_ns[1]);
+/// ```
+pub fn paired_difference_by_generation(
+    row: &[u64],
+    floor: &[u64],
+    generations: &[usize],
+) -> Option<PairedDifference> {
+    let (median_ns, ci_ns) = by_generation(row, floor, generations, |r, f| r as f64 - f as f64)?;
+    Some(PairedDifference { median_ns, ci_ns })
+}
+
+/// The median over rounds of `per_round(row[i], floor[i])` (rounds whose floor is 0 left out)
+/// and its interval by rounds and by generation; `None` as [`paired_difference_by_generation`]
+/// says.
+fn by_generation(
+    row: &[u64],
+    floor: &[u64],
+    generations: &[usize],
+    per_round: fn(u64, u64) -> f64,
+) -> Option<(f64, [f64; 2])> {
+    if row.len() != floor.len() || generations.iter().sum::<usize>() != row.len() {
         return None;
     }
-    let all = paired_ratio(row, floor)?;
+    let values = |row: &[u64], floor: &[u64]| -> Vec<f64> {
+        row.iter().zip(floor).filter(|&(_, &f)| f > 0).map(|(&r, &f)| per_round(r, f)).collect()
+    };
+    let mut all = values(row, floor);
+    if all.is_empty() {
+        return None;
+    }
+    all.sort_unstable_by(f64::total_cmp);
+    let ci = median_interval(&all);
     let mut start = 0;
     let mut groups = Vec::with_capacity(generations.len());
     for &len in generations {
-        let ratios = round_ratios(&row[start..start + len], &floor[start..start + len]);
-        if !ratios.is_empty() {
-            groups.push(ratios);
+        let generation = values(&row[start..start + len], &floor[start..start + len]);
+        if !generation.is_empty() {
+            groups.push(generation);
         }
         start += len;
     }
     let [lo, hi] = generation_interval(&groups);
-    Some(PairedRatio { median: all.median, ci: [all.ci[0].min(lo), all.ci[1].max(hi)] })
+    Some((median(&all), [ci[0].min(lo), ci[1].max(hi)]))
 }
 
 /// Resamples drawn by [`generation_interval`]; the interval's ends move by well under 1 % of
@@ -617,6 +693,78 @@ mod tests {
         rounds.append(run(&mut machine, &schedule(2)).unwrap());
         assert_eq!(rounds.generations, [3, 2]);
         assert!(rounds.p50_ns.iter().all(|p| p.len() == 5));
+    }
+
+    /// What a group saw, in order.
+    #[derive(Debug, PartialEq)]
+    enum Event {
+        RoundStarts(usize),
+        Enter(usize),
+    }
+
+    /// A group of `members` members whose round trips take 1 ns, recording the calls it gets.
+    struct Recorder {
+        members: usize,
+        clock: u64,
+        events: Vec<Event>,
+    }
+
+    impl Group for Recorder {
+        fn members(&self) -> usize {
+            self.members
+        }
+        fn round_starts(&mut self, round: usize) -> Result<()> {
+            self.events.push(Event::RoundStarts(round));
+            Ok(())
+        }
+        fn enter(&mut self, member: usize) -> Result<()> {
+            self.events.push(Event::Enter(member));
+            Ok(())
+        }
+        fn round_trip(&mut self, _member: usize, _timed: bool) -> Result<u64> {
+            self.clock += 1;
+            Ok(1)
+        }
+        fn now_ns(&mut self) -> u64 {
+            self.clock
+        }
+    }
+
+    #[test]
+    fn each_round_starts_once_before_its_first_burst() {
+        let mut group = Recorder { members: 3, clock: 0, events: Vec::new() };
+        let fixed = Schedule { burst: Burst::RoundTrips(2), ..schedule(5) };
+        run(&mut group, &fixed).unwrap();
+        // The warm-up enters every member before any round starts.
+        assert_eq!(group.events[..3], [Event::Enter(0), Event::Enter(1), Event::Enter(2)]);
+        // Then each round: its start, then one burst of each member.
+        let rounds: Vec<&[Event]> = group.events[3..].chunks(4).collect();
+        assert_eq!(rounds.len(), 5);
+        for (i, round) in rounds.iter().enumerate() {
+            assert_eq!(round[0], Event::RoundStarts(i), "{round:?}");
+            assert!(round[1..].iter().all(|e| matches!(e, Event::Enter(_))), "{round:?}");
+        }
+    }
+
+    #[test]
+    fn differences_are_paired_round_by_round() {
+        // The machine triples its floor halfway; the row stays 300 ns above it throughout.
+        let floor = [1_000, 1_000, 1_000, 3_000, 3_000, 3_000];
+        let row = [1_300, 1_300, 1_300, 3_300, 3_300, 3_300];
+        let added = paired_difference_by_generation(&row, &floor, &[3, 3]).unwrap();
+        assert_eq!((added.median_ns, added.ci_ns), (300.0, [300.0, 300.0]));
+        // Faster than the floor reads negative; empty floors are left out; lengths must agree.
+        let below = paired_difference_by_generation(&[900, 5], &[1_000, 0], &[2]).unwrap();
+        assert_eq!(below.median_ns, -100.0);
+        assert!(paired_difference_by_generation(&[10], &[0], &[1]).is_none());
+        assert!(paired_difference_by_generation(&[10, 20], &[10], &[2]).is_none());
+        assert!(paired_difference_by_generation(&[10, 20], &[10, 10], &[1]).is_none());
+        // Generations that disagree widen the interval, as for ratios.
+        let floor = [1_000; 12];
+        let row =
+            [1_190, 1_200, 1_210, 1_200, 1_190, 1_210, 1_390, 1_400, 1_410, 1_400, 1_390, 1_410];
+        let apart = paired_difference_by_generation(&row, &floor, &[6, 6]).unwrap();
+        assert!(apart.ci_ns[0] <= 200.0 && 400.0 <= apart.ci_ns[1], "{apart:?}");
     }
 
     #[test]

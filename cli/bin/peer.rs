@@ -51,16 +51,20 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Compare two `--json` reports. Exit 0 when nothing differs, 1 when something does, 2 on
-    /// error, 3 when something differs but A and B were measured in different states of the
-    /// machine (their cross-core probes differ by more than 1.5x, see the note it prints): the
-    /// difference may be the machine's, not the code's; measure both again.
+    /// error, 3 when A and B were measured in different states of the machine: they share no
+    /// state (or no row ran in one they share), so nothing can be compared, or — for reports
+    /// without per-round states — something differs while their cross-core probes differ by
+    /// more than 1.5x (see the note it prints): the difference may be the machine's, not the
+    /// code's; measure both again.
     ///
     /// By default (--mode paired) each row is judged by its ratio to its own floor from the
     /// same run, so two runs taken while the machine ran at different speeds compare
     /// correctly: a row differs when the 95 % intervals of its two ratios do not overlap and
-    /// the change, converted to time at the floors' mean p50, exceeds both thresholds.
-    /// --mode absolute compares p50 round trips instead, allowing for the spread of each
-    /// row's per-round p50s.
+    /// the change, converted to time at the floors' mean p50, exceeds both thresholds. When
+    /// both reports tagged their rounds with the machine's state, each row is judged on its
+    /// figures in a state both ran in, and the change of the time it adds to its floor is
+    /// shown too. --mode absolute compares p50 round trips instead, allowing for the spread
+    /// of each row's per-round p50s.
     Compare(CompareArgs),
 
     /// Soak: client–server pairs exchange random arrays, every reply verified bit for bit.
@@ -594,6 +598,10 @@ fn run_compare(args: &CompareArgs) -> peerpipe::Result<ExitCode> {
     let comparison =
         compare::compare(&a, &b, Thresholds { abs: args.abs, rel_pct: args.rel }, mode);
     compare::render(&comparison, &mut io::stdout().lock())?;
+    if comparison.no_state_in_common() {
+        // Not a verdict either way: the reports hold no figures of one state of the machine.
+        return Ok(ExitCode::from(3));
+    }
     Ok(match (comparison.differs(), comparison.states_differ) {
         (false, _) => ExitCode::SUCCESS,
         (true, None) => ExitCode::from(1),

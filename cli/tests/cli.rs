@@ -13,7 +13,8 @@ use common::{Watchdog, peer_exe, secs};
 use peerpipe_cli::report::crosscore::CrossCore;
 use peerpipe_cli::report::key::RowId;
 use peerpipe_cli::report::{
-    BaselineRow, ConfigRecord, Machine, Percentiles, Report, Row, budget, export, format,
+    BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row, budget, export, format,
+    states,
 };
 
 /// A fresh directory under the system temp dir, unique per process and call.
@@ -288,6 +289,8 @@ fn a_spawn_command_whose_program_cannot_start_exits_2_naming_the_program() {
 #[test]
 fn compare_exits_3_when_a_difference_comes_with_a_change_of_machine_state() {
     let dir = temp_dir("compare-states");
+    // Reports whose rounds carry no state (as written before states were found): only their
+    // floors' cross-core probes say the machine was in different states.
     // The ratio moved from 1.30 to 1.05 with tight intervals: a difference by the numbers.
     let probe = |block_ns| Some(CrossCore { line_ns: block_ns / 8, block_ns });
     let mut fast = paired_report(1_800, 1.30, [1.28, 1.32]);
@@ -303,6 +306,51 @@ fn compare_exits_3_when_a_difference_comes_with_a_change_of_machine_state() {
     let b = write(&dir, "slow-same-state.json", &slow);
     let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
     assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+/// `paired_report` measured in 20 rounds, each probed at about `probe_ns`, with the floor at
+/// about `floor_p50` and the row at `ratio` of it, its states found.
+fn report_in_state(probe_ns: u64, floor_p50: u64, ratio: f64) -> Report {
+    let mut report = paired_report(floor_p50, ratio, [ratio - 0.02, ratio + 0.02]);
+    let round = |p50_ns, floor_p50_ns, i: u64| Round {
+        p50_ns,
+        floor_p50_ns,
+        client_cpu: None,
+        server_cpu: None,
+        preemptions: None,
+        generation: (i / 2) as u32,
+        probe_ns: Some(probe_ns + i % 3 * 10),
+        state: None,
+    };
+    let floor = |i: u64| floor_p50 + i % 4 * 5;
+    let row = |i: u64| (floor(i) as f64 * ratio) as u64 + i % 3 * 5;
+    report.baseline[0].rounds = (0..20).map(|i| round(floor(i), None, i)).collect();
+    report.rows[0].rounds = (0..20).map(|i| round(row(i), Some(floor(i)), i)).collect();
+    states::assign(&mut report);
+    report
+}
+
+#[test]
+fn compare_exits_3_when_the_reports_share_no_machine_state() {
+    let dir = temp_dir("compare-no-shared-state");
+    let fast = write(&dir, "fast.json", &report_in_state(900, 2_100, 1.30));
+    let slow = write(&dir, "slow.json", &report_in_state(3_500, 6_000, 1.05));
+    let out = peer(&["compare", &slow, &fast, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(3), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "A ran in a state where moving 4 KiB across CPUs took 3.51us, B in one where it took \
+             910ns: no state in common, nothing to compare"
+        ),
+        "{text}"
+    );
+    // The same ratios measured in one state are judged: they differ, exit 1.
+    let slow_same_state = write(&dir, "slow-same-state.json", &report_in_state(950, 6_000, 1.05));
+    let out = peer(&["compare", &slow_same_state, &fast, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("judged in the state both reports ran in"), "{}", stdout(&out));
     fs::remove_dir_all(dir).ok();
 }
 
@@ -478,7 +526,7 @@ fn a_run_with_load_says_so_records_it_and_measures_the_default_wait_unpinned() {
 }
 
 #[test]
-fn free_placement_probes_the_machine_state_and_same_placement_cannot() {
+fn groups_are_probed_with_free_placement_and_rounds_with_every_placement() {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         println!("skipping: the probe needs two CPUs");
         return;
@@ -500,6 +548,24 @@ fn free_placement_probes_the_machine_state_and_same_placement_cannot() {
     assert!(floors("same").count() > 0 && floors("same").all(|b| b.cross_core.is_none()));
     // `free` probes the first two CPUs (unknown only if the probe got no CPU in time).
     assert!(floors("free").any(|b| b.cross_core.is_some_and(|c| c.block_ns > 0)));
+    // Every round is probed whatever the placement (the probe measures the machine, not the
+    // group), and a row's round carries its floor's figure.
+    for pin in ["free", "same"] {
+        let probed = floors(pin).flat_map(|b| &b.rounds).filter(|r| r.probe_ns.is_some());
+        assert!(probed.count() > 0, "no {pin} round was probed");
+    }
+    for row in &report.rows {
+        let floor = report.baseline_for(row).expect("the row's floor");
+        let figures = |rounds: &[peerpipe_cli::report::Round]| -> Vec<Option<u64>> {
+            rounds.iter().map(|r| r.probe_ns).collect()
+        };
+        assert_eq!(figures(&row.rounds), figures(&floor.rounds));
+    }
+    // The states found in them tag every round, and each row has figures in its states.
+    assert!(!report.machine.states.is_empty(), "no state found");
+    let rounds = report.baseline.iter().flat_map(|b| &b.rounds);
+    assert!(rounds.chain(report.rows.iter().flat_map(|r| &r.rounds)).all(|r| r.state.is_some()));
+    assert!(report.rows.iter().all(|row| !row.state_figures().is_empty()));
     fs::remove_dir_all(dir).ok();
 }
 

@@ -51,7 +51,16 @@ fn json_has_the_documented_keys_and_nesting() {
     assert!(value["machine"].is_object() && value["config"].is_object());
     assert_eq!(
         keys(&value["machine"]),
-        set(&["cpu", "cores", "kernel", "pipe_max_size", "pipe_size_granted", "endian", "clock"])
+        set(&[
+            "cpu",
+            "cores",
+            "kernel",
+            "pipe_max_size",
+            "pipe_size_granted",
+            "endian",
+            "clock",
+            "states"
+        ])
     );
     assert_eq!(value["config"]["budget_ns"], 150_000);
     assert_eq!(
@@ -103,7 +112,15 @@ fn json_has_the_documented_keys_and_nesting() {
         // A floor's rounds carry no floor of their own.
         assert_eq!(
             keys(&b["rounds"][0]),
-            set(&["p50_ns", "client_cpu", "server_cpu", "preemptions", "generation"])
+            set(&[
+                "p50_ns",
+                "client_cpu",
+                "server_cpu",
+                "preemptions",
+                "generation",
+                "probe_ns",
+                "state"
+            ])
         );
         assert!(b["bytes"].is_u64() && b["wait"].is_string());
         assert_eq!(keys(&b["rtt_ns"]), set(&PERCENTILE_KEYS));
@@ -136,6 +153,7 @@ fn json_has_the_documented_keys_and_nesting() {
     ];
     let mut expected = set(&documented);
     expected.extend(set(&["transport", "ratio_ci", "rounds", "shared_core_share"]));
+    expected.extend(set(&["added_ns", "added_ci_ns", "main_state", "states"]));
     for r in rows {
         assert_eq!(keys(r), expected, "{r}");
         assert_eq!(
@@ -146,7 +164,9 @@ fn json_has_the_documented_keys_and_nesting() {
                 "client_cpu",
                 "server_cpu",
                 "preemptions",
-                "generation"
+                "generation",
+                "probe_ns",
+                "state"
             ]),
             "{r}"
         );
@@ -196,6 +216,66 @@ fn json_round_trips_through_a_file() {
     };
     assert_eq!(without_floats(&back), without_floats(&original));
     fs::remove_dir_all(dir).ok();
+}
+
+/// `sample()` with every round probed: the first of its three rounds in the fast state
+/// (~0.9 us), the other two in the slow one (~3.5 us), then states assigned.
+fn sample_with_states() -> Report {
+    let mut report = sample();
+    let probe = |i: usize| if i == 0 { 900 } else { 3_500 + 10 * i as u64 };
+    for floor in &mut report.baseline {
+        floor.rounds.iter_mut().enumerate().for_each(|(i, r)| r.probe_ns = Some(probe(i)));
+    }
+    for row in &mut report.rows {
+        row.rounds.iter_mut().enumerate().for_each(|(i, r)| r.probe_ns = Some(probe(i)));
+    }
+    peerpipe_cli::report::states::assign(&mut report);
+    report
+}
+
+#[test]
+fn json_carries_the_machine_states_and_each_rows_figures_per_state() {
+    let report = sample_with_states();
+    let value = serde_json::to_value(&report).expect("serialise");
+    let states = value["machine"]["states"].as_array().expect("machine.states");
+    assert_eq!(states.len(), 2, "{value}");
+    for state in states {
+        assert_eq!(keys(state), set(&["id", "probe_ns", "min_ns", "max_ns", "rounds"]));
+    }
+    assert_eq!((&states[0]["probe_ns"], &states[1]["min_ns"]), (&900.into(), &3_510.into()));
+    let row = &value["rows"][0];
+    assert_eq!(row["rounds"][0]["state"], 0);
+    assert_eq!(row["rounds"][1]["state"], 1);
+    assert_eq!(row["rounds"][1]["probe_ns"], 3_510);
+    let by_state = row["states"].as_array().expect("states");
+    assert_eq!(by_state.len(), 2);
+    for figures in by_state {
+        assert_eq!(
+            keys(figures),
+            set(&["state", "rounds", "ratio", "ratio_ci", "added_ns", "added_ci_ns", "floor_ns"])
+        );
+    }
+    // Two of three rounds ran in the slow state: the row's headline figures are its.
+    assert_eq!((&row["main_state"], &by_state[1]["rounds"]), (&1.into(), &2.into()));
+    assert_eq!(row["ratio_to_baseline"], by_state[1]["ratio"]);
+    assert_eq!(row["added_ns"], by_state[1]["added_ns"]);
+    assert_eq!(row["added_ci_ns"], by_state[1]["added_ci_ns"]);
+    // Read back: the same report, figures derived from the rounds again.
+    let back: Report = serde_json::from_value(value.clone()).expect("read back");
+    assert_eq!(back.machine.states, report.machine.states);
+    assert_eq!(back.rows[0].rounds, report.rows[0].rounds);
+    assert_eq!(serde_json::to_value(&back).expect("serialise again"), value);
+}
+
+#[test]
+fn a_report_without_states_writes_its_figures_over_all_rounds() {
+    let value = serde_json::to_value(sample()).expect("serialise");
+    let row = &value["rows"][0];
+    assert_eq!(value["machine"]["states"], Value::Array(vec![]));
+    assert_eq!((&row["main_state"], &row["states"]), (&Value::Null, &Value::Array(vec![])));
+    // Three rounds of 76, 80 and 84 us against a 64 us floor.
+    assert_eq!(row["added_ns"], 16_000.0);
+    assert_eq!(row["added_ci_ns"], serde_json::json!([12_000.0, 20_000.0]));
 }
 
 #[test]
@@ -426,6 +506,38 @@ fn csv_has_a_flat_header_and_one_line_per_baseline_and_row() {
     assert_eq!(second_row[column("rtt_p50_ns")], report.rows[1].rtt_ns.p50.to_string());
     assert_eq!(second_row[column("server_cpu_ns")], "");
     assert_eq!(second_row[column("ratio_to_baseline")], "1.25");
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn csv_carries_each_rows_states_and_each_rounds_probe() {
+    let dir = temp_dir("csv-states");
+    let path = dir.join("run.csv");
+    let report = sample_with_states();
+    export::write_csv(&report, &path).expect("write");
+    let text = fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let floor: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(floor[column("round_states")], "0 1 1");
+    assert_eq!(floor[column("round_probes_ns")], "900 3510 3520");
+    assert_eq!(floor[column("main_state")], "");
+    let row: Vec<&str> = lines[1 + report.baseline.len()].split(',').collect();
+    let figures = report.rows[0].state_figures();
+    assert_eq!(row[column("main_state")], "1");
+    let ratio = |f: &peerpipe_cli::report::states::StateFigures| f.ratio.unwrap();
+    let expected = format!("0:{} 1:{}", ratio(&figures[0]), ratio(&figures[1]));
+    assert_eq!(row[column("state_ratios")], expected);
+    assert_eq!(row[column("added_ns")], figures[1].added_ns.unwrap().to_string());
+    assert_eq!(row[column("round_states")], "0 1 1");
+    // Without states, the added time is over all rounds and the state columns are empty.
+    export::write_csv(&sample(), &path).expect("write");
+    let text = fs::read_to_string(&path).unwrap();
+    let row: Vec<&str> =
+        text.lines().nth(1 + sample().baseline.len()).unwrap().split(',').collect();
+    assert_eq!((row[column("added_ns")], row[column("main_state")]), ("16000", ""));
+    assert_eq!((row[column("state_ratios")], row[column("round_states")]), ("", ""));
     fs::remove_dir_all(dir).ok();
 }
 

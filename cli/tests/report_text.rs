@@ -178,6 +178,8 @@ fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
             server_cpu: None,
             preemptions: None,
             generation: 0,
+            probe_ns: None,
+            state: None,
         })
         .collect();
     report(vec![], vec![r])
@@ -217,6 +219,29 @@ fn the_table_names_the_machine_state_and_notes_a_change_of_state() {
     let answer = |report: &Report| text_of(|out| answer::answer(report, out));
     assert!(answer(&probed(120, 900, 3_400)).contains("the machine changed state"));
     assert!(!answer(&probed(120, 900, 950)).contains("changed state"));
+}
+
+#[test]
+fn the_table_notes_the_rounds_that_ran_in_another_machine_state() {
+    // Every floor's and row's first round in a state where 4 KiB moved in 3.5 us, the other
+    // two in one where it moved in 0.9 us.
+    let mut report = sample();
+    let probe = |i: usize| if i == 0 { 3_500 } else { 900 };
+    let rounds = report.baseline.iter_mut().flat_map(|b| &mut b.rounds);
+    for (i, round) in rounds.chain(report.rows.iter_mut().flat_map(|r| &mut r.rounds)).enumerate() {
+        round.probe_ns = Some(probe(i % 3));
+    }
+    peerpipe_cli::report::states::assign(&mut report);
+    let table = text_of(|out| render::table(&report, out));
+    assert!(
+        table.contains(
+            "note: 6 of 18 rounds ran in a state where moving 4 KiB across CPUs cost 3.89x more: \
+             there the ratios were"
+        ),
+        "{table}"
+    );
+    // Not probed: no such note.
+    assert!(!text_of(|out| render::table(&sample(), out)).contains("rounds ran in a state"));
 }
 
 #[test]

@@ -11,17 +11,28 @@
 //!   by more than the relative threshold, and the two 95 % intervals do not overlap. Floors
 //!   measure the machine and are shown, not judged. A row without a paired ratio in either
 //!   file (a report from before pairing) is judged absolutely.
+//!
+//!   When both reports found the machine's states ([`super::states`]), like is compared with
+//!   like: a row is judged on its figures in a state both reports ran in
+//!   ([`states::shared_states`]) — of those, the one where the row has most rounds in both —
+//!   and a row that ran in no such state is not judged ([`Outcome::OtherState`]). Reports
+//!   that share no state at all have nothing to compare ([`Comparison::no_state_in_common`]).
+//!   Reports from before states are judged on their rows' overall figures, as they always
+//!   were.
 //! - [`Mode::Absolute`]: p50 round trips are compared, rows and floors alike; a pair differs
 //!   when its p50 moved by more than both thresholds and more than the noise, the larger
 //!   spread (max − min) of the per-round p50s in either file.
 
-use std::fmt;
-use std::io::{self, Write};
 use std::time::Duration;
 
+use peerpipe::pairing::PairedDifference;
+
+use super::states::{self, MachineState, StateFigures};
 use super::{BaselineRow, Report, Row, crosscore};
 use peerpipe::transport::TransportKind;
-use peerpipe::units::format_nanos;
+
+mod text;
+pub use text::render;
 
 /// Thresholds a difference must exceed (both) to be reported.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,6 +74,9 @@ pub enum Outcome {
     WithinInterval,
     /// A floor in paired mode: shown, not judged.
     NotJudged,
+    /// Paired mode, both reports with machine states: the row ran in no state both reports
+    /// share, so its figures are not comparable; not judged.
+    OtherState,
     /// Beyond every test: reported.
     Differs,
 }
@@ -80,6 +94,14 @@ pub struct PairedChange {
     pub b_ci: [f64; 2],
     /// Mean of the two floors' p50, ns: the unit that turns a change of ratio into time.
     pub floor_ns: f64,
+    /// The time A's row adds to its floor, over the same rounds as its ratio
+    /// ([`StateFigures::added_ns`]), when known.
+    pub a_added: Option<PairedDifference>,
+    /// The time B's row adds to its floor, when known.
+    pub b_added: Option<PairedDifference>,
+    /// The machine states of A and of B whose rounds the figures are from, when both reports
+    /// have states.
+    pub states: Option<(u32, u32)>,
 }
 
 impl PairedChange {
@@ -96,6 +118,16 @@ impl PairedChange {
     /// The gap between the two intervals (positive when they do not overlap), in ratio units.
     pub fn gap(&self) -> f64 {
         (self.b_ci[0] - self.a_ci[1]).max(self.a_ci[0] - self.b_ci[1])
+    }
+
+    /// B's added time − A's, in ns, with every difference the two 95 % intervals allow
+    /// (`[B lo − A hi, B hi − A lo]`); `None` unless both are known. Where a floor and its row
+    /// pay the same for the machine's state, this reads a change of the row's own cost at its
+    /// own size: a server made 500 ns slower reads +500 ns.
+    pub fn added_change_ns(&self) -> Option<(f64, [f64; 2])> {
+        let (a, b) = (self.a_added?, self.b_added?);
+        let interval = [b.ci_ns[0] - a.ci_ns[1], b.ci_ns[1] - a.ci_ns[0]];
+        Some((b.median_ns - a.median_ns, interval))
     }
 }
 
@@ -162,6 +194,22 @@ pub struct Comparison {
     /// The clocks A and B were timed with ([`super::Machine::clock`]) when they are of
     /// different kinds: the split's spans can move by tens of ns between the two.
     pub clocks_differ: Option<(String, String)>,
+    /// Paired mode with machine states in both reports: their states and which they share,
+    /// the states rows were judged in. `None` otherwise (absolute mode, a report from before
+    /// states), when rows are judged on their overall figures and `states_differ` may say the
+    /// machine was in different states.
+    pub states: Option<StatesCompared>,
+}
+
+/// The machine states of two reports, and which they share.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatesCompared {
+    /// A's states ([`super::Machine::states`]).
+    pub a: Vec<MachineState>,
+    /// B's states.
+    pub b: Vec<MachineState>,
+    /// The states both ran in, as (A's id, B's id) ([`states::shared_states`]).
+    pub shared: Vec<(u32, u32)>,
 }
 
 /// The kind of clock a report was timed with: `tsc`, `monotonic`, or `not recorded`.
@@ -188,6 +236,15 @@ impl Comparison {
     pub fn differing(&self) -> impl Iterator<Item = &Pair> {
         self.rows.iter().chain(&self.baselines).filter(|p| p.outcome == Outcome::Differs)
     }
+
+    /// True when the two reports have nothing comparable because of the machine's states:
+    /// they share no state, or no matched row ran in a state both share (`peer compare` exits
+    /// 3 then, whatever else it found).
+    pub fn no_state_in_common(&self) -> bool {
+        let Some(states) = &self.states else { return false };
+        states.shared.is_empty()
+            || (!self.rows.is_empty() && self.rows.iter().all(|p| p.outcome == Outcome::OtherState))
+    }
 }
 
 /// Matches the rows and baselines of `a` and `b` and judges each pair in `mode` against
@@ -203,12 +260,28 @@ impl Comparison {
 /// assert!(!compare(&empty, &empty, Thresholds::default(), Mode::Paired).differs());
 /// ```
 pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Comparison {
-    let (rows, mut only_in_a, mut only_in_b) =
-        match_up(&a.rows, &b.rows, Row::key, row_label, |x, y| {
-            match (mode, paired_change(a, x, b, y)) {
-                (Mode::Paired, Some(change)) => paired_pair(x, y, change, thresholds),
-                _ => pair(x, y, thresholds),
+    let (states_a, states_b) = (&a.machine.states, &b.machine.states);
+    let states =
+        (mode == Mode::Paired && !states_a.is_empty() && !states_b.is_empty()).then(|| {
+            StatesCompared {
+                a: states_a.clone(),
+                b: states_b.clone(),
+                shared: states::shared_states(states_a, states_b),
             }
+        });
+    let shared = states.as_ref().map(|s| s.shared.as_slice());
+    let (rows, mut only_in_a, mut only_in_b) =
+        match_up(&a.rows, &b.rows, Row::key, row_label, |x, y| match mode {
+            Mode::Paired => match paired_view(a, x, b, y, shared) {
+                View::Paired(change) => paired_pair(x, y, change, thresholds),
+                View::OtherState => {
+                    let mut judged = pair(x, y, thresholds);
+                    judged.outcome = Outcome::OtherState;
+                    judged
+                }
+                View::Unpaired => pair(x, y, thresholds),
+            },
+            Mode::Absolute => pair(x, y, thresholds),
         });
     let (baselines, base_a, base_b) =
         match_up(&a.baseline, &b.baseline, BaselineRow::key, baseline_label, |x, y| {
@@ -223,6 +296,8 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
     let machines_differ =
         (a.machine.cpu != b.machine.cpu).then(|| (a.machine.cpu.clone(), b.machine.cpu.clone()));
     let states_differ = match (median_block_ns(a), median_block_ns(b)) {
+        // Judged state by state: what differs between the states is not in the figures.
+        _ if states.is_some() => None,
         (Some(x), Some(y))
             if x.max(y) as f64 > crosscore::STATE_CHANGE_FACTOR * x.min(y).max(1) as f64 =>
         {
@@ -242,7 +317,56 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
         machines_differ,
         states_differ,
         clocks_differ,
+        states,
     }
+}
+
+/// How a matched row is judged in paired mode.
+enum View {
+    /// By these paired figures.
+    Paired(PairedChange),
+    /// Not at all: it ran in no state both reports share.
+    OtherState,
+    /// By its p50s: no paired ratio in one of the files.
+    Unpaired,
+}
+
+/// The paired view of rows `x` of `a` and `y` of `b`. With `shared` states (both reports have
+/// states), their figures in the shared state where both have most rounds (the faster state
+/// on a tie); else their overall figures.
+fn paired_view(a: &Report, x: &Row, b: &Report, y: &Row, shared: Option<&[(u32, u32)]>) -> View {
+    let (in_x, in_y) = (x.state_figures(), y.state_figures());
+    let Some(shared) = shared.filter(|_| !in_x.is_empty() && !in_y.is_empty()) else {
+        return paired_change(a, x, b, y).map_or(View::Unpaired, View::Paired);
+    };
+    let figures = |all: &[StateFigures], state: u32| all.iter().find(|f| f.state == state).copied();
+    let best = shared
+        .iter()
+        .filter_map(|&(sa, sb)| Some((figures(&in_x, sa)?, figures(&in_y, sb)?)))
+        .max_by_key(|(p, q)| (p.rounds.min(q.rounds), std::cmp::Reverse(p.state)));
+    match best {
+        Some((p, q)) => state_change(&p, &q).map_or(View::Unpaired, View::Paired),
+        None => View::OtherState,
+    }
+}
+
+/// The paired view of a row's figures `p` in a state of A and `q` in the same state of B.
+fn state_change(p: &StateFigures, q: &StateFigures) -> Option<PairedChange> {
+    Some(PairedChange {
+        a_ratio: p.ratio.filter(|r| *r > 0.0)?,
+        a_ci: p.ratio_ci?,
+        b_ratio: q.ratio.filter(|r| *r > 0.0)?,
+        b_ci: q.ratio_ci?,
+        floor_ns: (p.floor_ns? + q.floor_ns?) as f64 / 2.0,
+        a_added: added(p),
+        b_added: added(q),
+        states: Some((p.state, q.state)),
+    })
+}
+
+/// The added time of `figures`, when known.
+fn added(figures: &StateFigures) -> Option<PairedDifference> {
+    Some(PairedDifference { median_ns: figures.added_ns?, ci_ns: figures.added_ci_ns? })
 }
 
 /// The paired view of rows `x` of `a` and `y` of `b`, when both have a ratio, an interval and
@@ -258,6 +382,9 @@ fn paired_change(a: &Report, x: &Row, b: &Report, y: &Row) -> Option<PairedChang
         b_ratio: y.ratio_to_baseline.filter(|r| *r > 0.0)?,
         b_ci: y.ratio_ci?,
         floor_ns: (fa + fb) as f64 / 2.0,
+        a_added: x.headline_figures().as_ref().and_then(added),
+        b_added: y.headline_figures().as_ref().and_then(added),
+        states: None,
     })
 }
 
@@ -387,206 +514,10 @@ fn judge(a: u64, b: u64, noise: u64, thresholds: Thresholds) -> Outcome {
     }
 }
 
-/// Writes how the pairs were judged, the differing rows (paired: both ratios with their
-/// intervals, the change in time and percent, and how far apart the intervals are; absolute:
-/// both p50s, the difference, the change and the noise of each file), how the floors moved,
-/// then how many rows and baselines were compared, how many differ and which are only in A
-/// or only in B.
-///
-/// # Errors
-/// Errors of `out`.
-pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
-    let t = &comparison.thresholds;
-    let abs = format_nanos(t.abs.as_nanos() as f64);
-    match comparison.mode {
-        Mode::Paired => {
-            writeln!(
-                out,
-                "paired: a row differs when its ratio to its own floor moved by more than {}% \
-                 and {abs} (at the floors' mean p50),",
-                t.rel_pct
-            )?;
-            writeln!(out, "and the 95% intervals of the two ratios do not overlap.")?;
-        }
-        Mode::Absolute => {
-            writeln!(
-                out,
-                "absolute: a p50 differs when |B - A| exceeds {abs}, {}% of A and the noise of \
-                 either file",
-                t.rel_pct
-            )?;
-            writeln!(out, "(noise: spread of the per-round p50s; - = one round, noise 0).")?;
-        }
-    }
-    if let Some((a, b)) = &comparison.machines_differ {
-        writeln!(out, "note: measured on different machines: A on {a:?}, B on {b:?}.")?;
-    }
-    if let Some((a, b)) = &comparison.clocks_differ {
-        writeln!(
-            out,
-            "note: timed with different clocks: A with {a}, B with {b}; a span can read tens of \
-             ns apart between them (docs/PERFORMANCE.md, \"The clock\")."
-        )?;
-    }
-    if let Some((a, b)) = comparison.states_differ {
-        writeln!(
-            out,
-            "note: the machine was in different states: moving 4 KiB between the client's CPU \
-             and the server's took {} in A and {} in B (median cross_core probe). A cost added \
-             to every transfer changes ratios as well as times; compare runs taken in one state \
-             (docs/PERFORMANCE.md, \"Paired measurement\").",
-            format_nanos(a as f64),
-            format_nanos(b as f64)
-        )?;
-    }
-    let differing: Vec<&Pair> = comparison.differing().collect();
-    if differing.is_empty() {
-        writeln!(out, "nothing differs beyond the thresholds and the noise.")?;
-    } else {
-        writeln!(out)?;
-        let (paired, absolute): (Vec<&Pair>, Vec<&Pair>) =
-            differing.iter().partition(|p| p.paired.is_some());
-        if !paired.is_empty() {
-            render_paired(&paired, out)?;
-        }
-        if !absolute.is_empty() {
-            render_absolute(&absolute, out)?;
-        }
-        writeln!(out)?;
-    }
-    if comparison.mode == Mode::Paired {
-        floors_moved(&comparison.baselines, comparison.states_differ.is_some(), out)?;
-    }
-    writeln!(
-        out,
-        "compared {} rows and {} baselines: {} differ; {} only in A, {} only in B.",
-        comparison.rows.len(),
-        comparison.baselines.len(),
-        differing.len(),
-        comparison.only_in_a.len(),
-        comparison.only_in_b.len()
-    )?;
-    let unpaired = comparison.rows.iter().filter(|p| p.paired.is_none()).count();
-    if comparison.mode == Mode::Paired && unpaired > 0 {
-        writeln!(
-            out,
-            "{unpaired} rows had no paired ratio in one of the files (a report from before \
-             pairing, or no floor) and were judged by their p50."
-        )?;
-    }
-    if comparison.rows.is_empty() && comparison.baselines.is_empty() {
-        writeln!(out, "warning: the two reports have no row in common.")?;
-    }
-    for (name, labels) in [("A", &comparison.only_in_a), ("B", &comparison.only_in_b)] {
-        for label in labels.iter().take(LIST_AT_MOST) {
-            writeln!(out, "  only in {name}: {label}")?;
-        }
-        if labels.len() > LIST_AT_MOST {
-            writeln!(out, "  only in {name}: ... and {} more", labels.len() - LIST_AT_MOST)?;
-        }
-    }
-    Ok(())
-}
-
-fn render_paired(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
-    let width = pairs.iter().map(|p| p.label.chars().count()).max().unwrap_or(0);
-    writeln!(
-        out,
-        "{:<width$}  {:>20} {:>20} {:>9} {:>8}  how sure",
-        "", "A ratio [95% CI]", "B ratio [95% CI]", "diff", "change"
-    )?;
-    for p in pairs {
-        let Some(c) = &p.paired else { continue };
-        writeln!(
-            out,
-            "{:<width$}  {:>20} {:>20} {:>9} {:>8}  intervals {:.3}x apart",
-            p.label,
-            ratio_with_interval(c.a_ratio, c.a_ci),
-            ratio_with_interval(c.b_ratio, c.b_ci),
-            Signed(p.difference_ns()),
-            format_change(c.change_pct()),
-            c.gap(),
-        )?;
-    }
-    Ok(())
-}
-
-fn render_absolute(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
-    let width = pairs.iter().map(|p| p.label.chars().count()).max().unwrap_or(0);
-    writeln!(
-        out,
-        "{:<width$}  {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
-        "", "A p50", "B p50", "diff", "change", "noise A", "noise B"
-    )?;
-    for p in pairs {
-        writeln!(
-            out,
-            "{:<width$}  {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
-            p.label,
-            format_nanos(p.a_p50_ns as f64),
-            format_nanos(p.b_p50_ns as f64),
-            Signed(p.difference_ns()),
-            p.change_pct().map_or("-".to_owned(), format_change),
-            p.a_noise_ns.map_or("-".to_owned(), |n| format_nanos(n as f64)),
-            p.b_noise_ns.map_or("-".to_owned(), |n| format_nanos(n as f64)),
-        )?;
-    }
-    Ok(())
-}
-
-/// `floors: B/A of the p50 ranged 0.98x-1.35x over 4 floors (the machine's speed; not judged)`.
-/// When the machine was in different states (`states_differ`), the floors moved with the
-/// state, which pairing does not take out; the line says so instead.
-fn floors_moved(baselines: &[Pair], states_differ: bool, out: &mut dyn Write) -> io::Result<()> {
-    let ratios: Vec<f64> = baselines
-        .iter()
-        .filter(|p| p.a_p50_ns > 0)
-        .map(|p| p.b_p50_ns as f64 / p.a_p50_ns as f64)
-        .collect();
-    let (Some(lo), Some(hi)) =
-        (ratios.iter().copied().reduce(f64::min), ratios.iter().copied().reduce(f64::max))
-    else {
-        return Ok(());
-    };
-    let why = if states_differ {
-        "the machine's state, see the note above"
-    } else {
-        "the machine's speed, which pairing takes out; --mode absolute judges them"
-    };
-    writeln!(
-        out,
-        "floors: B/A of their p50 ranged {lo:.2}x-{hi:.2}x over {} floors ({why}).",
-        ratios.len()
-    )
-}
-
-/// `1.38x [1.35, 1.41]`.
-fn ratio_with_interval(ratio: f64, ci: [f64; 2]) -> String {
-    format!("{ratio:.3}x [{:.3}, {:.3}]", ci[0], ci[1])
-}
-
-/// A change in percent: one decimal below 1000 %, none above.
-fn format_change(pct: f64) -> String {
-    if pct.abs() < 1000.0 { format!("{pct:+.1}%") } else { format!("{pct:+.0}%") }
-}
-
-/// Rows listed by name under "only in A/B" before the rest are only counted.
-const LIST_AT_MOST: usize = 12;
-
-/// A signed nanosecond difference with its unit: `+27.9us`, `-850ns`.
-struct Signed(i128);
-
-impl fmt::Display for Signed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let sign = if self.0 < 0 { '-' } else { '+' };
-        let text = format!("{sign}{}", format_nanos(self.0.unsigned_abs() as f64));
-        f.pad(&text)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::states;
 
     fn t(abs_us: u64, rel_pct: f64) -> Thresholds {
         Thresholds { abs: Duration::from_micros(abs_us), rel_pct }
@@ -604,7 +535,16 @@ mod tests {
     }
 
     fn change(a: f64, a_ci: [f64; 2], b: f64, b_ci: [f64; 2]) -> PairedChange {
-        PairedChange { a_ratio: a, a_ci, b_ratio: b, b_ci, floor_ns: 2_000.0 }
+        PairedChange {
+            a_ratio: a,
+            a_ci,
+            b_ratio: b,
+            b_ci,
+            floor_ns: 2_000.0,
+            a_added: None,
+            b_added: None,
+            states: None,
+        }
     }
 
     #[test]
@@ -629,9 +569,104 @@ mod tests {
         assert_eq!(judge_paired(&faster, t), Outcome::Differs);
     }
 
+    /// A report of one row and its floor in 20 rounds of the given states: each round's
+    /// (probe, floor p50, ratio) comes from `state_of(i)`, `added_ns` more on the row.
+    fn run(state_of: impl Fn(usize) -> (u64, u64, f64), added_ns: u64) -> Report {
+        let rounds: Vec<(Option<u64>, u64, u64)> = (0..20)
+            .map(|i| {
+                let (probe, floor, ratio) = state_of(i);
+                // A little scatter, so that intervals have a width.
+                let jitter = [0.995, 1.0, 1.005][i % 3];
+                let floor = floor + (i as u64 % 4) * 10;
+                let row = (floor as f64 * ratio * jitter) as u64 + added_ns;
+                (Some(probe + (i as u64 % 5) * 10), floor, row)
+            })
+            .collect();
+        let mut report = states::testing::one_row(&rounds);
+        states::assign(&mut report);
+        report
+    }
+
+    const FAST: (u64, u64, f64) = (900, 2_100, 1.30);
+    const SLOW: (u64, u64, f64) = (3_500, 6_000, 1.05);
+    const T: Thresholds = Thresholds { abs: Duration::from_nanos(100), rel_pct: 5.0 };
+
+    fn text(comparison: &Comparison) -> String {
+        let mut out = Vec::new();
+        render(comparison, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     #[test]
-    fn signed_differences_carry_sign_and_unit() {
-        assert_eq!(format!("{:>8}", Signed(27_900)), " +27.9us");
-        assert_eq!(Signed(-850).to_string(), "-850ns");
+    fn rows_are_judged_in_the_state_both_reports_ran_in() {
+        let a = run(|_| FAST, 0);
+        // B: half its rounds in the slow state, where the ratio is 1.05.
+        let b = run(|i| if i < 10 { FAST } else { SLOW }, 0);
+        let c = compare(&a, &b, T, Mode::Paired);
+        let states = c.states.as_ref().unwrap();
+        assert_eq!((states.a.len(), states.b.len(), &states.shared), (1, 2, &vec![(0, 0)]));
+        let change = c.rows[0].paired.unwrap();
+        assert_eq!(change.states, Some((0, 0)));
+        assert!((change.b_ratio - 1.30).abs() < 0.01, "{change:?}");
+        assert!(!c.differs() && !c.no_state_in_common(), "{}", text(&c));
+        assert_eq!(c.states_differ, None);
+        let words = text(&c);
+        assert!(words.contains("judged in the state both reports ran in"), "{words}");
+        assert!(words.contains("left out (0 of 20 in A, 10 of 20 in B)"), "{words}");
+        // Over all of B's rounds, as before states, its ratio says neither state.
+        let all = states::stratum(0, b.rows[0].rounds.iter()).unwrap();
+        assert!(all.ratio_ci.unwrap()[0] < 1.10, "{all:?}");
+    }
+
+    #[test]
+    fn a_known_server_delay_reads_as_its_own_size() {
+        let a = run(|i| if i % 2 == 0 { FAST } else { SLOW }, 0);
+        let b = run(|i| if i % 3 == 0 { SLOW } else { FAST }, 500);
+        let c = compare(&a, &b, T, Mode::Paired);
+        assert!(c.differs(), "{}", text(&c));
+        let change = c.rows[0].paired.unwrap();
+        // Judged in the state where both have most rounds: the fast one (10 and 13).
+        assert_eq!(change.states, Some((0, 0)));
+        let (added, [lo, hi]) = change.added_change_ns().unwrap();
+        assert!((added - 500.0).abs() < 20.0 && lo <= 500.0 && 500.0 <= hi, "{change:?}");
+        let words = text(&c);
+        assert!(words.contains("added B-A") && words.contains("+5"), "{words}");
+    }
+
+    #[test]
+    fn reports_that_share_no_state_have_nothing_to_compare() {
+        let a = run(|_| SLOW, 0);
+        let b = run(|_| FAST, 0);
+        let c = compare(&a, &b, T, Mode::Paired);
+        assert!(c.states.as_ref().unwrap().shared.is_empty());
+        assert!(c.no_state_in_common() && !c.differs());
+        assert_eq!(c.rows[0].outcome, Outcome::OtherState);
+        let words = text(&c);
+        assert!(
+            words.contains(
+                "A ran in a state where moving 4 KiB across CPUs took 3.52us, B in one where it \
+                 took 920ns: no state in common, nothing to compare"
+            ),
+            "{words}"
+        );
+        assert!(!words.contains("nothing differs"), "{words}");
+        // By absolute times the states are not matched: the p50s are compared as ever.
+        assert!(compare(&a, &b, T, Mode::Absolute).states.is_none());
+    }
+
+    #[test]
+    fn reports_from_before_states_compare_as_before() {
+        let a = run(|_| FAST, 0);
+        let mut old = run(|_| FAST, 500);
+        old.machine.states.clear();
+        for round in old.baseline[0].rounds.iter_mut().chain(&mut old.rows[0].rounds) {
+            (round.probe_ns, round.state) = (None, None);
+        }
+        let c = compare(&a, &old, T, Mode::Paired);
+        assert!(c.states.is_none() && !c.no_state_in_common());
+        let change = c.rows[0].paired.unwrap();
+        assert_eq!(change.states, None);
+        assert_eq!(change.b_ratio, old.rows[0].ratio_to_baseline.unwrap());
+        assert!(c.differs());
     }
 }

@@ -18,6 +18,7 @@ use peerpipe::transport::{TransportKind, Wait};
 
 use super::answer::{self, AnswerRecord};
 use super::key::{Handler, RowKey};
+use super::states::{self, StateFigures};
 use super::{BaselineRow, Percentiles, Placement, Report, Round, Row, Workload, format};
 use peerpipe::error::{Error, Result};
 use peerpipe::units::format_nanos;
@@ -86,7 +87,7 @@ const PERCENTILES: [&str; 6] = ["min", "p50", "p90", "p99", "p999", "max"];
 /// ```
 /// let header = peerpipe_cli::report::export::csv_header();
 /// assert!(header.starts_with("dtype,elements,bytes,transport,path,handler,wait,pin,iterations,"));
-/// assert!(header.contains(",rtt_min_ns,rtt_p50_ns,") && header.ends_with(",round_p50s_ns"));
+/// assert!(header.contains(",rtt_min_ns,rtt_p50_ns,") && header.ends_with(",round_states"));
 /// ```
 pub fn csv_header() -> String {
     let mut columns: Vec<String> =
@@ -104,9 +105,17 @@ pub fn csv_header() -> String {
             "ratio_to_baseline",
             "ratio_ci_lo",
             "ratio_ci_hi",
+            "added_ns",
+            "added_ci_lo_ns",
+            "added_ci_hi_ns",
+            "main_state",
+            "state_ratios",
+            "state_added_ns",
             "shared_core_share",
             "p50_spread_ns",
             "round_p50s_ns",
+            "round_probes_ns",
+            "round_states",
         ]
         .map(str::to_owned),
     );
@@ -121,10 +130,16 @@ pub fn csv_header() -> String {
 /// values), only the `rtt_*` phase is filled, the CPU columns and the interval are empty and
 /// `ratio_to_baseline` is 1. Empty fields also stand for NaN CPU times and missing ratios.
 /// `mb_per_s` is payload megabytes (10^6) per second both ways at the p50; `ratio_ci_lo` and
-/// `ratio_ci_hi` bound the paired ratio's 95 % interval; `shared_core_share` is the share of
-/// rounds in which client and server ran on one CPU; `p50_spread_ns` is the spread of the
-/// per-round p50s, and `round_p50s_ns` lists them, separated by spaces. Fields holding a comma
-/// or a quote are quoted (RFC 4180).
+/// `ratio_ci_hi` bound the paired ratio's 95 % interval; `added_ns` is the time the row adds
+/// to its floor (median over rounds of row p50 − floor p50) and `added_ci_lo_ns` and
+/// `added_ci_hi_ns` bound its interval, both in the row's `main_state` when its rounds carry
+/// machine states (see [`super::states`]); `state_ratios` and `state_added_ns` give the row's
+/// ratio and added time in each state it ran in, as `state:value` separated by spaces;
+/// `shared_core_share` is the share of rounds in which client and server ran on one CPU;
+/// `p50_spread_ns` is the spread of the per-round p50s, and `round_p50s_ns`,
+/// `round_probes_ns` and `round_states` list the per-round p50s, machine-state probes and
+/// states, separated by spaces (`-` for unknown). Fields holding a comma or a quote are quoted
+/// (RFC 4180).
 ///
 /// # Errors
 /// [`Error::Io`] naming the file when it cannot be written.
@@ -164,9 +179,15 @@ fn baseline_csv(base: &BaselineRow) -> String {
         "1".to_owned(),
         String::new(),
         String::new(),
+    ]);
+    // Added time, main state and the figures per state are the rows'.
+    fields.extend(std::iter::repeat_n(String::new(), 6));
+    fields.extend([
         base.shared_core_share.map_or(String::new(), float_field),
         base.p50_spread_ns().to_string(),
         rounds_field(&base.rounds),
+        round_probes_field(&base.rounds),
+        round_states_field(&base.rounds),
     ]);
     fields.join(",")
 }
@@ -193,9 +214,26 @@ fn row_csv(row: &Row) -> String {
         row.ratio_to_baseline.map_or(String::new(), float_field),
         row.ratio_ci.map_or(String::new(), |ci| float_field(ci[0])),
         row.ratio_ci.map_or(String::new(), |ci| float_field(ci[1])),
+    ]);
+    let states = row.state_figures();
+    let main = states::main_state(&states).copied();
+    let headline = main.or_else(|| row.headline_figures());
+    let by_state = |value: fn(&StateFigures) -> Option<f64>| {
+        let pairs = states.iter().filter_map(|f| Some(format!("{}:{}", f.state, value(f)?)));
+        pairs.collect::<Vec<_>>().join(" ")
+    };
+    fields.extend([
+        headline.and_then(|f| f.added_ns).map_or(String::new(), float_field),
+        headline.and_then(|f| f.added_ci_ns).map_or(String::new(), |ci| float_field(ci[0])),
+        headline.and_then(|f| f.added_ci_ns).map_or(String::new(), |ci| float_field(ci[1])),
+        main.map_or(String::new(), |f| f.state.to_string()),
+        by_state(|f| f.ratio),
+        by_state(|f| f.added_ns),
         row.shared_core_share.map_or(String::new(), float_field),
         row.p50_spread_ns().to_string(),
         rounds_field(&row.rounds),
+        round_probes_field(&row.rounds),
+        round_states_field(&row.rounds),
     ]);
     fields.join(",")
 }
@@ -210,6 +248,24 @@ fn float_field(value: f64) -> String {
 
 fn rounds_field(rounds: &[Round]) -> String {
     rounds.iter().map(|r| r.p50_ns.to_string()).collect::<Vec<_>>().join(" ")
+}
+
+/// Each round's machine-state probe, `-` when unknown; empty when none is known.
+fn round_probes_field(rounds: &[Round]) -> String {
+    known_or_dash(rounds.iter().map(|r| r.probe_ns))
+}
+
+/// Each round's machine state, `-` when unknown; empty when none is known.
+fn round_states_field(rounds: &[Round]) -> String {
+    known_or_dash(rounds.iter().map(|r| r.state))
+}
+
+fn known_or_dash<T: ToString>(values: impl Iterator<Item = Option<T>> + Clone) -> String {
+    if values.clone().all(|v| v.is_none()) {
+        return String::new();
+    }
+    let text = values.map(|v| v.map_or("-".to_owned(), |v| v.to_string()));
+    text.collect::<Vec<_>>().join(" ")
 }
 
 /// The text as one CSV field, quoted when it holds a comma, a quote or a line break.

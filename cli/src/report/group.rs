@@ -7,6 +7,9 @@
 //! spin forever with `--wait spin` — never take a core from the pair being timed. Every server
 //! is continued again when the group is dropped, whatever happened; and a run ended by a
 //! signal ([`peerpipe::interrupt`]) is seen before each burst and each round trip.
+//!
+//! At the start of every round, with every server stopped, a short probe of the cost of moving
+//! data between two CPUs ([`RoundProbe`]) says which state the machine was in for that round.
 
 use std::time::{Duration, Instant};
 
@@ -14,8 +17,10 @@ use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
 
 use super::cpu::{
-    current_cpu, last_cpu_of, preemptions_of, process_cpu_time, thread_cpu_time, thread_preemptions,
+    Pinned, current_cpu, last_cpu_of, preemptions_of, process_cpu_time, thread_cpu_time,
+    thread_preemptions,
 };
+use super::crosscore::RoundProbe;
 use super::key::{Handler, RowId};
 use super::{
     BaselineRow, Expectation, Percentiles, Placement, Round, Row, Workload, shared_core_share,
@@ -154,6 +159,10 @@ pub(crate) struct LiveGroup<'a> {
     preemptions_at_start: (Option<u64>, Option<u64>),
     clock: Instant,
     progress: &'a ProgressBar,
+    /// The probe taken at the start of every round; `None` when there is no second CPU.
+    probe: Option<RoundProbe>,
+    /// What it measured, one entry per round in order (over every generation).
+    probes: Vec<Option<u64>>,
 }
 
 /// What was seen of one burst besides its times: where each side ran, and how often another
@@ -164,15 +173,25 @@ struct Seen {
     preemptions: Option<u64>,
 }
 
+/// What a round shared by all its members: its generation and the machine's state.
+#[derive(Clone, Copy)]
+struct RoundOf {
+    generation: u32,
+    probe_ns: Option<u64>,
+}
+
 impl Seen {
-    fn round(&self, p50_ns: u64, floor_p50_ns: Option<u64>, generation: u32) -> Round {
+    fn round(&self, p50_ns: u64, floor_p50_ns: Option<u64>, of: RoundOf) -> Round {
         Round {
-            generation,
+            generation: of.generation,
             p50_ns,
             floor_p50_ns,
             client_cpu: self.client_cpu,
             server_cpu: self.server_cpu,
             preemptions: self.preemptions,
+            probe_ns: of.probe_ns,
+            // Found once the whole run is in (`states::assign`).
+            state: None,
         }
     }
 }
@@ -196,11 +215,13 @@ struct RowMember {
 
 impl<'a> LiveGroup<'a> {
     /// A group of the floor (at `wait` and `pin`) and the rows of `setups`, with no server
-    /// yet: [`LiveGroup::install`] gives it each generation's.
+    /// yet: [`LiveGroup::install`] gives it each generation's. `probe` measures the machine's
+    /// state at the start of every round (see [`Group::round_starts`]).
     pub(crate) fn new(
         wait: Wait,
         pin: Placement,
         setups: Vec<RowSetup>,
+        probe: Option<RoundProbe>,
         progress: &'a ProgressBar,
     ) -> Result<LiveGroup<'a>> {
         let rows = setups
@@ -233,6 +254,8 @@ impl<'a> LiveGroup<'a> {
             preemptions_at_start: (None, None),
             clock: Instant::now(),
             progress,
+            probe,
+            probes: Vec::new(),
         })
     }
 
@@ -297,15 +320,20 @@ impl<'a> LiveGroup<'a> {
     ) -> Result<(BaselineRow, Vec<Row>)> {
         self.retire()?;
         let floor_p50 = &rounds.p50_ns[0];
-        let generation_of: Vec<u32> = (0u32..)
+        let round_of: Vec<RoundOf> = (0u32..)
             .zip(&rounds.generations)
             .flat_map(|(generation, &len)| std::iter::repeat_n(generation, len))
+            .enumerate()
+            .map(|(i, generation)| RoundOf {
+                generation,
+                probe_ns: self.probes.get(i).copied().flatten(),
+            })
             .collect();
         let floor_rounds: Vec<Round> = floor_p50
             .iter()
             .zip(&self.floor.seen)
-            .zip(&generation_of)
-            .map(|((&p50_ns, seen), &generation)| seen.round(p50_ns, None, generation))
+            .zip(&round_of)
+            .map(|((&p50_ns, seen), &of)| seen.round(p50_ns, None, of))
             .collect();
         let mut rows = Vec::with_capacity(self.rows.len());
         for (i, row) in self.rows.iter_mut().enumerate() {
@@ -314,10 +342,8 @@ impl<'a> LiveGroup<'a> {
                 .iter()
                 .zip(floor_p50)
                 .zip(&row.seen)
-                .zip(&generation_of)
-                .map(|(((&p50_ns, &floor), seen), &generation)| {
-                    seen.round(p50_ns, Some(floor), generation)
-                })
+                .zip(&round_of)
+                .map(|(((&p50_ns, &floor), seen), &of)| seen.round(p50_ns, Some(floor), of))
                 .collect();
             let iterations = rounds.round_trips[i + 1];
             let ratio = paired_ratio_by_generation(p50s, floor_p50, &rounds.generations);
@@ -363,6 +389,28 @@ impl Drop for LiveGroup<'_> {
 impl Group for LiveGroup<'_> {
     fn members(&self) -> usize {
         1 + self.rows.len()
+    }
+
+    /// Probes the machine's state for the round, with no server running: the one left running
+    /// by the last burst is stopped first (the next [`Group::enter`] continues the member it
+    /// needs), so that a spinning server takes no CPU from the probe. With `free` placement
+    /// the client is pinned to its first allowed CPU for the probe only, apart from the
+    /// partner on the second.
+    fn round_starts(&mut self, _round: usize) -> Result<()> {
+        peerpipe::interrupt::check()?;
+        let Some(probe) = self.probe.as_mut() else {
+            self.probes.push(None);
+            return Ok(());
+        };
+        if let Some(running) = self.running.take() {
+            pause(running);
+        }
+        let _pinned = match self.pin {
+            Placement::Free => Pinned::to_first_allowed_cpu().ok(),
+            Placement::Same | Placement::Split => None,
+        };
+        self.probes.push(probe.measure());
+        Ok(())
     }
 
     fn enter(&mut self, member: usize) -> Result<()> {

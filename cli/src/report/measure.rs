@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::crosscore::{self, CrossCore};
+use super::crosscore::{self, CrossCore, RoundProbe};
 use super::group::{LiveGroup, Processes, RowSetup};
 use super::load::{Load, MAX_LOAD};
 use super::placement::Placer;
@@ -21,7 +21,7 @@ pub use super::plan::{
     SETTLE_ROUND_TRIPS, WAKE_BYTES, floor_route,
 };
 use super::sync::{self, SyncCost};
-use super::{BaselineRow, Expectation, Placement, Report, Row, Skipped, machine};
+use super::{BaselineRow, Expectation, Placement, Report, Row, Skipped, machine, states};
 use peerpipe::baseline::{RawEcho, route_line};
 use peerpipe::error::{Error, Result};
 use peerpipe::pairing;
@@ -183,7 +183,7 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
             Vec::new()
         };
     progress.finish_and_clear();
-    let report = Report {
+    let mut report = Report {
         peerpipe: env!("CARGO_PKG_VERSION").to_owned(),
         machine: machine::describe(pipe_size_granted),
         config: plan.record(),
@@ -192,6 +192,9 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
         sync_costs,
         skipped: measured.skipped,
     };
+    // States are found over the whole run, so that every group's rounds are told apart by
+    // the same rule; each row's ratio then becomes that of its main state.
+    states::assign(&mut report);
     Ok(Outcome { report, error })
 }
 
@@ -311,6 +314,19 @@ impl<'p> Section<'p> {
         })
     }
 
+    /// The probe of the machine's state at the start of every round of a group: a partner
+    /// thread on the second allowed CPU, whatever the placement (the probe measures the
+    /// machine, not the group); `None` when there is no second CPU or the thread cannot start.
+    fn round_probe(&self) -> Option<RoundProbe> {
+        RoundProbe::start(|run| {
+            let start = || {
+                let thread = std::thread::Builder::new().name("round probe".into());
+                thread.spawn(run).map_err(Error::from)
+            };
+            self.placement.spawn_on_second_cpu(start).ok()
+        })
+    }
+
     /// The rounds of a group whose rows passed their probe, `first` its first generation.
     #[allow(clippy::too_many_arguments)]
     fn measure_rounds(
@@ -329,7 +345,7 @@ impl<'p> Section<'p> {
             // Every row was skipped: the floor alone needs no handler server.
             first.peers.iter_mut().for_each(|slot| drop(slot.take()));
         }
-        let mut group = LiveGroup::new(self.wait, pin, setups, progress)?;
+        let mut group = LiveGroup::new(self.wait, pin, setups, self.round_probe(), progress)?;
         group.install(first)?;
         let generations = plan.generations.clamp(1, plan.rounds.max(1));
         let mut rounds = pairing::Rounds::empty(group.members());

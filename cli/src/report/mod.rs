@@ -26,6 +26,7 @@ pub mod placement;
 pub mod plan;
 pub mod ratio;
 pub mod render;
+pub mod states;
 pub mod sync;
 
 use hdrhistogram::Histogram;
@@ -117,6 +118,16 @@ pub struct Round {
     /// [`pairing::paired_ratio_by_generation`](peerpipe::pairing::paired_ratio_by_generation)). 0 in reports written before it was recorded.
     #[serde(default)]
     pub generation: u32,
+    /// The machine's state at the start of the round: the p50 round trip of 4 KiB between the
+    /// first two allowed CPUs, in nanoseconds ([`crosscore::RoundProbe`]), the same figure in
+    /// the floor's round and in every row's. `null` when the process may use one CPU, when the
+    /// probe got no answer in time, and in reports from before it was recorded.
+    #[serde(default)]
+    pub probe_ns: Option<u64>,
+    /// Which of the run's [`Machine::states`] the round ran in (see [`states`]); `null` when
+    /// unknown.
+    #[serde(default)]
+    pub state: Option<u32>,
 }
 
 /// Share of `rounds` in which client and server were seen on the same CPU, among the rounds
@@ -190,7 +201,12 @@ pub struct BaselineRow {
 }
 
 /// One measured combination.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// In JSON a row also carries what follows from its rounds (see [`Row::state_figures`]):
+/// `added_ns` and `added_ci_ns` (those of its main state, or of all its rounds when they
+/// carry no state), `main_state`, and `states`, its figures in each state of the machine.
+/// They are written from the rounds every time and not read back.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Row {
     /// What the row measured; in JSON its fields stand in the row's own object (`dtype`,
     /// `elements`, `bytes`, `transport`, `path`, `handler`, `wait`, `pin`), as they always
@@ -222,10 +238,13 @@ pub struct Row {
     pub mb_per_s: f64,
     /// The paired ratio to the floor with the same bytes, transport, wait and placement: the
     /// median over rounds of (this row's p50 ÷ the floor's p50 in the same round); see
-    /// [`pairing`](peerpipe::pairing).
+    /// [`pairing`](peerpipe::pairing). When the rounds carry machine states, over the rounds
+    /// of the row's main state only ([`states::main_state`]): ratios of different states are
+    /// not one quantity.
     pub ratio_to_baseline: Option<f64>,
     /// The 95 % confidence interval of `ratio_to_baseline`, by rounds and by generation (see
-    /// [`pairing::paired_ratio_by_generation`](peerpipe::pairing::paired_ratio_by_generation)).
+    /// [`pairing::paired_ratio_by_generation`](peerpipe::pairing::paired_ratio_by_generation)),
+    /// over the same rounds.
     #[serde(default)]
     pub ratio_ci: Option<[f64; 2]>,
     /// Each round's burst, in order, with its floor's p50 in the same round.
@@ -258,6 +277,96 @@ impl Row {
     pub fn p50_spread_ns(&self) -> u64 {
         round_spread(&self.rounds)
     }
+
+    /// The row's figures in each state of the machine it has rounds in ([`states::figures`]);
+    /// empty when its rounds carry no state.
+    pub fn state_figures(&self) -> Vec<states::StateFigures> {
+        states::figures(&self.rounds)
+    }
+
+    /// The figures that stand for the row: those of its main state ([`states::main_state`]),
+    /// or, when its rounds carry no state, of all its rounds that have a floor (with `state`
+    /// 0 and no meaning to it); `None` when no round has a floor.
+    pub fn headline_figures(&self) -> Option<states::StateFigures> {
+        match states::main_state(&self.state_figures()) {
+            Some(main) => Some(*main),
+            None => states::stratum(0, self.rounds.iter()),
+        }
+    }
+}
+
+/// A row as JSON: its fields, and what follows from its rounds (see [`Row`]).
+impl Serialize for Row {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Every field, by name: a field added to `Row` must be added here too.
+        let Row {
+            id,
+            iterations,
+            rtt_ns,
+            transfer_ns,
+            encode_ns,
+            decode_ns,
+            server_ns,
+            client_cpu_ns,
+            server_cpu_ns,
+            mb_per_s,
+            ratio_to_baseline,
+            ratio_ci,
+            rounds,
+            shared_core_share,
+        } = self;
+        let states = self.state_figures();
+        let main = states::main_state(&states).copied();
+        let headline = main.or_else(|| states::stratum(0, rounds.iter()));
+        RowJson {
+            id,
+            iterations: *iterations,
+            rtt_ns,
+            transfer_ns,
+            encode_ns,
+            decode_ns,
+            server_ns,
+            client_cpu_ns: *client_cpu_ns,
+            server_cpu_ns: *server_cpu_ns,
+            mb_per_s: *mb_per_s,
+            ratio_to_baseline: *ratio_to_baseline,
+            ratio_ci: *ratio_ci,
+            added_ns: headline.and_then(|f| f.added_ns),
+            added_ci_ns: headline.and_then(|f| f.added_ci_ns),
+            main_state: main.map(|f| f.state),
+            rounds,
+            shared_core_share: *shared_core_share,
+            states: &states,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// What [`Row`] writes, in this order.
+#[derive(Serialize)]
+struct RowJson<'a> {
+    #[serde(flatten)]
+    id: &'a RowId,
+    iterations: u64,
+    rtt_ns: &'a Percentiles,
+    transfer_ns: &'a Percentiles,
+    encode_ns: &'a Percentiles,
+    decode_ns: &'a Percentiles,
+    server_ns: &'a Percentiles,
+    #[serde(with = "nan_as_null")]
+    client_cpu_ns: f64,
+    #[serde(with = "nan_as_null")]
+    server_cpu_ns: f64,
+    #[serde(with = "nan_as_null")]
+    mb_per_s: f64,
+    ratio_to_baseline: Option<f64>,
+    ratio_ci: Option<[f64; 2]>,
+    added_ns: Option<f64>,
+    added_ci_ns: Option<[f64; 2]>,
+    main_state: Option<u32>,
+    rounds: &'a [Round],
+    shared_core_share: Option<f64>,
+    states: &'a [states::StateFigures],
 }
 
 impl BaselineRow {
@@ -326,6 +435,11 @@ pub struct Machine {
     /// written before it was recorded.
     #[serde(default)]
     pub clock: String,
+    /// The states the machine was in during the run, found in the rounds' probes
+    /// ([`states::find`]), fastest first; every round's `state` is an index into it. Empty
+    /// when no round was probed and in reports from before states.
+    #[serde(default)]
+    pub states: Vec<states::MachineState>,
 }
 
 /// The configuration a report ran with, recorded in full.

@@ -65,6 +65,37 @@ impl Placer {
         spawned
     }
 
+    /// Runs `spawn` with the calling thread moved to the second CPU this process may use —
+    /// where `split` puts the server — whatever this placer's placement, then moves the thread
+    /// back: a thread started by `spawn` inherits that CPU. This is where a probe of the
+    /// machine puts its partner: it measures between the first two CPUs even when the group
+    /// runs on one (`same`) or wherever the scheduler likes (`free`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when this process may use only one CPU; the error of
+    /// `spawn`; [`Error::Sys`] when the affinity cannot be read or set.
+    pub fn spawn_on_second_cpu<T>(&self, spawn: impl FnOnce() -> Result<T>) -> Result<T> {
+        // `free` pins nothing: pinned for the spawn only, and restored when dropped.
+        let temporary;
+        let pinned = match &self.pinned {
+            Some(pinned) => pinned,
+            None => {
+                temporary = Pinned::to_first_allowed_cpu()?;
+                &temporary
+            }
+        };
+        if pinned.allowed_cpus() < 2 {
+            return Err(Error::InvalidArgument {
+                what: "probe",
+                reason: "needs two CPUs, and this process may use only one".into(),
+            });
+        }
+        pinned.to_nth_allowed(1)?;
+        let spawned = spawn();
+        pinned.to_nth_allowed(0)?;
+        spawned
+    }
+
     /// The placement this placer realises.
     pub fn placement(&self) -> Placement {
         self.placement

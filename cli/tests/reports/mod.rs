@@ -72,6 +72,8 @@ pub fn rounds(p50: u64, floor: Option<u64>) -> Vec<Round> {
             server_cpu: Some(1),
             preemptions: None,
             generation: 0,
+            probe_ns: None,
+            state: None,
         })
         .to_vec()
 }
@@ -87,6 +89,7 @@ pub fn report(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
             pipe_size_granted: Some(1 << 20),
             endian: "little".into(),
             clock: "tsc (2.596 GHz)".into(),
+            states: vec![],
         },
         config: ConfigRecord {
             sizes: vec![500, 65_536],

@@ -8,16 +8,18 @@
 //! against the budget.
 //!
 //! One concern per file: `table.rs` writes the table, `notes.rs` the notes on the machine
-//! under it, `verdict.rs` the verdict and the crossovers; `order.rs` ranks sections and rows
-//! for all of them.
+//! under it (with `states.rs`'s note on the machine's states), `verdict.rs` the verdict and the
+//! crossovers; `order.rs` ranks sections and rows for all of them.
 
 mod notes;
 mod order;
+mod states;
 mod table;
 mod verdict;
 
 pub use notes::{
     CONTENDED_NOTE_SHARE, SPEED_CHANGE_FACTOR, contention, machine_state, speed_change,
 };
+pub use states::{row_states_note, states_note};
 pub use table::table;
 pub use verdict::{BELOW_FLOOR, Breakdown, Crossover, breakdown, crossovers, verdict};

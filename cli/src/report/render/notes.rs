@@ -1,5 +1,5 @@
 //! The notes on the machine that the table prints under its sections: contention (other tasks
-//! taking a CPU), the machine's state as the cross-core probe saw it, and changes of speed
+//! taking a CPU), the machine's state as the cross-core probes saw it, and changes of speed
 //! during the run.
 
 use crate::report::{BaselineRow, Report, crosscore, format};
@@ -37,8 +37,17 @@ pub fn contention(report: &Report) -> Option<String> {
 /// [`crate::report::crosscore`]): one line with the round trips between the client's CPU and the
 /// server's, and a note when the 4 KiB figure varied by more than
 /// [`crate::report::crosscore::STATE_CHANGE_FACTOR`] across groups — groups measured in different
-/// states have different ratios. `None` when no group was probed (no `split` placement).
+/// states have different ratios; then, when the rounds' probes found more than one state, a
+/// note on each state but the main one ([`super::states_note`]). `None` when there is neither.
 pub fn machine_state(report: &Report) -> Option<String> {
+    let lines: Vec<String> =
+        [group_probes(report), super::states_note(report)].into_iter().flatten().collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// The line (and note) of [`machine_state`] on the probes taken before each group; `None`
+/// when no group was probed (no `split` or `free` placement).
+fn group_probes(report: &Report) -> Option<String> {
     let probes = report.cross_core_probes();
     let (lo, hi, changed) = crosscore::block_spread(&probes)?;
     let range = |lo: u64, hi: u64| {
