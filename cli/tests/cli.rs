@@ -563,9 +563,14 @@ fn groups_are_probed_with_free_placement_and_rounds_with_every_placement() {
     }
     // The states found in them tag every round, and each row has figures in its states.
     assert!(!report.machine.states.is_empty(), "no state found");
-    let rounds = report.baseline.iter().flat_map(|b| &b.rounds);
-    assert!(rounds.chain(report.rows.iter().flat_map(|r| &r.rounds)).all(|r| r.state.is_some()));
-    assert!(report.rows.iter().all(|row| !row.state_figures().is_empty()));
+    // (A list none of whose probes was answered in time — a busy machine — has no state.)
+    let floors = report.baseline.iter().map(|b| &b.rounds);
+    let lists = floors.chain(report.rows.iter().map(|r| &r.rounds));
+    for rounds in lists.filter(|rounds| rounds.iter().any(|r| r.probe_ns.is_some())) {
+        assert!(rounds.iter().all(|r| r.state.is_some()), "{rounds:?}");
+    }
+    let probed = |row: &&Row| row.rounds.iter().any(|r| r.probe_ns.is_some());
+    assert!(report.rows.iter().filter(probed).all(|row| !row.state_figures().is_empty()));
     fs::remove_dir_all(dir).ok();
 }
 

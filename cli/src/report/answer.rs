@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::budget::{self, Judgement, Overhead};
 use super::key::{Handler, RowId};
 use super::ratio::{self, PairedRatio};
-use super::{Placement, Report, Row, Skipped, Workload, crosscore, format};
+use super::{Placement, Report, Row, Skipped, Workload, crosscore, format, render};
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
 const RAW_HANDLER: Handler = Handler::EchoRaw;
@@ -190,7 +190,11 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "x floor = paired ratio of the round trip to the raw read/write of the same bytes [95% \
-         interval]."
+         interval];"
+    )?;
+    writeln!(
+        out,
+        "added = round trip - that floor, paired; both in the machine state most rounds ran in."
     )?;
     writeln!(out, "Details: the table and verdict below; docs/PERFORMANCE.md.")?;
     let budget = report.config.budget_ns;
@@ -216,8 +220,8 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let bw = cells().map(|c| c.judged.len()).max().unwrap_or(0).max(26);
     writeln!(
         out,
-        "  {:<w$} {:>9} {:>9} {:>rw$} {budget_header:<bw$} row",
-        "size", "overhead", "p99", "x floor [95% CI]",
+        "  {:<w$} {:>9} {:>9} {:>rw$} {:>8} {budget_header:<bw$} row",
+        "size", "overhead", "p99", "x floor [95% CI]", "added",
     )?;
     let mut unresolved = Vec::new();
     for (&(dtype, elements), (size, cells)) in sizes.iter().zip(&lines) {
@@ -239,9 +243,14 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         } else {
             format!(" {}", row.id.transport)
         };
+        let added = match row.headline_figures().and_then(|f| f.added_ns) {
+            Some(ns) if ns < 0.0 => format!("-{}", format::ns((-ns).round() as u64)),
+            Some(ns) => format::ns(ns.round() as u64),
+            None => "-".to_owned(),
+        };
         writeln!(
             out,
-            "  {size:<w$} {:>9} {:>9} {ratio:>rw$} {judged:<bw$} {} {}{transport}, {}",
+            "  {size:<w$} {:>9} {:>9} {ratio:>rw$} {added:>8} {judged:<bw$} {} {}{transport}, {}",
             format::ns(a.overhead.p50_ns),
             format::ns(a.overhead.p99_ns),
             row.id.handler,
@@ -261,10 +270,20 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     placement_notes(report, out)?;
-    if let Some((_, _, Some(factor))) = crosscore::block_spread(&report.cross_core_probes()) {
+    if report.machine.states.is_empty()
+        && let Some((_, _, Some(factor))) = crosscore::block_spread(&report.cross_core_probes())
+    {
         // Ratios of groups measured in different states differ: say so before any figure is
         // taken away from here.
         writeln!(out, "{}", crosscore::state_change_note(factor))?;
+    }
+    // Each answer's figures are those of the machine state most of its rounds ran in; say
+    // what the others showed, so that no figure of another state is taken for this one.
+    for (size, cells) in &lines {
+        let Some(cells) = cells else { continue };
+        if let Some(note) = render::row_states_note(&report.machine.states, cells.answer.row) {
+            writeln!(out, "state, {size}: {note}")?;
+        }
     }
     Ok(())
 }

@@ -48,6 +48,23 @@ pub fn machine_state(report: &Report) -> Option<String> {
 /// The line (and note) of [`machine_state`] on the probes taken before each group; `None`
 /// when no group was probed (no `split` or `free` placement).
 fn group_probes(report: &Report) -> Option<String> {
+    let states = &report.machine.states;
+    if !states.is_empty() {
+        // Probed every round: the states found say more than the probes before each group.
+        let list: Vec<String> = states
+            .iter()
+            .map(|s| format!("{} in {} rounds", format::ns(s.probe_ns), s.rounds))
+            .collect();
+        return Some(format!(
+            "machine state: 4 KiB moved between the first two CPUs and back took {} (probed \
+             every round; {} found).",
+            list.join(", "),
+            match states.len() {
+                1 => "one state".to_owned(),
+                n => format!("{n} states"),
+            }
+        ));
+    }
     let probes = report.cross_core_probes();
     let (lo, hi, changed) = crosscore::block_spread(&probes)?;
     let range = |lo: u64, hi: u64| {

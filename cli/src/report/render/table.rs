@@ -12,20 +12,20 @@ use super::notes::{contention, machine_state, speed_change};
 use super::order::{Order, dtype_rank, transport_rank};
 
 /// Column widths of the table: label (`echo-raw zero-copy`, or `echo-raw zero-copy ring`
-/// when shared-memory rows are present), round trips and MB/s; at most 120 columns either way.
+/// when shared-memory rows are present), added time and MB/s; at most 120 columns either way.
 #[derive(Clone, Copy)]
 struct Widths {
     label: usize,
-    trips: usize,
+    added: usize,
     rate: usize,
 }
 
 impl Widths {
     fn of(report: &Report) -> Widths {
         if report.rows.iter().any(|r| r.id.transport != TransportKind::Pipe) {
-            Widths { label: 23, trips: 6, rate: 6 }
+            Widths { label: 23, added: 6, rate: 6 }
         } else {
-            Widths { label: 18, trips: 7, rate: 8 }
+            Widths { label: 18, added: 8, rate: 8 }
         }
     }
 }
@@ -89,7 +89,13 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "floor's p50 in the same round (same bytes, transport, wait, pin), with its 95% interval."
+        "floor's p50 in the same round (same bytes, transport, wait, pin), with its 95% interval. \
+         added: the median of row p50 -"
+    )?;
+    writeln!(
+        out,
+        "floor p50 in the same round: the time the row adds to moving its bytes raw. Both in the \
+         machine state of most rounds."
     )?;
     if report.rows.iter().any(|r| PairedRatio::of(r).is_unresolved()) {
         writeln!(out, "{}", ratio::unresolved_note("unres. = unresolved"))?;
@@ -217,12 +223,12 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
 }
 
 fn header(out: &mut dyn Write, widths: Widths) -> io::Result<()> {
-    let Widths { label: l, trips: r, rate: m } = widths;
+    let Widths { label: l, added: r, rate: m } = widths;
     writeln!(
         out,
         "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
         "handler  path",
-        "trips",
+        "added",
         "p50",
         "p99",
         "encode",
@@ -238,13 +244,13 @@ fn header(out: &mut dyn Write, widths: Widths) -> io::Result<()> {
 }
 
 fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io::Result<()> {
-    let Widths { label: l, trips: r, rate: m } = widths;
+    let Widths { label: l, added: r, rate: m } = widths;
     let dash = "-";
     writeln!(
         out,
         "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
         baseline_label(base.transport, base.lent),
-        base.iterations,
+        "-",
         format::ns(base.rtt_ns.p50),
         format::ns(base.rtt_ns.p99),
         dash,
@@ -260,7 +266,7 @@ fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io:
 }
 
 fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
-    let Widths { label: l, trips: r, rate: m } = widths;
+    let Widths { label: l, added: r, rate: m } = widths;
     // The label names the transport when it is not a pipe: `sem`, `ring` or `tcp`.
     let label = match transport_tag(row.id.transport) {
         None => format!("{:<8} {}", row.id.handler.name(), row.id.path.name()),
@@ -270,7 +276,7 @@ fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
         out,
         "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
         label,
-        row.iterations,
+        added_cell(row),
         format::ns(row.rtt_ns.p50),
         format::ns(row.rtt_ns.p99),
         format::ns(row.encode_ns.p50),
@@ -286,6 +292,16 @@ fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
             |[lo, hi]| format!("{}-{}", format::ratio(lo), format::ratio(hi))
         ),
     )
+}
+
+/// The added-time column of a row: its round trip's p50 minus its floor's, the median over
+/// the rounds of its main machine state (`Row::headline_figures`); `-` without a floor.
+fn added_cell(row: &Row) -> String {
+    match row.headline_figures().and_then(|f| f.added_ns) {
+        Some(ns) if ns < 0.0 => format!("-{}", format::ns((-ns).round() as u64)),
+        Some(ns) => format::ns(ns.round() as u64),
+        None => "-".to_owned(),
+    }
 }
 
 /// The ratio column of a row: `1.25x`, `unres.` when the ratio is not a result (the interval
