@@ -57,14 +57,17 @@ enum Command {
     /// more than 1.5x (see the note it prints): the difference may be the machine's, not the
     /// code's; measure both again.
     ///
-    /// By default (--mode paired) each row is judged by its ratio to its own floor from the
-    /// same run, so two runs taken while the machine ran at different speeds compare
-    /// correctly: a row differs when the 95 % intervals of its two ratios do not overlap and
-    /// the change, converted to time at the floors' mean p50, exceeds both thresholds. When
-    /// both reports tagged their rounds with the machine's state, each row is judged on its
-    /// figures in a state both ran in, and the change of the time it adds to its floor is
-    /// shown too. --mode absolute compares p50 round trips instead, allowing for the spread
-    /// of each row's per-round p50s.
+    /// By default (--mode paired) each row is judged against its own floor from the same run,
+    /// so two runs taken while the machine ran at different speeds compare correctly. When
+    /// both reports tagged their rounds with the machine's state, each row is judged in a
+    /// state both ran in, on the time it adds to its floor there: it differs when that added
+    /// time moved by more than --abs and by more than --rel percent of A's round trip in
+    /// that state, and the 95 % intervals of the two added times do not overlap (the ratios
+    /// are shown as context). Reports without states are judged on the ratio: a row differs
+    /// when the 95 % intervals of its two ratios do not overlap, the ratio moved by more than
+    /// --rel percent and the change, converted to time at the floors' mean p50, exceeds
+    /// --abs. --mode absolute compares p50 round trips instead, allowing for the spread of
+    /// each row's per-round p50s.
     Compare(CompareArgs),
 
     /// Soak: client–server pairs exchange random arrays, every reply verified bit for bit.

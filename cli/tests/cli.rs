@@ -13,8 +13,8 @@ use common::{Watchdog, peer_exe, secs};
 use peerpipe_cli::report::crosscore::CrossCore;
 use peerpipe_cli::report::key::RowId;
 use peerpipe_cli::report::{
-    BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row, budget, export, format,
-    states,
+    BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row, budget, compare, export,
+    format, states,
 };
 
 /// A fresh directory under the system temp dir, unique per process and call.
@@ -351,6 +351,54 @@ fn compare_exits_3_when_the_reports_share_no_machine_state() {
     let out = peer(&["compare", &slow_same_state, &fast, "--abs", "100ns", "--rel", "5"]);
     assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("judged in the state both reports ran in"), "{}", stdout(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+/// `report_in_state(900, ..)` on a busy machine: its floor wanders between 1 and 4 us from
+/// generation to generation, and its row adds `added_ns` (+0..60 ns, the pattern moved by
+/// `shift` rounds) to the floor of each round. A ratio's interval is wide there; the time the
+/// row adds holds.
+fn wandering(added_ns: u64, shift: usize) -> Report {
+    const SPEED: [f64; 10] = [0.5, 2.0, 0.8, 1.6, 1.0, 0.6, 1.8, 1.2, 0.7, 1.4];
+    let mut report = report_in_state(900, 2_100, 1.30);
+    let rounds = report.baseline[0].rounds.iter_mut().zip(&mut report.rows[0].rounds);
+    for (i, (floor, row)) in rounds.enumerate() {
+        floor.p50_ns = (2_100.0 * SPEED[i / 2]) as u64 + i as u64 % 4 * 5;
+        row.floor_p50_ns = Some(floor.p50_ns);
+        row.p50_ns = floor.p50_ns + added_ns + (i + shift) as u64 % 7 * 10;
+    }
+    states::assign(&mut report);
+    report
+}
+
+#[test]
+fn compare_judges_the_time_a_row_adds_in_the_state_both_ran_in() {
+    let dir = temp_dir("compare-added");
+    let (a, delayed) = (wandering(630, 0), wandering(1_130, 0));
+    // A server 500 ns slower: the ratios' intervals overlap, the added times' do not.
+    let t = compare::Thresholds { abs: std::time::Duration::from_nanos(100), rel_pct: 5.0 };
+    let judged = compare::compare(&a, &delayed, t, compare::Mode::Paired);
+    let change = judged.rows[0].paired.expect("paired");
+    assert!(change.gap() <= 0.0 && change.added_gap_ns().unwrap() > 0.0, "{change:?}");
+    let (a, delayed) = (write(&dir, "a.json", &a), write(&dir, "delayed.json", &delayed));
+    let out = peer(&["compare", &a, &delayed, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    let line = text.lines().find(|l| l.starts_with("f64 x 500 echo zero-copy")).expect(&text);
+    assert!(line.contains("+500ns [+") && line.contains("910ns/910ns"), "{line}");
+    assert!(text.contains("1 differ;"), "{text}");
+    // The same configuration again, its noise in other rounds: nothing differs.
+    let again = write(&dir, "again.json", &wandering(630, 3));
+    let out = peer(&["compare", &a, &again, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    // A difference under --abs, or under --rel of A's round trip, is not one.
+    let slower = write(&dir, "slower.json", &wandering(830, 0));
+    let out = peer(&["compare", &a, &slower, "--abs", "250ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    let out = peer(&["compare", &a, &slower, "--abs", "100ns", "--rel", "20"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    let out = peer(&["compare", &a, &slower, "--abs", "100ns", "--rel", "5"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
     fs::remove_dir_all(dir).ok();
 }
 

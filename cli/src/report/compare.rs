@@ -4,21 +4,27 @@
 //! baselines by (bytes, transport, wait, pin). How a matched pair is judged depends on the
 //! [`Mode`]:
 //!
-//! - [`Mode::Paired`] (the default of `peer compare`): a row is judged by its ratio to its own
-//!   floor from the same run ([`peerpipe::pairing`]), so two runs taken while the machine ran at
-//!   different speeds compare correctly. It differs when the change of its ratio, converted to
-//!   time at the mean p50 of the two floors, exceeds the absolute threshold, the ratio moved
-//!   by more than the relative threshold, and the two 95 % intervals do not overlap. Floors
-//!   measure the machine and are shown, not judged. A row without a paired ratio in either
-//!   file (a report from before pairing) is judged absolutely.
+//! - [`Mode::Paired`] (the default of `peer compare`): a row is judged against its own floor
+//!   from the same run ([`peerpipe::pairing`]), so two runs taken while the machine ran at
+//!   different speeds compare correctly. Floors measure the machine and are shown, not judged.
 //!
 //!   When both reports found the machine's states ([`super::states`]), like is compared with
 //!   like: a row is judged on its figures in a state both reports ran in
 //!   ([`states::shared_states`]) — of those, the one where the row has most rounds in both —
-//!   and a row that ran in no such state is not judged ([`Outcome::OtherState`]). Reports
-//!   that share no state at all have nothing to compare ([`Comparison::no_state_in_common`]).
-//!   Reports from before states are judged on their rows' overall figures, as they always
-//!   were.
+//!   and on the time it adds to its floor there ([`StateFigures::added_ns`]). It differs when
+//!   the change of that added time (B − A) exceeds the absolute threshold, exceeds the
+//!   relative threshold of A's round trip in that state (A's floor p50 there plus A's added
+//!   time), and the two 95 % intervals of the added times do not overlap. A cost added to
+//!   every call (a server 500 ns slower) reads as its own size in any state, where a ratio to
+//!   a noisy floor can hide it; the ratios are shown as context. A row that ran in no shared
+//!   state is not judged ([`Outcome::OtherState`]), and reports that share no state at all
+//!   have nothing to compare ([`Comparison::no_state_in_common`]).
+//!
+//!   Reports from before states are judged on their rows' overall ratios, as they always
+//!   were: a row differs when the change of its ratio, converted to time at the mean p50 of
+//!   the two floors, exceeds the absolute threshold, the ratio moved by more than the
+//!   relative threshold, and the two ratios' 95 % intervals do not overlap. A row without a
+//!   paired ratio in either file (a report from before pairing) is judged absolutely.
 //! - [`Mode::Absolute`]: p50 round trips are compared, rows and floors alike; a pair differs
 //!   when its p50 moved by more than both thresholds and more than the noise, the larger
 //!   spread (max − min) of the per-round p50s in either file.
@@ -39,7 +45,8 @@ pub use text::render;
 pub struct Thresholds {
     /// Absolute.
     pub abs: Duration,
-    /// Relative: percent of A's p50, or of A's ratio in paired mode.
+    /// Relative, in percent: of A's p50 (absolute mode), of A's round trip in the shared
+    /// state (paired mode with states), or of A's ratio (paired mode without states).
     pub rel_pct: f64,
 }
 
@@ -70,7 +77,8 @@ pub enum Outcome {
     WithinRel,
     /// Absolute mode: |B − A| is at most the noise (the larger spread of per-round p50s).
     WithinNoise,
-    /// Paired mode: the 95 % intervals of the two ratios overlap.
+    /// Paired mode: the 95 % intervals overlap — of the two added times when judged in a
+    /// shared state ([`PairedChange::on_added_time`]), else of the two ratios.
     WithinInterval,
     /// A floor in paired mode: shown, not judged.
     NotJudged,
@@ -94,6 +102,8 @@ pub struct PairedChange {
     pub b_ci: [f64; 2],
     /// Mean of the two floors' p50, ns: the unit that turns a change of ratio into time.
     pub floor_ns: f64,
+    /// A's floor p50 over the same rounds as its ratio, ns.
+    pub a_floor_ns: f64,
     /// The time A's row adds to its floor, over the same rounds as its ratio
     /// ([`StateFigures::added_ns`]), when known.
     pub a_added: Option<PairedDifference>,
@@ -105,25 +115,59 @@ pub struct PairedChange {
 }
 
 impl PairedChange {
-    /// (B ratio − A ratio) × the mean floor, in ns.
+    /// Whether the change is judged on added time: the figures are from a state both reports
+    /// ran in and both added times are known. Otherwise it is judged on the ratios.
+    pub fn on_added_time(&self) -> bool {
+        self.states.is_some() && self.added_change_ns().is_some()
+    }
+
+    /// B − A in ns: of the added times when [`on_added_time`](Self::on_added_time), else
+    /// (B ratio − A ratio) × the mean floor.
     pub fn difference_ns(&self) -> f64 {
-        (self.b_ratio - self.a_ratio) * self.floor_ns
+        match self.added_change_ns().filter(|_| self.on_added_time()) {
+            Some((median, _)) => median,
+            None => (self.b_ratio - self.a_ratio) * self.floor_ns,
+        }
     }
 
-    /// B ratio − A ratio in percent of A's ratio.
+    /// B − A in percent: of A's round trip ([`a_round_trip_ns`](Self::a_round_trip_ns)) when
+    /// judged on added time, else of A's ratio.
     pub fn change_pct(&self) -> f64 {
-        (self.b_ratio - self.a_ratio) * 100.0 / self.a_ratio
+        if self.on_added_time() {
+            self.difference_ns() * 100.0 / self.a_round_trip_ns()
+        } else {
+            (self.b_ratio - self.a_ratio) * 100.0 / self.a_ratio
+        }
     }
 
-    /// The gap between the two intervals (positive when they do not overlap), in ratio units.
+    /// A's round trip over the rounds of its figures, ns: its floor's p50 plus the time it
+    /// adds (its floor × its ratio when the added time is unknown). The relative threshold is
+    /// a share of this when judging added time.
+    pub fn a_round_trip_ns(&self) -> f64 {
+        match self.a_added {
+            Some(added) => self.a_floor_ns + added.median_ns,
+            None => self.a_floor_ns * self.a_ratio,
+        }
+    }
+
+    /// The gap between the two ratios' intervals (positive when they do not overlap), in
+    /// ratio units.
     pub fn gap(&self) -> f64 {
         (self.b_ci[0] - self.a_ci[1]).max(self.a_ci[0] - self.b_ci[1])
     }
 
+    /// The gap between the two added times' intervals (positive when they do not overlap),
+    /// in ns; `None` unless both are known.
+    pub fn added_gap_ns(&self) -> Option<f64> {
+        let (a, b) = (self.a_added?, self.b_added?);
+        Some((b.ci_ns[0] - a.ci_ns[1]).max(a.ci_ns[0] - b.ci_ns[1]))
+    }
+
     /// B's added time − A's, in ns, with every difference the two 95 % intervals allow
-    /// (`[B lo − A hi, B hi − A lo]`); `None` unless both are known. Where a floor and its row
-    /// pay the same for the machine's state, this reads a change of the row's own cost at its
-    /// own size: a server made 500 ns slower reads +500 ns.
+    /// (`[B lo − A hi, B hi − A lo]`, which leaves out 0 exactly when the intervals do not
+    /// overlap); `None` unless both are known. Where a floor and its row pay the same for the
+    /// machine's state, this reads a change of the row's own cost at its own size: a server
+    /// made 500 ns slower reads +500 ns.
     pub fn added_change_ns(&self) -> Option<(f64, [f64; 2])> {
         let (a, b) = (self.a_added?, self.b_added?);
         let interval = [b.ci_ns[0] - a.ci_ns[1], b.ci_ns[1] - a.ci_ns[0]];
@@ -151,7 +195,8 @@ pub struct Pair {
 }
 
 impl Pair {
-    /// B − A in nanoseconds: the paired difference when judged by ratios, else of the p50s.
+    /// B − A in nanoseconds: the paired difference when paired
+    /// ([`PairedChange::difference_ns`]: of the added times or the ratios), else of the p50s.
     pub fn difference_ns(&self) -> i128 {
         match &self.paired {
             Some(p) => p.difference_ns().round() as i128,
@@ -159,7 +204,8 @@ impl Pair {
         }
     }
 
-    /// B − A in percent of A (of the ratio when paired); `None` when A is zero.
+    /// B − A in percent of A (when paired, [`PairedChange::change_pct`]); `None` when A is
+    /// zero.
     pub fn change_pct(&self) -> Option<f64> {
         match &self.paired {
             Some(p) => Some(p.change_pct()),
@@ -358,6 +404,7 @@ fn state_change(p: &StateFigures, q: &StateFigures) -> Option<PairedChange> {
         b_ratio: q.ratio.filter(|r| *r > 0.0)?,
         b_ci: q.ratio_ci?,
         floor_ns: (p.floor_ns? + q.floor_ns?) as f64 / 2.0,
+        a_floor_ns: p.floor_ns? as f64,
         a_added: added(p),
         b_added: added(q),
         states: Some((p.state, q.state)),
@@ -382,6 +429,7 @@ fn paired_change(a: &Report, x: &Row, b: &Report, y: &Row) -> Option<PairedChang
         b_ratio: y.ratio_to_baseline.filter(|r| *r > 0.0)?,
         b_ci: y.ratio_ci?,
         floor_ns: (fa + fb) as f64 / 2.0,
+        a_floor_ns: fa as f64,
         a_added: x.headline_figures().as_ref().and_then(added),
         b_added: y.headline_figures().as_ref().and_then(added),
         states: None,
@@ -465,15 +513,26 @@ fn paired_pair(a: &Row, b: &Row, change: PairedChange, thresholds: Thresholds) -
     pair
 }
 
-/// The outcome of a paired change: the time it amounts to must exceed the absolute threshold,
-/// the ratio must move by more than the relative one, and the intervals must not overlap.
+/// The outcome of a paired change. Judged on added time
+/// ([`PairedChange::on_added_time`]): the change of the added time must exceed the absolute
+/// threshold and the relative one of A's round trip, and the added times' intervals must not
+/// overlap. Else, on the ratios: the time the change of ratio amounts to must exceed the
+/// absolute threshold, the ratio must move by more than the relative one, and the ratios'
+/// intervals must not overlap.
 fn judge_paired(change: &PairedChange, thresholds: Thresholds) -> Outcome {
-    let ratio_moved = (change.b_ratio - change.a_ratio).abs();
-    if change.difference_ns().abs() <= thresholds.abs.as_nanos() as f64 {
+    // In ns either way: the added times' change, or the ratios' at the mean floor.
+    let time = change.difference_ns().abs();
+    // What must move by more than the relative threshold, of what, and how far apart the
+    // intervals are.
+    let (moved, of, gap) = match change.added_gap_ns().filter(|_| change.on_added_time()) {
+        Some(gap) => (time, change.a_round_trip_ns(), gap),
+        None => ((change.b_ratio - change.a_ratio).abs(), change.a_ratio, change.gap()),
+    };
+    if time <= thresholds.abs.as_nanos() as f64 {
         Outcome::WithinAbs
-    } else if ratio_moved <= change.a_ratio * thresholds.rel_pct / 100.0 {
+    } else if moved <= of * thresholds.rel_pct / 100.0 {
         Outcome::WithinRel
-    } else if change.gap() <= 0.0 {
+    } else if gap <= 0.0 {
         Outcome::WithinInterval
     } else {
         Outcome::Differs
@@ -515,158 +574,4 @@ fn judge(a: u64, b: u64, noise: u64, thresholds: Thresholds) -> Outcome {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::report::states;
-
-    fn t(abs_us: u64, rel_pct: f64) -> Thresholds {
-        Thresholds { abs: Duration::from_micros(abs_us), rel_pct }
-    }
-
-    #[test]
-    fn each_threshold_is_strict_and_checked_in_order() {
-        assert_eq!(judge(100_000, 110_000, 0, t(10, 1.0)), Outcome::WithinAbs);
-        assert_eq!(judge(100_000, 110_500, 0, t(10, 10.5)), Outcome::WithinRel);
-        assert_eq!(judge(100_000, 110_501, 0, t(10, 10.5)), Outcome::Differs);
-        assert_eq!(judge(100_000, 111_000, 11_000, t(10, 10.0)), Outcome::WithinNoise);
-        assert_eq!(judge(100_000, 111_000, 10_999, t(10, 10.0)), Outcome::Differs);
-        // The relative threshold is a share of A: 11 us is within 10 % of 111 us.
-        assert_eq!(judge(111_000, 100_000, 0, t(10, 10.0)), Outcome::WithinRel);
-    }
-
-    fn change(a: f64, a_ci: [f64; 2], b: f64, b_ci: [f64; 2]) -> PairedChange {
-        PairedChange {
-            a_ratio: a,
-            a_ci,
-            b_ratio: b,
-            b_ci,
-            floor_ns: 2_000.0,
-            a_added: None,
-            b_added: None,
-            states: None,
-        }
-    }
-
-    #[test]
-    fn a_paired_change_needs_time_share_and_separate_intervals() {
-        let t = Thresholds { abs: Duration::from_nanos(100), rel_pct: 5.0 };
-        // 1.40 -> 1.65 at a 2 us floor: +500 ns, +17.9 %, intervals apart.
-        let moved = change(1.40, [1.38, 1.42], 1.65, [1.62, 1.68]);
-        assert_eq!(moved.difference_ns().round(), 500.0);
-        assert!((moved.gap() - 0.20).abs() < 1e-9);
-        assert_eq!(judge_paired(&moved, t), Outcome::Differs);
-        // The same move with overlapping intervals is not reported.
-        let unsure = change(1.40, [1.30, 1.60], 1.65, [1.55, 1.75]);
-        assert_eq!(judge_paired(&unsure, t), Outcome::WithinInterval);
-        // Under the absolute threshold: 1.40 -> 1.44 at 2 us is 80 ns.
-        let small = change(1.40, [1.39, 1.41], 1.44, [1.43, 1.45]);
-        assert_eq!(judge_paired(&small, t), Outcome::WithinAbs);
-        // Over 100 ns but under 5 % of the ratio: 1.40 -> 1.46 at 2 us is 120 ns, 4.3 %.
-        let slight = change(1.40, [1.39, 1.41], 1.46, [1.45, 1.47]);
-        assert_eq!(judge_paired(&slight, t), Outcome::WithinRel);
-        // Faster counts too.
-        let faster = change(1.65, [1.62, 1.68], 1.40, [1.38, 1.42]);
-        assert_eq!(judge_paired(&faster, t), Outcome::Differs);
-    }
-
-    /// A report of one row and its floor in 20 rounds of the given states: each round's
-    /// (probe, floor p50, ratio) comes from `state_of(i)`, `added_ns` more on the row.
-    fn run(state_of: impl Fn(usize) -> (u64, u64, f64), added_ns: u64) -> Report {
-        let rounds: Vec<(Option<u64>, u64, u64)> = (0..20)
-            .map(|i| {
-                let (probe, floor, ratio) = state_of(i);
-                // A little scatter, so that intervals have a width.
-                let jitter = [0.995, 1.0, 1.005][i % 3];
-                let floor = floor + (i as u64 % 4) * 10;
-                let row = (floor as f64 * ratio * jitter) as u64 + added_ns;
-                (Some(probe + (i as u64 % 5) * 10), floor, row)
-            })
-            .collect();
-        let mut report = states::testing::one_row(&rounds);
-        states::assign(&mut report);
-        report
-    }
-
-    const FAST: (u64, u64, f64) = (900, 2_100, 1.30);
-    const SLOW: (u64, u64, f64) = (3_500, 6_000, 1.05);
-    const T: Thresholds = Thresholds { abs: Duration::from_nanos(100), rel_pct: 5.0 };
-
-    fn text(comparison: &Comparison) -> String {
-        let mut out = Vec::new();
-        render(comparison, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn rows_are_judged_in_the_state_both_reports_ran_in() {
-        let a = run(|_| FAST, 0);
-        // B: half its rounds in the slow state, where the ratio is 1.05.
-        let b = run(|i| if i < 10 { FAST } else { SLOW }, 0);
-        let c = compare(&a, &b, T, Mode::Paired);
-        let states = c.states.as_ref().unwrap();
-        assert_eq!((states.a.len(), states.b.len(), &states.shared), (1, 2, &vec![(0, 0)]));
-        let change = c.rows[0].paired.unwrap();
-        assert_eq!(change.states, Some((0, 0)));
-        assert!((change.b_ratio - 1.30).abs() < 0.01, "{change:?}");
-        assert!(!c.differs() && !c.no_state_in_common(), "{}", text(&c));
-        assert_eq!(c.states_differ, None);
-        let words = text(&c);
-        assert!(words.contains("judged in the state both reports ran in"), "{words}");
-        assert!(words.contains("left out (0 of 20 in A, 10 of 20 in B)"), "{words}");
-        // Over all of B's rounds, as before states, its ratio says neither state.
-        let all = states::stratum(0, b.rows[0].rounds.iter()).unwrap();
-        assert!(all.ratio_ci.unwrap()[0] < 1.10, "{all:?}");
-    }
-
-    #[test]
-    fn a_known_server_delay_reads_as_its_own_size() {
-        let a = run(|i| if i % 2 == 0 { FAST } else { SLOW }, 0);
-        let b = run(|i| if i % 3 == 0 { SLOW } else { FAST }, 500);
-        let c = compare(&a, &b, T, Mode::Paired);
-        assert!(c.differs(), "{}", text(&c));
-        let change = c.rows[0].paired.unwrap();
-        // Judged in the state where both have most rounds: the fast one (10 and 13).
-        assert_eq!(change.states, Some((0, 0)));
-        let (added, [lo, hi]) = change.added_change_ns().unwrap();
-        assert!((added - 500.0).abs() < 20.0 && lo <= 500.0 && 500.0 <= hi, "{change:?}");
-        let words = text(&c);
-        assert!(words.contains("added B-A") && words.contains("+5"), "{words}");
-    }
-
-    #[test]
-    fn reports_that_share_no_state_have_nothing_to_compare() {
-        let a = run(|_| SLOW, 0);
-        let b = run(|_| FAST, 0);
-        let c = compare(&a, &b, T, Mode::Paired);
-        assert!(c.states.as_ref().unwrap().shared.is_empty());
-        assert!(c.no_state_in_common() && !c.differs());
-        assert_eq!(c.rows[0].outcome, Outcome::OtherState);
-        let words = text(&c);
-        assert!(
-            words.contains(
-                "A ran in a state where moving 4 KiB across CPUs took 3.52us, B in one where it \
-                 took 920ns: no state in common, nothing to compare"
-            ),
-            "{words}"
-        );
-        assert!(!words.contains("nothing differs"), "{words}");
-        // By absolute times the states are not matched: the p50s are compared as ever.
-        assert!(compare(&a, &b, T, Mode::Absolute).states.is_none());
-    }
-
-    #[test]
-    fn reports_from_before_states_compare_as_before() {
-        let a = run(|_| FAST, 0);
-        let mut old = run(|_| FAST, 500);
-        old.machine.states.clear();
-        for round in old.baseline[0].rounds.iter_mut().chain(&mut old.rows[0].rounds) {
-            (round.probe_ns, round.state) = (None, None);
-        }
-        let c = compare(&a, &old, T, Mode::Paired);
-        assert!(c.states.is_none() && !c.no_state_in_common());
-        let change = c.rows[0].paired.unwrap();
-        assert_eq!(change.states, None);
-        assert_eq!(change.b_ratio, old.rows[0].ratio_to_baseline.unwrap());
-        assert!(c.differs());
-    }
-}
+mod tests;

@@ -8,11 +8,13 @@ use super::{Comparison, Mode, Outcome, Pair, StatesCompared};
 use crate::report::states::MachineState;
 use peerpipe::units::format_nanos;
 
-/// Writes how the pairs were judged, the differing rows (paired: both ratios with their
-/// intervals, the change in time and percent, and how far apart the intervals are; absolute:
-/// both p50s, the difference, the change and the noise of each file), how the floors moved,
-/// then how many rows and baselines were compared, how many differ and which are only in A
-/// or only in B.
+/// Writes how the pairs were judged, the differing rows (paired in a shared machine state: the
+/// change of the time each adds to its floor with its 95 % interval, in percent of A's round
+/// trip, both added times, the state and both ratios; paired without states: both ratios with
+/// their intervals, the change in time and percent, and how far apart the intervals are;
+/// absolute: both p50s, the difference, the change and the noise of each file), how the floors
+/// moved, then how many rows and baselines were compared, how many differ and which are only
+/// in A or only in B.
 ///
 /// # Errors
 /// Errors of `out`.
@@ -20,6 +22,20 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     let t = &comparison.thresholds;
     let abs = format_nanos(t.abs.as_nanos() as f64);
     match comparison.mode {
+        Mode::Paired if comparison.states.is_some() => {
+            writeln!(
+                out,
+                "paired, in a machine state both reports ran in: a row differs when the time it \
+                 adds to its own floor"
+            )?;
+            writeln!(
+                out,
+                "there moved by more than {abs} and {}% of A's round trip there, and the 95% \
+                 intervals of the two",
+                t.rel_pct
+            )?;
+            writeln!(out, "added times do not overlap (the ratios are shown as context).")?;
+        }
         Mode::Paired => {
             writeln!(
                 out,
@@ -78,8 +94,13 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out)?;
         let (paired, absolute): (Vec<&Pair>, Vec<&Pair>) =
             differing.iter().partition(|p| p.paired.is_some());
-        if !paired.is_empty() {
-            render_paired(&paired, out)?;
+        let (added, ratios): (Vec<&Pair>, Vec<&Pair>) =
+            paired.iter().partition(|p| p.paired.is_some_and(|c| c.on_added_time()));
+        if !added.is_empty() {
+            render_added(&added, comparison.states.as_ref(), out)?;
+        }
+        if !ratios.is_empty() {
+            render_paired(&ratios, out)?;
         }
         if !absolute.is_empty() {
             render_absolute(&absolute, out)?;
@@ -105,6 +126,15 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             "{other_state} rows ran in no machine state both reports share and were not judged."
         )?;
     }
+    let on_ratios =
+        comparison.rows.iter().filter(|p| p.paired.is_some_and(|c| !c.on_added_time())).count();
+    if comparison.states.is_some() && on_ratios > 0 {
+        writeln!(
+            out,
+            "{on_ratios} rows had no figures per machine state in one of the files and were \
+             judged on their overall ratios."
+        )?;
+    }
     let unpaired = comparison
         .rows
         .iter()
@@ -127,6 +157,62 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         if labels.len() > LIST_AT_MOST {
             writeln!(out, "  only in {name}: ... and {} more", labels.len() - LIST_AT_MOST)?;
         }
+    }
+    Ok(())
+}
+
+/// The table of rows judged on added time in a shared machine state: the change of the time
+/// each adds to its floor with what the two intervals allow, that change in percent of A's
+/// round trip, both added times, the state (its 4 KiB cross-CPU round trip in A and in B) and
+/// both ratios, as context.
+fn render_added(
+    pairs: &[&Pair],
+    states: Option<&StatesCompared>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let ns = |x: f64| format_nanos(x.round());
+    let signed = |x: f64| Signed(x.round() as i128);
+    let probe = |all: Option<&Vec<MachineState>>, id: u32| {
+        all.and_then(|all| all.iter().find(|s| s.id == id))
+            .map_or("?".to_owned(), |s| format_nanos(s.probe_ns as f64))
+    };
+    let cells: Vec<(&str, [String; 6])> = pairs
+        .iter()
+        .filter_map(|p| {
+            let c = p.paired.as_ref()?;
+            let (median, [lo, hi]) = c.added_change_ns()?;
+            let (a, b) = (c.a_added?.median_ns, c.b_added?.median_ns);
+            let (sa, sb) = c.states?;
+            let row = [
+                format!("{} [{}, {}]", signed(median), signed(lo), signed(hi)),
+                format_change(c.change_pct()),
+                ns(a),
+                ns(b),
+                format!("{}/{}", probe(states.map(|s| &s.a), sa), probe(states.map(|s| &s.b), sb)),
+                format!("{:.3}x -> {:.3}x", c.a_ratio, c.b_ratio),
+            ];
+            Some((p.label.as_str(), row))
+        })
+        .collect();
+    let header =
+        ["added B-A [95% CI]", "change", "A added", "B added", "state: 4 KiB A/B", "ratio A -> B"];
+    let mut widths = header.map(|h| h.chars().count());
+    for (_, row) in &cells {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let width = cells.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(0);
+    let line = |label: &str, row: [&str; 6], out: &mut dyn Write| {
+        let mut text = format!("{label:<width$}");
+        for (cell, w) in row.iter().zip(widths) {
+            text.push_str(&format!("  {cell:>w$}"));
+        }
+        writeln!(out, "{}", text.trim_end())
+    };
+    line("", header, out)?;
+    for (label, row) in &cells {
+        line(label, row.each_ref().map(String::as_str), out)?;
     }
     Ok(())
 }
@@ -283,7 +369,7 @@ fn format_change(pct: f64) -> String {
 const LIST_AT_MOST: usize = 12;
 
 /// A signed nanosecond difference with its unit: `+27.9us`, `-850ns`.
-struct Signed(i128);
+pub(super) struct Signed(pub(super) i128);
 
 impl fmt::Display for Signed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

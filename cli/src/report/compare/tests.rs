@@ -1,0 +1,290 @@
+//! The rules of `peer compare` on hand-built reports.
+
+use super::text::Signed;
+use super::*;
+use crate::report::states;
+use peerpipe::units::format_nanos;
+
+fn t(abs_us: u64, rel_pct: f64) -> Thresholds {
+    Thresholds { abs: Duration::from_micros(abs_us), rel_pct }
+}
+
+#[test]
+fn each_threshold_is_strict_and_checked_in_order() {
+    assert_eq!(judge(100_000, 110_000, 0, t(10, 1.0)), Outcome::WithinAbs);
+    assert_eq!(judge(100_000, 110_500, 0, t(10, 10.5)), Outcome::WithinRel);
+    assert_eq!(judge(100_000, 110_501, 0, t(10, 10.5)), Outcome::Differs);
+    assert_eq!(judge(100_000, 111_000, 11_000, t(10, 10.0)), Outcome::WithinNoise);
+    assert_eq!(judge(100_000, 111_000, 10_999, t(10, 10.0)), Outcome::Differs);
+    // The relative threshold is a share of A: 11 us is within 10 % of 111 us.
+    assert_eq!(judge(111_000, 100_000, 0, t(10, 10.0)), Outcome::WithinRel);
+}
+
+fn change(a: f64, a_ci: [f64; 2], b: f64, b_ci: [f64; 2]) -> PairedChange {
+    PairedChange {
+        a_ratio: a,
+        a_ci,
+        b_ratio: b,
+        b_ci,
+        floor_ns: 2_000.0,
+        a_floor_ns: 2_000.0,
+        a_added: None,
+        b_added: None,
+        states: None,
+    }
+}
+
+#[test]
+fn a_paired_change_needs_time_share_and_separate_intervals() {
+    let t = Thresholds { abs: Duration::from_nanos(100), rel_pct: 5.0 };
+    // 1.40 -> 1.65 at a 2 us floor: +500 ns, +17.9 %, intervals apart.
+    let moved = change(1.40, [1.38, 1.42], 1.65, [1.62, 1.68]);
+    assert_eq!(moved.difference_ns().round(), 500.0);
+    assert!((moved.gap() - 0.20).abs() < 1e-9);
+    assert_eq!(judge_paired(&moved, t), Outcome::Differs);
+    // The same move with overlapping intervals is not reported.
+    let unsure = change(1.40, [1.30, 1.60], 1.65, [1.55, 1.75]);
+    assert_eq!(judge_paired(&unsure, t), Outcome::WithinInterval);
+    // Under the absolute threshold: 1.40 -> 1.44 at 2 us is 80 ns.
+    let small = change(1.40, [1.39, 1.41], 1.44, [1.43, 1.45]);
+    assert_eq!(judge_paired(&small, t), Outcome::WithinAbs);
+    // Over 100 ns but under 5 % of the ratio: 1.40 -> 1.46 at 2 us is 120 ns, 4.3 %.
+    let slight = change(1.40, [1.39, 1.41], 1.46, [1.45, 1.47]);
+    assert_eq!(judge_paired(&slight, t), Outcome::WithinRel);
+    // Faster counts too.
+    let faster = change(1.65, [1.62, 1.68], 1.40, [1.38, 1.42]);
+    assert_eq!(judge_paired(&faster, t), Outcome::Differs);
+}
+
+/// `change` judged in a shared state, with these added times (median, interval) over a
+/// 2 us floor.
+fn in_state(a: (f64, [f64; 2]), b: (f64, [f64; 2])) -> PairedChange {
+    let added = |(median_ns, ci_ns)| Some(PairedDifference { median_ns, ci_ns });
+    PairedChange {
+        a_added: added(a),
+        b_added: added(b),
+        states: Some((0, 0)),
+        ..change(1.30, [1.07, 1.31], 1.58, [1.31, 1.69])
+    }
+}
+
+#[test]
+fn in_a_shared_state_the_added_time_is_judged_not_the_ratio() {
+    let t = Thresholds { abs: Duration::from_nanos(100), rel_pct: 5.0 };
+    // 600 -> 1100 ns added: +500 ns, intervals apart; the ratios' overlap does not matter.
+    let moved = in_state((600.0, [550.0, 650.0]), (1_100.0, [1_000.0, 1_400.0]));
+    assert!(moved.on_added_time() && moved.gap() <= 0.0);
+    assert_eq!(moved.difference_ns(), 500.0);
+    assert_eq!(moved.added_change_ns(), Some((500.0, [350.0, 850.0])));
+    assert_eq!(moved.a_round_trip_ns(), 2_600.0);
+    assert!((moved.change_pct() - 500.0 * 100.0 / 2_600.0).abs() < 1e-9);
+    assert_eq!(judge_paired(&moved, t), Outcome::Differs);
+    // The intervals touch: not sure enough.
+    let touching = in_state((600.0, [550.0, 1_000.0]), (1_100.0, [1_000.0, 1_400.0]));
+    assert_eq!(judge_paired(&touching, t), Outcome::WithinInterval);
+    // +90 ns is under 100 ns.
+    let small = in_state((600.0, [590.0, 610.0]), (690.0, [680.0, 700.0]));
+    assert_eq!(judge_paired(&small, t), Outcome::WithinAbs);
+    // +120 ns is over 100 ns but under 5 % of A's round trip (2 us floor + 600 ns = 130 ns).
+    let slight = in_state((600.0, [590.0, 610.0]), (720.0, [710.0, 730.0]));
+    assert_eq!(judge_paired(&slight, t), Outcome::WithinRel);
+    assert_eq!(judge_paired(&slight, Thresholds { rel_pct: 4.0, ..t }), Outcome::Differs);
+    // Faster counts too.
+    let faster = in_state((1_100.0, [1_000.0, 1_400.0]), (600.0, [550.0, 650.0]));
+    assert_eq!((faster.difference_ns(), judge_paired(&faster, t)), (-500.0, Outcome::Differs));
+    // Without states the same figures are judged on the ratios, whose intervals overlap.
+    let old = PairedChange { states: None, ..moved };
+    assert!(!old.on_added_time());
+    assert_eq!(judge_paired(&old, t), Outcome::WithinInterval);
+}
+
+/// A report of one row and its floor in 20 rounds of the given states: each round's
+/// (probe, floor p50, ratio) comes from `state_of(i)`, `added_ns` more on the row.
+fn run(state_of: impl Fn(usize) -> (u64, u64, f64), added_ns: u64) -> Report {
+    let rounds: Vec<(Option<u64>, u64, u64)> = (0..20)
+        .map(|i| {
+            let (probe, floor, ratio) = state_of(i);
+            // A little scatter, so that intervals have a width.
+            let jitter = [0.995, 1.0, 1.005][i % 3];
+            let floor = floor + (i as u64 % 4) * 10;
+            let row = (floor as f64 * ratio * jitter) as u64 + added_ns;
+            (Some(probe + (i as u64 % 5) * 10), floor, row)
+        })
+        .collect();
+    let mut report = states::testing::one_row(&rounds);
+    states::assign(&mut report);
+    report
+}
+
+const FAST: (u64, u64, f64) = (900, 2_100, 1.30);
+const SLOW: (u64, u64, f64) = (3_500, 6_000, 1.05);
+const T: Thresholds = Thresholds { abs: Duration::from_nanos(100), rel_pct: 5.0 };
+
+fn text(comparison: &Comparison) -> String {
+    let mut out = Vec::new();
+    render(comparison, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn rows_are_judged_in_the_state_both_reports_ran_in() {
+    let a = run(|_| FAST, 0);
+    // B: half its rounds in the slow state, where the ratio is 1.05.
+    let b = run(|i| if i < 10 { FAST } else { SLOW }, 0);
+    let c = compare(&a, &b, T, Mode::Paired);
+    let states = c.states.as_ref().unwrap();
+    assert_eq!((states.a.len(), states.b.len(), &states.shared), (1, 2, &vec![(0, 0)]));
+    let change = c.rows[0].paired.unwrap();
+    assert_eq!(change.states, Some((0, 0)));
+    assert!((change.b_ratio - 1.30).abs() < 0.01, "{change:?}");
+    assert!(!c.differs() && !c.no_state_in_common(), "{}", text(&c));
+    assert_eq!(c.states_differ, None);
+    let words = text(&c);
+    assert!(words.contains("judged in the state both reports ran in"), "{words}");
+    assert!(words.contains("left out (0 of 20 in A, 10 of 20 in B)"), "{words}");
+    // Over all of B's rounds, as before states, its ratio says neither state.
+    let all = states::stratum(0, b.rows[0].rounds.iter()).unwrap();
+    assert!(all.ratio_ci.unwrap()[0] < 1.10, "{all:?}");
+}
+
+#[test]
+fn a_known_server_delay_reads_as_its_own_size() {
+    let a = run(|i| if i % 2 == 0 { FAST } else { SLOW }, 0);
+    let b = run(|i| if i % 3 == 0 { SLOW } else { FAST }, 500);
+    let c = compare(&a, &b, T, Mode::Paired);
+    assert!(c.differs(), "{}", text(&c));
+    let change = c.rows[0].paired.unwrap();
+    // Judged in the state where both have most rounds: the fast one (10 and 13).
+    assert_eq!(change.states, Some((0, 0)));
+    let (added, [lo, hi]) = change.added_change_ns().unwrap();
+    assert!((added - 500.0).abs() < 20.0 && lo <= 500.0 && 500.0 <= hi, "{change:?}");
+    let words = text(&c);
+    assert!(words.contains("added B-A") && words.contains("+5"), "{words}");
+}
+
+#[test]
+fn reports_that_share_no_state_have_nothing_to_compare() {
+    let a = run(|_| SLOW, 0);
+    let b = run(|_| FAST, 0);
+    let c = compare(&a, &b, T, Mode::Paired);
+    assert!(c.states.as_ref().unwrap().shared.is_empty());
+    assert!(c.no_state_in_common() && !c.differs());
+    assert_eq!(c.rows[0].outcome, Outcome::OtherState);
+    let words = text(&c);
+    assert!(
+        words.contains(
+            "A ran in a state where moving 4 KiB across CPUs took 3.52us, B in one where it \
+             took 920ns: no state in common, nothing to compare"
+        ),
+        "{words}"
+    );
+    assert!(!words.contains("nothing differs"), "{words}");
+    // By absolute times the states are not matched: the p50s are compared as ever.
+    assert!(compare(&a, &b, T, Mode::Absolute).states.is_none());
+}
+
+#[test]
+fn reports_from_before_states_compare_as_before() {
+    let a = run(|_| FAST, 0);
+    let mut old = run(|_| FAST, 500);
+    old.machine.states.clear();
+    for round in old.baseline[0].rounds.iter_mut().chain(&mut old.rows[0].rounds) {
+        (round.probe_ns, round.state) = (None, None);
+    }
+    let c = compare(&a, &old, T, Mode::Paired);
+    assert!(c.states.is_none() && !c.no_state_in_common());
+    let change = c.rows[0].paired.unwrap();
+    assert_eq!(change.states, None);
+    assert_eq!(change.b_ratio, old.rows[0].ratio_to_baseline.unwrap());
+    assert!(c.differs());
+}
+
+/// The next of a sequence of pseudo-random numbers in [0, 1), from `state`.
+fn uniform(state: &mut u64) -> f64 {
+    *state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    (*state >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A run as a busy machine gives it, drawn from `seed`: 20 rounds in one state (4 KiB across
+/// CPUs in about 910 ns), two per generation, whose floor p50 wanders between about 1 and 4 us
+/// from generation to generation, and a row that adds 630 ns (± 60 ns) to it, plus
+/// `extra_ns` (a server delay).
+fn busy_run(seed: u64, extra_ns: f64) -> Report {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut speed = 1.0;
+    let rounds: Vec<(Option<u64>, u64, u64)> = (0..20)
+        .map(|i| {
+            if i % 2 == 0 {
+                speed = 0.5 + 1.5 * uniform(&mut state);
+            }
+            let floor = 2_100.0 * speed * (0.975 + 0.05 * uniform(&mut state));
+            let added = 630.0 + extra_ns + 120.0 * (uniform(&mut state) - 0.5);
+            let probe = 900.0 + 20.0 * uniform(&mut state);
+            (Some(probe as u64), floor as u64, (floor + added) as u64)
+        })
+        .collect();
+    let mut report = states::testing::one_row(&rounds);
+    states::assign(&mut report);
+    report
+}
+
+#[test]
+fn a_500ns_server_delay_differs_though_the_ratio_intervals_overlap() {
+    let (a, b) = (busy_run(1, 0.0), busy_run(2, 500.0));
+    let c = compare(&a, &b, T, Mode::Paired);
+    let change = c.rows[0].paired.unwrap();
+    // The floor's wandering widens the ratios' intervals until they overlap...
+    assert!(change.gap() <= 0.0, "{change:?}");
+    // ...while the added time holds: +500 ns, judged in the state both ran in.
+    assert!(change.on_added_time() && change.states == Some((0, 0)), "{change:?}");
+    assert_eq!(c.rows[0].outcome, Outcome::Differs, "{}", text(&c));
+    let (added, [lo, hi]) = change.added_change_ns().unwrap();
+    assert!((added - 500.0).abs() < 60.0 && lo > 0.0 && lo <= 500.0 && 500.0 <= hi, "{change:?}");
+    let words = text(&c);
+    assert!(words.contains("the time it adds to its own floor"), "{words}");
+    let line = words.lines().find(|l| l.starts_with("f64 x 500 echo codec")).expect(&words);
+    let interval = format!("[{}, {}]", Signed(lo.round() as i128), Signed(hi.round() as i128));
+    assert!(line.contains(&format!("{} {interval}", Signed(added.round() as i128))), "{line}");
+    let state = |all: &[MachineState]| format_nanos(all[0].probe_ns as f64);
+    let probes = format!("{}/{}", state(&a.machine.states), state(&b.machine.states));
+    assert!(line.contains(&probes), "{probes} missing from {line}");
+    assert!(line.contains(&format!("{:.3}x -> {:.3}x", change.a_ratio, change.b_ratio)));
+    assert!(words.contains("compared 1 rows and 1 baselines: 1 differ;"), "{words}");
+    // Judged on the ratios, as reports from before states are, it would not be reported.
+    assert_eq!(judge_paired(&PairedChange { states: None, ..change }, T), Outcome::WithinInterval);
+}
+
+#[test]
+fn runs_of_one_configuration_agree_and_a_server_delay_stands_out_in_each() {
+    for seed in 0..5 {
+        let a = busy_run(10 + seed, 0.0);
+        let same = compare(&a, &busy_run(20 + seed, 0.0), T, Mode::Paired);
+        assert!(!same.differs() && !same.no_state_in_common(), "seed {seed}: {}", text(&same));
+        let delayed = compare(&a, &busy_run(30 + seed, 500.0), T, Mode::Paired);
+        assert!(delayed.differs(), "seed {seed}: {}", text(&delayed));
+        let added = delayed.rows[0].difference_ns();
+        assert!((300..=700).contains(&added), "seed {seed}: {added} ns");
+    }
+}
+
+#[test]
+fn reports_from_before_states_are_judged_on_their_ratios() {
+    let strip = |mut report: Report| {
+        report.machine.states.clear();
+        for round in report.baseline[0].rounds.iter_mut().chain(&mut report.rows[0].rounds) {
+            (round.probe_ns, round.state) = (None, None);
+        }
+        report
+    };
+    let (a, b) = (strip(busy_run(1, 0.0)), strip(busy_run(2, 500.0)));
+    let c = compare(&a, &b, T, Mode::Paired);
+    let change = c.rows[0].paired.unwrap();
+    assert!(c.states.is_none() && !change.on_added_time(), "{change:?}");
+    // The ratios' intervals overlap: not reported, as before states.
+    assert_eq!(c.rows[0].outcome, Outcome::WithinInterval, "{}", text(&c));
+    assert!(text(&c).contains("the 95% intervals of the two ratios do not overlap"));
+    // By absolute times it is judged on the p50s, states or not.
+    let (a, b) = (busy_run(1, 0.0), busy_run(2, 500.0));
+    let absolute = compare(&a, &b, T, Mode::Absolute);
+    assert!(absolute.states.is_none() && absolute.rows[0].paired.is_none());
+}
