@@ -267,7 +267,7 @@ struct RunArgs {
     /// Client: rounds per group. Each round gives the floor and every row of the same bytes,
     /// transport, wait and placement one burst (--duration / N) in a random order; a row's
     /// ratio is the median of its per-round ratios, with a 95 % interval (needs 6 rounds or
-    /// more) [default: 20; 10 with --quick].
+    /// more) [default: 40; 10 with --quick].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(measure::MAX_ROUNDS)))]
     rounds: Option<u32>,
 

@@ -148,7 +148,7 @@ pub fn contended_share(rounds: &[Round]) -> Option<f64> {
         .then(|| known.iter().filter(|&&contended| contended).count() as f64 / known.len() as f64)
 }
 
-/// Preemptions in one burst (of 7.5 ms by default) from which the round counts as contended
+/// Preemptions in one burst (of 3.75 ms by default) from which the round counts as contended
 /// (see [`contended_share`]). Measured here: a quiet machine shows 0–4 per burst with a
 /// spinning or hybrid wait (kernel threads and the timer tick), so does one with a single CPU
 /// hog running; only heavier contention goes beyond.

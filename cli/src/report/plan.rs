@@ -28,14 +28,19 @@ pub const QUICK_ROW_DURATION: Duration = Duration::from_millis(30);
 /// Warm-up per row by default: long enough for caches, page faults and the scheduler to settle.
 pub const DEFAULT_WARMUP: Duration = Duration::from_millis(20);
 /// Rounds per group by default: each floor and row gets one burst per round, so each burst
-/// is a twentieth of the row's time (7.5 ms by default), and the median of 20 per-round ratios
-/// has a 95 % interval between the 6th and the 15th of them.
-pub const DEFAULT_ROUNDS: u32 = 20;
+/// is a fortieth of the row's time (3.75 ms by default), and the median of 40 per-round ratios
+/// has a 95 % interval between the 14th and the 27th of them. Forty, not twenty: a machine
+/// that changes state every few rounds leaves each state only part of them, and a run's
+/// figures are given per state. On a 2-core KVM guest whose states changed that often, ten
+/// runs of one row gave intervals within ±1–5 % of their state's ratio with 40 rounds, and
+/// up to ±14 % (two runs with an outlier round: far wider) with 20; the whole default run
+/// took 92 s instead of 73.
+pub const DEFAULT_ROUNDS: u32 = 40;
 /// Rounds per group with `--quick` (3 ms bursts; the interval spans the 2nd to the 9th ratio).
 pub const QUICK_ROUNDS: u32 = 10;
 /// Most rounds accepted: beyond this, bursts get too short to hold a p50.
 pub const MAX_ROUNDS: u32 = 1000;
-/// Generations per group by default: every 2 of the 20 rounds run on freshly spawned servers.
+/// Generations per group by default: every 4 of the 40 rounds run on freshly spawned servers.
 /// Two runs of one row differ by a few percent from process to process (memory layout,
 /// placement of the new processes); sampling ten sets of processes per run makes that part of
 /// each run's interval instead of a surprise between runs. Ten, not four: a bootstrap over
