@@ -338,14 +338,17 @@ pub struct Confinement {
 }
 
 impl Confinement {
-    /// Watches this thread and process `peer`, nothing read yet.
+    /// Watches this thread and process `peer`, nothing read yet: the first look is due
+    /// [`CONFINED_RECHECK`] from now, once a spawn — which may pin the spawning thread to the
+    /// new process's CPU for a moment — and its handshake are over.
     pub fn new(peer: u32) -> Confinement {
-        Confinement { peer, next_check: None }
+        Confinement { peer, next_check: Some(Instant::now() + CONFINED_RECHECK) }
     }
 
     /// At `now`: whether the two are confined to one CPU ([`confined_together`]) when it is
-    /// time to look — at the first call, then every [`CONFINEMENT_RECHECK`], or every
-    /// [`CONFINED_RECHECK`] while they are — and `None` between looks.
+    /// time to look — [`CONFINED_RECHECK`] after [`Confinement::new`], then every
+    /// [`CONFINEMENT_RECHECK`], or every [`CONFINED_RECHECK`] while they are — and `None`
+    /// between looks.
     pub fn check(&mut self, now: Instant) -> Option<bool> {
         if self.next_check.is_some_and(|at| now < at) {
             return None;
@@ -603,7 +606,7 @@ mod tests {
         // Confined: looked at again after 10 ms, so that a moment's pinning passes quickly.
         let seen = with_pinned_child(false, |child| {
             let mut watch = Confinement::new(child);
-            let now = Instant::now();
+            let now = Instant::now() + CONFINED_RECHECK;
             watch.check(now) == Some(true)
                 && watch.check(now).is_none()
                 && watch.check(now + CONFINED_RECHECK) == Some(true)
@@ -611,8 +614,9 @@ mod tests {
         assert_eq!(seen, Some(true));
         // Not confined (no such process): a second between looks.
         let mut watch = Confinement::new(u32::MAX);
-        let now = Instant::now();
-        assert_eq!(watch.check(now), Some(false), "the first call looks");
+        assert_eq!(watch.check(Instant::now()), None, "no look during a spawn's handshake");
+        let now = Instant::now() + CONFINED_RECHECK;
+        assert_eq!(watch.check(now), Some(false), "the first look");
         assert_eq!(watch.check(now + CONFINED_RECHECK), None, "the next waits a second");
         assert_eq!(watch.check(now + CONFINEMENT_RECHECK), Some(false));
     }
