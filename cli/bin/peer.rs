@@ -120,10 +120,14 @@ struct CompareArgs {
     /// Absolute threshold: differences smaller than this are not reported.
     #[arg(long, default_value = "10us", value_parser = parse_timeout)]
     abs: Duration,
-    /// Relative threshold in percent of A's p50 (or of A's ratio).
+    /// Relative threshold in percent: of A's round trip in the shared machine state (added
+    /// time judged, paired reports with states), of A's ratio (paired, without states), or of
+    /// A's p50 (absolute).
     #[arg(long, default_value_t = 10.0, value_parser = parse_percent)]
     rel: f64,
-    /// paired: judge each row's ratio to its same-run floor; absolute: judge p50 round trips.
+    /// paired: judge each row against its same-run floor (its added time in a machine state
+    /// both reports ran in, or its ratio for reports without states); absolute: judge p50
+    /// round trips.
     #[arg(long, value_enum, default_value_t = CompareMode::Paired)]
     mode: CompareMode,
 }
