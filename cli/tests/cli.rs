@@ -503,9 +503,9 @@ fn a_tiny_run_prints_the_table_and_verdict_and_writes_three_valid_files() {
         ("zero-copy", "echo", "block")
     );
     assert!(row.iterations >= 1 && row.rtt_ns.p50 > 0);
-    // Paired by default: 20 rounds, each with the floor's p50 of the same round.
+    // Paired by default: 40 rounds, each with the floor's p50 of the same round.
     assert_eq!(report.config.rounds, peerpipe_cli::report::measure::DEFAULT_ROUNDS);
-    assert_eq!(row.rounds.len(), 20);
+    assert_eq!(row.rounds.len(), 40);
     assert!(row.rounds.iter().all(|r| r.floor_p50_ns.is_some_and(|f| f > 0)));
     let [lo, hi] = row.ratio_ci.expect("a 95% interval");
     let ratio = row.ratio_to_baseline.expect("a paired ratio");

@@ -194,7 +194,8 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "added = round trip - that floor, paired; both in the machine state most rounds ran in."
+        "added = round trip - that floor, paired; both over the rounds of the state the machine was in \
+         most."
     )?;
     writeln!(out, "Details: the table and verdict below; docs/PERFORMANCE.md.")?;
     let budget = report.config.budget_ns;

@@ -90,6 +90,9 @@ mod tests {
     #[test]
     fn a_load_burns_cpu_while_it_runs_and_its_threads_end_on_drop() {
         let cpus = Load::process_cpus().unwrap();
+        // Other tests of this process may run loads of their own meanwhile: only the threads
+        // that appear with this load count.
+        let others = threads_named("peer-load-");
         let before = process_cpu();
         let load = Load::start(1, cpus).unwrap();
         assert_eq!(load.threads(), 1);
@@ -99,9 +102,20 @@ mod tests {
             assert!(Instant::now() < deadline, "the load used no CPU in 20 s");
             thread::sleep(Duration::from_millis(5));
         }
-        assert_eq!(thread_count_named("peer-load-"), 1);
+        let ours: Vec<String> =
+            threads_named("peer-load-").into_iter().filter(|t| !others.contains(t)).collect();
+        assert_eq!(ours.len(), 1, "{ours:?}");
         drop(load);
-        assert_eq!(thread_count_named("peer-load-"), 0);
+        // Joined; the kernel then removes the thread's entry a moment later.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = threads_named("peer-load-");
+            if ours.iter().all(|t| !left.contains(t)) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{ours:?} still in {left:?} after 5 s");
+            thread::sleep(Duration::from_millis(5));
+        }
     }
 
     fn process_cpu() -> Duration {
@@ -109,11 +123,15 @@ mod tests {
         Duration::from(time)
     }
 
-    fn thread_count_named(prefix: &str) -> usize {
+    /// The thread ids of this process whose name starts with `prefix`.
+    fn threads_named(prefix: &str) -> Vec<String> {
         std::fs::read_dir("/proc/self/task")
             .unwrap()
-            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-            .filter(|name| name.starts_with(prefix))
-            .count()
+            .filter_map(|task| {
+                let task = task.ok()?;
+                let name = std::fs::read_to_string(task.path().join("comm")).ok()?;
+                name.starts_with(prefix).then(|| task.file_name().to_string_lossy().into_owned())
+            })
+            .collect()
     }
 }

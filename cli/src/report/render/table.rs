@@ -94,8 +94,8 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "floor p50 in the same round: the time the row adds to moving its bytes raw. Both in the \
-         machine state of most rounds."
+        "floor p50 in the same round: what the row adds to moving its bytes raw. Both over the \
+         rounds of the row's main state."
     )?;
     if report.rows.iter().any(|r| PairedRatio::of(r).is_unresolved()) {
         writeln!(out, "{}", ratio::unresolved_note("unres. = unresolved"))?;
