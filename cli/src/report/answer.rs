@@ -244,11 +244,7 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         } else {
             format!(" {}", row.id.transport)
         };
-        let added = match row.headline_figures().and_then(|f| f.added_ns) {
-            Some(ns) if ns < 0.0 => format!("-{}", format::ns((-ns).round() as u64)),
-            Some(ns) => format::ns(ns.round() as u64),
-            None => "-".to_owned(),
-        };
+        let added = format::added_ns(row.headline_figures().and_then(|f| f.added_ns));
         writeln!(
             out,
             "  {size:<w$} {:>9} {:>9} {ratio:>rw$} {added:>8} {judged:<bw$} {} {}{transport}, {}",

@@ -16,6 +16,24 @@ pub fn ns(value: u64) -> String {
     format_nanos(value as f64)
 }
 
+/// A row's added time (`Row::headline_figures`), rounded to whole nanoseconds: `840ns`,
+/// `-120ns` when the row was faster than its floor, `-` when unknown.
+///
+/// # Examples
+/// ```
+/// use peerpipe_cli::report::format::added_ns;
+/// assert_eq!(added_ns(Some(839.6)), "840ns");
+/// assert_eq!(added_ns(Some(-1_240.0)), "-1.24us");
+/// assert_eq!(added_ns(None), "-");
+/// ```
+pub fn added_ns(value: Option<f64>) -> String {
+    match value {
+        Some(ns) if ns < 0.0 => format!("-{}", format_nanos((-ns).round())),
+        Some(ns) => format_nanos(ns.round()),
+        None => "-".to_owned(),
+    }
+}
+
 /// A CPU time in nanoseconds, `-` when unknown (NaN).
 pub fn cpu_ns(value: f64) -> String {
     if value.is_finite() { format_nanos(value) } else { "-".to_owned() }

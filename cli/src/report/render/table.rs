@@ -297,11 +297,7 @@ fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
 /// The added-time column of a row: its round trip's p50 minus its floor's, the median over
 /// the rounds of its main machine state (`Row::headline_figures`); `-` without a floor.
 fn added_cell(row: &Row) -> String {
-    match row.headline_figures().and_then(|f| f.added_ns) {
-        Some(ns) if ns < 0.0 => format!("-{}", format::ns((-ns).round() as u64)),
-        Some(ns) => format::ns(ns.round() as u64),
-        None => "-".to_owned(),
-    }
+    format::added_ns(row.headline_figures().and_then(|f| f.added_ns))
 }
 
 /// The ratio column of a row: `1.25x`, `unres.` when the ratio is not a result (the interval
