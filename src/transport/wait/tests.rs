@@ -1,0 +1,386 @@
+use super::*;
+
+const US: Duration = Duration::from_micros(1);
+
+/// Where the peer runs, as a scripted partner: what one wait sees, given how long it may
+/// spin before it yields and sleeps.
+#[derive(Clone, Copy)]
+enum Partner {
+    /// On another CPU, answering `after` the wait starts whatever the waiter does.
+    Elsewhere { after: Duration },
+    /// On this CPU: it runs only once the waiter yields or sleeps, then answers `service`
+    /// later.
+    SameCore { service: Duration },
+    /// On another CPU but asleep itself: it answers `wake` after the wait starts (its own
+    /// wake-up), and a waiter that sleeps too pays a wake-up of its own on top.
+    Asleep { wake: Duration },
+}
+
+impl Partner {
+    fn wait(self, budget: Duration) -> WaitSeen {
+        let seen = |waited, slept, contended| WaitSeen {
+            budget,
+            waited,
+            slept,
+            contended,
+            crowded: false,
+        };
+        match self {
+            Partner::Elsewhere { after } if after <= budget => seen(after, false, false),
+            Partner::Elsewhere { after } => seen(after, true, false),
+            Partner::SameCore { service } if budget.is_zero() => seen(service, true, false),
+            // The yield at the end of the spin runs the peer, whose answer is then there.
+            Partner::SameCore { service } => seen(budget + service, false, true),
+            Partner::Asleep { wake } if wake <= budget => seen(wake, false, false),
+            Partner::Asleep { wake } => seen(budget.max(wake) + wake, true, false),
+        }
+    }
+}
+
+/// Runs `waits` waits against `partner`; returns the total time spent waiting and how many
+/// waits spun.
+fn run(auto: &mut AutoWait, partner: Partner, waits: u32) -> (Duration, u32) {
+    let (mut total, mut spun) = (Duration::ZERO, 0);
+    for _ in 0..waits {
+        let seen = partner.wait(auto.budget());
+        auto.record(seen);
+        total += seen.waited;
+        spun += u32::from(!seen.budget.is_zero());
+    }
+    (total, spun)
+}
+
+fn slept_at_once(waited: Duration) -> WaitSeen {
+    WaitSeen { budget: Duration::ZERO, waited, slept: true, ..WaitSeen::default() }
+}
+
+#[test]
+fn the_default_wait_is_auto_and_every_name_parses_back() {
+    assert_eq!(Wait::default(), Wait::Auto);
+    for wait in [Wait::Auto, Wait::Block, Wait::Spin, Wait::hybrid(), Wait::Hybrid { spin: 7 * US }]
+    {
+        assert_eq!(wait.to_string().parse::<Wait>().unwrap(), wait, "{wait}");
+    }
+    let error = "sleepy".parse::<Wait>().unwrap_err().to_string();
+    assert!(error.contains("auto, block, spin, hybrid"), "{error}");
+}
+
+#[test]
+fn a_peer_on_another_cpu_that_answers_within_the_spin_keeps_it_spinning() {
+    let mut auto = AutoWait::default();
+    let (total, spun) = run(&mut auto, Partner::Elsewhere { after: 2 * US }, 10_000);
+    assert!(auto.is_spinning());
+    assert_eq!(spun, 10_000);
+    assert_eq!(total, 20_000 * US);
+}
+
+#[test]
+fn a_peer_on_this_core_stops_the_spinning_after_two_waits() {
+    let mut auto = AutoWait::default();
+    let partner = Partner::SameCore { service: 3 * US };
+    run(&mut auto, partner, AUTO_MISSES_TO_BLOCK);
+    assert!(!auto.is_spinning());
+    assert_eq!(auto.counts().contended, u64::from(AUTO_MISSES_TO_BLOCK));
+    // From then on only the probes spin, fewer and fewer of them, each as short as a sleep.
+    let (total, spun) = run(&mut auto, partner, 100_000);
+    assert!(!auto.is_spinning());
+    assert!(spun <= 100_000 / AUTO_MAX_PROBE + 16, "{spun} probes in 100000 waits");
+    let sleeping_only = 100_000 * 3 * US;
+    assert!(total < sleeping_only + sleeping_only / 10, "{total:?} against {sleeping_only:?}");
+}
+
+#[test]
+fn a_yield_that_ran_another_task_is_a_miss_even_when_the_data_then_came() {
+    let mut auto = AutoWait::default();
+    let seen = WaitSeen {
+        budget: DEFAULT_SPIN_BUDGET,
+        waited: 53 * US,
+        slept: false,
+        contended: true,
+        crowded: false,
+    };
+    auto.record(seen);
+    auto.record(seen);
+    assert!(!auto.is_spinning());
+    assert_eq!(auto.counts().hits, 0);
+}
+
+#[test]
+fn waits_that_overran_their_spin_are_misses() {
+    // Caught without sleeping, but 4 ms into a 50 µs spin: the spinner was descheduled.
+    let mut auto = AutoWait::default();
+    for _ in 0..AUTO_MISSES_TO_BLOCK {
+        assert!(auto.is_spinning());
+        let budget = auto.budget();
+        auto.record(WaitSeen { budget, waited: 4000 * US, ..WaitSeen::default() });
+    }
+    assert!(!auto.is_spinning());
+}
+
+#[test]
+fn one_miss_between_hits_does_not_stop_the_spinning() {
+    let mut auto = AutoWait::default();
+    for _ in 0..100 {
+        run(&mut auto, Partner::Elsewhere { after: 2 * US }, 1);
+        run(&mut auto, Partner::SameCore { service: 3 * US }, 1);
+    }
+    assert!(auto.is_spinning());
+}
+
+#[test]
+fn a_peer_asleep_on_another_cpu_keeps_this_side_spinning() {
+    // Its answers come after its own wake-up, later than the spin: sleeping too would only
+    // add this side's wake-up, so the spin, which harms no one, stays.
+    let mut auto = AutoWait::default();
+    let (_, spun) = run(&mut auto, Partner::Asleep { wake: 120 * US }, 1_000);
+    assert!(auto.is_spinning());
+    assert_eq!(spun, 1_000);
+}
+
+#[test]
+fn a_side_whose_spin_is_shorter_than_the_peers_wake_up_spins_longer_until_it_catches_it() {
+    // Both sides spin 50 µs and each wakes the other, asleep on another CPU, for 300 µs:
+    // doubling the spin after each dear sleep catches the peer within three waits.
+    let mut auto = AutoWait::default();
+    let partner = Partner::Asleep { wake: 300 * US };
+    let (_, spun) = run(&mut auto, partner, 1_000);
+    assert!(auto.is_spinning());
+    assert_eq!(spun, 1_000);
+    assert!(auto.budget() >= 300 * US, "{:?}", auto.budget());
+    assert!(auto.counts().hits >= 996, "{:?}", auto.counts());
+}
+
+#[test]
+fn only_a_spinning_wait_followed_by_a_dear_sleep_asks_whether_the_machine_is_crowded() {
+    let mut auto = AutoWait::default();
+    let budget = auto.budget();
+    let dear = Partner::Asleep { wake: 300 * US }.wait(budget);
+    assert!(auto.asks_whether_crowded(&dear));
+    let hit = Partner::Elsewhere { after: 2 * US }.wait(budget);
+    assert!(!auto.asks_whether_crowded(&hit));
+    let contended = Partner::SameCore { service: 3 * US }.wait(budget);
+    assert!(!auto.asks_whether_crowded(&contended));
+    // A sleeping connection's waits (probes included) never lengthen the spin.
+    run(&mut auto, Partner::SameCore { service: 3 * US }, 10);
+    assert!(!auto.is_spinning());
+    assert!(!auto.asks_whether_crowded(&dear));
+}
+
+#[test]
+fn a_peer_slowed_by_other_work_does_not_lengthen_the_spin() {
+    // The same dear sleeps, but with more tasks runnable than CPUs: the peer waited for
+    // a CPU, and a longer spin would only take one from the work that holds it.
+    let mut auto = AutoWait::default();
+    for _ in 0..10 {
+        let budget = auto.budget();
+        let seen = Partner::Asleep { wake: 300 * US }.wait(budget);
+        auto.record(WaitSeen { crowded: seen.slept, ..seen });
+    }
+    assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
+}
+
+#[test]
+fn quick_answers_bring_a_long_spin_back_to_the_default() {
+    let mut auto = AutoWait::default();
+    run(&mut auto, Partner::Asleep { wake: 300 * US }, 10);
+    assert!(auto.budget() > DEFAULT_SPIN_BUDGET);
+    run(&mut auto, Partner::Elsewhere { after: 2 * US }, 4);
+    assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
+}
+
+#[test]
+fn a_peer_slower_than_the_longest_spin_does_not_lengthen_it() {
+    // A handler that takes 2 ms: no spin can catch it, and spinning 500 µs a call would
+    // burn a quarter of a core for nothing: the spin stays at its default.
+    let mut auto = AutoWait::default();
+    let partner = Partner::Asleep { wake: 2_000 * US };
+    let mut spinning_time = Duration::ZERO;
+    for _ in 0..1_000 {
+        let budget = auto.budget();
+        spinning_time += budget;
+        auto.record(partner.wait(budget));
+    }
+    assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
+    assert!(spinning_time <= 1_000 * DEFAULT_SPIN_BUDGET, "spun {spinning_time:?}");
+}
+
+#[test]
+fn two_dear_sleeps_in_a_row_bring_the_spinning_back() {
+    let mut auto = AutoWait::default();
+    run(&mut auto, Partner::SameCore { service: 3 * US }, 100);
+    assert!(!auto.is_spinning());
+    // The peer moved to another CPU and sleeps there: each sleep now costs two wake-ups.
+    auto.record(slept_at_once(300 * US));
+    assert!(!auto.is_spinning());
+    auto.record(slept_at_once(300 * US));
+    assert!(auto.is_spinning());
+    // A cheap sleep between two dear ones restarts the count.
+    run(&mut auto, Partner::SameCore { service: 3 * US }, 100);
+    let budget = auto.budget();
+    assert!(budget.is_zero());
+    for waited in [300 * US, 3 * US, 300 * US] {
+        auto.record(slept_at_once(waited));
+    }
+    assert!(!auto.is_spinning());
+}
+
+#[test]
+fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_time() {
+    // Beside other work: sleeps are dear (the waker's core busy), and when a spin runs
+    // out, its yield runs another task and the data still does not come.
+    let mut auto = AutoWait::default();
+    let crowded = |auto: &mut AutoWait| {
+        let budget = auto.budget();
+        auto.record(WaitSeen {
+            budget,
+            waited: budget + 30 * US,
+            slept: true,
+            contended: true,
+            crowded: false,
+        });
+    };
+    let contended = |auto: &mut AutoWait| {
+        for _ in 0..AUTO_MISSES_TO_BLOCK {
+            crowded(auto);
+        }
+    };
+    contended(&mut auto);
+    for round in 1..=4u32 {
+        assert!(!auto.is_spinning());
+        let needed = AUTO_DEAR_SLEEPS_TO_SPIN << (round - 1);
+        for _ in 0..needed {
+            assert!(!auto.is_spinning());
+            auto.record(slept_at_once(300 * US));
+        }
+        assert!(auto.is_spinning(), "round {round}: {needed} dear sleeps");
+        contended(&mut auto);
+    }
+    // A hit brings it back to two.
+    run(&mut auto, Partner::Elsewhere { after: 2 * US }, AUTO_MAX_PROBE + 1);
+    assert!(auto.is_spinning());
+    contended(&mut auto);
+    for _ in 0..AUTO_DEAR_SLEEPS_TO_SPIN {
+        auto.record(slept_at_once(300 * US));
+    }
+    assert!(auto.is_spinning());
+    // However often it misses, the dear sleeps it waits for stop at the most.
+    for _ in 0..10 {
+        contended(&mut auto);
+        for _ in 0..AUTO_MAX_DEAR_SLEEPS_TO_SPIN {
+            auto.record(slept_at_once(300 * US));
+        }
+        assert!(auto.is_spinning());
+    }
+}
+
+#[test]
+fn a_peer_that_moves_to_another_cpu_and_spins_is_found_by_a_probe() {
+    let mut auto = AutoWait::default();
+    run(&mut auto, Partner::SameCore { service: 3 * US }, 5_000);
+    assert!(!auto.is_spinning());
+    // The peer moves away and answers at once; this side's sleeps stay cheap (a fast
+    // wake-up), so only a probe can see that spinning pays again.
+    let partner = Partner::Elsewhere { after: 2 * US };
+    let switched = (0..=AUTO_MAX_PROBE).any(|_| {
+        run(&mut auto, partner, 1);
+        auto.is_spinning()
+    });
+    assert!(switched);
+    let (total, spun) = run(&mut auto, partner, 1_000);
+    assert_eq!((total, spun), (2_000 * US, 1_000));
+}
+
+#[test]
+fn a_probe_spins_as_long_as_the_sleeps_took_within_its_bounds() {
+    let mut auto = AutoWait::default();
+    assert_eq!(auto.probe_budget(), AUTO_MIN_PROBE_BUDGET);
+    // Sleeps of 8 µs (the peer on this core): probes as long.
+    run(&mut auto, Partner::SameCore { service: 8 * US }, 200);
+    assert_eq!(auto.probe_budget(), 8 * US);
+    // Sleeps of 3 µs: the shortest probe.
+    run(&mut auto, Partner::SameCore { service: 3 * US }, 200);
+    assert_eq!(auto.probe_budget(), AUTO_MIN_PROBE_BUDGET);
+    // Sleeps of 15 µs (cheap, so the connection keeps sleeping): probes as long.
+    for _ in 0..100 {
+        auto.record(slept_at_once(15 * US));
+    }
+    assert!(auto.probe_budget() > 14 * US && auto.probe_budget() <= 15 * US);
+    assert!(!auto.is_spinning());
+}
+
+#[test]
+fn probes_grow_rarer_while_they_fail_and_sooner_after_one_pays() {
+    let mut auto = AutoWait::default();
+    run(&mut auto, Partner::SameCore { service: 3 * US }, 50_000);
+    assert_eq!(auto.probe_interval, AUTO_MAX_PROBE);
+    run(&mut auto, Partner::Elsewhere { after: 2 * US }, AUTO_MAX_PROBE + 1);
+    assert!(auto.is_spinning());
+    assert_eq!(auto.probe_interval, AUTO_MAX_PROBE / 2);
+}
+
+#[test]
+fn a_cheap_sleep_at_once_teaches_nothing_about_spinning() {
+    let mut auto = AutoWait::default();
+    run(&mut auto, Partner::SameCore { service: 3 * US }, 2);
+    let before = auto.clone();
+    auto.record(slept_at_once(3 * US));
+    assert_eq!(auto.counts.slept_at_once, before.counts.slept_at_once + 1);
+    // Only the counts and the average of sleeps moved.
+    auto.counts = before.counts;
+    auto.slept_average = before.slept_average;
+    assert_eq!(auto, before);
+}
+
+/// Like `run`, for a side that looks where the peer runs whenever it asks to:
+/// `shares_core` is what it sees.
+fn run_looking(auto: &mut AutoWait, partner: Partner, shares_core: bool, waits: u32) -> u32 {
+    let mut spun = 0;
+    for _ in 0..waits {
+        if auto.wants_peer_check() {
+            if shares_core { auto.peer_shares_core() } else { auto.peer_elsewhere() }
+        }
+        let seen = partner.wait(auto.budget());
+        auto.record(seen);
+        spun += u32::from(!seen.budget.is_zero());
+    }
+    spun
+}
+
+#[test]
+fn dear_sleeps_beside_a_peer_on_this_core_do_not_bring_the_spinning_back() {
+    // The peer shares this core and does 200 us of work between calls (other work holds
+    // the other cores): every sleep is dear, which alone would resume spinning again
+    // and again; a look at where the peer ran keeps this side asleep.
+    let busy_peer = Partner::SameCore { service: 200 * US };
+    let mut blind = AutoWait::default();
+    let (_, spun_blind) = run(&mut blind, busy_peer, 2000);
+    let mut looking = AutoWait::default();
+    let spun = run_looking(&mut looking, busy_peer, true, 2000);
+    assert_eq!(spun, 2, "only the first two waits spin: {:?}", looking.counts);
+    assert!(spun_blind > 20, "without looking it resumes: {spun_blind}");
+    assert!(looking.counts.kept_asleep > 0);
+    // A peer asleep on another CPU is still spun for, as without looking.
+    let asleep = Partner::Asleep { wake: 30 * US };
+    let mut elsewhere = AutoWait::default();
+    run_looking(&mut elsewhere, busy_peer, true, 50);
+    let spun = run_looking(&mut elsewhere, asleep, false, 200);
+    assert!(spun > 150, "{spun} of 200 waits spun: {:?}", elsewhere.counts);
+}
+
+#[test]
+fn a_side_confined_with_its_peer_to_one_cpu_never_spins() {
+    let mut auto = AutoWait::default();
+    auto.set_confined(true);
+    // From the first wait on: no spin, and no probe however many waits pass.
+    let (_, spun) = run(&mut auto, Partner::SameCore { service: 3 * US }, 5000);
+    assert_eq!(spun, 0);
+    // A peer whose work makes every sleep dear does not bring spinning back either.
+    let (_, spun) = run(&mut auto, Partner::SameCore { service: 200 * US }, 100);
+    assert_eq!(spun, 0);
+    assert_eq!(auto.counts.slept_at_once, 5100);
+    assert_eq!(auto.counts.spun, 0);
+    // Freed (a mask changed), the side learns again from where it was: it still spins.
+    auto.set_confined(false);
+    let (_, spun) = run(&mut auto, Partner::Elsewhere { after: 2 * US }, 10);
+    assert_eq!(spun, 10);
+}
