@@ -1,0 +1,199 @@
+//! What the running system says of where threads run: [`Os`] for [`super::Placement`], and
+//! [`Confinement`] and [`PeerWatch`] for [`crate::transport::Wait::Auto`].
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::Cpus;
+
+/// The running system: this thread's CPU and affinity, the peer's last CPU from
+/// `/proc/PID/stat`, the CPU times from `/proc/stat`. Reads them into buffers on the
+/// stack: a check allocates nothing.
+#[derive(Debug)]
+pub struct Os {
+    /// `/proc/PID/stat` of the peer, when its pid is known.
+    peer_stat: Option<std::path::PathBuf>,
+}
+
+impl Os {
+    /// The running system, with the peer's pid when known.
+    pub fn new(peer: Option<u32>) -> Os {
+        Os { peer_stat: peer.map(|pid| format!("/proc/{pid}/stat").into()) }
+    }
+}
+
+/// Whether more tasks are runnable on the machine (`/proc/loadavg`) than this thread has CPUs
+/// to run on (its affinity mask): other work wants the CPUs, and a longer spin would take one
+/// from it. `false` when either cannot be read. Allocates nothing.
+pub fn crowded() -> bool {
+    // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
+    let mut buf = [0u8; 128];
+    let runnable = read_small(Path::new("/proc/loadavg"), &mut buf)
+        .and_then(|loadavg| loadavg.split_ascii_whitespace().nth(3))
+        .and_then(|field| field.split('/').next())
+        .and_then(|running| running.parse::<usize>().ok());
+    let Some(runnable) = runnable else { return false };
+    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
+        return false;
+    };
+    let allowed = (0..nix::sched::CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false));
+    runnable > allowed.count()
+}
+
+/// Reads the start of a small file (a `/proc` entry) into `buf`: the text read, if any.
+fn read_small<'b>(path: &Path, buf: &'b mut [u8]) -> Option<&'b str> {
+    use std::io::Read;
+    let n = std::fs::File::open(path).ok()?.read(buf).ok()?;
+    std::str::from_utf8(&buf[..n]).ok()
+}
+
+impl Cpus for Os {
+    fn current(&mut self) -> Option<usize> {
+        nix::sched::sched_getcpu().ok()
+    }
+
+    fn peer(&mut self) -> Option<usize> {
+        let mut buf = [0u8; 1024];
+        let stat = read_small(self.peer_stat.as_deref()?, &mut buf)?;
+        // Field 39 is `processor`; the fields after the command name (which may hold spaces
+        // and parentheses, so the last `)` ends it) start at field 3.
+        let after_name = &stat[stat.rfind(')')? + 1..];
+        after_name.split_ascii_whitespace().nth(39 - 3)?.parse().ok()
+    }
+
+    fn allowed(&mut self, cpus: &mut Vec<usize>) {
+        cpus.clear();
+        if let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+            let count = nix::sched::CpuSet::count();
+            cpus.extend((0..count).filter(|&cpu| set.is_set(cpu).unwrap_or(false)));
+        }
+    }
+
+    fn times(&mut self, times: &mut Vec<(usize, u64, u64)>) {
+        times.clear();
+        // "cpu3 user nice system idle iowait irq softirq steal guest guest_nice", in ticks;
+        // the lines of single CPUs follow the total.
+        let mut buf = [0u8; 16 << 10];
+        let Some(stat) = read_small(Path::new("/proc/stat"), &mut buf) else { return };
+        for line in stat.lines().skip(1).take_while(|line| line.starts_with("cpu")) {
+            let mut fields = line.split_ascii_whitespace();
+            let Some(cpu) = fields.next().and_then(|name| name[3..].parse().ok()) else { continue };
+            let (mut idle, mut total) = (0u64, 0u64);
+            // guest and guest_nice are counted in user and nice already.
+            for (i, value) in fields.take(8).enumerate() {
+                let value: u64 = value.parse().unwrap_or(0);
+                total += value;
+                if i == 3 || i == 4 {
+                    idle += value;
+                }
+            }
+            times.push((cpu, idle, total));
+        }
+    }
+
+    fn preemptions(&mut self) -> Option<u64> {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let usage = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
+        u64::try_from(usage.involuntary_context_switches()).ok()
+    }
+
+    fn move_to(&mut self, cpu: usize) -> bool {
+        use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+        let me = nix::unistd::Pid::from_raw(0);
+        let Ok(mask) = sched_getaffinity(me) else { return false };
+        let mut only = CpuSet::new();
+        if only.set(cpu).is_err() || !mask.is_set(cpu).unwrap_or(false) {
+            return false;
+        }
+        // The kernel moves the calling thread before the first call returns; the second puts
+        // the mask back, which leaves it where it now is.
+        let moved = sched_setaffinity(me, &only).is_ok();
+        let _ = sched_setaffinity(me, &mask);
+        moved
+    }
+}
+
+/// How often [`Confinement`] reads the two affinity masks again while they do not confine the
+/// two to one CPU: every second, so that a mask changed while the two run (`taskset -p`) is
+/// seen within a second, for two system calls.
+pub const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
+
+/// How often [`Confinement`] reads them again while they do: every 10 ms. A thread pinned for
+/// a moment — `peer` moves its thread to the server's CPU to spawn it, so that the server
+/// inherits that CPU, and back — must not keep a connection from spinning for long, and a wait
+/// that looks costs a few microseconds at most once per 10 ms.
+pub const CONFINED_RECHECK: Duration = Duration::from_millis(10);
+
+/// Whether this thread and its peer may each run on one CPU only, and the same one — both
+/// started under `taskset -c 0`, or in a container of one CPU. Then neither can ever find the
+/// other running elsewhere, and every microsecond one spins is a microsecond the other waits
+/// for the CPU; [`crate::transport::Wait::Auto`] then sleeps at once ([`crate::transport::AutoWait::set_confined`]).
+#[derive(Debug)]
+pub struct Confinement {
+    peer: u32,
+    next_check: Option<Instant>,
+}
+
+impl Confinement {
+    /// Watches this thread and process `peer`, nothing read yet: the first look is due
+    /// [`CONFINED_RECHECK`] from now, once a spawn — which may pin the spawning thread to the
+    /// new process's CPU for a moment — and its handshake are over.
+    pub fn new(peer: u32) -> Confinement {
+        Confinement { peer, next_check: Some(Instant::now() + CONFINED_RECHECK) }
+    }
+
+    /// At `now`: whether the two are confined to one CPU ([`confined_together`]) when it is
+    /// time to look — [`CONFINED_RECHECK`] after [`Confinement::new`], then every
+    /// [`CONFINEMENT_RECHECK`], or every [`CONFINED_RECHECK`] while they are — and `None`
+    /// between looks.
+    pub fn check(&mut self, now: Instant) -> Option<bool> {
+        if self.next_check.is_some_and(|at| now < at) {
+            return None;
+        }
+        let confined = confined_together(self.peer);
+        let recheck = if confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
+        self.next_check = Some(now + recheck);
+        Some(confined)
+    }
+}
+
+/// Where the peer runs, for [`crate::transport::Wait::Auto`]: whether the two are confined to one CPU
+/// ([`Confinement`]), and whether the peer last ran on this thread's CPU.
+#[derive(Debug)]
+pub struct PeerWatch {
+    confinement: Confinement,
+    os: Os,
+}
+
+impl PeerWatch {
+    /// Watches process `peer`.
+    pub fn new(peer: u32) -> PeerWatch {
+        PeerWatch { confinement: Confinement::new(peer), os: Os::new(Some(peer)) }
+    }
+
+    /// [`Confinement::check`].
+    pub fn confined(&mut self, now: Instant) -> Option<bool> {
+        self.confinement.check(now)
+    }
+
+    /// Whether the peer last ran on the CPU this thread runs on (`/proc/PID/stat`, a few
+    /// microseconds); `None` when either is unknown. Allocates nothing.
+    pub fn shares_core(&mut self) -> Option<bool> {
+        Some(self.os.current()? == self.os.peer()?)
+    }
+}
+
+/// Whether this thread and process `peer` may each run on exactly one CPU, the same one.
+/// `false` when a mask cannot be read (the peer has exited, or belongs to another user).
+/// Allocates nothing.
+pub fn confined_together(peer: u32) -> bool {
+    use nix::sched::{CpuSet, sched_getaffinity};
+    let only_cpu = |pid: i32| {
+        let set = sched_getaffinity(nix::unistd::Pid::from_raw(pid)).ok()?;
+        let mut cpus = (0..CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false));
+        let first = cpus.next()?;
+        cpus.next().is_none().then_some(first)
+    };
+    let Ok(peer) = i32::try_from(peer) else { return false };
+    matches!((only_cpu(0), only_cpu(peer)), (Some(mine), Some(theirs)) if mine == theirs)
+}
