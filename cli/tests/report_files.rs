@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use peerpipe_cli::report::compare::{self, Mode, Thresholds};
 use peerpipe_cli::report::{Report, answer, export};
-use reports::{report, row, sample};
+use reports::{report, row, sample, with_probes};
 use serde_json::Value;
 
 /// A fresh directory under the system temp dir, unique per process and call.
@@ -136,8 +136,7 @@ fn json_has_the_documented_keys_and_nesting() {
                 "iterations",
                 "rtt_ns",
                 "rounds",
-                "shared_core_share",
-                "cross_core"
+                "shared_core_share"
             ]),
             "{b}"
         );
@@ -250,16 +249,7 @@ fn json_round_trips_through_a_file() {
 /// `sample()` with every round probed: the first of its three rounds in the fast state
 /// (~0.9 us), the other two in the slow one (~3.5 us), then states assigned.
 fn sample_with_states() -> Report {
-    let mut report = sample();
-    let probe = |i: usize| if i == 0 { 900 } else { 3_500 + 10 * i as u64 };
-    for floor in &mut report.baseline {
-        floor.rounds.iter_mut().enumerate().for_each(|(i, r)| r.probe_ns = Some(probe(i)));
-    }
-    for row in &mut report.rows {
-        row.rounds.iter_mut().enumerate().for_each(|(i, r)| r.probe_ns = Some(probe(i)));
-    }
-    peerpipe_cli::report::states::assign(&mut report);
-    report
+    with_probes(sample(), |i| if i == 0 { 900 } else { 3_500 + 10 * i as u64 })
 }
 
 #[test]
@@ -395,7 +385,7 @@ fn compare_reads_a_report_written_before_the_optional_fields_existed() {
     let mut old = serde_json::to_value(sample()).expect("serialise");
     for floor in old["baseline"].as_array_mut().unwrap() {
         let floor = floor.as_object_mut().unwrap();
-        for key in ["transport", "lent", "rounds", "shared_core_share", "route", "cross_core"] {
+        for key in ["transport", "lent", "rounds", "shared_core_share", "route"] {
             floor.remove(key);
         }
     }
@@ -426,6 +416,22 @@ fn compare_reads_a_report_written_before_the_optional_fields_existed() {
     assert_eq!(comparison.rows.len(), sample().rows.len(), "every row matched by its key");
     assert_eq!(comparison.baselines.len(), sample().baseline.len());
     assert!(comparison.only_in_a.is_empty() && comparison.only_in_b.is_empty());
+}
+
+#[test]
+fn a_report_from_before_per_round_states_keeps_its_floors_cross_core_probes_when_read() {
+    // Such a report probed the machine once before each group, into the floor's `cross_core`;
+    // a run now probes every round instead, and never writes the field.
+    let mut old = serde_json::to_value(sample()).expect("serialise");
+    assert!(old["baseline"].as_array().unwrap().iter().all(|b| b.get("cross_core").is_none()));
+    old["baseline"][0]["cross_core"] = serde_json::json!({"line_ns": 120, "block_ns": 900});
+    old["baseline"][1]["cross_core"] = Value::Null;
+    let read: Report = serde_json::from_value(old).expect("an old report reads");
+    assert_eq!(read.baseline[0].cross_core.map(|c| c.block_ns), Some(900));
+    assert!(read.baseline[1..].iter().all(|b| b.cross_core.is_none()));
+    // Read-only: what is read is not written back.
+    let again = serde_json::to_value(&read).expect("serialise");
+    assert!(again["baseline"][0].get("cross_core").is_none(), "{}", again["baseline"][0]);
 }
 
 #[test]
