@@ -35,10 +35,14 @@ print("intervals:", " ".join(f"{r['ratio_ci'][0]:.3f}-{r['ratio_ci'][1]:.3f}" fo
 print(f"max/min {max(ratios) / min(ratios):.3f} (target <= 1.15); median {median:.3f}; "
       f"{inside}/10 intervals contain it (target >= 8)")
 print("row p50 (ns):  ", " ".join(str(r["rtt_ns"]["p50"]) for r in rows))
-# Which state of the machine each run was measured in (the floor's cross-core probe, 4 KiB).
+# Which state of the machine each run's row was measured in: the 4 KiB round trip between the
+# CPUs in its main state (the state most of its rounds ran in, which its figures come from).
 runs = [json.load(open(f"{out}/r{i}.json")) for i in range(1, 11)]
-probes = [next((f["cross_core"] for f in run["baseline"] if f.get("cross_core")), None) for run in runs]
-print("cross-core 4 KiB (ns):", " ".join(str(p["block_ns"]) if p else "-" for p in probes))
+def main_probe(run):
+    main = run["rows"][0].get("main_state")
+    return next((s["probe_ns"] for s in run["machine"]["states"] if s["id"] == main), None)
+probes = [main_probe(run) for run in runs]
+print("main state, 4 KiB (ns):", " ".join("-" if p is None else str(p) for p in probes))
 EOF
 
 echo "== 2. peer compare --abs 100ns --rel 5"

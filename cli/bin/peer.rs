@@ -52,10 +52,11 @@ struct Cli {
 enum Command {
     /// Compare two `--json` reports. Exit 0 when nothing differs, 1 when something does, 2 on
     /// error, 3 when A and B were measured in different states of the machine: they share no
-    /// state (or no row ran in one they share), so nothing can be compared, or — for reports
-    /// without per-round states — something differs while their cross-core probes differ by
-    /// more than 1.5x (see the note it prints): the difference may be the machine's, not the
-    /// code's; measure both again.
+    /// state (or no row ran in one they share), so nothing can be compared, or — when rows are
+    /// not judged per state (--mode absolute, or a report without per-round states) —
+    /// something differs while moving 4 KiB between the CPUs took more than 1.5x longer in one
+    /// run than in the other for most of it (see the note it prints): the difference may be
+    /// the machine's, not the code's; measure both again.
     ///
     /// By default (--mode paired) each row is judged against its own floor from the same run,
     /// so two runs taken while the machine ran at different speeds compare correctly. When
@@ -248,10 +249,10 @@ struct RunArgs {
     /// waits because with free the scheduler sometimes keeps client and server on one core
     /// for a whole process lifetime, differently for each server process, so a floor and a
     /// row could be measured on one core and on two: the per-round CPUs in the JSON show it.
-    /// The answer says when placement changes it by more than 1.5x. With split and
-    /// free, each group is preceded by a ~5 ms probe of the machine's state (a cache line and
-    /// 4 KiB between the first two CPUs: the table's `machine state:` line, each floor's
-    /// cross_core), which says when the machine changed state during a run.
+    /// The answer says when placement changes it by more than 1.5x. Whatever the placement,
+    /// every round starts with a short probe of the machine's state (4 KiB between the first
+    /// two CPUs: each round's probe_ns, the table's `machine state:` line), which says when
+    /// the machine changed state during a run.
     #[arg(long, value_delimiter = ',', value_parser = parse_pin)]
     pin: Vec<Placement>,
 

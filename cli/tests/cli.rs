@@ -10,7 +10,6 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Watchdog, peer_exe, secs};
-use peerpipe_cli::report::crosscore::CrossCore;
 use peerpipe_cli::report::key::RowId;
 use peerpipe_cli::report::{
     BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row, budget, compare, export,
@@ -286,26 +285,46 @@ fn a_spawn_command_whose_program_cannot_start_exits_2_naming_the_program() {
     assert!(text.contains(&format!("cannot start \"{program}\"")), "{text}");
 }
 
+/// Writes `report` as a report from before per-round states was: its rounds carry no probe,
+/// and its floor the probe taken before its group, which moved 4 KiB between the CPUs and back
+/// in `block_ns` (`cross_core`, which a run no longer writes).
+fn write_from_before_states(dir: &Path, name: &str, report: &Report, block_ns: u64) -> String {
+    let mut value = serde_json::to_value(report).expect("serialise");
+    value["baseline"][0]["cross_core"] =
+        serde_json::json!({"line_ns": block_ns / 8, "block_ns": block_ns});
+    let path = dir.join(name);
+    fs::write(&path, serde_json::to_string_pretty(&value).unwrap()).expect("write a report");
+    path.to_str().expect("UTF-8 temp path").to_owned()
+}
+
 #[test]
 fn compare_exits_3_when_a_difference_comes_with_a_change_of_machine_state() {
     let dir = temp_dir("compare-states");
-    // Reports whose rounds carry no state (as written before states were found): only their
-    // floors' cross-core probes say the machine was in different states.
-    // The ratio moved from 1.30 to 1.05 with tight intervals: a difference by the numbers.
-    let probe = |block_ns| Some(CrossCore { line_ns: block_ns / 8, block_ns });
-    let mut fast = paired_report(1_800, 1.30, [1.28, 1.32]);
-    fast.baseline[0].cross_core = probe(900);
-    let mut slow = paired_report(5_800, 1.05, [1.03, 1.07]);
-    slow.baseline[0].cross_core = probe(3_400);
-    let (a, b) = (write(&dir, "fast.json", &fast), write(&dir, "slow.json", &slow));
-    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    // Reports from before per-round states: only their floors' probes say the machine was in
+    // different states. The ratio moved from 1.30 to 1.05 with tight intervals: a difference
+    // by the numbers.
+    let fast = paired_report(1_800, 1.30, [1.28, 1.32]);
+    let slow = paired_report(5_800, 1.05, [1.03, 1.07]);
+    let a = write_from_before_states(&dir, "fast.json", &fast, 900);
+    let b = write_from_before_states(&dir, "slow.json", &slow, 3_400);
+    let compare = |a: &str, b: &str| peer(&["compare", a, b, "--abs", "100ns", "--rel", "5"]);
+    let out = compare(&a, &b);
     assert_eq!(out.status.code(), Some(3), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("the machine was in different states"), "{}", stdout(&out));
     // The same two ratios measured in one state: an ordinary difference, exit 1.
-    slow.baseline[0].cross_core = probe(950);
-    let b = write(&dir, "slow-same-state.json", &slow);
-    let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
+    let b = write_from_before_states(&dir, "slow-same-state.json", &slow, 950);
+    let out = compare(&a, &b);
     assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    // A report with per-round states against one from before them: the state most of its
+    // rounds ran in (4 KiB in ~3.5 us) against the old report's probes.
+    let b = write(&dir, "slow-with-states.json", &report_in_state(3_500, 5_800, 1.05));
+    let out = compare(&a, &b);
+    assert_eq!(out.status.code(), Some(3), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("took 900ns in A and 3.51us in B for most of each run"),
+        "{}",
+        stdout(&out)
+    );
     fs::remove_dir_all(dir).ok();
 }
 
@@ -574,7 +593,7 @@ fn a_run_with_load_says_so_records_it_and_measures_the_default_wait_unpinned() {
 }
 
 #[test]
-fn groups_are_probed_with_free_placement_and_rounds_with_every_placement() {
+fn rounds_are_probed_with_every_placement_and_groups_no_longer() {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         println!("skipping: the probe needs two CPUs");
         return;
@@ -591,11 +610,11 @@ fn groups_are_probed_with_free_placement_and_rounds_with_every_placement() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let report = export::read_json(&json).unwrap();
+    // The rounds' probes are the one record of the machine's state: no group is probed apart
+    // (`cross_core`, which reports from before per-round states carry).
+    assert!(!fs::read_to_string(&json).unwrap().contains("cross_core"));
+    assert!(report.baseline.iter().all(|b| b.cross_core.is_none()));
     let floors = |pin: &'static str| report.baseline.iter().filter(move |b| b.pin.name() == pin);
-    // `same` has no second CPU to probe: never a made-up figure.
-    assert!(floors("same").count() > 0 && floors("same").all(|b| b.cross_core.is_none()));
-    // `free` probes the first two CPUs (unknown only if the probe got no CPU in time).
-    assert!(floors("free").any(|b| b.cross_core.is_some_and(|c| c.block_ns > 0)));
     // Every round is probed whatever the placement (the probe measures the machine, not the
     // group), and a row's round carries its floor's figure.
     for pin in ["free", "same"] {
@@ -664,14 +683,12 @@ fn split_placement_runs_and_labels_its_rows() {
     let (client, server) = cpus.into_iter().next().unwrap();
     assert!(client.is_some() && server.is_some() && client != server, "{client:?} {server:?}");
     assert!(report.rows.iter().all(|r| r.shared_core_share == Some(0.0)));
-    // Each floor records the machine's state before its group (unknown only when the probe's
-    // partner thread got no CPU within its deadline).
-    for floor in &report.baseline {
-        if let Some(probe) = floor.cross_core {
-            assert!(probe.line_ns > 0 && probe.block_ns > 0, "{probe:?}");
-        }
-    }
-    assert!(report.baseline.iter().any(|b| b.cross_core.is_some()), "no group was probed");
+    // The rounds record the machine's state (a round is unknown only when the probe's partner
+    // thread got no CPU within its deadline), and the run's states are found in them.
+    let probes = report.baseline.iter().flat_map(|b| &b.rounds).filter_map(|r| r.probe_ns);
+    assert!(probes.clone().count() > 0, "no round was probed");
+    assert!(probes.clone().all(|p| p > 0), "{:?}", probes.collect::<Vec<_>>());
+    assert!(!report.machine.states.is_empty(), "no state found");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -5,13 +5,13 @@ mod reports;
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use peerpipe_cli::report::compare::{self, Mode, Thresholds};
 use peerpipe_cli::report::{Report, answer, export};
-use reports::{report, row, sample};
+use reports::{report, row, sample, with_probes};
 use serde_json::Value;
 
 /// A fresh directory under the system temp dir, unique per process and call.
@@ -24,6 +24,38 @@ fn temp_dir(name: &str) -> PathBuf {
     ));
     fs::create_dir_all(&dir).expect("create a temp dir");
     dir
+}
+
+/// A file of a report's output in a fresh directory of its own (see [`temp_dir`]), which goes
+/// when this is dropped.
+struct Scratch {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl Scratch {
+    /// `file` in a fresh directory named after it.
+    fn new(file: &str) -> Scratch {
+        let dir = temp_dir(file);
+        Scratch { path: dir.join(file), dir }
+    }
+
+    /// Writes `report` into the file with `write` (`export::write_json`, `write_csv` or
+    /// `write_svg`) and reads back what it wrote.
+    fn write(
+        &self,
+        report: &Report,
+        write: fn(&Report, &Path) -> peerpipe::error::Result<()>,
+    ) -> String {
+        write(report, &self.path).expect("write");
+        fs::read_to_string(&self.path).expect("read back")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        fs::remove_dir_all(&self.dir).ok();
+    }
 }
 
 fn keys(value: &Value) -> BTreeSet<String> {
@@ -104,8 +136,7 @@ fn json_has_the_documented_keys_and_nesting() {
                 "iterations",
                 "rtt_ns",
                 "rounds",
-                "shared_core_share",
-                "cross_core"
+                "shared_core_share"
             ]),
             "{b}"
         );
@@ -192,13 +223,11 @@ fn json_has_the_documented_keys_and_nesting() {
 
 #[test]
 fn json_round_trips_through_a_file() {
-    let dir = temp_dir("json");
-    let path = dir.join("run.json");
+    let file = Scratch::new("run.json");
     let original = sample();
-    export::write_json(&original, &path).expect("write");
-    let text = fs::read_to_string(&path).expect("read back");
+    let text = file.write(&original, export::write_json);
     assert!(text.starts_with("{\n  \"peerpipe\""), "pretty-printed: {}", &text[..40]);
-    let back = export::read_json(&path).expect("read_json");
+    let back = export::read_json(&file.path).expect("read_json");
     // Integers (every percentile) come back exactly; serde_json's default float parser may
     // miss the last bit of a 17-digit float, so floats are compared to 1e-12.
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
@@ -215,22 +244,12 @@ fn json_round_trips_through_a_file() {
         r
     };
     assert_eq!(without_floats(&back), without_floats(&original));
-    fs::remove_dir_all(dir).ok();
 }
 
 /// `sample()` with every round probed: the first of its three rounds in the fast state
 /// (~0.9 us), the other two in the slow one (~3.5 us), then states assigned.
 fn sample_with_states() -> Report {
-    let mut report = sample();
-    let probe = |i: usize| if i == 0 { 900 } else { 3_500 + 10 * i as u64 };
-    for floor in &mut report.baseline {
-        floor.rounds.iter_mut().enumerate().for_each(|(i, r)| r.probe_ns = Some(probe(i)));
-    }
-    for row in &mut report.rows {
-        row.rounds.iter_mut().enumerate().for_each(|(i, r)| r.probe_ns = Some(probe(i)));
-    }
-    peerpipe_cli::report::states::assign(&mut report);
-    report
+    with_probes(sample(), |i| if i == 0 { 900 } else { 3_500 + 10 * i as u64 })
 }
 
 #[test]
@@ -280,11 +299,9 @@ fn a_report_without_states_writes_its_figures_over_all_rounds() {
 
 #[test]
 fn json_carries_the_answer_with_its_budget_judged_at_p50_and_p99() {
-    let dir = temp_dir("answer");
-    let path = dir.join("run.json");
+    let file = Scratch::new("run.json");
     let original = sample();
-    export::write_json(&original, &path).expect("write");
-    let value: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    let value: Value = serde_json::from_str(&file.write(&original, export::write_json)).unwrap();
     let answers = value["answer"].as_array().expect("answer is an array");
     assert_eq!(answers.len(), 2, "one per measured size");
     for entry in answers {
@@ -333,14 +350,12 @@ fn json_carries_the_answer_with_its_budget_judged_at_p50_and_p99() {
     let records: Vec<answer::AnswerRecord> =
         serde_json::from_value(value["answer"].clone()).expect("answer entries read");
     assert_eq!(records, answer::records(&original));
-    assert_eq!(export::read_json(&path).expect("read_json").rows.len(), original.rows.len());
+    assert_eq!(export::read_json(&file.path).expect("read_json").rows.len(), original.rows.len());
     // No budget: `null`.
     let mut unbudgeted = original.clone();
     unbudgeted.config.budget_ns = 0;
-    export::write_json(&unbudgeted, &path).expect("write");
-    let value: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    let value: Value = serde_json::from_str(&file.write(&unbudgeted, export::write_json)).unwrap();
     assert!(value["answer"][0]["budget"].is_null(), "{}", value["answer"][0]);
-    fs::remove_dir_all(dir).ok();
 }
 
 #[test]
@@ -370,7 +385,7 @@ fn compare_reads_a_report_written_before_the_optional_fields_existed() {
     let mut old = serde_json::to_value(sample()).expect("serialise");
     for floor in old["baseline"].as_array_mut().unwrap() {
         let floor = floor.as_object_mut().unwrap();
-        for key in ["transport", "lent", "rounds", "shared_core_share", "route", "cross_core"] {
+        for key in ["transport", "lent", "rounds", "shared_core_share", "route"] {
             floor.remove(key);
         }
     }
@@ -391,10 +406,9 @@ fn compare_reads_a_report_written_before_the_optional_fields_existed() {
     top.remove("sync_costs");
     top.remove("skipped");
 
-    let dir = temp_dir("old-report");
-    let path = dir.join("old.json");
-    fs::write(&path, serde_json::to_string_pretty(&old).unwrap()).unwrap();
-    let read = export::read_json(&path).expect("an old report reads");
+    let file = Scratch::new("old.json");
+    fs::write(&file.path, serde_json::to_string_pretty(&old).unwrap()).unwrap();
+    let read = export::read_json(&file.path).expect("an old report reads");
     assert!(read.baseline.iter().all(|b| b.transport.name() == "pipe" && b.rounds.is_empty()));
     assert!(read.sync_costs.is_empty() && read.skipped.is_empty());
     let thresholds = Thresholds { abs: Duration::from_micros(5), rel_pct: 10.0 };
@@ -402,28 +416,40 @@ fn compare_reads_a_report_written_before_the_optional_fields_existed() {
     assert_eq!(comparison.rows.len(), sample().rows.len(), "every row matched by its key");
     assert_eq!(comparison.baselines.len(), sample().baseline.len());
     assert!(comparison.only_in_a.is_empty() && comparison.only_in_b.is_empty());
-    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_report_from_before_per_round_states_keeps_its_floors_cross_core_probes_when_read() {
+    // Such a report probed the machine once before each group, into the floor's `cross_core`;
+    // a run now probes every round instead, and never writes the field.
+    let mut old = serde_json::to_value(sample()).expect("serialise");
+    assert!(old["baseline"].as_array().unwrap().iter().all(|b| b.get("cross_core").is_none()));
+    old["baseline"][0]["cross_core"] = serde_json::json!({"line_ns": 120, "block_ns": 900});
+    old["baseline"][1]["cross_core"] = Value::Null;
+    let read: Report = serde_json::from_value(old).expect("an old report reads");
+    assert_eq!(read.baseline[0].cross_core.map(|c| c.block_ns), Some(900));
+    assert!(read.baseline[1..].iter().all(|b| b.cross_core.is_none()));
+    // Read-only: what is read is not written back.
+    let again = serde_json::to_value(&read).expect("serialise");
+    assert!(again["baseline"][0].get("cross_core").is_none(), "{}", again["baseline"][0]);
 }
 
 #[test]
 fn unmeasured_cpu_is_null_in_json_and_nan_when_read_back() {
-    let dir = temp_dir("nan");
-    let path = dir.join("run.json");
+    let file = Scratch::new("run.json");
     let mut original = sample();
     original.rows[0].server_cpu_ns = f64::NAN;
     original.rows[3].client_cpu_ns = f64::NAN;
     original.rows[5].ratio_to_baseline = None;
-    export::write_json(&original, &path).expect("write");
-    let value: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    let value: Value = serde_json::from_str(&file.write(&original, export::write_json)).unwrap();
     assert!(value["rows"][0]["server_cpu_ns"].is_null());
     assert!(value["rows"][5]["ratio_to_baseline"].is_null());
 
-    let back = export::read_json(&path).expect("nulls read back");
+    let back = export::read_json(&file.path).expect("nulls read back");
     assert!(back.rows[0].server_cpu_ns.is_nan());
     assert!(back.rows[3].client_cpu_ns.is_nan());
     assert_eq!(back.rows[0].client_cpu_ns, original.rows[0].client_cpu_ns);
     assert_eq!(back.rows[5].ratio_to_baseline, None);
-    fs::remove_dir_all(dir).ok();
 }
 
 #[test]
@@ -458,12 +484,10 @@ fn reading_a_bad_report_names_the_file_and_the_problem() {
 
 #[test]
 fn csv_has_a_flat_header_and_one_line_per_baseline_and_row() {
-    let dir = temp_dir("csv");
-    let path = dir.join("run.csv");
+    let file = Scratch::new("run.csv");
     let mut report = sample();
     report.rows[1].server_cpu_ns = f64::NAN;
-    export::write_csv(&report, &path).expect("write");
-    let text = fs::read_to_string(&path).unwrap();
+    let text = file.write(&report, export::write_csv);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1 + report.baseline.len() + report.rows.len());
 
@@ -506,16 +530,13 @@ fn csv_has_a_flat_header_and_one_line_per_baseline_and_row() {
     assert_eq!(second_row[column("rtt_p50_ns")], report.rows[1].rtt_ns.p50.to_string());
     assert_eq!(second_row[column("server_cpu_ns")], "");
     assert_eq!(second_row[column("ratio_to_baseline")], "1.25");
-    fs::remove_dir_all(dir).ok();
 }
 
 #[test]
 fn csv_carries_each_rows_states_and_each_rounds_probe() {
-    let dir = temp_dir("csv-states");
-    let path = dir.join("run.csv");
+    let file = Scratch::new("run.csv");
     let report = sample_with_states();
-    export::write_csv(&report, &path).expect("write");
-    let text = fs::read_to_string(&path).unwrap();
+    let text = file.write(&report, export::write_csv);
     let lines: Vec<&str> = text.lines().collect();
     let header: Vec<&str> = lines[0].split(',').collect();
     let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
@@ -532,23 +553,19 @@ fn csv_carries_each_rows_states_and_each_rounds_probe() {
     assert_eq!(row[column("added_ns")], figures[1].added_ns.unwrap().to_string());
     assert_eq!(row[column("round_states")], "0 1 1");
     // Without states, the added time is over all rounds and the state columns are empty.
-    export::write_csv(&sample(), &path).expect("write");
-    let text = fs::read_to_string(&path).unwrap();
+    let text = file.write(&sample(), export::write_csv);
     let row: Vec<&str> =
         text.lines().nth(1 + sample().baseline.len()).unwrap().split(',').collect();
     assert_eq!((row[column("added_ns")], row[column("main_state")]), ("16000", ""));
     assert_eq!((row[column("state_ratios")], row[column("round_states")]), ("", ""));
-    fs::remove_dir_all(dir).ok();
 }
 
 #[test]
 fn svg_is_a_whole_document_naming_every_series() {
-    let dir = temp_dir("svg");
-    let path = dir.join("run.svg");
+    let file = Scratch::new("run.svg");
     let mut report = sample();
     report.rows.push(row("f32", 500, "echo", "codec", "spin", 30_000));
-    export::write_svg(&report, &path).expect("write");
-    let svg = fs::read_to_string(&path).unwrap();
+    let svg = file.write(&report, export::write_svg);
     assert!(svg.starts_with("<svg"), "{}", &svg[..60]);
     assert!(svg.trim_end().ends_with("</svg>"));
     assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
@@ -567,17 +584,12 @@ fn svg_is_a_whole_document_naming_every_series() {
     ] {
         assert!(svg.contains(label), "{label} missing from the SVG");
     }
-    fs::remove_dir_all(dir).ok();
 }
 
 #[test]
 fn svg_of_an_empty_report_is_still_a_document() {
-    let dir = temp_dir("svg-empty");
-    let path = dir.join("empty.svg");
-    export::write_svg(&report(vec![], vec![]), &path).expect("write");
-    let svg = fs::read_to_string(&path).unwrap();
+    let svg = Scratch::new("empty.svg").write(&report(vec![], vec![]), export::write_svg);
     assert!(svg.starts_with("<svg") && svg.contains("no rows"));
-    fs::remove_dir_all(dir).ok();
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use peerpipe_cli::report::compare::{self, Mode, Outcome, Thresholds};
 use peerpipe_cli::report::crosscore::CrossCore;
 use peerpipe_cli::report::{Report, Round, Row, answer, render};
-use reports::{report, row, sample};
+use reports::{report, row, sample, with_probes};
 
 fn text_of(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
     let mut out = Vec::new();
@@ -185,54 +185,74 @@ fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
     report(vec![], vec![r])
 }
 
-/// `sample()` with every floor's cross-core probe at `line_ns` / `block_ns`, and the first
-/// floor's 4 KiB figure at `first_block_ns`.
-fn probed(line_ns: u64, block_ns: u64, first_block_ns: u64) -> Report {
-    let mut report = sample();
-    for (i, floor) in report.baseline.iter_mut().enumerate() {
-        let block_ns = if i == 0 { first_block_ns } else { block_ns };
-        floor.cross_core = Some(CrossCore { line_ns, block_ns });
-    }
-    report
+/// `sample()` with the first round of every floor and row in a state where 4 KiB moved
+/// between the CPUs and back in `first_ns`, the other two in one where it took `rest_ns`.
+fn in_states(first_ns: u64, rest_ns: u64) -> Report {
+    with_probes(sample(), |i| if i == 0 { first_ns } else { rest_ns })
 }
 
 #[test]
-fn the_table_names_the_machine_state_and_notes_a_change_of_state() {
+fn the_table_names_the_machine_states_and_each_group_the_one_its_figures_are_from() {
     let table = |report: &Report| text_of(|out| render::table(report, out));
-    let steady = table(&probed(120, 900, 950));
+    let steady = table(&with_probes(sample(), |i| 900 + 10 * i as u64));
     assert!(
         steady.contains(
-            "machine state: a cache line between the first two CPUs 120ns, 4 KiB 900ns..950ns"
+            "machine state: 4 KiB moved between the first two CPUs and back took 910ns in 18 \
+             rounds (probed every round; one state found)."
         ),
         "{steady}"
     );
-    assert!(!steady.contains("changed state"), "{steady}");
-    let changed = table(&probed(120, 900, 3_400));
-    assert!(changed.contains("took 3.78x longer in some groups"), "{changed}");
-    // Each group then names its state; in a steady run none does.
-    assert!(changed.contains("; cross-core 4 KiB 900ns"), "{changed}");
-    assert!(!steady.contains("; cross-core 4 KiB"), "{steady}");
-    assert!(changed.contains("the machine changed state during the run"), "{changed}");
-    // Not probed (no split placement): nothing is claimed.
+    assert!(!steady.contains("rounds ran in a state") && !steady.contains("main state 4"));
+    // Two states: each group names the one its rows' figures come from (where most of its
+    // rounds ran).
+    let changed = table(&in_states(3_500, 900));
+    assert!(
+        changed.contains(
+            "took 900ns in 12 rounds, 3.50us in 6 rounds (probed every round; 2 \
+             states found)."
+        ),
+        "{changed}"
+    );
+    // On a line of its own when the group's line has no room left in 120 columns.
+    let lines: Vec<&str> = changed.lines().collect();
+    let groups: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].starts_with("f64 x ")).collect();
+    assert_eq!(groups.len(), 4, "{changed}");
+    for &i in &groups {
+        assert!(lines[i].chars().count() <= 120, "{}", lines[i]);
+        assert_eq!(lines[i + 1], "  main state 4 KiB 900ns", "{changed}");
+    }
+    // On the group's line when it fits there (no placement by the scheduler to report).
+    let mut mostly_slow = in_states(900, 3_500);
+    for floor in &mut mostly_slow.baseline {
+        floor.pin = "split".parse().unwrap();
+    }
+    for row in &mut mostly_slow.rows {
+        row.id.pin = "split".parse().unwrap();
+    }
+    let mostly_slow = table(&mostly_slow);
+    let groups: Vec<&str> = mostly_slow.lines().filter(|l| l.starts_with("f64 x ")).collect();
+    assert_eq!(groups.len(), 4, "{mostly_slow}");
+    assert!(groups.iter().all(|l| l.ends_with("; main state 4 KiB 3.50us")), "{mostly_slow}");
+    // Not probed (one CPU): nothing is claimed.
     assert!(!table(&sample()).contains("machine state"));
-    // The answer at the top says it too, right under its figures.
+    // The answer says, under its figures, what the rounds of another state showed.
     let answer = |report: &Report| text_of(|out| answer::answer(report, out));
-    assert!(answer(&probed(120, 900, 3_400)).contains("the machine changed state"));
-    assert!(!answer(&probed(120, 900, 950)).contains("changed state"));
+    let answered = answer(&in_states(3_500, 900));
+    assert!(
+        answered.contains(
+            "state, f64 x 500: 1 of 3 rounds ran in a state where moving 4 KiB across CPUs cost \
+             3.89x more"
+        ),
+        "{answered}"
+    );
+    assert!(!answer(&with_probes(sample(), |_| 900)).contains("rounds ran in a state"));
 }
 
 #[test]
 fn the_table_notes_the_rounds_that_ran_in_another_machine_state() {
     // Every floor's and row's first round in a state where 4 KiB moved in 3.5 us, the other
     // two in one where it moved in 0.9 us.
-    let mut report = sample();
-    let probe = |i: usize| if i == 0 { 3_500 } else { 900 };
-    let rounds = report.baseline.iter_mut().flat_map(|b| &mut b.rounds);
-    for (i, round) in rounds.chain(report.rows.iter_mut().flat_map(|r| &mut r.rounds)).enumerate() {
-        round.probe_ns = Some(probe(i % 3));
-    }
-    peerpipe_cli::report::states::assign(&mut report);
-    let table = text_of(|out| render::table(&report, out));
+    let table = text_of(|out| render::table(&in_states(3_500, 900), out));
     assert!(
         table.contains(
             "note: 6 of 18 rounds ran in a state where moving 4 KiB across CPUs cost 3.89x more: \
@@ -265,16 +285,31 @@ fn the_answer_columns_line_up_whatever_the_longest_size_label() {
 
 #[test]
 fn compare_says_when_two_runs_were_taken_in_different_states() {
-    let judge = |a: &Report, b: &Report| compare::compare(a, b, thresholds(1, 5.0), Mode::Paired);
-    let fast = probed(120, 900, 900);
-    let slow = probed(350, 3_400, 3_400);
-    let across = judge(&fast, &slow);
+    let judge = |a: &Report, b: &Report, mode| compare::compare(a, b, thresholds(1, 5.0), mode);
+    // Most rounds of A moved 4 KiB across CPUs in 900 ns, most of B's in 3.4 us.
+    let (fast, slow) = (in_states(3_400, 900), in_states(900, 3_400));
+    // Rows not judged per state (absolute mode): the runs' main states differ.
+    let across = judge(&fast, &slow, Mode::Absolute);
     assert_eq!(across.states_differ, Some((900, 3_400)));
     let text = text_of(|out| compare::render(&across, out));
-    assert!(text.contains("took 900ns in A and 3.40us in B"), "{text}");
+    assert!(text.contains("took 900ns in A and 3.40us in B for most of each run"), "{text}");
+    // Judged per state (paired, states in both): each row in a state both ran in; no note.
+    assert_eq!(judge(&fast, &slow, Mode::Paired).states_differ, None);
+    // A from before per-round states: its floors' probes against B's main state, and the
+    // floors' line puts their move down to the state.
+    let mut old = sample();
+    for floor in &mut old.baseline {
+        floor.cross_core = Some(CrossCore { block_ns: 900 });
+    }
+    let across = judge(&old, &slow, Mode::Paired);
+    assert_eq!(across.states_differ, Some((900, 3_400)));
+    let text = text_of(|out| compare::render(&across, out));
     assert!(text.contains("(the machine's state, see the note above)"), "{text}");
-    assert_eq!(judge(&fast, &probed(130, 1_000, 1_000)).states_differ, None);
-    assert_eq!(judge(&fast, &sample()).states_differ, None, "unknown on one side: no claim");
+    // One state, or unknown on one side: no claim.
+    let same = in_states(1_000, 1_000);
+    assert_eq!(judge(&fast, &same, Mode::Absolute).states_differ, None);
+    assert_eq!(judge(&old, &same, Mode::Paired).states_differ, None);
+    assert_eq!(judge(&fast, &sample(), Mode::Absolute).states_differ, None);
 }
 
 #[test]

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::budget::{self, Judgement, Overhead};
 use super::key::{Handler, RowId};
 use super::ratio::{self, PairedRatio};
-use super::{Placement, Report, Row, Skipped, Workload, crosscore, format, render};
+use super::{Placement, Report, Row, Skipped, Workload, format, render};
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
 const RAW_HANDLER: Handler = Handler::EchoRaw;
@@ -267,13 +267,6 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     placement_notes(report, out)?;
-    if report.machine.states.is_empty()
-        && let Some((_, _, Some(factor))) = crosscore::block_spread(&report.cross_core_probes())
-    {
-        // Ratios of groups measured in different states differ: say so before any figure is
-        // taken away from here.
-        writeln!(out, "{}", crosscore::state_change_note(factor))?;
-    }
     // Each answer's figures are those of the machine state most of its rounds ran in; say
     // what the others showed, so that no figure of another state is taken for this one.
     for (size, cells) in &lines {

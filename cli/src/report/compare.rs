@@ -34,7 +34,7 @@ use std::time::Duration;
 use peerpipe::pairing::PairedDifference;
 
 use super::states::{self, MachineState, StateFigures};
-use super::{BaselineRow, Report, Row, crosscore};
+use super::{BaselineRow, Report, Row};
 use peerpipe::transport::TransportKind;
 
 mod text;
@@ -232,10 +232,10 @@ pub struct Comparison {
     pub only_in_b: Vec<String>,
     /// The CPU models of A and B when they differ.
     pub machines_differ: Option<(String, String)>,
-    /// The median 4 KiB cross-core round trip of A's and of B's probes (see
-    /// [`super::crosscore`]) when they differ by more than
-    /// [`super::crosscore::STATE_CHANGE_FACTOR`]: the
-    /// machine was in different states, and ratios of transfer-bound rows move with that.
+    /// When rows were not judged per machine state (`states` is `None`): the 4 KiB round
+    /// trip between the first two CPUs for most of A's run and of B's ([`usual_probe_ns`]),
+    /// when they are two states ([`states::same_state_ns`] is false): the machine was in
+    /// different states, and the times and ratios of transfer-bound rows move with that.
     pub states_differ: Option<(u64, u64)>,
     /// The clocks A and B were timed with ([`super::Machine::clock`]) when they are of
     /// different kinds: the split's spans can move by tens of ns between the two.
@@ -266,9 +266,18 @@ fn clock_kind(report: &Report) -> &str {
     }
 }
 
-/// The median 4 KiB cross-core round trip over a report's probed floors.
-fn median_block_ns(report: &Report) -> Option<u64> {
-    crosscore::median_block_ns(&report.cross_core_probes())
+/// The 4 KiB round trip between the first two CPUs for most of a run: the probe of its main
+/// state ([`states::run_main_state`]); for a report from before per-round states, the median
+/// (the lower middle one for an even count) of the probes its floors took before their groups
+/// ([`BaselineRow::cross_core`]). `None` when neither was measured.
+pub fn usual_probe_ns(report: &Report) -> Option<u64> {
+    if let Some(main) = states::run_main_state(&report.machine.states) {
+        return Some(main.probe_ns);
+    }
+    let mut blocks: Vec<u64> =
+        report.baseline.iter().filter_map(|b| b.cross_core).map(|c| c.block_ns).collect();
+    blocks.sort_unstable();
+    blocks.get(blocks.len().checked_sub(1)? / 2).copied()
 }
 
 impl Comparison {
@@ -341,14 +350,10 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
     only_in_b.extend(base_b);
     let machines_differ =
         (a.machine.cpu != b.machine.cpu).then(|| (a.machine.cpu.clone(), b.machine.cpu.clone()));
-    let states_differ = match (median_block_ns(a), median_block_ns(b)) {
+    let states_differ = match (usual_probe_ns(a), usual_probe_ns(b)) {
         // Judged state by state: what differs between the states is not in the figures.
         _ if states.is_some() => None,
-        (Some(x), Some(y))
-            if x.max(y) as f64 > crosscore::STATE_CHANGE_FACTOR * x.min(y).max(1) as f64 =>
-        {
-            Some((x, y))
-        }
+        (Some(x), Some(y)) if !states::same_state_ns(x, y) => Some((x, y)),
         _ => None,
     };
     let clocks_differ = (clock_kind(a) != clock_kind(b))

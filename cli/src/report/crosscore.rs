@@ -1,5 +1,5 @@
-//! The state of the machine: how long moving data between two CPUs (the two `split` gives the
-//! client and the server) takes right now, measured by two threads of this process.
+//! The state of the machine: how long moving data between the first two CPUs (the two `split`
+//! gives the client and the server) takes right now, measured by two threads of this process.
 //!
 //! Pairing takes a slow spell out of a ratio when it stretches a floor and its row alike. A
 //! virtual machine can also have states that *add* cost to every cross-core transfer: on a
@@ -7,14 +7,16 @@
 //! and back took ~3.9 µs instead of ~0.9 µs, a 500-double round trip 6 µs instead of 2 µs,
 //! and its ratio to the floor fell from ~1.30 to ~1.06 (the excess over the floor barely
 //! moved, the floor did). No ratio can hold across that, so the report says which state each
-//! group and each round was measured in: [`probe`] runs before every group with `split` or
-//! `free` placement and its figures go into the floor's `cross_core`; a lighter
-//! [`RoundProbe`] runs at the start of every round of every group, whatever the placement, and
-//! its figure goes into the round's `probe_ns`.
+//! round was measured in: a [`RoundProbe`] runs at the start of every round of every group,
+//! whatever the placement, its figure goes into the round's `probe_ns`, and
+//! [`super::states`] finds the run's states in those figures.
 //!
-//! The probe is a ping-pong of one cache line and of a 4 KiB block between the calling thread
-//! and a partner thread on the server's CPU, through atomics only: no system call, no wake-up,
-//! just the caches. It spins, so it runs only where each side has a CPU of its own.
+//! The probe is a ping-pong of a 4 KiB block between the calling thread and a partner thread
+//! on the second CPU, through atomics only: no system call, no wake-up, just the caches. It
+//! spins, so it runs only where each side has a CPU of its own.
+//!
+//! Reports written before per-round states carry instead, on each floor, a probe taken once
+//! before its group ([`CrossCore`]); `peer compare` still reads it from them.
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,73 +24,30 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-/// What [`probe`] measured: p50 round trips between the two CPUs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The probe a floor of a report written before per-round states carries (`cross_core` in
+/// its JSON): the p50 round trip of [`BLOCK_BYTES`] between the first two CPUs, measured once
+/// before the floor's group. New runs measure [`RoundProbe`]s instead and do not write it;
+/// `peer compare` reads it to tell two such reports' machine states apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 pub struct CrossCore {
-    /// One cache line written on one CPU, read and written back on the other, read again.
-    pub line_ns: u64,
-    /// [`BLOCK_BYTES`] the same way: what a 4 KiB frame's bytes cost to move, without the
-    /// transport.
+    /// 4 KiB written on one CPU, read and written back on the other, read again, in
+    /// nanoseconds.
     pub block_ns: u64,
 }
 
-/// How much the 4 KiB figure may vary before the machine counts as having changed state: on
-/// the 2-core KVM guest the report was measured on, the two states differ by 3.5-4x, and a
-/// state holds its figure to within ~20 % (docs/experiments/paired-measurement.md).
-pub const STATE_CHANGE_FACTOR: f64 = 1.5;
-
-/// The smallest and the largest of `probes`' 4 KiB round trips, with their factor when it
-/// exceeds [`STATE_CHANGE_FACTOR`] (the machine changed state between them); `None` for no
-/// probe.
-pub fn block_spread(probes: &[CrossCore]) -> Option<(u64, u64, Option<f64>)> {
-    let lo = probes.iter().map(|c| c.block_ns).min()?;
-    let hi = probes.iter().map(|c| c.block_ns).max()?;
-    let factor = hi as f64 / lo.max(1) as f64;
-    Some((lo, hi, (factor > STATE_CHANGE_FACTOR).then_some(factor)))
-}
-
-/// The note for a run whose probes varied by `factor` (more than [`STATE_CHANGE_FACTOR`]),
-/// printed under the report's answer and in its table.
-pub fn state_change_note(factor: f64) -> String {
-    format!(
-        "note: moving 4 KiB between the two CPUs took {factor:.2}x longer in some groups than in \
-         others: the machine changed state during the run, and ratios measured in different \
-         states differ (each floor's cross_core in the JSON says which)."
-    )
-}
-
-/// The median of `probes`' 4 KiB round trips (the lower middle one for an even count).
-pub fn median_block_ns(probes: &[CrossCore]) -> Option<u64> {
-    let mut blocks: Vec<u64> = probes.iter().map(|c| c.block_ns).collect();
-    blocks.sort_unstable();
-    blocks.get(blocks.len().checked_sub(1)? / 2).copied()
-}
-
-/// Bytes of the block that [`probe`] moves each way.
+/// Bytes of the block that [`RoundProbe`] moves each way.
 pub const BLOCK_BYTES: usize = 4096;
-
-/// Timed round trips of each kind, after [`WARMUP_ROUND_TRIPS`] untimed ones: about 3 ms in
-/// all on a machine where the 4 KiB round trip takes ~0.9 µs, 10 ms where it takes ~3.4 µs.
-pub const PROBE_ROUND_TRIPS: usize = 1000;
-
-/// Untimed round trips before each kind.
-pub const WARMUP_ROUND_TRIPS: usize = 100;
-
-/// The whole probe gives up (and reports nothing) when it has not finished by then: the
-/// partner thread may not be getting its CPU.
-pub const PROBE_DEADLINE: Duration = Duration::from_millis(500);
 
 /// Spins between two looks at the clock while waiting for the other side.
 const SPINS_PER_CLOCK_READ: u32 = 1024;
 
+/// What the prober and its partner share.
 struct Shared {
     /// Odd: the prober's message `n` is ready; even: the partner's answer to it.
     turn: AtomicU64,
     block: Vec<AtomicU64>,
-    /// Whether messages carry the block, or the line (`turn`) alone.
-    with_block: AtomicBool,
     stop: AtomicBool,
 }
 
@@ -122,79 +81,39 @@ impl Shared {
     }
 }
 
-/// Measures the [`CrossCore`] round trips between the calling thread and a partner thread
-/// started by `spawn_partner` (which must start the thread where the server would run, e.g.
-/// through [`super::placement::Placer::spawn`]). `None` when the partner did not answer
-/// before [`PROBE_DEADLINE`] or could not be started: the figure is then unknown, never made up.
-pub fn probe(
-    spawn_partner: impl FnOnce(Box<dyn FnOnce() + Send>) -> Option<thread::JoinHandle<()>>,
-) -> Option<CrossCore> {
-    let shared = Arc::new(Shared {
-        turn: AtomicU64::new(0),
-        block: (0..BLOCK_BYTES / 8).map(|_| AtomicU64::new(0)).collect(),
-        with_block: AtomicBool::new(false),
-        stop: AtomicBool::new(false),
-    });
-    let deadline = Instant::now() + PROBE_DEADLINE;
-    let partner_shared = Arc::clone(&shared);
-    let handle = spawn_partner(Box::new(move || partner(&partner_shared, deadline)))?;
-    let measured = prober(&shared, deadline);
-    shared.stop.store(true, Ordering::Relaxed);
-    let joined = handle.join();
-    measured.filter(|_| joined.is_ok())
-}
-
-/// The partner: answers every odd `turn` with the next even one, touching the block first when
-/// asked to, until told to stop or the deadline passes.
+/// The partner: answers every odd `turn` with the next even one, touching the block first,
+/// until told to stop or the deadline passes.
 fn partner(shared: &Shared, deadline: Instant) {
     let mut want = 1;
     while shared.wait_for(want, deadline) {
-        if shared.with_block.load(Ordering::Relaxed) {
-            shared.touch_block(want);
-        }
+        shared.touch_block(want);
         shared.turn.store(want + 1, Ordering::Release);
         want += 2;
     }
 }
 
-/// The prober's half: the line, then the block, each warmed up and then timed.
-fn prober(shared: &Shared, deadline: Instant) -> Option<CrossCore> {
-    let mut next = 1u64;
-    let (warmup, timed) = (WARMUP_ROUND_TRIPS, PROBE_ROUND_TRIPS);
-    let line_ns = phase(shared, &mut next, false, warmup, timed, deadline)?;
-    let block_ns = phase(shared, &mut next, true, warmup, timed, deadline)?;
-    Some(CrossCore { line_ns, block_ns })
-}
-
-/// `warmup` untimed then `timed` timed round trips of the line, or of the block when
-/// `with_block`, numbering the messages from `*next`: the p50 of the timed ones, or `None`
-/// when the partner did not answer before `deadline`.
-fn phase(
+/// `warmup` untimed then `timed` timed round trips of the block, numbering the messages from
+/// 1: the p50 of the timed ones, or `None` when the partner did not answer before `deadline`.
+fn block_round_trips(
     shared: &Shared,
-    next: &mut u64,
-    with_block: bool,
     warmup: usize,
     timed: usize,
     deadline: Instant,
 ) -> Option<u64> {
-    shared.with_block.store(with_block, Ordering::Relaxed);
+    let mut next = 1u64;
     let mut times = Vec::with_capacity(timed);
     for i in 0..warmup + timed {
         let started = Instant::now();
-        if with_block {
-            shared.touch_block(*next);
-        }
-        shared.turn.store(*next, Ordering::Release);
-        if !shared.wait_for(*next + 1, deadline) {
+        shared.touch_block(next);
+        shared.turn.store(next, Ordering::Release);
+        if !shared.wait_for(next + 1, deadline) {
             return None;
         }
-        if with_block {
-            std::hint::black_box(shared.touch_block(*next));
-        }
+        std::hint::black_box(shared.touch_block(next));
         if i >= warmup {
             times.push(started.elapsed().as_nanos() as u64);
         }
-        *next += 2;
+        next += 2;
     }
     times.sort_unstable();
     Some(peerpipe::stats::nearest_rank(&times, 0.5))
@@ -213,9 +132,9 @@ pub const ROUND_PROBE_ROUND_TRIPS: usize = 200;
 pub const ROUND_PROBE_DEADLINE: Duration = Duration::from_millis(20);
 
 /// A short probe of the machine's state at the start of every round of a group: the p50 of
-/// [`ROUND_PROBE_ROUND_TRIPS`] round trips of [`BLOCK_BYTES`] (as [`CrossCore::block_ns`]),
-/// after [`ROUND_WARMUP_ROUND_TRIPS`] untimed ones, between the calling thread and one partner
-/// thread kept for the whole group.
+/// [`ROUND_PROBE_ROUND_TRIPS`] round trips of [`BLOCK_BYTES`], after
+/// [`ROUND_WARMUP_ROUND_TRIPS`] untimed ones, between the calling thread and one partner thread
+/// kept for the whole group.
 ///
 /// Between probes the partner sleeps on a channel, so it never spins while bursts run: each
 /// [`RoundProbe::measure`] wakes it, ping-pongs, tells it to stop, and returns only once the
@@ -249,7 +168,6 @@ impl RoundProbe {
         let shared = Arc::new(Shared {
             turn: AtomicU64::new(0),
             block: (0..BLOCK_BYTES / 8).map(|_| AtomicU64::new(0)).collect(),
-            with_block: AtomicBool::new(true),
             stop: AtomicBool::new(true),
         });
         let (start, starts) = mpsc::channel::<Instant>();
@@ -296,9 +214,8 @@ impl RoundProbe {
             self.broken = true;
             return None;
         }
-        let mut next = 1;
         let (warmup, timed) = (ROUND_WARMUP_ROUND_TRIPS, ROUND_PROBE_ROUND_TRIPS);
-        let measured = phase(shared, &mut next, true, warmup, timed, deadline);
+        let measured = block_round_trips(shared, warmup, timed, deadline);
         shared.stop.store(true, Ordering::Relaxed);
         match self.done.recv_timeout(ROUND_PROBE_DEADLINE) {
             Ok(()) => measured,
@@ -342,19 +259,6 @@ mod tests {
     use super::*;
     use crate::report::key::Placement;
     use crate::report::placement::Placer;
-
-    #[test]
-    fn two_threads_measure_both_round_trips() {
-        // On two CPUs of their own when there are two (as the report places them), so that
-        // each hand-over does not wait for a time slice; other tests may still hold a CPU for
-        // a while, so one of three tries must get through.
-        let try_once = || match Placer::new(Placement::Split) {
-            Ok(placer) => probe(|run| placer.spawn(|| Ok(thread::spawn(run))).ok()),
-            Err(_) => probe(|run| Some(thread::spawn(run))),
-        };
-        let measured = (0..3).find_map(|_| try_once()).expect("a partner that answers");
-        assert!(measured.line_ns > 0 && measured.block_ns > 0, "{measured:?}");
-    }
 
     /// CPU time (user + system, in clock ticks) thread `tid` of this process has used so far.
     fn cpu_ticks_of(tid: u64) -> u64 {
@@ -437,27 +341,5 @@ mod tests {
         // A partner that exits at once: every measure is unknown, and none hangs.
         let mut probe = RoundProbe::start(|_run| Some(thread::spawn(|| {}))).unwrap();
         assert_eq!((probe.measure(), probe.measure()), (None, None));
-    }
-
-    #[test]
-    fn a_partner_that_never_answers_gives_nothing() {
-        assert_eq!(probe(|_run| Some(thread::spawn(|| {}))), None);
-    }
-
-    #[test]
-    fn spreads_and_medians_of_probes() {
-        let probe = |block_ns| CrossCore { line_ns: 100, block_ns };
-        assert_eq!(block_spread(&[]), None);
-        assert_eq!(median_block_ns(&[]), None);
-        assert_eq!(block_spread(&[probe(900), probe(1000)]), Some((900, 1000, None)));
-        let (lo, hi, changed) = block_spread(&[probe(900), probe(3600), probe(950)]).unwrap();
-        assert_eq!((lo, hi, changed), (900, 3600, Some(4.0)));
-        assert_eq!(median_block_ns(&[probe(3600), probe(900), probe(950)]), Some(950));
-        assert_eq!(median_block_ns(&[probe(3600), probe(900)]), Some(900));
-    }
-
-    #[test]
-    fn a_partner_that_cannot_start_gives_nothing() {
-        assert_eq!(probe(|_run| None), None);
     }
 }

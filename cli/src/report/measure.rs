@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::crosscore::{self, CrossCore, RoundProbe};
+use super::crosscore::RoundProbe;
 use super::group::{LiveGroup, Processes, RowSetup};
 use super::load::{Load, MAX_LOAD};
 use super::placement::Placer;
@@ -251,7 +251,6 @@ impl<'p> Section<'p> {
         measured: &mut Measured,
     ) -> std::result::Result<(), GroupError> {
         let plan = self.plan;
-        let cross_core = self.probe_cross_core();
         // A floor with no row of its bytes (the wake-up floor) needs no handler server.
         let with_rows = !plan.row_shapes(bytes, self.wait).is_empty();
         let mut first = self.spawn(bytes, with_rows).map_err(GroupError::Run)?;
@@ -275,8 +274,7 @@ impl<'p> Section<'p> {
         let kept = setups.clone();
         let result = self.measure_rounds(bytes, pin, seed, progress, first, setups, with_rows);
         match result {
-            Ok((mut floor, rows)) => {
-                floor.cross_core = cross_core;
+            Ok((floor, rows)) => {
                 measured.baseline.push(floor);
                 measured.rows.extend(rows);
                 Ok(())
@@ -289,29 +287,6 @@ impl<'p> Section<'p> {
                 Err(GroupError::Group(e))
             }
         }
-    }
-
-    /// The machine's state before a group: [`crosscore::probe`] between the client's first
-    /// allowed CPU and a thread on its second — where `split` puts client and server, and
-    /// what `free` may; with `same` (or one CPU) there is no second CPU to probe: `None`.
-    fn probe_cross_core(&self) -> Option<CrossCore> {
-        let split;
-        let placer = match self.placement.placement() {
-            Placement::Split => self.placement,
-            // Pinned for the probe only: dropping the placer restores the thread's affinity.
-            Placement::Free => {
-                split = Placer::new(Placement::Split).ok()?;
-                &split
-            }
-            Placement::Same => return None,
-        };
-        crosscore::probe(|run| {
-            let start = || {
-                let thread = std::thread::Builder::new().name("cross-core probe".into());
-                thread.spawn(run).map_err(Error::from)
-            };
-            placer.spawn(start).ok()
-        })
     }
 
     /// The probe of the machine's state at the start of every round of a group: a partner

@@ -7,8 +7,9 @@
 //! the same bytes with plain `read`/`write`. The result is a [`Report`], which [`render`] turns
 //! into a table and a verdict, [`export`] into JSON, CSV and SVG, and [`compare`] holds against
 //! another run. [`pairing`](peerpipe::pairing) measures a floor and its rows in interleaved rounds, [`placement`]
-//! and [`cpu`] put the processes on their CPUs and watch them there, and [`crosscore`] says
-//! which state the machine was in.
+//! and [`cpu`] put the processes on their CPUs and watch them there, [`crosscore`] probes the
+//! machine's state at the start of every round and [`states`] finds the run's states in those
+//! probes.
 
 pub mod answer;
 pub mod budget;
@@ -192,11 +193,11 @@ pub struct BaselineRow {
     /// costs what the route costs, so the rows' ratios measure framing and conversion only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
-    /// How long moving data between the first two allowed CPUs (where `split` puts client and
-    /// server) took just before this group (see [`crosscore`]): which state the machine was
-    /// in. `null` with `same` placement (no second CPU), when the probe got no CPU in time, and
-    /// in reports from before it was recorded.
-    #[serde(default)]
+    /// In reports written before rounds were probed: the probe of the machine's state taken
+    /// just before this floor's group ([`crosscore::CrossCore`]), which `peer compare` reads
+    /// to tell two such reports' states apart. New runs tag their rounds instead
+    /// ([`Round::probe_ns`], [`Machine::states`]): always `None` in them, and never written.
+    #[serde(default, skip_serializing)]
     pub cross_core: Option<crosscore::CrossCore>,
 }
 
@@ -558,11 +559,6 @@ impl Skipped {
 }
 
 impl Report {
-    /// The cross-core probes of every floor that was probed (see [`crosscore`]), in order.
-    pub fn cross_core_probes(&self) -> Vec<crosscore::CrossCore> {
-        self.baseline.iter().filter_map(|b| b.cross_core).collect()
-    }
-
     /// The baseline with the same bytes, transport, wait and placement as `row`.
     pub fn baseline_for(&self, row: &Row) -> Option<&BaselineRow> {
         let key = row.floor_key();

@@ -366,9 +366,21 @@ pub fn main_state(figures: &[StateFigures]) -> Option<&StateFigures> {
     figures.iter().max_by(|a, b| a.rounds.cmp(&b.rounds).then(b.state.cmp(&a.state)))
 }
 
+/// The state of the run with the most rounds (the faster on a tie): its main state, the one
+/// the report's figures mostly come from. `None` for no state.
+pub fn run_main_state(all: &[MachineState]) -> Option<&MachineState> {
+    all.iter().max_by(|a, b| a.rounds.cmp(&b.rounds).then(b.id.cmp(&a.id)))
+}
+
+/// Whether two probe figures (ns) are of the same state of the machine: less than
+/// [`STATE_FACTOR`] apart, as the medians of no two states found in one run are.
+pub fn same_state_ns(a_ns: u64, b_ns: u64) -> bool {
+    let (lo, hi) = (a_ns.min(b_ns).max(1), a_ns.max(b_ns));
+    (hi as f64) < STATE_FACTOR * lo as f64
+}
+
 /// Whether state `a` of one report and state `b` of another are the same state of the
-/// machine: their medians are less than [`STATE_FACTOR`] apart, as no two states found in one
-/// run are.
+/// machine: their medians are ([`same_state_ns`]).
 ///
 /// # Examples
 /// ```
@@ -379,8 +391,7 @@ pub fn main_state(figures: &[StateFigures]) -> Option<&StateFigures> {
 /// assert!(!same_state(&state(900), &state(3_500)));
 /// ```
 pub fn same_state(a: &MachineState, b: &MachineState) -> bool {
-    let (lo, hi) = (a.probe_ns.min(b.probe_ns).max(1), a.probe_ns.max(b.probe_ns));
-    (hi as f64) < STATE_FACTOR * lo as f64
+    same_state_ns(a.probe_ns, b.probe_ns)
 }
 
 /// The states `a` and `b` (two reports' [`Machine::states`](super::Machine::states)) share:

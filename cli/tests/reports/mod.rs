@@ -1,7 +1,9 @@
 //! Hand-built reports for the tests of the report's outputs (no processes, no clocks):
-//! [`sample`] is a whole run, [`row`], [`base`] and [`report`] build others.
+//! [`sample`] is a whole run, [`row`], [`base`] and [`report`] build others, and
+//! [`with_probes`] gives one the machine's states.
 
 use peerpipe_cli::report::key::RowId;
+use peerpipe_cli::report::states;
 use peerpipe_cli::report::{BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row};
 
 /// Six percentiles around a p50.
@@ -147,4 +149,19 @@ pub fn sample() -> Report {
         base(524_288, "spin", 350_000),
     ];
     report(baseline, rows)
+}
+
+/// `report` with round `i` of every floor and row probed at `probe(i)` (the 4 KiB round trip
+/// between the first two CPUs, in ns), then the machine's states found and assigned, as a run
+/// does.
+#[allow(dead_code, reason = "not every test file that shares these reports has states")]
+pub fn with_probes(mut report: Report, probe: impl Fn(usize) -> u64) -> Report {
+    let floors = report.baseline.iter_mut().map(|b| &mut b.rounds);
+    for rounds in floors.chain(report.rows.iter_mut().map(|r| &mut r.rounds)) {
+        for (i, round) in rounds.iter_mut().enumerate() {
+            round.probe_ns = Some(probe(i));
+        }
+    }
+    states::assign(&mut report);
+    report
 }

@@ -288,3 +288,28 @@ fn reports_from_before_states_are_judged_on_their_ratios() {
     let absolute = compare(&a, &b, T, Mode::Absolute);
     assert!(absolute.states.is_none() && absolute.rows[0].paired.is_none());
 }
+
+#[test]
+fn a_runs_usual_probe_is_its_main_states_or_the_median_of_its_groups_probes() {
+    // Per-round states: the state most rounds ran in (here 14 of 20 in the slow one).
+    let b = run(|i| if i < 6 { FAST } else { SLOW }, 0);
+    let main = b.machine.states.iter().max_by_key(|s| s.rounds).unwrap();
+    assert_eq!(usual_probe_ns(&b), Some(main.probe_ns));
+    assert!(main.probe_ns >= 3_500, "{:?}", b.machine.states);
+    // A report from before per-round states: the median of its floors' probes, the lower
+    // middle one for an even count; none probed, none known.
+    let mut old = run(|_| FAST, 0);
+    old.machine.states.clear();
+    old.baseline = vec![old.baseline[0].clone(); 3];
+    let probes = |old: &mut Report, blocks: &[u64]| {
+        for (floor, &block_ns) in old.baseline.iter_mut().zip(blocks) {
+            floor.cross_core = Some(crate::report::crosscore::CrossCore { block_ns });
+        }
+    };
+    assert_eq!(usual_probe_ns(&old), None);
+    probes(&mut old, &[3_600, 900, 950]);
+    assert_eq!(usual_probe_ns(&old), Some(950));
+    old.baseline.pop();
+    probes(&mut old, &[3_600, 900]);
+    assert_eq!(usual_probe_ns(&old), Some(900));
+}

@@ -68,10 +68,10 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     if let Some((a, b)) = comparison.states_differ {
         writeln!(
             out,
-            "note: the machine was in different states: moving 4 KiB between the client's CPU \
-             and the server's took {} in A and {} in B (median cross_core probe). A cost added \
-             to every transfer changes ratios as well as times; compare runs taken in one state \
-             (docs/PERFORMANCE.md, \"Paired measurement\").",
+            "note: the machine was in different states: moving 4 KiB between the first two \
+             CPUs and back took {} in A and {} in B for most of each run. A cost added to every \
+             transfer changes ratios as well as times; compare runs taken in one state \
+             (docs/PERFORMANCE.md, \"The machine's state\").",
             format_nanos(a as f64),
             format_nanos(b as f64)
         )?;

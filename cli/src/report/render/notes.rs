@@ -1,8 +1,8 @@
 //! The notes on the machine that the table prints under its sections: contention (other tasks
-//! taking a CPU), the machine's state as the cross-core probes saw it, and changes of speed
+//! taking a CPU), the machine's state as the rounds' probes saw it, and changes of speed
 //! during the run.
 
-use crate::report::{BaselineRow, Report, crosscore, format};
+use crate::report::{BaselineRow, Report, format};
 
 /// A floor whose per-round p50 varied by more than this factor (max ÷ min) within its group
 /// is reported as a change of the machine's speed during the run.
@@ -33,56 +33,32 @@ pub fn contention(report: &Report) -> Option<String> {
     })
 }
 
-/// The machine's state as the cross-core probe saw it before each group (see
-/// [`crate::report::crosscore`]): one line with the round trips between the client's CPU and the
-/// server's, and a note when the 4 KiB figure varied by more than
-/// [`crate::report::crosscore::STATE_CHANGE_FACTOR`] across groups — groups measured in different
-/// states have different ratios; then, when the rounds' probes found more than one state, a
-/// note on each state but the main one ([`super::states_note`]). `None` when there is neither.
+/// The machine's state as the rounds' probes saw it ([`crate::report::states`]): one line
+/// with the 4 KiB round trip between the first two CPUs in each state found and how many
+/// rounds ran in it; then, when there is more than one state, a note on each state but the
+/// main one ([`super::states_note`]). `None` when no round was probed (one CPU).
 pub fn machine_state(report: &Report) -> Option<String> {
-    let lines: Vec<String> =
-        [group_probes(report), super::states_note(report)].into_iter().flatten().collect();
-    (!lines.is_empty()).then(|| lines.join("\n"))
-}
-
-/// The line (and note) of [`machine_state`] on the probes taken before each group; `None`
-/// when no group was probed (no `split` or `free` placement).
-fn group_probes(report: &Report) -> Option<String> {
     let states = &report.machine.states;
-    if !states.is_empty() {
-        // Probed every round: the states found say more than the probes before each group.
-        let list: Vec<String> = states
-            .iter()
-            .map(|s| format!("{} in {} rounds", format::ns(s.probe_ns), s.rounds))
-            .collect();
-        return Some(format!(
-            "machine state: 4 KiB moved between the first two CPUs and back took {} (probed \
-             every round; {} found).",
-            list.join(", "),
-            match states.len() {
-                1 => "one state".to_owned(),
-                n => format!("{n} states"),
-            }
-        ));
+    if states.is_empty() {
+        return None;
     }
-    let probes = report.cross_core_probes();
-    let (lo, hi, changed) = crosscore::block_spread(&probes)?;
-    let range = |lo: u64, hi: u64| {
-        if lo == hi { format::ns(lo) } else { format!("{}..{}", format::ns(lo), format::ns(hi)) }
-    };
-    let line_lo = probes.iter().map(|c| c.line_ns).min().unwrap_or(0);
-    let line_hi = probes.iter().map(|c| c.line_ns).max().unwrap_or(0);
-    let mut out = format!(
-        "machine state: a cache line between the first two CPUs {}, 4 KiB {} (round trips, \
-         probed before each group).",
-        range(line_lo, line_hi),
-        range(lo, hi)
+    let list: Vec<String> = states
+        .iter()
+        .map(|s| format!("{} in {} rounds", format::ns(s.probe_ns), s.rounds))
+        .collect();
+    let line = format!(
+        "machine state: 4 KiB moved between the first two CPUs and back took {} (probed every \
+         round; {} found).",
+        list.join(", "),
+        match states.len() {
+            1 => "one state".to_owned(),
+            n => format!("{n} states"),
+        }
     );
-    if let Some(factor) = changed {
-        out.push('\n');
-        out.push_str(&crosscore::state_change_note(factor));
-    }
-    Some(out)
+    Some(match super::states_note(report) {
+        Some(note) => format!("{line}\n{note}"),
+        None => line,
+    })
 }
 
 /// One line when some floor's per-round p50 varied by more than [`SPEED_CHANGE_FACTOR`]: the

@@ -5,11 +5,6 @@
 use crate::report::states::{self, MachineState};
 use crate::report::{Report, Row, format};
 
-/// The state of `all` with the most rounds (the faster on a tie): the run's main state.
-fn main_of(all: &[MachineState]) -> Option<&MachineState> {
-    all.iter().max_by(|a, b| a.rounds.cmp(&b.rounds).then(b.id.cmp(&a.id)))
-}
-
 /// `cost 3.50x more` or `cost 2.15x less`: the 4 KiB probe of `state` against `main`'s.
 fn cost(state: &MachineState, main: &MachineState) -> String {
     let (of, to) = (state.probe_ns.max(1) as f64, main.probe_ns.max(1) as f64);
@@ -38,7 +33,7 @@ fn ratios(values: &[f64]) -> Option<String> {
 /// first part only. `None` with fewer than two states.
 pub fn states_note(report: &Report) -> Option<String> {
     let all = &report.machine.states;
-    let main = main_of(all).filter(|_| all.len() >= 2)?;
+    let main = states::run_main_state(all).filter(|_| all.len() >= 2)?;
     let total: u64 = all.iter().map(|s| s.rounds).sum();
     let figures: Vec<_> = report.rows.iter().map(Row::state_figures).collect();
     let ratios_in = |state: u32| -> Vec<f64> {

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use peerpipe::transport::{TransportKind, Wait};
 
 use crate::report::ratio::{self, PairedRatio};
-use crate::report::{BaselineRow, Placement, Report, Row, Workload, crosscore, format};
+use crate::report::{BaselineRow, Placement, Report, Row, Workload, format, states};
 
 use super::notes::{contention, machine_state, speed_change};
 use super::order::{Order, dtype_rank, transport_rank};
@@ -30,6 +30,9 @@ impl Widths {
     }
 }
 
+/// The widest line of the table, in columns (the notes above it aside).
+const TABLE_WIDTH: usize = 120;
+
 /// Writes the rows as an aligned table, at most 120 columns wide.
 ///
 /// Rows are grouped by placement and wait strategy (one section each, with its own column
@@ -39,8 +42,11 @@ impl Widths {
 /// p50 unless the column says otherwise, with units chosen per magnitude; CPU time that could
 /// not be measured (NaN) shows as `-`, and so does a ratio without a baseline. A ratio that is
 /// not a result ([`PairedRatio`]: its interval too wide, across 1.00x, or unknown) shows as
-/// `unres.` beside its interval, and a line under the legend says what that means. Baselines
-/// that no row uses are listed at the end.
+/// `unres.` beside its interval, and a line under the legend says what that means. When the
+/// machine was in several states during the run ([`Machine::states`](crate::report::Machine::states)),
+/// each group's line (or, when it has no room left, a line under it) gives the 4 KiB round trip
+/// of the state its rows' figures come from: `main state 4 KiB 1.32us`. Baselines that no row
+/// uses are listed at the end.
 ///
 /// # Errors
 /// Errors of `out`.
@@ -144,9 +150,9 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         ))
     });
     let mut section: Option<(Placement, Wait)> = None;
-    // When the machine changed state during the run, each group says which it was in.
-    let changed =
-        matches!(crosscore::block_spread(&report.cross_core_probes()), Some((_, _, Some(_))));
+    // When the machine was in several states during the run, each group says which state its
+    // rows' figures come from.
+    let several_states = report.machine.states.len() >= 2;
     for &(pin, wait, dtype, elements) in &groups {
         if section != Some((pin, wait)) {
             section = Some((pin, wait));
@@ -169,15 +175,22 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let notes: String = rows
             .first()
             .and_then(|row| report.baseline_for(row))
-            .map(|floor| {
-                let mut notes = floor_notes(floor, rows.iter().copied());
-                if let Some(probe) = floor.cross_core.filter(|_| changed) {
-                    notes.push_str(&format!("; cross-core 4 KiB {}", format::ns(probe.block_ns)));
-                }
-                notes
-            })
+            .map(|floor| floor_notes(floor, rows.iter().copied()))
             .unwrap_or_default();
-        writeln!(out, "{dtype} x {elements} ({}){notes}", format::bytes(bytes))?;
+        let title = format!("{dtype} x {elements} ({}){notes}", format::bytes(bytes));
+        let state = rows
+            .first()
+            .and_then(|row| main_state_probe_ns(report, row))
+            .filter(|_| several_states)
+            .map(|probe_ns| format!("main state 4 KiB {}", format::ns(probe_ns)));
+        match state {
+            // On the group's line when it fits in the table's width, else on a line of its own.
+            Some(state) if title.chars().count() + 2 + state.len() <= TABLE_WIDTH => {
+                writeln!(out, "{title}; {state}")?
+            }
+            Some(state) => writeln!(out, "{title}\n  {state}")?,
+            None => writeln!(out, "{title}")?,
+        }
         // The raw floor of each transport in the group, in the rows' transport order.
         let mut floors: Vec<&Row> = Vec::new();
         for row in &rows {
@@ -335,6 +348,13 @@ fn rounds_phrase(rounds: u32) -> String {
         1 => "1 round".to_owned(),
         n => format!("{n} rounds"),
     }
+}
+
+/// The 4 KiB probe of `row`'s main state ([`states::main_state`]), the state its figures come
+/// from: the state's `probe_ns` in the report's list; `None` when its rounds carry no state.
+fn main_state_probe_ns(report: &Report, row: &Row) -> Option<u64> {
+    let main = states::main_state(&row.state_figures())?.state;
+    report.machine.states.iter().find(|s| s.id == main).map(|s| s.probe_ns)
 }
 
 /// What a group's header line adds: the spread of its floor's per-round p50, and how often
