@@ -44,11 +44,7 @@ pub fn states_note(report: &Report) -> Option<String> {
         .iter()
         .filter(|s| s.id != main.id)
         .map(|state| {
-            let mut line = format!(
-                "note: {} of {total} rounds ran in a state where moving 4 KiB across CPUs {}",
-                state.rounds,
-                cost(state, main)
-            );
+            let mut line = format!("note: {}", ran_in(state.rounds, total, state, main));
             let there = ratios_in(state.id);
             if let Some(there_text) = ratios(&there) {
                 let were = if there.len() == 1 { "the ratio was" } else { "the ratios were" };
@@ -62,6 +58,15 @@ pub fn states_note(report: &Report) -> Option<String> {
         })
         .collect();
     Some(lines.join("\n"))
+}
+
+/// `2 of 20 rounds ran in a state where moving 4 KiB across CPUs cost 3.50x more`: the start
+/// of every sentence on a state other than `main`, for the run's note and for a row's.
+fn ran_in(rounds: u64, total: u64, state: &MachineState, main: &MachineState) -> String {
+    format!(
+        "{rounds} of {total} rounds ran in a state where moving 4 KiB across CPUs {}",
+        cost(state, main)
+    )
 }
 
 /// The same note for one row, in its own rounds: e.g. `2 of 20 rounds ran in a state where
@@ -79,11 +84,7 @@ pub fn row_states_note(all: &[MachineState], row: &Row) -> Option<String> {
         .iter()
         .filter(|f| f.state != main.id)
         .filter_map(|f| {
-            let mut sentence = format!(
-                "{} of {total} rounds ran in a state where moving 4 KiB across CPUs {}",
-                f.rounds,
-                cost(state(f.state)?, main)
-            );
+            let mut sentence = ran_in(f.rounds, total, state(f.state)?, main);
             if let Some(ratio) = f.ratio {
                 sentence.push_str(&format!(": there the ratio was {}x", format::ratio(ratio)));
             }
