@@ -111,6 +111,8 @@ pub trait Group {
 pub struct Rounds {
     /// `p50_ns[member][round]`: p50 of the member's timed round trips in that round.
     pub p50_ns: Vec<Vec<u64>>,
+    /// `p99_ns[member][round]`: their p99 (nearest rank), where the tail of each burst sits.
+    pub p99_ns: Vec<Vec<u64>>,
     /// Timed round trips of each member over all rounds.
     pub round_trips: Vec<u64>,
     /// How many of the rounds, in order, each generation holds (one entry per [`run`], which
@@ -129,6 +131,9 @@ impl Rounds {
         for (mine, theirs) in self.p50_ns.iter_mut().zip(later.p50_ns) {
             mine.extend(theirs);
         }
+        for (mine, theirs) in self.p99_ns.iter_mut().zip(later.p99_ns) {
+            mine.extend(theirs);
+        }
         for (mine, theirs) in self.round_trips.iter_mut().zip(later.round_trips) {
             *mine += theirs;
         }
@@ -139,6 +144,7 @@ impl Rounds {
     pub fn empty(members: usize) -> Rounds {
         Rounds {
             p50_ns: vec![Vec::new(); members],
+            p99_ns: vec![Vec::new(); members],
             round_trips: vec![0; members],
             generations: Vec::new(),
         }
@@ -188,6 +194,7 @@ pub fn run(group: &mut impl Group, schedule: &Schedule) -> Result<Rounds> {
     let members = group.members();
     let rounds = schedule.rounds as usize;
     let mut p50_ns = vec![Vec::with_capacity(rounds); members];
+    let mut p99_ns = vec![Vec::with_capacity(rounds); members];
     let mut round_trips = vec![0; members];
     for member in 0..members {
         group.enter(member)?;
@@ -229,10 +236,11 @@ pub fn run(group: &mut impl Group, schedule: &Schedule) -> Result<Rounds> {
             group.leave(member, round)?;
             samples.sort_unstable();
             p50_ns[member].push(crate::stats::nearest_rank(&samples, 0.5));
+            p99_ns[member].push(crate::stats::nearest_rank(&samples, 0.99));
             round_trips[member] += samples.len() as u64;
         }
     }
-    Ok(Rounds { p50_ns, round_trips, generations: vec![rounds] })
+    Ok(Rounds { p50_ns, p99_ns, round_trips, generations: vec![rounds] })
 }
 
 /// Confidence level of [`median_interval`] and of every `ratio_ci` in the report.
@@ -524,6 +532,50 @@ mod tests {
 
     /// Floor 1000 ns, row 1500 ns: the true ratio is 1.5.
     const BASE: [u64; 2] = [1_000, 1_500];
+
+    /// Every 50th round trip of member 1 takes ten times as long: two in each burst of 100.
+    struct TwoSlowInAHundred {
+        clock: u64,
+        count: u64,
+    }
+
+    impl Group for TwoSlowInAHundred {
+        fn members(&self) -> usize {
+            2
+        }
+        fn enter(&mut self, _: usize) -> Result<()> {
+            Ok(())
+        }
+        fn round_trip(&mut self, member: usize, timed: bool) -> Result<u64> {
+            self.count += u64::from(timed && member == 1);
+            let ns =
+                if member == 1 && timed && self.count.is_multiple_of(50) { 10_000 } else { 1_000 };
+            self.clock += ns;
+            Ok(ns)
+        }
+        fn now_ns(&mut self) -> u64 {
+            self.clock
+        }
+    }
+
+    #[test]
+    fn each_burst_keeps_its_p99_beside_its_p50() {
+        let schedule = Schedule {
+            rounds: 4,
+            burst: Burst::RoundTrips(100),
+            settle_round_trips: 0,
+            warmup_ns: 0,
+            seed: 3,
+        };
+        let rounds = run(&mut TwoSlowInAHundred { clock: 0, count: 0 }, &schedule).unwrap();
+        assert_eq!(rounds.p50_ns, vec![vec![1_000; 4]; 2]);
+        // Two slow round trips in a hundred: the 99th of them by rank is slow.
+        assert_eq!(rounds.p99_ns, vec![vec![1_000; 4], vec![10_000; 4]]);
+        let mut both = Rounds::empty(2);
+        both.append(rounds.clone());
+        both.append(rounds);
+        assert_eq!(both.p99_ns[1].len(), 8);
+    }
 
     #[test]
     fn a_machine_that_halves_its_speed_in_spells_still_gives_the_true_ratio() {

@@ -334,6 +334,7 @@ fn report_in_state(probe_ns: u64, floor_p50: u64, ratio: f64) -> Report {
     let mut report = paired_report(floor_p50, ratio, [ratio - 0.02, ratio + 0.02]);
     let round = |p50_ns, floor_p50_ns, i: u64| Round {
         p50_ns,
+        p99_ns: None,
         floor_p50_ns,
         client_cpu: None,
         server_cpu: None,

@@ -145,6 +145,7 @@ fn json_has_the_documented_keys_and_nesting() {
             keys(&b["rounds"][0]),
             set(&[
                 "p50_ns",
+                "p99_ns",
                 "client_cpu",
                 "server_cpu",
                 "preemptions",
@@ -191,6 +192,7 @@ fn json_has_the_documented_keys_and_nesting() {
             keys(&r["rounds"][0]),
             set(&[
                 "p50_ns",
+                "p99_ns",
                 "floor_p50_ns",
                 "client_cpu",
                 "server_cpu",

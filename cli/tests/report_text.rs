@@ -173,6 +173,7 @@ fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
         .into_iter()
         .map(|p50_ns| Round {
             p50_ns,
+            p99_ns: None,
             floor_p50_ns: None,
             client_cpu: None,
             server_cpu: None,

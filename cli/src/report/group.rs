@@ -181,10 +181,11 @@ struct RoundOf {
 }
 
 impl Seen {
-    fn round(&self, p50_ns: u64, floor_p50_ns: Option<u64>, of: RoundOf) -> Round {
+    fn round(&self, (p50_ns, p99_ns): (u64, u64), floor_p50_ns: Option<u64>, of: RoundOf) -> Round {
         Round {
             generation: of.generation,
             p50_ns,
+            p99_ns: Some(p99_ns),
             floor_p50_ns,
             client_cpu: self.client_cpu,
             server_cpu: self.server_cpu,
@@ -331,19 +332,23 @@ impl<'a> LiveGroup<'a> {
             .collect();
         let floor_rounds: Vec<Round> = floor_p50
             .iter()
+            .copied()
+            .zip(rounds.p99_ns[0].iter().copied())
             .zip(&self.floor.seen)
             .zip(&round_of)
-            .map(|((&p50_ns, seen), &of)| seen.round(p50_ns, None, of))
+            .map(|((p50_p99, seen), &of)| seen.round(p50_p99, None, of))
             .collect();
         let mut rows = Vec::with_capacity(self.rows.len());
         for (i, row) in self.rows.iter_mut().enumerate() {
             let p50s = &rounds.p50_ns[i + 1];
             let round_records: Vec<Round> = p50s
                 .iter()
+                .copied()
+                .zip(rounds.p99_ns[i + 1].iter().copied())
                 .zip(floor_p50)
                 .zip(&row.seen)
                 .zip(&round_of)
-                .map(|(((&p50_ns, &floor), seen), &of)| seen.round(p50_ns, Some(floor), of))
+                .map(|(((p50_p99, &floor), seen), &of)| seen.round(p50_p99, Some(floor), of))
                 .collect();
             let iterations = rounds.round_trips[i + 1];
             let ratio = paired_ratio_by_generation(p50s, floor_p50, &rounds.generations);

@@ -101,6 +101,10 @@ impl Percentiles {
 pub struct Round {
     /// p50 of the round trips of this burst.
     pub p50_ns: u64,
+    /// p99 of the round trips of this burst (nearest rank): whether a row's tail sits in a
+    /// few rounds or in every one. `null` in reports written before it was recorded.
+    #[serde(default)]
+    pub p99_ns: Option<u64>,
     /// For a row: the p50 of its floor's burst in the same round, the denominator of this
     /// round's ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]

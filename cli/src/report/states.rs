@@ -305,7 +305,7 @@ pub struct StateFigures {
 /// ```
 /// use peerpipe_cli::report::Round;
 /// use peerpipe_cli::report::states::figures;
-/// let round = |p50_ns, floor, state| Round { p50_ns, floor_p50_ns: Some(floor),
+/// let round = |p50_ns, floor, state| Round { p50_ns, p99_ns: None, floor_p50_ns: Some(floor),
 ///     client_cpu: None, server_cpu: None, preemptions: None, generation: 0,
 ///     probe_ns: None, state: Some(state) };
 /// let rounds = [round(2_600, 2_000, 0), round(6_300, 6_000, 1), round(2_620, 2_000, 0)];
@@ -501,6 +501,7 @@ pub(crate) mod testing {
     ) -> Round {
         Round {
             p50_ns,
+            p99_ns: None,
             floor_p50_ns,
             client_cpu: None,
             server_cpu: None,

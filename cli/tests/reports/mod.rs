@@ -69,6 +69,7 @@ pub fn rounds(p50: u64, floor: Option<u64>) -> Vec<Round> {
     [p50 * 95 / 100, p50, p50 * 105 / 100]
         .map(|p50_ns| Round {
             p50_ns,
+            p99_ns: None,
             floor_p50_ns: floor,
             client_cpu: Some(0),
             server_cpu: Some(1),
