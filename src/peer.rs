@@ -136,9 +136,9 @@ impl Peer {
         self.transport.max_frames_in_flight()
     }
 
-    /// Moves of this side's thread to an idle CPU, off a core shared with the server, and
-    /// moves back after a trial that failed (see [`crate::transport::placement`]).
-    pub fn moves(&self) -> (u64, u64) {
+    /// Moves of this side's thread to an idle CPU, off a core shared with the server (see
+    /// [`crate::transport::placement`]; the server moves off the client's core the same way).
+    pub fn moves(&self) -> u64 {
         self.transport.moves()
     }
 

@@ -160,7 +160,7 @@ struct RunArgs {
     /// Wait strategy: auto (the default: spin while the peer answers within the spin — 50 µs,
     /// up to 500 µs when the peer's wake-ups cost that much — block once spinning stops paying
     /// — the peer shares this core, or other work holds the cores — and probe now and then to
-    /// spin again; a client sharing its core with its server moves to an idle CPU), block (sleep in the kernel: least CPU), spin (never
+    /// spin again; a side that keeps handing its core to the other moves to an idle CPU), block (sleep in the kernel: least CPU), spin (never
     /// sleep: burns a core per side), hybrid or hybrid:DUR (spin DUR, 50 µs by default, then
     /// block). As a client, a comma-separated list [default: block, spin and auto up to 65536
     /// elements, auto above].

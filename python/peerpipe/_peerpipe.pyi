@@ -122,7 +122,7 @@ class Peer:
         server answers within the spin -- 50 us, up to 500 us when its wake-ups cost that much
         -- block while spinning does not pay -- both processes on one core, or other work
         holding the cores -- try spinning again now and then, and move this side's thread to
-        an idle CPU when it shares one with the server), "block" (least CPU), "spin" (burns a core) or "hybrid[:50us]" (spin, then
+        an idle CPU when it keeps handing its core to the server), "block" (least CPU), "spin" (burns a core) or "hybrid[:50us]" (spin, then
         block). ``timeout``: seconds for the handshake and for each reply (None: no
         limit). ``max_frame_bytes``: largest reply accepted (default 64 MiB). The GIL is
         released during the handshake, and Ctrl-C interrupts it within about 100 ms (the server
@@ -231,9 +231,8 @@ class RemoteRhs:
         the spin), wait_slept_at_once, wait_probes, wait_stopped_spinning (switches to
         sleeping), wait_contended (spins after which yielding the CPU ran another task),
         wait_kept_asleep (spins not started because the server last ran on this side's CPU),
-        wait_spinning (spinning now), wait_moves (moves of this side's thread to an idle CPU,
-        off a core shared with the server) and wait_moves_back (moves undone after a trial
-        in which spinning stopped paying)."""
+        wait_spinning (spinning now) and wait_moves (moves of this side's thread to an idle
+        CPU, off a core shared with the server)."""
     @property
     def last_timing(self) -> CallTiming:
         """Timing of the most recent successful call."""

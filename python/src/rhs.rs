@@ -152,9 +152,7 @@ impl PyRemoteRhs {
         d.set_item("wait_contended", counts.contended)?;
         d.set_item("wait_kept_asleep", counts.kept_asleep)?;
         d.set_item("wait_spinning", auto.is_spinning())?;
-        let (moves, moves_back) = rhs.peer().moves();
-        d.set_item("wait_moves", moves)?;
-        d.set_item("wait_moves_back", moves_back)?;
+        d.set_item("wait_moves", rhs.peer().moves())?;
         Ok(d)
     }
 

@@ -92,18 +92,16 @@ def test_remote_rhs_from_python_with_stats():
             and stats["round_trip_max_ns"] >= stats["round_trip_p50_ns"]
         )
         assert fun.last_timing.round_trip_ns > 0
-        # What the auto wait did: counts that only grow, moves undone never more than made.
+        # What the auto wait did: counts that only grow.
         waits = (
             "wait_spun",
             "wait_hits",
             "wait_slept_at_once",
             "wait_kept_asleep",
             "wait_moves",
-            "wait_moves_back",
         )
         assert all(isinstance(stats[k], int) and stats[k] >= 0 for k in waits)
         assert stats["wait_hits"] <= stats["wait_spun"]
-        assert stats["wait_moves_back"] <= stats["wait_moves"]
         with pytest.raises(peerpipe.RemoteError, match=r"needs at least 4 elements"):
             fun(0.0, np.ones(2))
         assert fun(0.0, y).tobytes() == d.tobytes()  # still usable

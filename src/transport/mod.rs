@@ -201,11 +201,11 @@ impl Transport {
     }
 
     /// Under [`Wait::Auto`], lets this side move its thread off a core it shares with its
-    /// peer (whose pid, when known, tells where the peer runs) to an idle CPU, and spin there
-    /// ([`placement`] says when and how). For one side of a connection only: `Peer` asks it
-    /// for the client's side.
-    pub fn move_off_a_shared_core(&mut self, peer_pid: Option<u32>) {
-        self.placement = Some(Box::new(Placement::new(placement::Os::new(peer_pid))));
+    /// peer (process `peer_pid`) to an idle CPU once its sleeps show the two handing the core
+    /// to each other, and spin there ([`placement`] says when and how). `Peer` asks it for the
+    /// client's side, and a server started on stdio for its parent.
+    pub fn move_off_a_shared_core(&mut self, peer_pid: u32) {
+        self.placement = Some(Box::new(Placement::new(placement::Os::new(Some(peer_pid)))));
     }
 
     /// Under [`Wait::Auto`], looks where the peer (process `peer_pid`) runs: while the two may
@@ -217,10 +217,9 @@ impl Transport {
         self.peer = Some(Box::new(placement::PeerWatch::new(peer_pid)));
     }
 
-    /// Moves made by [`Transport::move_off_a_shared_core`] so far, and moves back after a
-    /// trial that failed.
-    pub fn moves(&self) -> (u64, u64) {
-        self.placement.as_ref().map_or((0, 0), |placement| placement.moves())
+    /// Moves made by [`Transport::move_off_a_shared_core`] so far.
+    pub fn moves(&self) -> u64 {
+        self.placement.as_ref().map_or(0, |placement| placement.moves())
     }
 
     /// What [`Wait::Auto`] has learned of this connection so far.
@@ -692,12 +691,6 @@ impl Transport {
                                 }
                             }
                         }
-                        if !self.auto.is_spinning()
-                            && let Some(placement) = &mut self.placement
-                            && placement.before_sleeping(now)
-                        {
-                            self.auto.resume_spinning();
-                        }
                         Some(self.auto.budget())
                     }
                 };
@@ -748,10 +741,15 @@ impl Transport {
                 // CPUs (two reads of the kernel's state, next to a sleep that cost more).
                 seen.crowded = self.auto.asks_whether_crowded(&seen) && placement::crowded();
                 self.auto.record(seen);
-                if let Some(placement) = &mut self.placement
-                    && placement.on_trial()
+                if seen.slept
+                    && let Some(placement) = &mut self.placement
                 {
-                    placement.after_wait(now, self.auto.is_spinning());
+                    // A sleep this short handed the core to the peer and back.
+                    let hand_over =
+                        seen.waited.saturating_sub(seen.budget) <= wait::AUTO_CHEAP_SLEEP;
+                    if placement.after_sleep(now, hand_over) {
+                        self.auto.resume_spinning();
+                    }
                 }
             }
             *spin = Spinning::default();

@@ -1,29 +1,40 @@
-//! Moving a waiting thread off the core it shares with its peer, when another core is idle.
+//! Moving a waiting thread off the core it shares with its peer, when another CPU is idle.
 //!
 //! Two processes that exchange messages over a pipe tend to end up on one core: a pipe write
 //! wakes the reader as a *synchronous* wake-up ("I am about to sleep"), so the scheduler puts
-//! the reader beside the writer, and once the two take turns on one core nothing makes it
-//! move them apart, even with the other cores idle. There they must sleep — [`Wait::Auto`]
-//! sees the shared core and stops spinning — and every round trip pays two context switches,
-//! where two cores with both sides spinning pay none.
+//! the reader beside the writer whenever the reader last ran there, and once the two take
+//! turns on one core nothing makes it move them apart, even with the other cores idle. There
+//! they hand the core to each other on every round trip — two context switches, where two
+//! cores with both sides spinning pay none.
 //!
-//! So a side allowed to move (the client: `Peer` allows its own side, never the server's, so
-//! that the two never chase each other) that waits by sleeping checks, now and then, whether
-//! it shares its core with the peer (the peer's last CPU, when its pid is known) and whether
-//! another CPU it may run on was idle: at least [`IDLE_ENOUGH`] of its time between two looks
-//! at the kernel's per-CPU times (`/proc/stat`) at least [`WINDOW`] apart. If so it moves its
-//! thread to the idlest of them — its affinity is set to that CPU and at once restored, so the user's mask
-//! stays as it was and only the thread's current CPU changes — and spins again. A *trial*
-//! follows, of at least [`TRIAL_WAITS`] waits and [`TRIAL_TIME`]: if spinning stops paying
-//! within it, or the thread was preempted there ([`TRIAL_PREEMPTIONS`] involuntary context
-//! switches: another task wanted that CPU), the thread moves back to where it was and the
-//! next check waits twice as long, from [`FIRST_CHECK`] up to [`MAX_CHECK`].
+//! A side that shares its core so sees it for free: its sleeps are *hand-overs*, shorter than
+//! [`AUTO_CHEAP_SLEEP`] (the core given to the peer and given back). After
+//! [`HAND_OVERS_TO_LOOK`] of them in a row it looks, and moves when all of this holds:
 //!
-//! With one CPU allowed, or without `/proc`, nothing moves. Counting the runnable tasks at
-//! one instant (`/proc/loadavg`) instead was tried, and moved threads onto CPUs that a busy
-//! task held: the tail of the round trip beside one busy thread grew by half.
+//! - the peer last ran on this thread's CPU (`/proc/PID/stat`);
+//! - this thread may run on another CPU (its affinity mask);
+//! - nothing else on the machine is runnable at that instant (`/proc/loadavg`, less this
+//!   thread and the peer), so another CPU is idle.
 //!
-//! [`Wait::Auto`]: super::Wait::Auto
+//! It then moves its thread to the other allowed CPU that was idle longest since its last look
+//! (`/proc/stat`) — its affinity is set to that CPU and at once restored, so the user's mask
+//! stays as it was and only the thread's current CPU changes — and the caller spins again
+//! ([`super::AutoWait::resume_spinning`]). A look that finds nothing to do puts the next one
+//! off, from [`FIRST_CHECK`] doubling up to [`MAX_CHECK`].
+//!
+//! Both sides look (the client at its server, a server at its parent), and neither chases the
+//! other: once one has moved, the other finds its peer elsewhere. There is no trial and no
+//! move back: as long as the CPU moved to stays idle, the scheduler wakes the thread there;
+//! when other work takes it, the two meet again on one core and the look finds that work
+//! runnable. Beside one busy thread nothing moves (measured: the pair stays on one core in
+//! every round, as under `block`). An earlier version looked only before a wait that sleeps,
+//! judged idleness over 50 ms of the kernel's per-CPU times and put every move on trial; a pair
+//! taking turns without waiting never reached it, and in the report's unpinned rows the two
+//! shared a core in up to 40 % of the rounds (docs/experiments/waiting.md).
+//!
+//! With one CPU allowed, without `/proc`, or with the peer's pid unknown, nothing moves.
+//!
+//! [`AUTO_CHEAP_SLEEP`]: super::wait::AUTO_CHEAP_SLEEP
 
 use std::time::{Duration, Instant};
 
@@ -32,184 +43,133 @@ pub use os::{
     CONFINED_RECHECK, CONFINEMENT_RECHECK, Confinement, Os, PeerWatch, confined_together, crowded,
 };
 
-/// Shortest time between the two looks at the machine before a move: 50 ms, five ticks of
-/// the kernel's per-CPU times (counted in hundredths of a second).
-pub const WINDOW: Duration = Duration::from_millis(50);
+/// Hand-overs in a row after which a side looks whether to move: 4. One cheap sleep may be a
+/// wake-up on another CPU that happened to be quick; four in a row are a shared core.
+pub const HAND_OVERS_TO_LOOK: u32 = 4;
 
-/// Share of the time between the two looks that a CPU must have been idle to be moved to:
-/// 80 % (four ticks of five).
-pub const IDLE_ENOUGH: f64 = 0.8;
-
-/// Fewest ticks of a CPU's times between the two looks for its idleness to be judged: 4.
-const MIN_TICKS: u64 = 4;
-
-/// Fewest waits after a move in which spinning must keep paying for the move to stay: 8.
-pub const TRIAL_WAITS: u32 = 8;
-
-/// Shortest trial: 10 ms, a few scheduler ticks, so that a task that wants the CPU moved to
-/// has had its turn to preempt this one.
-pub const TRIAL_TIME: Duration = Duration::from_millis(10);
-
-/// Involuntary context switches during a trial that fail it: 2 (one may be a kernel thread
-/// passing by).
-pub const TRIAL_PREEMPTIONS: u64 = 2;
-
-/// Time from the first sleeping wait to the first check: 1 ms (a co-located pair costs a few
-/// microseconds per round trip more than a separated one, so a check that finds nothing to
-/// do — a few system calls — should not run much more often than this).
+/// How long a look that found nothing to do puts off the next one, at first: 1 ms, doubled by
+/// every such look up to [`MAX_CHECK`].
 pub const FIRST_CHECK: Duration = Duration::from_millis(1);
 
-/// Longest time between two checks: 1 s.
-pub const MAX_CHECK: Duration = Duration::from_secs(1);
+/// Longest time between two looks: 16 ms. A look costs a few microseconds, so one that finds
+/// nothing to do (beside busy work, say) costs well under 0.1 % of the time; and a pair left
+/// on one core because the other CPU was busy for a moment is parted within 16 ms.
+pub const MAX_CHECK: Duration = Duration::from_millis(16);
 
 /// What the placement logic needs of the operating system; [`Os`] is the real one.
 pub trait Cpus {
     /// The CPU this thread runs on.
     fn current(&mut self) -> Option<usize>;
-    /// The CPU the peer ran on last, when known.
-    fn peer(&mut self) -> Option<usize>;
+    /// The CPU the peer ran on last, and whether it is runnable now, when known.
+    fn peer(&mut self) -> Option<(usize, bool)>;
     /// Replaces `cpus` with the CPUs this thread may run on.
     fn allowed(&mut self, cpus: &mut Vec<usize>);
     /// Replaces `times` with `(cpu, idle, total)` for every CPU: the time it spent idle and
     /// in all, in any unit, counted since some fixed point.
     fn times(&mut self, times: &mut Vec<(usize, u64, u64)>);
-    /// Involuntary context switches of this thread so far.
-    fn preemptions(&mut self) -> Option<u64>;
+    /// Tasks runnable on the machine at this instant, this thread among them.
+    fn runnable(&mut self) -> Option<usize>;
     /// Moves this thread to `cpu`, leaving its affinity mask as it was. Whether it moved.
     fn move_to(&mut self, cpu: usize) -> bool;
-}
-
-#[derive(Clone, Debug)]
-enum State {
-    /// Waiting for the next check; `first_look` is when the CPU times in `Placement::looked`
-    /// were read.
-    Settled { first_look: Option<Instant> },
-    /// Moved from `from` at `at`; `waits` of the trial have passed.
-    Trial { from: usize, at: Instant, waits: u32, preemptions: Option<u64> },
 }
 
 /// Where this side's thread runs, and when to look again (see the module documentation).
 #[derive(Debug)]
 pub struct Placement<C: Cpus> {
     cpus: C,
-    state: State,
-    /// When the next check may run (`None`: at the first sleeping wait, plus [`FIRST_CHECK`]).
+    /// Hand-overs in a row so far.
+    hand_overs: u32,
+    /// When the next look may run (`None`: at the next hand-over that completes a row).
     next_check: Option<Instant>,
+    /// How far the next look that finds nothing to do puts off the one after it.
     interval: Duration,
-    /// The allowed CPUs of the last check, the CPU times of the first look and of the second
-    /// (kept, so that a check allocates nothing).
+    /// The allowed CPUs, and the CPU times of the last look and of this one (kept, so that a
+    /// look allocates nothing).
     allowed: Vec<usize>,
     looked: Vec<(usize, u64, u64)>,
     looking: Vec<(usize, u64, u64)>,
     moves: u64,
-    moves_back: u64,
 }
 
 impl<C: Cpus> Placement<C> {
-    /// Placement over `cpus`, nothing checked yet.
+    /// Placement over `cpus`, nothing looked at yet.
     pub fn new(cpus: C) -> Placement<C> {
         Placement {
             cpus,
-            state: State::Settled { first_look: None },
+            hand_overs: 0,
             next_check: None,
             interval: FIRST_CHECK,
             allowed: Vec::with_capacity(8),
             looked: Vec::with_capacity(8),
             looking: Vec::with_capacity(8),
             moves: 0,
-            moves_back: 0,
         }
     }
 
-    /// Moves made, and moves back after a trial that failed.
-    pub fn moves(&self) -> (u64, u64) {
-        (self.moves, self.moves_back)
+    /// Moves made so far.
+    pub fn moves(&self) -> u64 {
+        self.moves
     }
 
-    /// Whether a move is on trial (the waits that end now decide whether it stays).
-    pub fn on_trial(&self) -> bool {
-        matches!(self.state, State::Trial { .. })
-    }
-
-    /// A wait that is about to sleep at once, at `now`: whether this thread just moved to
-    /// another CPU (the caller then spins again).
-    pub fn before_sleeping(&mut self, now: Instant) -> bool {
-        let State::Settled { first_look } = self.state else { return false };
-        let due = *self.next_check.get_or_insert(now + FIRST_CHECK);
-        if now < due {
+    /// A wait that slept ended at `now`; `hand_over` is whether its sleep was shorter than
+    /// [`super::wait::AUTO_CHEAP_SLEEP`]. Whether this thread just moved to another CPU (the
+    /// caller then spins again).
+    pub fn after_sleep(&mut self, now: Instant, hand_over: bool) -> bool {
+        if !hand_over {
+            self.hand_overs = 0;
             return false;
         }
-        let Some(here) = self.cpus.current() else { return self.back_off(now) };
-        if self.cpus.peer().is_some_and(|peer| peer != here) {
-            // Not sharing a core with the peer: moving cannot help.
-            return self.back_off(now);
+        self.hand_overs = self.hand_overs.saturating_add(1);
+        if self.hand_overs < HAND_OVERS_TO_LOOK || self.next_check.is_some_and(|at| now < at) {
+            return false;
         }
+        self.hand_overs = 0;
         self.cpus.allowed(&mut self.allowed);
         if self.allowed.len() < 2 {
-            return self.back_off(now);
+            return self.put_off(now);
         }
-        if first_look.is_none() {
-            self.cpus.times(&mut self.looked);
-            self.state = State::Settled { first_look: Some(now) };
-            self.next_check = Some(now + WINDOW);
-            return false;
+        let (Some(here), Some((peer, peer_runnable))) = (self.cpus.current(), self.cpus.peer())
+        else {
+            return self.put_off(now);
+        };
+        // This core runs the two; every other runnable task may hold another CPU.
+        let others =
+            self.cpus.runnable().and_then(|n| n.checked_sub(1 + usize::from(peer_runnable)));
+        if peer != here || others.is_none_or(|others| others + 1 >= self.allowed.len()) {
+            return self.put_off(now);
         }
-        self.cpus.times(&mut self.looking);
-        let (before, after) = (&self.looked, &self.looking);
-        let idlest = (self.allowed.iter().copied())
-            .filter(|&cpu| cpu != here)
-            .filter_map(|cpu| {
-                let (_, idle0, total0) = before.iter().find(|t| t.0 == cpu)?;
-                let (_, idle1, total1) = after.iter().find(|t| t.0 == cpu)?;
-                let ticks = total1.checked_sub(*total0)?;
-                let idle = idle1.checked_sub(*idle0)?;
-                (ticks >= MIN_TICKS).then(|| (cpu, idle as f64 / ticks as f64))
-            })
-            .filter(|&(_, share)| share >= IDLE_ENOUGH)
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        let Some((to, _)) = idlest else { return self.back_off(now) };
-        let preemptions = self.cpus.preemptions();
+        let Some(to) = self.idlest_other(here) else { return self.put_off(now) };
         if !self.cpus.move_to(to) {
-            return self.back_off(now);
+            return self.put_off(now);
         }
         self.moves += 1;
-        self.state = State::Trial { from: here, at: now, waits: 0, preemptions };
+        self.interval = FIRST_CHECK;
+        self.next_check = None;
         true
     }
 
-    /// A wait ended at `now`; `spinning` is whether [`super::AutoWait`] still spins after it.
-    pub fn after_wait(&mut self, now: Instant, spinning: bool) {
-        let State::Trial { from, at, waits, preemptions } = &mut self.state else { return };
-        *waits += 1;
-        let over = *waits >= TRIAL_WAITS && now.duration_since(*at) >= TRIAL_TIME;
-        if spinning && !over {
-            return;
-        }
-        let (from, before) = (*from, *preemptions);
-        let preempted = match (before, self.cpus.preemptions()) {
-            (Some(before), Some(after)) => after.saturating_sub(before) >= TRIAL_PREEMPTIONS,
-            _ => false,
+    /// Of the allowed CPUs other than `here`, the one idle longest since the last look (any of
+    /// them at the first look, when there is nothing to compare with).
+    fn idlest_other(&mut self, here: usize) -> Option<usize> {
+        self.cpus.times(&mut self.looking);
+        let (before, after) = (&self.looked, &self.looking);
+        let idle_since_last_look = |cpu: usize| {
+            let (_, idle_now, _) = after.iter().find(|t| t.0 == cpu)?;
+            let idle_then = before.iter().find(|t| t.0 == cpu).map_or(0, |t| t.1);
+            idle_now.checked_sub(idle_then)
         };
-        self.state = State::Settled { first_look: None };
-        if spinning && !preempted {
-            self.interval = FIRST_CHECK;
-            self.next_check = None;
-            return;
-        }
-        // Spinning stopped paying where this thread moved to, or another task wanted that
-        // CPU: go back to where it was.
-        if self.cpus.move_to(from) {
-            self.moves_back += 1;
-        }
-        self.back_off(now);
+        let to = (self.allowed.iter().copied())
+            .filter(|&cpu| cpu != here)
+            .max_by_key(|&cpu| idle_since_last_look(cpu).unwrap_or(0));
+        std::mem::swap(&mut self.looked, &mut self.looking);
+        to
     }
 
-    /// Schedules the next check twice as far off (up to [`MAX_CHECK`]); returns `false`, for
-    /// [`Placement::before_sleeping`].
-    fn back_off(&mut self, now: Instant) -> bool {
-        self.interval = (self.interval * 2).min(MAX_CHECK);
+    /// Puts the next look off twice as far as the last (up to [`MAX_CHECK`]); returns
+    /// `false`, for [`Placement::after_sleep`].
+    fn put_off(&mut self, now: Instant) -> bool {
         self.next_check = Some(now + self.interval);
-        self.state = State::Settled { first_look: None };
+        self.interval = (self.interval * 2).min(MAX_CHECK);
         false
     }
 }

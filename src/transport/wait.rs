@@ -48,9 +48,9 @@
 //! run only when this side stops ([`super::placement::Confinement`] looks at both affinity
 //! masks, again every second).
 //!
-//! A wait that found its data at the first poll sees nothing and teaches nothing. While the
-//! waits sleep at once, a side allowed to (the client) may move its thread off a core it
-//! shares with its peer to an idle CPU, where it spins again ([`super::placement`]).
+//! A wait that found its data at the first poll sees nothing and teaches nothing. A side
+//! whose sleeps keep handing the core to its peer may move its thread to an idle CPU, where
+//! it spins again ([`super::placement`]).
 
 use std::fmt;
 use std::str::FromStr;

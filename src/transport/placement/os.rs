@@ -26,13 +26,7 @@ impl Os {
 /// to run on (its affinity mask): other work wants the CPUs, and a longer spin would take one
 /// from it. `false` when either cannot be read. Allocates nothing.
 pub fn crowded() -> bool {
-    // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
-    let mut buf = [0u8; 128];
-    let runnable = read_small(Path::new("/proc/loadavg"), &mut buf)
-        .and_then(|loadavg| loadavg.split_ascii_whitespace().nth(3))
-        .and_then(|field| field.split('/').next())
-        .and_then(|running| running.parse::<usize>().ok());
-    let Some(runnable) = runnable else { return false };
+    let Some(runnable) = runnable() else { return false };
     let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
         return false;
     };
@@ -47,18 +41,34 @@ fn read_small<'b>(path: &Path, buf: &'b mut [u8]) -> Option<&'b str> {
     std::str::from_utf8(&buf[..n]).ok()
 }
 
+/// The runnable tasks of the machine at this instant (`/proc/loadavg`), this thread among them.
+fn runnable() -> Option<usize> {
+    // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
+    let mut buf = [0u8; 128];
+    let loadavg = read_small(Path::new("/proc/loadavg"), &mut buf)?;
+    let field = loadavg.split_ascii_whitespace().nth(3)?;
+    field.split('/').next()?.parse().ok()
+}
+
 impl Cpus for Os {
     fn current(&mut self) -> Option<usize> {
         nix::sched::sched_getcpu().ok()
     }
 
-    fn peer(&mut self) -> Option<usize> {
+    fn peer(&mut self) -> Option<(usize, bool)> {
         let mut buf = [0u8; 1024];
         let stat = read_small(self.peer_stat.as_deref()?, &mut buf)?;
-        // Field 39 is `processor`; the fields after the command name (which may hold spaces
-        // and parentheses, so the last `)` ends it) start at field 3.
-        let after_name = &stat[stat.rfind(')')? + 1..];
-        after_name.split_ascii_whitespace().nth(39 - 3)?.parse().ok()
+        // The fields after the command name (which may hold spaces and parentheses, so the
+        // last `)` ends it) start at field 3, the state (`R`: running or runnable); field 39
+        // is `processor`.
+        let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace();
+        let runnable = fields.next()? == "R";
+        let cpu = fields.nth(39 - 4)?.parse().ok()?;
+        Some((cpu, runnable))
+    }
+
+    fn runnable(&mut self) -> Option<usize> {
+        runnable()
     }
 
     fn allowed(&mut self, cpus: &mut Vec<usize>) {
@@ -89,12 +99,6 @@ impl Cpus for Os {
             }
             times.push((cpu, idle, total));
         }
-    }
-
-    fn preemptions(&mut self) -> Option<u64> {
-        use nix::sys::resource::{UsageWho, getrusage};
-        let usage = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
-        u64::try_from(usage.involuntary_context_switches()).ok()
     }
 
     fn move_to(&mut self, cpu: usize) -> bool {
@@ -179,7 +183,7 @@ impl PeerWatch {
     /// Whether the peer last ran on the CPU this thread runs on (`/proc/PID/stat`, a few
     /// microseconds); `None` when either is unknown. Allocates nothing.
     pub fn shares_core(&mut self) -> Option<bool> {
-        Some(self.os.current()? == self.os.peer()?)
+        Some(self.os.current()? == self.os.peer()?.0)
     }
 }
 

@@ -1,16 +1,16 @@
 use super::*;
 
-/// A scripted machine: this thread on `here`, the peer on `peer`, each CPU idle for
-/// `idle_share` of the time (its times advance with the test's clock, one tick a
-/// millisecond), and `preemptions` that grow as the test says.
+/// A scripted machine: this thread on `here`, the peer on `peer` (runnable or not), `others`
+/// tasks runnable besides the two, and each CPU idle for `idle_share` of the time (its times
+/// advance with `millis`).
 #[derive(Debug)]
 struct Fake {
     here: usize,
-    peer: Option<usize>,
+    peer: Option<(usize, bool)>,
     allowed: Vec<usize>,
-    idle_share: [f64; 2],
+    others: Option<usize>,
+    idle_share: Vec<f64>,
     millis: u64,
-    preemptions: u64,
     moves: Vec<usize>,
 }
 
@@ -18,7 +18,7 @@ impl Cpus for &mut Fake {
     fn current(&mut self) -> Option<usize> {
         Some(self.here)
     }
-    fn peer(&mut self) -> Option<usize> {
+    fn peer(&mut self) -> Option<(usize, bool)> {
         self.peer
     }
     fn allowed(&mut self, cpus: &mut Vec<usize>) {
@@ -30,8 +30,10 @@ impl Cpus for &mut Fake {
             times.push((cpu, (self.millis as f64 * share) as u64, self.millis));
         }
     }
-    fn preemptions(&mut self) -> Option<u64> {
-        Some(self.preemptions)
+    fn runnable(&mut self) -> Option<usize> {
+        // This thread, the peer when runnable, and the others.
+        let peer = usize::from(self.peer.is_some_and(|(_, runnable)| runnable));
+        Some(1 + peer + self.others?)
     }
     fn move_to(&mut self, cpu: usize) -> bool {
         self.moves.push(cpu);
@@ -40,124 +42,124 @@ impl Cpus for &mut Fake {
     }
 }
 
-/// Two CPUs, this thread and its peer on CPU 0, CPU 1 idle.
+/// Two CPUs, this thread and its (runnable) peer on CPU 0, nothing else runnable.
 fn shared_core() -> Fake {
     Fake {
         here: 0,
-        peer: Some(0),
+        peer: Some((0, true)),
         allowed: vec![0, 1],
-        idle_share: [0.0, 1.0],
+        others: Some(0),
+        idle_share: vec![0.0, 1.0],
         millis: 0,
-        preemptions: 0,
         moves: vec![],
     }
 }
 
-const STEP: Duration = Duration::from_micros(10);
-
-/// Sleeping waits every 10 µs for `span`: whether one of them moved.
-fn sleep_for(placement: &mut Placement<&mut Fake>, now: &mut Instant, span: Duration) -> bool {
-    let (start, end) = (*now, *now + span);
-    let base = placement.cpus.millis;
-    while *now < end {
-        *now += STEP;
-        placement.cpus.millis = base + now.duration_since(start).as_millis() as u64;
-        if placement.before_sleeping(*now) {
-            return true;
-        }
+/// `count` sleeps a millisecond apart, hand-overs or not: whether the last one moved.
+fn sleeps(
+    placement: &mut Placement<&mut Fake>,
+    now: &mut Instant,
+    count: u32,
+    hand_over: bool,
+) -> bool {
+    let mut moved = false;
+    for _ in 0..count {
+        *now += Duration::from_millis(1);
+        placement.cpus.millis += 1;
+        moved = placement.after_sleep(*now, hand_over);
     }
-    false
-}
-
-/// Spinning waits every 10 µs through a whole trial.
-fn spin_through_trial(placement: &mut Placement<&mut Fake>, now: &mut Instant) {
-    while placement.on_trial() {
-        *now += STEP;
-        placement.after_wait(*now, true);
-    }
+    moved
 }
 
 #[test]
-fn a_thread_sharing_a_core_with_its_peer_moves_to_an_idle_cpu_after_two_looks() {
+fn a_side_handing_its_core_to_its_peer_moves_to_the_idle_cpu_after_a_few_hand_overs() {
     let mut fake = shared_core();
     let mut placement = Placement::new(&mut fake);
     let mut now = Instant::now();
-    assert!(!sleep_for(&mut placement, &mut now, FIRST_CHECK), "not before the first check");
-    assert!(!sleep_for(&mut placement, &mut now, WINDOW - STEP), "not before the second look");
-    assert!(sleep_for(&mut placement, &mut now, 2 * STEP), "at the second look");
-    assert_eq!(placement.moves(), (1, 0));
-    spin_through_trial(&mut placement, &mut now);
-    assert_eq!(placement.moves(), (1, 0), "the trial passed");
+    assert!(!sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK - 1, true));
+    assert!(!sleeps(&mut placement, &mut now, 1, false), "a dear sleep counts from zero again");
+    assert!(!sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK - 1, true));
+    assert!(sleeps(&mut placement, &mut now, 1, true), "the look after enough hand-overs");
+    assert_eq!(placement.moves(), 1);
     assert_eq!(fake.moves, vec![1]);
 }
 
 #[test]
-fn nothing_moves_towards_a_busy_cpu_and_the_checks_back_off() {
-    let mut fake = Fake { idle_share: [0.0, 0.5], ..shared_core() };
+fn a_peer_asleep_beside_it_counts_as_not_runnable() {
+    // The peer sleeps on this core; a third task is runnable: it holds the other CPU.
+    let mut fake = Fake { peer: Some((0, false)), others: Some(1), ..shared_core() };
+    let mut placement = Placement::new(&mut fake);
+    assert!(!sleeps(&mut placement, &mut Instant::now(), 100, true));
+    // With the peer asleep and nothing else runnable, the other CPU is idle.
+    let mut fake = Fake { peer: Some((0, false)), ..shared_core() };
+    let mut placement = Placement::new(&mut fake);
+    assert!(sleeps(&mut placement, &mut Instant::now(), HAND_OVERS_TO_LOOK, true));
+}
+
+#[test]
+fn it_moves_to_the_cpu_idle_longest_since_its_last_look() {
+    let mut fake = Fake {
+        allowed: vec![0, 1, 2, 3],
+        idle_share: vec![0.0, 0.2, 0.9, 0.5],
+        others: Some(1),
+        ..shared_core()
+    };
     let mut placement = Placement::new(&mut fake);
     let mut now = Instant::now();
-    assert!(!sleep_for(&mut placement, &mut now, Duration::from_secs(8)));
-    // Looks at 1, 2, 4, … ms, up to one a second: a few dozen in eight seconds.
-    assert_eq!(placement.interval, MAX_CHECK);
-    assert!(fake.moves.is_empty());
+    assert!(sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK, true));
+    assert_eq!(placement.cpus.moves, vec![2]);
+    // Beside three runnable others on four CPUs, none can be idle.
+    placement.cpus.others = Some(3);
+    placement.cpus.here = 0;
+    assert!(!sleeps(&mut placement, &mut now, 100, true));
+    assert_eq!(placement.cpus.moves, vec![2]);
 }
 
 #[test]
-fn a_peer_on_another_cpu_is_left_alone() {
-    let mut fake = Fake { peer: Some(1), ..shared_core() };
-    let mut placement = Placement::new(&mut fake);
-    assert!(!sleep_for(&mut placement, &mut Instant::now(), Duration::from_millis(200)));
-    assert!(fake.moves.is_empty());
-}
-
-#[test]
-fn one_allowed_cpu_means_no_move() {
-    let mut fake = Fake { allowed: vec![0], ..shared_core() };
-    let mut placement = Placement::new(&mut fake);
-    assert!(!sleep_for(&mut placement, &mut Instant::now(), Duration::from_millis(200)));
-    assert!(fake.moves.is_empty());
-}
-
-#[test]
-fn a_trial_in_which_spinning_stops_paying_moves_back_and_waits_twice_as_long() {
-    let mut fake = shared_core();
+fn looks_that_find_nothing_to_do_come_at_most_every_max_check() {
+    let mut fake = Fake { others: Some(1), ..shared_core() };
     let mut placement = Placement::new(&mut fake);
     let mut now = Instant::now();
-    assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(100)));
-    placement.after_wait(now, true);
-    placement.after_wait(now, false);
-    assert_eq!(placement.moves(), (1, 1));
-    assert_eq!(placement.interval, FIRST_CHECK * 2);
-    assert!(!placement.before_sleeping(now + FIRST_CHECK), "no check before the longer interval");
-    assert_eq!(fake.moves, vec![1, 0], "back where it was");
-}
-
-#[test]
-fn a_trial_preempted_on_the_new_cpu_moves_back() {
-    let mut fake = shared_core();
-    let mut placement = Placement::new(&mut fake);
-    let mut now = Instant::now();
-    assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(100)));
-    placement.cpus.preemptions += TRIAL_PREEMPTIONS;
-    spin_through_trial(&mut placement, &mut now);
-    assert_eq!(placement.moves(), (1, 1));
-}
-
-#[test]
-fn a_trial_lasts_its_waits_and_its_time() {
-    let mut fake = shared_core();
-    let mut placement = Placement::new(&mut fake);
-    let mut now = Instant::now();
-    assert!(sleep_for(&mut placement, &mut now, Duration::from_millis(100)));
-    for _ in 0..TRIAL_WAITS {
-        placement.after_wait(now, true);
+    // A second of hand-overs a millisecond apart beside busy work: the looks come after 1, 2,
+    // 4, 8 and then every 16 ms.
+    let looks_before = |p: &Placement<&mut Fake>| p.next_check;
+    let mut looks = 0;
+    for _ in 0..1000 {
+        let before = looks_before(&placement);
+        assert!(!sleeps(&mut placement, &mut now, 1, true));
+        looks += u32::from(looks_before(&placement) != before);
     }
-    assert!(placement.on_trial(), "the waits came at once: the time is not over");
-    placement.after_wait(now + TRIAL_TIME, true);
-    assert!(!placement.on_trial());
-    // A settled placement ignores later waits.
-    placement.after_wait(now + TRIAL_TIME, false);
-    assert_eq!(placement.moves(), (1, 0));
+    assert_eq!(placement.interval, MAX_CHECK);
+    assert!((60..=70).contains(&looks), "{looks} looks in a second");
+    assert!(placement.cpus.moves.is_empty());
+}
+
+#[test]
+fn after_a_move_the_next_look_comes_at_the_next_row_of_hand_overs() {
+    let mut fake = shared_core();
+    let mut placement = Placement::new(&mut fake);
+    let mut now = Instant::now();
+    assert!(sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK, true));
+    // The peer followed to CPU 1 (it was woken there): the two share a core again.
+    placement.cpus.peer = Some((1, true));
+    assert!(sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK, true));
+    assert_eq!(placement.cpus.moves, vec![1, 0]);
+    assert_eq!(placement.moves(), 2);
+}
+
+#[test]
+fn nothing_moves_with_the_peer_elsewhere_one_cpu_allowed_or_the_machine_unknown() {
+    for fake in [
+        Fake { peer: Some((1, true)), ..shared_core() },
+        Fake { peer: None, ..shared_core() },
+        Fake { allowed: vec![0], ..shared_core() },
+        Fake { others: None, ..shared_core() },
+    ] {
+        let mut fake = fake;
+        let mut placement = Placement::new(&mut fake);
+        assert!(!sleeps(&mut placement, &mut Instant::now(), 100, true), "{:?}", placement.cpus);
+        assert!(fake.moves.is_empty());
+    }
 }
 
 /// Runs `test` on a thread of its own whose mask is the first allowed CPU only, with a
