@@ -205,7 +205,7 @@ impl Transport {
     /// to each other, and spin there ([`placement`] says when and how). `Peer` asks it for the
     /// client's side, and a server started on stdio for its parent.
     pub fn move_off_a_shared_core(&mut self, peer_pid: u32) {
-        self.placement = Some(Box::new(Placement::new(placement::Os::new(Some(peer_pid)))));
+        self.placement = Some(Box::new(Placement::new(placement::Os::new(peer_pid))));
     }
 
     /// Under [`Wait::Auto`], looks where the peer (process `peer_pid`) runs: while the two may

@@ -6,19 +6,19 @@ use std::time::{Duration, Instant};
 
 use super::Cpus;
 
-/// The running system: this thread's CPU and affinity, the peer's last CPU from
-/// `/proc/PID/stat`, the CPU times from `/proc/stat`. Reads them into buffers on the
-/// stack: a check allocates nothing.
+/// The running system: this thread's CPU and affinity, the peer's last CPU and state from
+/// `/proc/PID/stat`, the runnable tasks from `/proc/loadavg`, the CPU times from `/proc/stat`.
+/// Reads them into buffers on the stack: a look allocates nothing.
 #[derive(Debug)]
 pub struct Os {
-    /// `/proc/PID/stat` of the peer, when its pid is known.
-    peer_stat: Option<std::path::PathBuf>,
+    /// `/proc/PID/stat` of the peer.
+    peer_stat: std::path::PathBuf,
 }
 
 impl Os {
-    /// The running system, with the peer's pid when known.
-    pub fn new(peer: Option<u32>) -> Os {
-        Os { peer_stat: peer.map(|pid| format!("/proc/{pid}/stat").into()) }
+    /// The running system, with process `peer` as the peer.
+    pub fn new(peer: u32) -> Os {
+        Os { peer_stat: format!("/proc/{peer}/stat").into() }
     }
 }
 
@@ -57,7 +57,7 @@ impl Cpus for Os {
 
     fn peer(&mut self) -> Option<(usize, bool)> {
         let mut buf = [0u8; 1024];
-        let stat = read_small(self.peer_stat.as_deref()?, &mut buf)?;
+        let stat = read_small(&self.peer_stat, &mut buf)?;
         // The fields after the command name (which may hold spaces and parentheses, so the
         // last `)` ends it) start at field 3, the state (`R`: running or runnable); field 39
         // is `processor`.
@@ -172,7 +172,7 @@ pub struct PeerWatch {
 impl PeerWatch {
     /// Watches process `peer`.
     pub fn new(peer: u32) -> PeerWatch {
-        PeerWatch { confinement: Confinement::new(peer), os: Os::new(Some(peer)) }
+        PeerWatch { confinement: Confinement::new(peer), os: Os::new(peer) }
     }
 
     /// [`Confinement::check`].

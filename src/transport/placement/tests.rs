@@ -162,6 +162,43 @@ fn nothing_moves_with_the_peer_elsewhere_one_cpu_allowed_or_the_machine_unknown(
     }
 }
 
+/// Polls `seen` until it returns `Some`, for up to 10 s (a child that has just been started
+/// may not have reached what the test waits for).
+fn eventually<T>(mut seen: impl FnMut() -> Option<T>) -> Option<T> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(value) = seen() {
+            return Some(value);
+        }
+        if Instant::now() > until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn the_os_reads_a_peers_cpu_and_whether_it_is_runnable() {
+    let cpus = nix::sched::CpuSet::count();
+    let mut spinner =
+        std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+    let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let mut os = Os::new(spinner.id());
+    let busy = eventually(|| os.peer().filter(|&(_, runnable)| runnable));
+    let mut os = Os::new(sleeper.id());
+    let asleep = eventually(|| os.peer().filter(|&(_, runnable)| !runnable));
+    let runnable = Os::new(spinner.id()).runnable();
+    for child in [&mut spinner, &mut sleeper] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(busy.is_some_and(|(cpu, _)| cpu < cpus), "a busy loop is runnable: {busy:?}");
+    assert!(asleep.is_some_and(|(cpu, _)| cpu < cpus), "sleep(1) sleeps: {asleep:?}");
+    // This thread and the busy loop at least.
+    assert!(runnable.is_some_and(|n| n >= 2), "{runnable:?}");
+    assert_eq!(Os::new(u32::MAX).peer(), None, "no such process");
+}
+
 /// Runs `test` on a thread of its own whose mask is the first allowed CPU only, with a
 /// child (`sleep`) started from it, whose mask it inherits unless `widen_child` gives it every CPU again.
 fn with_pinned_child(widen_child: bool, test: impl FnOnce(u32) -> bool + Send) -> Option<bool> {
