@@ -26,13 +26,14 @@
 //! other: once one has moved, the other finds its peer elsewhere. There is no trial and no
 //! move back: as long as the CPU moved to stays idle, the scheduler wakes the thread there;
 //! when other work takes it, the two meet again on one core and the look finds that work
-//! runnable. Beside one busy thread nothing moves (measured: the pair stays on one core in
-//! every round, as under `block`). An earlier version looked only before a wait that sleeps,
-//! judged idleness over 50 ms of the kernel's per-CPU times and put every move on trial; a pair
-//! taking turns without waiting never reached it, and in the report's unpinned rows the two
-//! shared a core in up to 40 % of the rounds (docs/experiments/waiting.md).
+//! runnable. Beside one busy thread nothing moves (measured: the pair shares a core in 95–100 %
+//! of the report's rounds, as under `block`). An earlier version looked only before a wait that
+//! sleeps, judged idleness over 50 ms of the kernel's per-CPU times and put every move on trial;
+//! a pair taking turns without waiting never reached it, and in the report's unpinned rows the
+//! two shared a core in 15–60 % of the rounds (docs/experiments/waiting.md).
 //!
-//! With one CPU allowed, without `/proc`, or with the peer's pid unknown, nothing moves.
+//! With one CPU allowed, or without the peer's `/proc` entry (it has exited, or belongs to
+//! another user), nothing moves.
 //!
 //! [`AUTO_CHEAP_SLEEP`]: super::wait::AUTO_CHEAP_SLEEP
 
@@ -44,7 +45,8 @@ pub use os::{
 };
 
 /// Hand-overs in a row after which a side looks whether to move: 4. One cheap sleep may be a
-/// wake-up on another CPU that happened to be quick; four in a row are a shared core.
+/// wake-up on another CPU that happened to be quick; four in a row are worth a look (which
+/// then finds the peer elsewhere if they were all quick wake-ups).
 pub const HAND_OVERS_TO_LOOK: u32 = 4;
 
 /// How long a look that found nothing to do puts off the next one, at first: 1 ms, doubled by
