@@ -177,25 +177,36 @@ fn eventually<T>(mut seen: impl FnMut() -> Option<T>) -> Option<T> {
     }
 }
 
+/// A child process killed and reaped when dropped, so that a failing test leaves none behind.
+struct Child(std::process::Child);
+
+impl Child {
+    fn start(program: &str, args: &[&str]) -> Child {
+        Child(std::process::Command::new(program).args(args).spawn().expect("start a child"))
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn the_os_reads_a_peers_cpu_and_whether_it_is_runnable() {
     let cpus = nix::sched::CpuSet::count();
-    let mut spinner =
-        std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
-    let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-    let mut os = Os::new(spinner.id());
+    let spinner = Child::start("sh", &["-c", "while :; do :; done"]);
+    let sleeper = Child::start("sleep", &["30"]);
+    let mut os = Os::new(spinner.0.id());
     let busy = eventually(|| os.peer().filter(|&(_, runnable)| runnable));
-    let mut os = Os::new(sleeper.id());
-    let asleep = eventually(|| os.peer().filter(|&(_, runnable)| !runnable));
-    let runnable = Os::new(spinner.id()).runnable();
-    for child in [&mut spinner, &mut sleeper] {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
     assert!(busy.is_some_and(|(cpu, _)| cpu < cpus), "a busy loop is runnable: {busy:?}");
-    assert!(asleep.is_some_and(|(cpu, _)| cpu < cpus), "sleep(1) sleeps: {asleep:?}");
     // This thread and the busy loop at least.
+    let runnable = os.runnable();
     assert!(runnable.is_some_and(|n| n >= 2), "{runnable:?}");
+    let mut os = Os::new(sleeper.0.id());
+    let asleep = eventually(|| os.peer().filter(|&(_, runnable)| !runnable));
+    assert!(asleep.is_some_and(|(cpu, _)| cpu < cpus), "sleep(1) sleeps: {asleep:?}");
     assert_eq!(Os::new(u32::MAX).peer(), None, "no such process");
 }
 
