@@ -743,13 +743,9 @@ impl Transport {
                 self.auto.record(seen);
                 if seen.slept
                     && let Some(placement) = &mut self.placement
+                    && placement.after_sleep(now, !seen.slept_dearly())
                 {
-                    // A sleep this short handed the core to the peer and back.
-                    let hand_over =
-                        seen.waited.saturating_sub(seen.budget) <= wait::AUTO_CHEAP_SLEEP;
-                    if placement.after_sleep(now, hand_over) {
-                        self.auto.resume_spinning();
-                    }
+                    self.auto.resume_spinning();
                 }
             }
             *spin = Spinning::default();

@@ -254,6 +254,20 @@ pub struct WaitSeen {
     pub crowded: bool,
 }
 
+impl WaitSeen {
+    /// How long the wait slept: zero unless it slept, and only the time after its spin budget
+    /// when it spun first.
+    pub fn asleep(&self) -> Duration {
+        if self.slept { self.waited.saturating_sub(self.budget) } else { Duration::ZERO }
+    }
+
+    /// Whether it slept, and longer than [`AUTO_CHEAP_SLEEP`]: the peer was elsewhere, slow or
+    /// asleep. A shorter sleep was the core handed to a peer that shares it and handed back.
+    pub fn slept_dearly(&self) -> bool {
+        self.slept && self.asleep() > AUTO_CHEAP_SLEEP
+    }
+}
+
 impl Default for AutoWait {
     fn default() -> Self {
         AutoWait {
@@ -319,26 +333,20 @@ impl AutoWait {
     /// harmed no one and was followed by a dear sleep, which lengthens the spin unless the
     /// machine is crowded. The caller asks the machine only then.
     pub fn asks_whether_crowded(&self, seen: &WaitSeen) -> bool {
-        let asleep = seen.waited.saturating_sub(seen.budget);
-        self.spinning
-            && seen.slept
-            && !seen.contended
-            && !seen.budget.is_zero()
-            && asleep > AUTO_CHEAP_SLEEP
+        self.spinning && seen.slept_dearly() && !seen.contended && !seen.budget.is_zero()
     }
 
     /// Learns from one wait (see the module documentation).
     pub fn record(&mut self, seen: WaitSeen) {
         let WaitSeen { budget, waited, slept, contended, crowded } = seen;
-        // The time asleep: a wait that spun first slept only after its budget.
-        let asleep = if slept { waited.saturating_sub(budget) } else { Duration::ZERO };
+        let asleep = seen.asleep();
         if slept {
             self.slept_average = match self.slept_average {
                 Duration::ZERO => asleep,
                 average => (average * 7 + asleep) / 8,
             };
         }
-        let dear_sleep = slept && asleep > AUTO_CHEAP_SLEEP;
+        let dear_sleep = seen.slept_dearly();
         self.counts.contended += u64::from(contended);
         if budget.is_zero() {
             self.counts.slept_at_once += 1;
