@@ -643,6 +643,67 @@ fn rounds_are_probed_with_every_placement_and_groups_no_longer() {
 }
 
 #[test]
+fn the_waits_of_one_placement_are_measured_in_the_same_rounds() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        println!("skipping: the probe that tells rounds apart needs two CPUs");
+        return;
+    }
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = temp_dir("waits-share-rounds");
+    let json = dir.join("run.json");
+    let output = peer(&[
+        "--sizes",
+        "500",
+        "--dtype",
+        "f64",
+        "--path",
+        "codec",
+        "--handler",
+        "echo",
+        "--wait",
+        "block,spin,auto",
+        "--pin",
+        "free",
+        "--duration",
+        "6ms",
+        "--rounds",
+        "3",
+        "--generations",
+        "1",
+        "--warmup",
+        "1ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = export::read_json(&json).unwrap();
+    assert_eq!(report.rows.len(), 3, "{:?}", report.rows);
+    // Each round is probed once, at its start, for every member of its group: the floors and
+    // rows of all three waits carry the same probe in each round, so a comparison of two
+    // waits is one of bursts taken moments apart, in one state of the machine.
+    let probes = |rounds: &[peerpipe_cli::report::Round]| -> Vec<Option<u64>> {
+        rounds.iter().map(|r| r.probe_ns).collect()
+    };
+    let at_4000 = report.baseline.iter().filter(|b| b.bytes == 4000);
+    let lists: Vec<Vec<Option<u64>>> = at_4000
+        .map(|b| probes(&b.rounds))
+        .chain(report.rows.iter().map(|r| probes(&r.rounds)))
+        .collect();
+    assert_eq!(lists.len(), 6, "three floors and three rows");
+    assert!(lists[0].iter().any(Option::is_some), "no round was probed: {lists:?}");
+    assert!(lists.iter().all(|list| list == &lists[0]), "{lists:?}");
+    // And each row is paired with the floor at its own wait.
+    for row in &report.rows {
+        let floor = report.baseline_for(row).expect("the row's floor");
+        assert_eq!(floor.wait, row.id.wait);
+        let floors: Vec<Option<u64>> = floor.rounds.iter().map(|r| Some(r.p50_ns)).collect();
+        let paired: Vec<Option<u64>> = row.rounds.iter().map(|r| r.floor_p50_ns).collect();
+        assert_eq!(paired, floors, "{:?}", row.id.wait);
+    }
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn split_placement_runs_and_labels_its_rows() {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         println!("skipping: split placement needs two CPUs");

@@ -1,5 +1,7 @@
-//! One group of real processes measured in rounds: a raw floor and the rows that move the same
-//! bytes with the same transport, wait strategy and placement.
+//! One group of real processes measured in rounds: for each wait strategy measured, a raw floor
+//! and the rows that move the same bytes with the same transport and placement. Every wait of
+//! a placement shares the group's rounds, so that two waits are compared over bursts taken
+//! moments apart, in the same state of the machine.
 //!
 //! [`LiveGroup`] is the [`Group`] that [`peerpipe::pairing::run`] drives. Only the member being
 //! measured has a running server: every other server of the group is stopped (`SIGSTOP`) for
@@ -45,6 +47,8 @@ pub(crate) struct RowSetup {
     pub(crate) wait: Wait,
     pub(crate) pin: Placement,
     pub(crate) expect: Expectation,
+    /// Index of the row's floor (the raw floor at its wait) among the group's floors.
+    pub(crate) floor: usize,
     /// Index of the row's server among the group's peers.
     pub(crate) peer: usize,
     /// The handler the server announced.
@@ -88,10 +92,10 @@ impl RowSetup {
     }
 }
 
-/// One generation of a group's server processes: the raw floor's, and one per handler slot
-/// (`None` for a handler with no row in the group).
+/// One generation of a group's server processes: each floor's raw echo, in the order of the
+/// group's floors, and one per handler slot (`None` for a slot with no row in the group).
 pub(crate) struct Processes {
-    pub(crate) echo: RawEcho,
+    pub(crate) echoes: Vec<RawEcho>,
     pub(crate) peers: Vec<Option<Peer>>,
     /// False when the spawned handler processes are not the servers themselves (`--spawn`:
     /// an `ssh` client, a shell): their CPU time is then not the server's, and stays unknown.
@@ -126,10 +130,10 @@ fn or_interrupted(error: peerpipe::Error) -> peerpipe::Error {
 impl Processes {
     fn pids(&self) -> Vec<u32> {
         let peers = self.peers.iter().flatten().filter_map(Peer::server_pid);
-        std::iter::once(self.echo.server_pid()).chain(peers).collect()
+        self.echoes.iter().map(RawEcho::server_pid).chain(peers).collect()
     }
 
-    /// Says BYE to every server and closes the floor, reporting the first error after trying
+    /// Says BYE to every server and closes the floors, reporting the first error after trying
     /// them all.
     fn close(self) -> Result<()> {
         let mut first_error = Ok(());
@@ -138,15 +142,19 @@ impl Processes {
                 first_error = first_error.and(Err(e));
             }
         }
-        first_error.and(self.echo.close())
+        for echo in self.echoes {
+            if let Err(e) = echo.close() {
+                first_error = first_error.and(Err(e));
+            }
+        }
+        first_error
     }
 }
 
-/// The group's floor and rows, and the server processes of the current generation; member 0
-/// is the floor, member `i` is row `i - 1`.
+/// The group's floors and rows, and the server processes of the current generation; members
+/// `0..floors.len()` are the floors, member `floors.len() + i` is row `i`.
 pub(crate) struct LiveGroup<'a> {
-    floor: FloorMember,
-    wait: Wait,
+    floors: Vec<FloorMember>,
     pin: Placement,
     rows: Vec<RowMember>,
     processes: Option<Processes>,
@@ -198,6 +206,7 @@ impl Seen {
 }
 
 struct FloorMember {
+    wait: Wait,
     rtt: Histogram<u64>,
     seen: Vec<Seen>,
     bytes: usize,
@@ -215,11 +224,15 @@ struct RowMember {
 }
 
 impl<'a> LiveGroup<'a> {
-    /// A group of the floor (at `wait` and `pin`) and the rows of `setups`, with no server
-    /// yet: [`LiveGroup::install`] gives it each generation's. `probe` measures the machine's
-    /// state at the start of every round (see [`Group::round_starts`]).
+    /// A group of a floor at each of `waits` (at `pin`) and the rows of `setups`, with no
+    /// server yet: [`LiveGroup::install`] gives it each generation's. `probe` measures the
+    /// machine's state at the start of every round (see [`Group::round_starts`]).
+    ///
+    /// # Errors
+    /// [`peerpipe::Error::InvalidArgument`] when a row names a floor the group does not have,
+    /// or a row's buffers cannot be set up.
     pub(crate) fn new(
-        wait: Wait,
+        waits: &[Wait],
         pin: Placement,
         setups: Vec<RowSetup>,
         probe: Option<RoundProbe>,
@@ -238,15 +251,25 @@ impl<'a> LiveGroup<'a> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(LiveGroup {
-            floor: FloorMember {
+        if let Some(row) = rows.iter().find(|r| waits.get(r.setup.floor) != Some(&r.setup.wait)) {
+            return Err(peerpipe::Error::InvalidArgument {
+                what: "group",
+                reason: format!("no floor at wait {} for a row", row.setup.wait),
+            });
+        }
+        let floors = waits
+            .iter()
+            .map(|&wait| FloorMember {
+                wait,
                 rtt: new_histogram(),
                 seen: Vec::new(),
                 bytes: 0,
                 lent: false,
                 route: None,
-            },
-            wait,
+            })
+            .collect();
+        Ok(LiveGroup {
+            floors,
             pin,
             rows,
             processes: None,
@@ -266,8 +289,8 @@ impl<'a> LiveGroup<'a> {
     /// its member's first burst.
     ///
     /// # Errors
-    /// [`peerpipe::Error::InvalidArgument`] when a row's handler slot has no server; the errors
-    /// of closing the previous generation.
+    /// [`peerpipe::Error::InvalidArgument`] when a row's handler slot has no server or the
+    /// floors are not one per wait; the errors of closing the previous generation.
     pub(crate) fn install(&mut self, processes: Processes) -> Result<()> {
         self.retire()?;
         if let Some(row) =
@@ -278,9 +301,21 @@ impl<'a> LiveGroup<'a> {
                 reason: format!("no server for handler {:?}", row.setup.handler),
             });
         }
-        self.floor.bytes = processes.echo.bytes();
-        self.floor.lent = processes.echo.lends();
-        self.floor.route = processes.echo.route().map(str::to_owned);
+        if processes.echoes.len() != self.floors.len() {
+            return Err(peerpipe::Error::InvalidArgument {
+                what: "group",
+                reason: format!(
+                    "{} floors spawned for {} waits",
+                    processes.echoes.len(),
+                    self.floors.len()
+                ),
+            });
+        }
+        for (floor, echo) in self.floors.iter_mut().zip(&processes.echoes) {
+            floor.bytes = echo.bytes();
+            floor.lent = echo.lends();
+            floor.route = echo.route().map(str::to_owned);
+        }
         for row in &mut self.rows {
             row.data = RowData::new(&row.setup)?;
         }
@@ -302,15 +337,24 @@ impl<'a> LiveGroup<'a> {
         }
     }
 
-    fn server_pid(&self, member: usize) -> Option<u32> {
-        let processes = self.processes.as_ref()?;
-        match member {
-            0 => Some(processes.echo.server_pid()),
-            i => processes.peers[self.rows[i - 1].setup.peer].as_ref()?.server_pid(),
+    /// What `member` is: a floor (its index among the floors) or a row (among the rows).
+    fn member(&self, member: usize) -> Member {
+        match member.checked_sub(self.floors.len()) {
+            None => Member::Floor(member),
+            Some(row) => Member::Row(row),
         }
     }
 
-    /// The floor's and the rows' results, ratios paired round by round; closes the servers.
+    fn server_pid(&self, member: usize) -> Option<u32> {
+        let processes = self.processes.as_ref()?;
+        match self.member(member) {
+            Member::Floor(i) => Some(processes.echoes.get(i)?.server_pid()),
+            Member::Row(i) => processes.peers.get(self.rows[i].setup.peer)?.as_ref()?.server_pid(),
+        }
+    }
+
+    /// The floors' and the rows' results, each row's ratios paired round by round with its
+    /// own wait's floor; closes the servers.
     ///
     /// # Errors
     /// The errors of closing the last generation's servers.
@@ -318,9 +362,8 @@ impl<'a> LiveGroup<'a> {
         mut self,
         rounds: &Rounds,
         transport: TransportKind,
-    ) -> Result<(BaselineRow, Vec<Row>)> {
+    ) -> Result<(Vec<BaselineRow>, Vec<Row>)> {
         self.retire()?;
-        let floor_p50 = &rounds.p50_ns[0];
         let round_of: Vec<RoundOf> = (0u32..)
             .zip(&rounds.generations)
             .flat_map(|(generation, &len)| std::iter::repeat_n(generation, len))
@@ -330,44 +373,53 @@ impl<'a> LiveGroup<'a> {
                 probe_ns: self.probes.get(i).copied().flatten(),
             })
             .collect();
-        let floor_rounds: Vec<Round> = floor_p50
-            .iter()
-            .copied()
-            .zip(rounds.p99_ns[0].iter().copied())
-            .zip(&self.floor.seen)
-            .zip(&round_of)
-            .map(|((p50_p99, seen), &of)| seen.round(p50_p99, None, of))
-            .collect();
+        let floors = self.floors.len();
         let mut rows = Vec::with_capacity(self.rows.len());
         for (i, row) in self.rows.iter_mut().enumerate() {
-            let p50s = &rounds.p50_ns[i + 1];
+            let floor_p50 = &rounds.p50_ns[row.setup.floor];
+            let p50s = &rounds.p50_ns[floors + i];
             let round_records: Vec<Round> = p50s
                 .iter()
                 .copied()
-                .zip(rounds.p99_ns[i + 1].iter().copied())
+                .zip(rounds.p99_ns[floors + i].iter().copied())
                 .zip(floor_p50)
                 .zip(&row.seen)
                 .zip(&round_of)
                 .map(|(((p50_p99, &floor), seen), &of)| seen.round(p50_p99, Some(floor), of))
                 .collect();
-            let iterations = rounds.round_trips[i + 1];
+            let iterations = rounds.round_trips[floors + i];
             let ratio = paired_ratio_by_generation(p50s, floor_p50, &rounds.generations);
             rows.push(row.finish(iterations, round_records, ratio, transport));
         }
-        let baseline = BaselineRow {
-            bytes: self.floor.bytes as u64,
-            transport,
-            wait: self.wait,
-            pin: self.pin,
-            lent: self.floor.lent,
-            iterations: rounds.round_trips[0],
-            rtt_ns: Percentiles::of(&self.floor.rtt),
-            shared_core_share: shared_core_share(&floor_rounds),
-            rounds: floor_rounds,
-            route: self.floor.route.clone(),
-            cross_core: None,
-        };
-        Ok((baseline, rows))
+        let baselines = self
+            .floors
+            .iter()
+            .enumerate()
+            .map(|(i, floor)| {
+                let floor_rounds: Vec<Round> = rounds.p50_ns[i]
+                    .iter()
+                    .copied()
+                    .zip(rounds.p99_ns[i].iter().copied())
+                    .zip(&floor.seen)
+                    .zip(&round_of)
+                    .map(|((p50_p99, seen), &of)| seen.round(p50_p99, None, of))
+                    .collect();
+                BaselineRow {
+                    bytes: floor.bytes as u64,
+                    transport,
+                    wait: floor.wait,
+                    pin: self.pin,
+                    lent: floor.lent,
+                    iterations: rounds.round_trips[i],
+                    rtt_ns: Percentiles::of(&floor.rtt),
+                    shared_core_share: shared_core_share(&floor_rounds),
+                    rounds: floor_rounds,
+                    route: floor.route.clone(),
+                    cross_core: None,
+                }
+            })
+            .collect();
+        Ok((baselines, rows))
     }
 
     /// The pid whose CPU time is the server's for `member`, when it can be read.
@@ -384,6 +436,12 @@ impl<'a> LiveGroup<'a> {
     }
 }
 
+/// A member of a [`LiveGroup`], by its index among its kind.
+enum Member {
+    Floor(usize),
+    Row(usize),
+}
+
 impl Drop for LiveGroup<'_> {
     fn drop(&mut self) {
         // A stopped server would not hear BYE or end of stream: never leave one stopped.
@@ -393,7 +451,7 @@ impl Drop for LiveGroup<'_> {
 
 impl Group for LiveGroup<'_> {
     fn members(&self) -> usize {
-        1 + self.rows.len()
+        self.floors.len() + self.rows.len()
     }
 
     /// Probes the machine's state for the round, with no server running: the one left running
@@ -430,9 +488,9 @@ impl Group for LiveGroup<'_> {
             }
             self.running = pid;
         }
-        if member > 0 {
-            let (slot, path) = (self.rows[member - 1].setup.peer, self.rows[member - 1].setup.path);
-            if let Some(Some(peer)) = self.processes.as_mut().map(|p| &mut p.peers[slot]) {
+        if let Member::Row(i) = self.member(member) {
+            let (slot, path) = (self.rows[i].setup.peer, self.rows[i].setup.path);
+            if let Some(Some(peer)) = self.processes.as_mut().and_then(|p| p.peers.get_mut(slot)) {
                 peer.set_path(path);
             }
         }
@@ -446,16 +504,18 @@ impl Group for LiveGroup<'_> {
                 context: "before the group's servers started",
             });
         };
-        if member == 0 {
-            let echo = &mut processes.echo;
-            let ns = echo.round_trip().map_err(|e| or_interrupted(echo.name_error(e)))?;
-            if timed {
-                self.floor.rtt.saturating_record(ns);
+        let row = match member.checked_sub(self.floors.len()) {
+            Some(row) => &mut self.rows[row],
+            None => {
+                let (floor, echo) = (&mut self.floors[member], &mut processes.echoes[member]);
+                let ns = echo.round_trip().map_err(|e| or_interrupted(echo.name_error(e)))?;
+                if timed {
+                    floor.rtt.saturating_record(ns);
+                }
+                return Ok(ns);
             }
-            return Ok(ns);
-        }
-        let row = &mut self.rows[member - 1];
-        let Some(peer) = processes.peers[row.setup.peer].as_mut() else {
+        };
+        let Some(peer) = processes.peers.get_mut(row.setup.peer).and_then(Option::as_mut) else {
             return Err(peerpipe::Error::PeerClosed { context: "before the row's server started" });
         };
         let timing = row.data.call(peer, row.setup.workload).map_err(|e| {
@@ -473,9 +533,9 @@ impl Group for LiveGroup<'_> {
     fn timing_starts(&mut self, member: usize) -> Result<()> {
         let pid = self.server_pid(member);
         self.preemptions_at_start = (thread_preemptions(), pid.and_then(preemptions_of));
-        if member > 0 {
+        if let Member::Row(i) = self.member(member) {
             let pid = self.cpu_pid(member);
-            self.rows[member - 1].cpu.start(pid)?;
+            self.rows[i].cpu.start(pid)?;
         }
         Ok(())
     }
@@ -492,19 +552,22 @@ impl Group for LiveGroup<'_> {
             };
         let seen =
             Seen { client_cpu: current_cpu(), server_cpu: pid.and_then(last_cpu_of), preemptions };
-        if member == 0 {
-            if let Some(processes) = &self.processes {
-                processes.echo.verify()?;
+        match self.member(member) {
+            Member::Floor(i) => {
+                if let Some(echo) = self.processes.as_ref().and_then(|p| p.echoes.get(i)) {
+                    echo.verify()?;
+                }
+                self.floors[i].seen.push(seen);
             }
-            self.floor.seen.push(seen);
-        } else {
-            let cpu_pid = self.cpu_pid(member);
-            let row = &mut self.rows[member - 1];
-            row.cpu.stop(cpu_pid)?;
-            row.seen.push(seen);
-            // Every burst's last reply is checked bit for bit.
-            row.checked += 1;
-            row.data.verify(row.setup.workload, row.setup.expect, row.checked)?;
+            Member::Row(i) => {
+                let cpu_pid = self.cpu_pid(member);
+                let row = &mut self.rows[i];
+                row.cpu.stop(cpu_pid)?;
+                row.seen.push(seen);
+                // Every burst's last reply is checked bit for bit.
+                row.checked += 1;
+                row.data.verify(row.setup.workload, row.setup.expect, row.checked)?;
+            }
         }
         self.progress.inc(1);
         Ok(())

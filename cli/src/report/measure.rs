@@ -1,8 +1,9 @@
-//! Running the matrix: spawning servers, then measuring each group — a raw floor and every
-//! row that moves the same bytes with the same transport, wait and placement — in
-//! interleaved rounds, so that every ratio is taken against a floor measured moments apart
-//! ([`peerpipe::pairing`]).
+//! Running the matrix: spawning servers, then measuring each group — for every wait strategy,
+//! a raw floor and every row that moves the same bytes with the same transport and placement —
+//! in interleaved rounds, so that every ratio is taken against a floor measured moments apart,
+//! and two waits are compared over bursts of the same rounds ([`peerpipe::pairing`]).
 
+use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Duration;
@@ -70,10 +71,11 @@ pub fn run(plan: &Plan, progress: &ProgressBar) -> Result<Report> {
     }
 }
 
-/// Runs the whole plan. For each placement, wait strategy and transport, then for each byte
-/// count (smallest first), a raw floor and one server per handler are spawned and measured in
-/// rounds with every row of that byte count ([`pairing::run`]); each row's
-/// `ratio_to_baseline` is the median of its per-round ratios.
+/// Runs the whole plan. For each placement and transport, then for each byte count (smallest
+/// first), a raw floor and one server per handler are spawned at every wait strategy measured
+/// there, and all are measured in the same rounds with every row of that byte count
+/// ([`pairing::run`]); each row's `ratio_to_baseline` is the median of its per-round ratios
+/// to the floor at its own wait.
 ///
 /// A run survives what it cannot measure. Before a group starts, each of its rows is probed
 /// with one call: a row its handler answers with ERROR (`lorenz96` given f32), or that cannot
@@ -137,29 +139,30 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
                 break 'run;
             }
         };
-        for wait in plan.waits_at(pin) {
-            for &transport in &plan.transports {
-                let mut section = Section::new(plan, &placement, wait, transport);
-                for bytes in plan.baseline_bytes(wait) {
-                    if peerpipe::interrupt::requested().is_some() {
+        let waits = plan.waits_at(pin);
+        for &transport in &plan.transports {
+            let mut section = Section::new(plan, &placement, &waits, transport);
+            let all_bytes: BTreeSet<usize> =
+                waits.iter().flat_map(|&wait| plan.baseline_bytes(wait)).collect();
+            for bytes in all_bytes {
+                if peerpipe::interrupt::requested().is_some() {
+                    break 'run;
+                }
+                progress.set_message(format!("{bytes} B {transport} {pin}"));
+                let seed = plan.order_seed.wrapping_add(group_index);
+                group_index += 1;
+                let result = section.measure_group(bytes, pin, seed, progress, &mut measured);
+                if transport == TransportKind::Pipe && section.pipe_capacity.is_some() {
+                    pipe_size_granted = section.pipe_capacity;
+                }
+                match result {
+                    Ok(()) => {}
+                    Err(GroupError::Group(e)) => {
+                        error.get_or_insert(e);
+                    }
+                    Err(GroupError::Run(e)) => {
+                        error = Some(e);
                         break 'run;
-                    }
-                    progress.set_message(format!("{bytes} B {transport} {wait} {pin}"));
-                    let seed = plan.order_seed.wrapping_add(group_index);
-                    group_index += 1;
-                    let result = section.measure_group(bytes, pin, seed, progress, &mut measured);
-                    if transport == TransportKind::Pipe && section.pipe_capacity.is_some() {
-                        pipe_size_granted = section.pipe_capacity;
-                    }
-                    match result {
-                        Ok(()) => {}
-                        Err(GroupError::Group(e)) => {
-                            error.get_or_insert(e);
-                        }
-                        Err(GroupError::Run(e)) => {
-                            error = Some(e);
-                            break 'run;
-                        }
                     }
                 }
             }
@@ -213,13 +216,14 @@ enum GroupError {
     Run(Error),
 }
 
-/// How the groups of one placement, wait strategy and transport get their servers: a raw
-/// echo of the group's bytes and one server per handler (or the one `spawn` command), spawned
-/// afresh for every generation.
+/// How the groups of one placement and transport get their servers: at every wait strategy
+/// of the group, a raw echo of the group's bytes and one server per handler (or the one
+/// `spawn` command), spawned afresh for every generation.
 struct Section<'p> {
     plan: &'p Plan,
     placement: &'p Placer,
-    wait: Wait,
+    /// The waits measured at this placement, in order.
+    waits: &'p [Wait],
     transport: TransportKind,
     /// The handler each server slot announced in its HELLO, learnt from the first spawn, and
     /// what its replies are checked against.
@@ -228,20 +232,34 @@ struct Section<'p> {
     pipe_capacity: Option<u64>,
 }
 
+/// One wait strategy of a group, whose place among the group's waits is that of its floor
+/// among the floors: the wait, and whether it has rows (and so handler servers).
+#[derive(Clone, Copy)]
+struct WaitSlot {
+    wait: Wait,
+    with_rows: bool,
+}
+
 impl<'p> Section<'p> {
     fn new(
         plan: &'p Plan,
         placement: &'p Placer,
-        wait: Wait,
+        waits: &'p [Wait],
         transport: TransportKind,
     ) -> Section<'p> {
-        Section { plan, placement, wait, transport, handlers: Vec::new(), pipe_capacity: None }
+        Section { plan, placement, waits, transport, handlers: Vec::new(), pipe_capacity: None }
     }
 
-    /// Measures the floor of `bytes` and every row of that many bytes in the plan's rounds,
-    /// split into generations of fresh processes, into `measured`. Rows the handler cannot
-    /// serve are probed out first ([`RowSetup::probe`]) and skipped; when the group fails
-    /// after that, its rows are skipped as `failed`.
+    /// Server slots per wait: one per handler, or the one `spawn` command.
+    fn slots(&self) -> usize {
+        self.plan.handler_count()
+    }
+
+    /// Measures, at every wait of the section that has a floor of `bytes`, that floor and
+    /// every row of that many bytes, all in the same rounds, split into generations of fresh
+    /// processes, into `measured`. Rows the handler cannot serve are probed out first
+    /// ([`RowSetup::probe`]) and skipped; when the group fails after that, its rows are
+    /// skipped as `failed`.
     fn measure_group(
         &mut self,
         bytes: usize,
@@ -252,10 +270,15 @@ impl<'p> Section<'p> {
     ) -> std::result::Result<(), GroupError> {
         let plan = self.plan;
         // A floor with no row of its bytes (the wake-up floor) needs no handler server.
-        let with_rows = !plan.row_shapes(bytes, self.wait).is_empty();
-        let mut first = self.spawn(bytes, with_rows).map_err(GroupError::Run)?;
+        let mut slots: Vec<WaitSlot> = self
+            .waits
+            .iter()
+            .filter(|&&wait| plan.baseline_bytes(wait).contains(&bytes))
+            .map(|&wait| WaitSlot { wait, with_rows: !plan.row_shapes(bytes, wait).is_empty() })
+            .collect();
+        let mut first = self.spawn(bytes, &slots).map_err(GroupError::Run)?;
         let mut setups = Vec::new();
-        for setup in if with_rows { self.rows_of(bytes, pin) } else { Vec::new() } {
+        for setup in self.rows_of(bytes, pin, &slots) {
             let probed = match first.peers.get_mut(setup.peer).and_then(Option::as_mut) {
                 Some(peer) => setup.probe(peer),
                 None => Ok(None), // reported by LiveGroup::install
@@ -270,12 +293,21 @@ impl<'p> Section<'p> {
                 }
             }
         }
-        let with_rows = !setups.is_empty();
+        // A wait whose every row was skipped keeps its floor, which needs no handler server.
+        let per_wait = self.slots();
+        for (i, slot) in slots.iter_mut().enumerate() {
+            slot.with_rows = setups.iter().any(|s| s.floor == i);
+            if !slot.with_rows {
+                first.peers[i * per_wait..(i + 1) * per_wait]
+                    .iter_mut()
+                    .for_each(|p| drop(p.take()));
+            }
+        }
         let kept = setups.clone();
-        let result = self.measure_rounds(bytes, pin, seed, progress, first, setups, with_rows);
+        let result = self.measure_rounds(bytes, pin, seed, progress, first, setups, &slots);
         match result {
-            Ok((floor, rows)) => {
-                measured.baseline.push(floor);
+            Ok((floors, rows)) => {
+                measured.baseline.extend(floors);
                 measured.rows.extend(rows);
                 Ok(())
             }
@@ -312,21 +344,17 @@ impl<'p> Section<'p> {
         progress: &ProgressBar,
         first: Processes,
         setups: Vec<RowSetup>,
-        with_rows: bool,
-    ) -> Result<(BaselineRow, Vec<Row>)> {
+        slots: &[WaitSlot],
+    ) -> Result<(Vec<BaselineRow>, Vec<Row>)> {
         let plan = self.plan;
-        let mut first = first;
-        if !with_rows {
-            // Every row was skipped: the floor alone needs no handler server.
-            first.peers.iter_mut().for_each(|slot| drop(slot.take()));
-        }
-        let mut group = LiveGroup::new(self.wait, pin, setups, self.round_probe(), progress)?;
+        let waits: Vec<Wait> = slots.iter().map(|slot| slot.wait).collect();
+        let mut group = LiveGroup::new(&waits, pin, setups, self.round_probe(), progress)?;
         group.install(first)?;
         let generations = plan.generations.clamp(1, plan.rounds.max(1));
         let mut rounds = pairing::Rounds::empty(group.members());
         for generation in 0..generations {
             if generation > 0 {
-                let processes = self.spawn(bytes, with_rows)?;
+                let processes = self.spawn(bytes, slots)?;
                 group.install(processes)?;
             }
             let schedule = plan.schedule(seed, generation, generations);
@@ -340,24 +368,68 @@ impl<'p> Section<'p> {
         Skipped { id: setup.id(self.transport), reason, failed }
     }
 
-    /// One generation of servers for a group of `bytes` bytes: the raw echo, and the handler
-    /// servers when the group has rows.
-    fn spawn(&mut self, bytes: usize, with_rows: bool) -> Result<Processes> {
+    /// One generation of servers for a group of `bytes` bytes: at each wait of `slots`, in
+    /// order, the raw echo, and the handler servers when that wait has rows (else as many
+    /// `None` slots).
+    fn spawn(&mut self, bytes: usize, slots: &[WaitSlot]) -> Result<Processes> {
+        let mut echoes = Vec::with_capacity(slots.len());
+        let mut peers = Vec::new();
+        let mut commands = Vec::new();
+        for slot in slots {
+            echoes.push(self.spawn_echo(bytes, slot.wait)?);
+            let (wait_peers, wait_commands) = self.spawn_handlers(slot)?;
+            peers.extend(wait_peers);
+            commands.extend(wait_commands);
+        }
+        if self.handlers.is_empty() {
+            self.handlers = peers
+                .iter()
+                .flatten()
+                .take(self.slots())
+                .map(|peer| {
+                    let name = peer.server_hello().handler.clone().unwrap_or_default();
+                    let expect = Expectation::for_handler(Some(&name));
+                    (name, expect)
+                })
+                .collect();
+        }
+        // A `--spawn` server's CPU can be read when its HELLO names its pid and that pid is a
+        // local process of ours (`Peer::server_pid`); behind ssh it is not, and the spawned
+        // process is only the ssh client.
+        let server_cpu_known = self.plan.spawn.is_none()
+            || peers
+                .iter()
+                .flatten()
+                .all(|p| p.server_hello().pid.is_some() && p.server_pid().is_some());
+        Ok(Processes { echoes, peers, server_cpu_known, commands })
+    }
+
+    /// The raw echo of `bytes` bytes at `wait`.
+    fn spawn_echo(&self, bytes: usize, wait: Wait) -> Result<RawEcho> {
         let plan = self.plan;
-        let options =
-            Options { wait: self.wait, transport: self.transport, ..plan.options.clone() };
         let spawn = Spawn {
-            wait: self.wait,
+            wait,
             transport: self.transport,
             pipe_capacity: plan.options.pipe_capacity,
             shm_capacity: plan.options.shm_capacity,
         };
-        let echo = self.placement.spawn(|| match &plan.spawn_floor {
+        self.placement.spawn(|| match &plan.spawn_floor {
             Some(route) => RawEcho::spawn_route(route, bytes, &spawn, plan.options.timeout),
             None => RawEcho::spawn_with(&plan.peer_exe, bytes, &spawn, plan.options.timeout),
-        })?;
+        })
+    }
+
+    /// The handler servers of one wait, with their command lines: one per slot, `None` (and
+    /// an empty line) in every slot when the wait has no rows.
+    fn spawn_handlers(&mut self, slot: &WaitSlot) -> Result<(Vec<Option<Peer>>, Vec<String>)> {
+        let plan = self.plan;
+        if !slot.with_rows {
+            let none = (0..self.slots()).map(|_| (None, String::new()));
+            return Ok(none.unzip());
+        }
+        let options =
+            Options { wait: slot.wait, transport: self.transport, ..plan.options.clone() };
         let commands: Vec<Command> = match &plan.spawn {
-            _ if !with_rows => Vec::new(),
             // A command that starts `peer --role server` is told the transport; any other
             // server finds it out itself (`TransportKind::of_stdin`).
             Some(line) if line.contains(PEER_SERVER) => {
@@ -381,52 +453,37 @@ impl<'p> Section<'p> {
                 })
                 .collect(),
         };
-        let mut peers = Vec::with_capacity(commands.len());
         let names = commands.iter().map(super::group::command_line).collect();
+        let mut peers = Vec::with_capacity(commands.len());
         for command in commands {
             let peer = self.placement.spawn(|| Peer::spawn(command, options.clone()))?;
             self.pipe_capacity = peer.capacity().map(|c| c as u64).or(self.pipe_capacity);
             peers.push(Some(peer));
         }
-        if self.handlers.is_empty() && with_rows {
-            self.handlers = peers
-                .iter()
-                .flatten()
-                .map(|peer| {
-                    let name = peer.server_hello().handler.clone().unwrap_or_default();
-                    let expect = Expectation::for_handler(Some(&name));
-                    (name, expect)
-                })
-                .collect();
-        }
-        // A `--spawn` server's CPU can be read when its HELLO names its pid and that pid is a
-        // local process of ours (`Peer::server_pid`); behind ssh it is not, and the spawned
-        // process is only the ssh client.
-        let server_cpu_known = plan.spawn.is_none()
-            || peers
-                .iter()
-                .flatten()
-                .all(|p| p.server_hello().pid.is_some() && p.server_pid().is_some());
-        Ok(Processes { echo, peers, server_cpu_known, commands: names })
+        Ok((peers, names))
     }
 
-    /// Every row of `bytes` bytes at this section's wait: handler × (dtype, path) × size.
-    fn rows_of(&self, bytes: usize, pin: Placement) -> Vec<RowSetup> {
+    /// Every row of `bytes` bytes at each wait of `slots` that has rows: handler × (dtype,
+    /// path) × size, each naming its wait's floor and server.
+    fn rows_of(&self, bytes: usize, pin: Placement, slots: &[WaitSlot]) -> Vec<RowSetup> {
         let plan = self.plan;
         let mut setups = Vec::new();
-        let shapes = plan.row_shapes(bytes, self.wait);
-        for (peer, (handler, expect)) in self.handlers.iter().enumerate() {
-            for &(workload, path, elements) in &shapes {
-                setups.push(RowSetup {
-                    workload,
-                    elements,
-                    path,
-                    wait: self.wait,
-                    pin,
-                    expect: *expect,
-                    peer,
-                    handler: handler.clone(),
-                });
+        for (floor, slot) in slots.iter().enumerate().filter(|(_, slot)| slot.with_rows) {
+            let shapes = plan.row_shapes(bytes, slot.wait);
+            for (handler_slot, (handler, expect)) in self.handlers.iter().enumerate() {
+                for &(workload, path, elements) in &shapes {
+                    setups.push(RowSetup {
+                        workload,
+                        elements,
+                        path,
+                        wait: slot.wait,
+                        pin,
+                        expect: *expect,
+                        floor,
+                        peer: floor * self.slots() + handler_slot,
+                        handler: handler.clone(),
+                    });
+                }
             }
         }
         setups
