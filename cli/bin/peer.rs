@@ -32,7 +32,8 @@ use peerpipe_cli::report::{Placement, Workload, answer, export, placement, rende
 /// (--rounds), each round one short burst of each in a random order, and a row's ratio is the
 /// median over rounds of its p50 over the floor's p50 in the same round, with a 95 %
 /// confidence interval. A machine that changes speed during the run moves both sides of a
-/// round together, so the ratios hold still even when absolute times do not. A ratio whose
+/// round together, so the ratios hold still even when absolute times do not. The waits of one
+/// placement share the rounds, so two waits are compared over bursts taken moments apart. A ratio whose
 /// interval reaches beyond +-25 % of it or straddles 1.0 is printed as unresolved.
 ///
 /// Every call is timed with the CPU's time-stamp counter where the kernel keeps time with it
@@ -269,10 +270,10 @@ struct RunArgs {
     #[arg(long, default_value = "20ms", value_parser = parse_timeout)]
     warmup: Duration,
 
-    /// Client: rounds per group. Each round gives the floor and every row of the same bytes,
-    /// transport, wait and placement one burst (--duration / N) in a random order; a row's
-    /// ratio is the median of its per-round ratios, with a 95 % interval (needs 6 rounds or
-    /// more) [default: 40; 10 with --quick].
+    /// Client: rounds per group. Each round gives every floor and row of the same bytes,
+    /// transport and placement — at every wait measured there — one burst (--duration / N) in
+    /// a random order; a row's ratio is the median of its per-round ratios to the floor at its
+    /// own wait, with a 95 % interval (needs 6 rounds or more) [default: 40; 10 with --quick].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(measure::MAX_ROUNDS)))]
     rounds: Option<u32>,
 

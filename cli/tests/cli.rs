@@ -677,7 +677,15 @@ fn the_waits_of_one_placement_are_measured_in_the_same_rounds() {
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let report = export::read_json(&json).unwrap();
+    assert!(report.config.waits_share_rounds);
     assert_eq!(report.rows.len(), 3, "{:?}", report.rows);
+    // The answer (auto, unpinned) is compared with the other two waits round by round, with
+    // the CPU each spent.
+    let text = stdout(&output);
+    let line = text.lines().find(|l| l.starts_with("waits, f64 x 500 unpinned")).expect(&text);
+    assert!(line.contains("round by round over 3 rounds: auto / block "), "{line}");
+    assert!(line.contains(", / spin "), "{line}");
+    assert!(line.contains("cpu per round trip (client + server): auto "), "{line}");
     // Each round is probed once, at its start, for every member of its group: the floors and
     // rows of all three waits carry the same probe in each round, so a comparison of two
     // waits is one of bursts taken moments apart, in one state of the machine.

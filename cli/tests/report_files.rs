@@ -118,6 +118,7 @@ fn json_has_the_documented_keys_and_nesting() {
             "shm_size",
             "hybrid_spin_ns",
             "load",
+            "waits_share_rounds",
         ])
     );
 
@@ -398,9 +399,16 @@ fn compare_reads_a_report_written_before_the_optional_fields_existed() {
         }
     }
     let config = old["config"].as_object_mut().unwrap();
-    for key in
-        ["rounds", "generations", "order_seed", "server_delay_ns", "transports", "shm_size", "load"]
-    {
+    for key in [
+        "rounds",
+        "generations",
+        "order_seed",
+        "server_delay_ns",
+        "transports",
+        "shm_size",
+        "load",
+        "waits_share_rounds",
+    ] {
         config.remove(key);
     }
     old["machine"].as_object_mut().unwrap().remove("clock");
@@ -413,6 +421,8 @@ fn compare_reads_a_report_written_before_the_optional_fields_existed() {
     let read = export::read_json(&file.path).expect("an old report reads");
     assert!(read.baseline.iter().all(|b| b.transport.name() == "pipe" && b.rounds.is_empty()));
     assert!(read.sync_costs.is_empty() && read.skipped.is_empty());
+    // Its waits were measured in rounds of their own: never compared round by round.
+    assert!(!read.config.waits_share_rounds);
     let thresholds = Thresholds { abs: Duration::from_micros(5), rel_pct: 10.0 };
     let comparison = compare::compare(&read, &sample(), thresholds, Mode::Absolute);
     assert_eq!(comparison.rows.len(), sample().rows.len(), "every row matched by its key");

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::budget::{self, Judgement, Overhead};
 use super::key::{Handler, RowId};
 use super::ratio::{self, PairedRatio};
-use super::{Placement, Report, Row, Skipped, Workload, format, render};
+use super::{Placement, Report, Row, Skipped, Workload, format, render, waits};
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
 const RAW_HANDLER: Handler = Handler::EchoRaw;
@@ -267,6 +267,7 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     placement_notes(report, out)?;
+    wait_notes(report, &lines, out)?;
     // Each answer's figures are those of the machine state most of its rounds ran in; say
     // what the others showed, so that no figure of another state is taken for this one.
     for (size, cells) in &lines {
@@ -355,6 +356,44 @@ fn placement_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             row.id.wait,
             max as f64 / min as f64,
             figures.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// One line per size whose answer's row was measured at other waits in the same rounds
+/// ([`waits::compare`]): its p50 ÷ each other wait's, round by round, with the CPU time per
+/// round trip of each (client + server), so that a wait that wins latency by burning CPU
+/// shows it.
+fn wait_notes(
+    report: &Report,
+    lines: &[(String, Option<Cells<'_>>)],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let cpu = |row: &Row| {
+        let sum = row.client_cpu_ns + row.server_cpu_ns;
+        if sum.is_finite() { format::ns(sum.round() as u64) } else { "-".to_owned() }
+    };
+    for (size, cells) in lines {
+        let Some(cells) = cells else { continue };
+        let row = cells.answer.row;
+        let compared = waits::compare(report, row);
+        let Some(first) = compared.first() else { continue };
+        let ratios: Vec<String> =
+            compared.iter().map(|c| format!("/ {} {}", c.other.id.wait, c.text())).collect();
+        let cpus: Vec<String> = std::iter::once(row)
+            .chain(compared.iter().map(|c| c.other))
+            .map(|r| format!("{} {}", r.id.wait, cpu(r)))
+            .collect();
+        writeln!(
+            out,
+            "waits, {size} {}, round by round over {} rounds: {} {}; cpu per round trip (client + \
+             server): {}.",
+            placement_words(row.id.pin),
+            first.rounds,
+            row.id.wait,
+            ratios.join(", "),
+            cpus.join(", ")
         )?;
     }
     Ok(())

@@ -29,6 +29,7 @@ pub mod ratio;
 pub mod render;
 pub mod states;
 pub mod sync;
+pub mod waits;
 
 use hdrhistogram::Histogram;
 use peerpipe::transport::{TransportKind, Wait};
@@ -500,6 +501,11 @@ pub struct ConfigRecord {
     /// when none, and in reports from before the flag existed.
     #[serde(default)]
     pub load: u32,
+    /// True when every wait of a placement was measured in the same rounds, so that two waits'
+    /// rows can be compared round by round ([`waits::compare`]); false in reports from before,
+    /// which measured each wait in rounds of its own.
+    #[serde(default)]
+    pub waits_share_rounds: bool,
 }
 
 /// A whole run: the JSON document `--json` writes and `peer compare` reads.

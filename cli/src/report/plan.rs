@@ -343,6 +343,7 @@ impl Plan {
                 })
                 .unwrap_or(DEFAULT_SPIN_BUDGET.as_nanos() as u64),
             load: self.load,
+            waits_share_rounds: true,
         }
     }
 }

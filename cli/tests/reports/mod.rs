@@ -115,6 +115,7 @@ pub fn report(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
             shm_size: 1 << 20,
             hybrid_spin_ns: 50_000,
             load: 0,
+            waits_share_rounds: true,
         },
         baseline,
         rows,
