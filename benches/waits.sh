@@ -13,7 +13,7 @@
 # the two rows' p99 over all their (shared) rounds, printed with how many of those rounds ran
 # outside the main state.
 #
-#   bash benches/waits.sh [RUNS]        # default 3 runs of each setting; ~20 s a run
+#   bash benches/waits.sh [RUNS]        # default 3 runs of each setting; ~40 s a run
 #
 # The targets it checks (docs/PERFORMANCE.md, "Waiting where programs run"):
 #   same (quiet and --load 1): auto p50 <= 1.3x block's

@@ -387,10 +387,11 @@ fn wait_notes(
             .collect();
         writeln!(
             out,
-            "waits, {size} {}, round by round over {} rounds: {} {}; cpu per round trip (client + \
-             server): {}.",
+            "waits, {size} {}, round by round over {} round{}: {} {}; cpu per round trip (client \
+             + server): {}.",
             placement_words(row.id.pin),
             first.rounds,
+            if first.rounds == 1 { "" } else { "s" },
             row.id.wait,
             ratios.join(", "),
             cpus.join(", ")
