@@ -115,23 +115,55 @@ fn it_moves_to_the_cpu_idle_longest_since_its_last_look() {
     assert_eq!(placement.cpus.moves, vec![2]);
 }
 
+/// Counts the looks of `placement` over `count` hand-overs `step` apart.
+fn looks_over(
+    placement: &mut Placement<&mut Fake>,
+    now: &mut Instant,
+    count: u32,
+    step: Duration,
+) -> u32 {
+    let mut looks = 0;
+    for _ in 0..count {
+        let before = (placement.next_check, placement.hand_overs_to_look);
+        *now += step;
+        assert!(!placement.after_sleep(*now, true));
+        looks += u32::from((placement.next_check, placement.hand_overs_to_look) != before);
+    }
+    looks
+}
+
 #[test]
-fn looks_that_find_nothing_to_do_come_at_most_every_max_check() {
+fn looks_that_find_nothing_to_do_come_ever_further_apart_in_time_and_in_hand_overs() {
     let mut fake = Fake { others: Some(1), ..shared_core() };
     let mut placement = Placement::new(&mut fake);
     let mut now = Instant::now();
-    // A second of hand-overs a millisecond apart beside busy work: the looks come after 1, 2,
-    // 4, 8 and then every 16 ms.
-    let looks_before = |p: &Placement<&mut Fake>| p.next_check;
-    let mut looks = 0;
-    for _ in 0..1000 {
-        let before = looks_before(&placement);
-        assert!(!sleeps(&mut placement, &mut now, 1, true));
-        looks += u32::from(looks_before(&placement) != before);
-    }
+    // Hand-overs 10 µs apart beside busy work for a second: each look waits for twice the
+    // time and twice the hand-overs of the one before, up to 16 ms and 1024; then the time
+    // sets the pace (1024 hand-overs take 10 ms), one look per 16 ms.
+    let looks = looks_over(&mut placement, &mut now, 100_000, Duration::from_micros(10));
     assert_eq!(placement.interval, MAX_CHECK);
+    assert_eq!(placement.hand_overs_to_look, MAX_HAND_OVERS_TO_LOOK);
     assert!((60..=70).contains(&looks), "{looks} looks in a second");
+    // Hand-overs a millisecond apart: 1024 of them take a second, and the count sets the pace.
+    let looks = looks_over(&mut placement, &mut now, 10_000, Duration::from_millis(1));
+    assert!((9..=10).contains(&looks), "{looks} looks in 10 s");
     assert!(placement.cpus.moves.is_empty());
+}
+
+#[test]
+fn round_trips_in_bursts_far_apart_carry_a_look_in_one_of_a_thousand_at_most() {
+    let mut fake = Fake { others: Some(1), ..shared_core() };
+    let mut placement = Placement::new(&mut fake);
+    let mut now = Instant::now();
+    // 100 bursts of 200 hand-overs 5 µs apart, 20 ms between bursts (more than MAX_CHECK):
+    // timed alone, every burst would carry a look.
+    let mut looks = 0;
+    for _ in 0..100 {
+        now += Duration::from_millis(20);
+        looks += looks_over(&mut placement, &mut now, 200, Duration::from_micros(5));
+    }
+    // The first looks, at 4, 8, … 512 hand-overs, then one per 1024 of the 20,000.
+    assert!(looks <= 8 + 20_000 / MAX_HAND_OVERS_TO_LOOK, "{looks} looks in 100 bursts");
 }
 
 #[test]
@@ -208,6 +240,38 @@ fn the_os_reads_a_peers_cpu_and_whether_it_is_runnable() {
     let asleep = eventually(|| os.peer().filter(|&(_, runnable)| !runnable));
     assert!(asleep.is_some_and(|(cpu, _)| cpu < cpus), "sleep(1) sleeps: {asleep:?}");
     assert_eq!(Os::new(u32::MAX).peer(), None, "no such process");
+}
+
+#[test]
+fn a_kept_proc_file_reads_the_peer_as_it_is_now_and_nothing_once_it_is_gone() {
+    // One `Os`, so one `/proc/PID/stat` kept open: asleep first, then a busy loop.
+    let mut child = Child::start("sh", &["-c", "sleep 0.5; while :; do :; done"]);
+    let mut os = Os::new(child.0.id());
+    let asleep = eventually(|| os.peer().filter(|&(_, runnable)| !runnable));
+    assert!(asleep.is_some(), "the child sleeps first");
+    let busy = eventually(|| os.peer().filter(|&(_, runnable)| runnable));
+    assert!(busy.is_some(), "then it runs: the kept file was read afresh");
+    let (loadavg_before, loadavg_after) = (os.runnable(), os.runnable());
+    assert!(loadavg_before.is_some() && loadavg_after.is_some());
+    // The peer's file is this `Os`'s own: held while it lives, closed with it.
+    let stat = format!("/proc/{}/stat", child.0.id());
+    let holding = || {
+        let fds = std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd");
+        fds.flatten()
+            .filter(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|p| p == std::path::Path::new(&stat))
+            })
+            .count()
+    };
+    assert_eq!(holding(), 1, "{stat} is kept open");
+    let mut second = Os::new(child.0.id());
+    assert!(second.peer().is_some());
+    assert_eq!(holding(), 2, "one per Os");
+    drop(second);
+    assert_eq!(holding(), 1, "closed with its Os");
+    child.0.kill().expect("kill the child");
+    child.0.wait().expect("reap the child");
+    assert_eq!(os.peer(), None, "a reaped peer reads as gone");
 }
 
 /// Runs `test` on a thread of its own whose mask is the first allowed CPU only, with a
