@@ -66,10 +66,17 @@ fn leak_no_descriptors_mappings_or_children(transport: TransportKind, cycles: us
 
     // The counters see what they are meant to: a live peer holds two pipe ends and a child,
     // or one pipe end (the liveness pipe; the memfd is closed once mapped), a mapping and a
-    // child; and the read end of the server's stderr (Options::capture_stderr).
+    // child; the read end of the server's stderr (Options::capture_stderr); and, under the
+    // default wait (auto), the server's /proc/PID/stat.
     let peer = Peer::spawn_server(peer_exe(), "echo", options(transport)).expect("spawn");
     let pid = peer.server_pid().expect("spawned") as i32;
-    let (fds, mappings) = if transport.is_shared_memory() { (2, 1) } else { (3, 0) };
+    let stat = format!("/proc/{pid}/stat");
+    assert!(
+        describe_fds().iter().any(|fd| fd.ends_with(&format!(" -> {stat}"))),
+        "{transport}: the auto wait keeps {stat} open: {:#?}",
+        describe_fds()
+    );
+    let (fds, mappings) = if transport.is_shared_memory() { (3, 1) } else { (4, 0) };
     assert_eq!(
         open_fds(),
         fd_count + fds,

@@ -65,7 +65,7 @@ pub const MAX_CHECK: Duration = Duration::from_millis(16);
 /// [`HAND_OVERS_TO_LOOK`] by every look that finds nothing to do. With time alone, round trips
 /// that come in bursts more than [`MAX_CHECK`] apart (a solver's calls between two
 /// factorisations; the report's interleaved bursts) carry a look in every burst; a look
-/// (reading `/proc/PID/stat` and `/proc/loadavg`, 6 µs measured) then lands in the slowest
+/// (reading `/proc/PID/stat` and `/proc/loadavg`, ~12 µs measured) then lands in the slowest
 /// percent of the round trips. So a side looks at most once in 1024 hand-overs once its looks
 /// keep finding nothing to do: under 0.1 % of its round trips. In a steady stream of round
 /// trips of a few microseconds, 1024 hand-overs take less than [`MAX_CHECK`], which still

@@ -13,51 +13,35 @@ use super::Cpus;
 /// `/proc/PID/stat`, the runnable tasks from `/proc/loadavg`, the CPU times from `/proc/stat`.
 /// Reads them into buffers on the stack: a look allocates nothing.
 ///
-/// The files are kept open (close-on-exec) and read again from their start: the kernel writes
-/// a `/proc` file afresh for every read at offset 0, and reading an open one costs about half
-/// of opening, reading and closing it (4.5 against 9.7 µs for `/proc/PID/stat`, 1.9 against
-/// 7.0 µs for `/proc/loadavg`, measured on a 2-core AMD EPYC machine) — and a look sits inside
-/// a round trip. The peer's `/proc/PID/stat` is opened at the first look and closes with the
-/// `Os`; it stays that process's own, so once the peer is gone it reads nothing, even when its
-/// pid is reused. `/proc/loadavg` and `/proc/stat` are opened once per process, when the first
-/// `Os` is made, and shared by all.
+/// `/proc/loadavg` and `/proc/stat` are opened once per process, when the first `Os` is made,
+/// kept open (close-on-exec) and read again from their start, where the kernel writes them
+/// afresh: that costs 1.9 µs for `/proc/loadavg` against 7.0 µs to open, read and close it
+/// (measured on a 2-core AMD EPYC machine), and a look sits inside a round trip. The peer's
+/// `/proc/PID/stat` is opened at each read (9.7 µs there), or, for an `Os` made by
+/// [`Os::keeping_the_peers_file`], once and kept (4.5 µs a read).
 #[derive(Debug)]
 pub struct Os {
-    peer_stat: PeerStat,
+    peer_stat: PathBuf,
+    /// The peer's `/proc/PID/stat`, when kept open.
+    kept: Option<File>,
 }
 
 impl Os {
     /// The running system, with process `peer` as the peer. Opens the process-wide files if
-    /// no `Os` did before; the peer's is opened at the first look.
+    /// no `Os` did before; the peer's file is opened at each read.
     pub fn new(peer: u32) -> Os {
         let _ = (shared(&LOADAVG, "/proc/loadavg"), shared(&STAT, "/proc/stat"));
-        Os { peer_stat: PeerStat::NotOpened(format!("/proc/{peer}/stat").into()) }
+        Os { peer_stat: format!("/proc/{peer}/stat").into(), kept: None }
     }
-}
 
-/// The peer's `/proc/PID/stat`: not opened yet, open, or gone (it could not be opened or
-/// read, and is never opened again by its path, which another process may have by then).
-#[derive(Debug)]
-enum PeerStat {
-    NotOpened(PathBuf),
-    Open(File),
-    Gone,
-}
-
-impl PeerStat {
-    /// The file's text as of now, up to `buf`'s length; `None` once the peer is gone.
-    fn read<'b>(&mut self, buf: &'b mut [u8]) -> Option<&'b str> {
-        if let PeerStat::NotOpened(path) = self {
-            *self = File::open(&*path).map_or(PeerStat::Gone, PeerStat::Open);
-        }
-        let PeerStat::Open(file) = self else { return None };
-        match read_at_start(file, buf) {
-            Some(text) => Some(text),
-            None => {
-                *self = PeerStat::Gone;
-                None
-            }
-        }
+    /// As [`Os::new`], with the peer's `/proc/PID/stat` opened now and kept open until the
+    /// `Os` is dropped: one descriptor (read-only, close-on-exec) for reads that cost half as
+    /// much. A kept file stays that process's: once the peer is gone it reads nothing, even if
+    /// its pid is reused. When it cannot be opened, reads open it as [`Os::new`]'s do.
+    pub fn keeping_the_peers_file(peer: u32) -> Os {
+        let mut os = Os::new(peer);
+        os.kept = File::open(&os.peer_stat).ok();
+        os
     }
 }
 
@@ -69,6 +53,13 @@ static STAT: OnceLock<Option<File>> = OnceLock::new();
 /// A process-wide `/proc` file, opened at the first call.
 fn shared(file: &'static OnceLock<Option<File>>, path: &str) -> Option<&'static File> {
     file.get_or_init(|| File::open(path).ok()).as_ref()
+}
+
+/// Reads the start of a small file (a `/proc` entry) into `buf`: the text read, if any.
+fn read_small<'b>(path: &std::path::Path, buf: &'b mut [u8]) -> Option<&'b str> {
+    use std::io::Read;
+    let n = File::open(path).ok()?.read(buf).ok()?;
+    std::str::from_utf8(&buf[..n]).ok()
 }
 
 /// Reads an open `/proc` file from its start into `buf`: the text read, if any.
@@ -108,7 +99,10 @@ impl Cpus for Os {
 
     fn peer(&mut self) -> Option<(usize, bool)> {
         let mut buf = [0u8; 1024];
-        let stat = self.peer_stat.read(&mut buf)?;
+        let stat = match &self.kept {
+            Some(file) => read_at_start(file, &mut buf)?,
+            None => read_small(&self.peer_stat, &mut buf)?,
+        };
         // The fields after the command name (which may hold spaces and parentheses, so the
         // last `)` ends it) start at field 3, the state (`R`: running or runnable); field 39
         // is `processor`.
@@ -224,9 +218,12 @@ pub struct PeerWatch {
 }
 
 impl PeerWatch {
-    /// Watches process `peer`.
-    pub fn new(peer: u32) -> PeerWatch {
-        PeerWatch { confinement: Confinement::new(peer), os: Os::new(peer) }
+    /// Watches process `peer`, its `/proc/PID/stat` kept open when `keep_file`
+    /// ([`Os::keeping_the_peers_file`]): a connection under [`crate::transport::Wait::Auto`]
+    /// reads it now and then while it waits.
+    pub fn new(peer: u32, keep_file: bool) -> PeerWatch {
+        let os = if keep_file { Os::keeping_the_peers_file(peer) } else { Os::new(peer) };
+        PeerWatch { confinement: Confinement::new(peer), os }
     }
 
     /// [`Confinement::check`].

@@ -243,35 +243,52 @@ fn the_os_reads_a_peers_cpu_and_whether_it_is_runnable() {
 }
 
 #[test]
-fn a_kept_proc_file_reads_the_peer_as_it_is_now_and_nothing_once_it_is_gone() {
-    // One `Os`, so one `/proc/PID/stat` kept open: asleep first, then a busy loop.
+fn the_os_reads_the_peer_and_the_machine_as_they_are_now() {
+    // One `Os`, read again and again: the child asleep first, then a busy loop.
     let mut child = Child::start("sh", &["-c", "sleep 0.5; while :; do :; done"]);
     let mut os = Os::new(child.0.id());
     let asleep = eventually(|| os.peer().filter(|&(_, runnable)| !runnable));
     assert!(asleep.is_some(), "the child sleeps first");
     let busy = eventually(|| os.peer().filter(|&(_, runnable)| runnable));
-    assert!(busy.is_some(), "then it runs: the kept file was read afresh");
-    let (loadavg_before, loadavg_after) = (os.runnable(), os.runnable());
-    assert!(loadavg_before.is_some() && loadavg_after.is_some());
-    // The peer's file is this `Os`'s own: held while it lives, closed with it.
-    let stat = format!("/proc/{}/stat", child.0.id());
-    let holding = || {
-        let fds = std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd");
-        fds.flatten()
-            .filter(|fd| {
-                std::fs::read_link(fd.path()).is_ok_and(|p| p == std::path::Path::new(&stat))
-            })
-            .count()
-    };
-    assert_eq!(holding(), 1, "{stat} is kept open");
-    let mut second = Os::new(child.0.id());
-    assert!(second.peer().is_some());
-    assert_eq!(holding(), 2, "one per Os");
-    drop(second);
-    assert_eq!(holding(), 1, "closed with its Os");
+    assert!(busy.is_some(), "then it runs");
+    // The kept `/proc/loadavg` counts the busy child (and this thread) at every read.
+    for _ in 0..3 {
+        assert!(os.runnable().is_some_and(|n| n >= 1));
+    }
+    let mut times = Vec::new();
+    os.times(&mut times);
+    let first: u64 = times.iter().map(|t| t.2).sum();
+    std::thread::sleep(Duration::from_millis(50));
+    os.times(&mut times);
+    let second: u64 = times.iter().map(|t| t.2).sum();
+    assert!(second > first, "the kept /proc/stat reads the CPU times afresh: {first} {second}");
     child.0.kill().expect("kill the child");
     child.0.wait().expect("reap the child");
     assert_eq!(os.peer(), None, "a reaped peer reads as gone");
+}
+
+#[test]
+fn a_kept_peer_file_reads_the_peer_afresh_is_held_once_and_closes_with_its_os() {
+    let mut child = Child::start("sh", &["-c", "sleep 0.5; while :; do :; done"]);
+    let stat = std::path::PathBuf::from(format!("/proc/{}/stat", child.0.id()));
+    let holding = || {
+        let fds = std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd");
+        fds.flatten().filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == stat)).count()
+    };
+    let mut kept = Os::keeping_the_peers_file(child.0.id());
+    assert_eq!(holding(), 1, "kept open from the start");
+    let asleep = eventually(|| kept.peer().filter(|&(_, runnable)| !runnable));
+    assert!(asleep.is_some(), "the child sleeps first");
+    let busy = eventually(|| kept.peer().filter(|&(_, runnable)| runnable));
+    assert!(busy.is_some(), "then it runs: the kept file is read afresh");
+    let mut plain = Os::new(child.0.id());
+    assert!(plain.peer().is_some());
+    assert_eq!(holding(), 1, "an Os::new holds none");
+    child.0.kill().expect("kill the child");
+    child.0.wait().expect("reap the child");
+    assert_eq!(kept.peer(), None, "a reaped peer reads as gone through its kept file");
+    drop(kept);
+    assert_eq!(holding(), 0, "closed with its Os");
 }
 
 /// Runs `test` on a thread of its own whose mask is the first allowed CPU only, with a
