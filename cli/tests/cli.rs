@@ -651,30 +651,14 @@ fn the_waits_of_one_placement_are_measured_in_the_same_rounds() {
     let _watchdog = Watchdog::new(secs(120));
     let dir = temp_dir("waits-share-rounds");
     let json = dir.join("run.json");
-    let output = peer(&[
-        "--sizes",
-        "500",
-        "--dtype",
-        "f64",
-        "--path",
-        "codec",
-        "--handler",
-        "echo",
-        "--wait",
-        "block,spin,auto",
-        "--pin",
-        "free",
-        "--duration",
-        "10ms",
-        "--rounds",
-        "5",
-        "--generations",
-        "1",
-        "--warmup",
-        "1ms",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let output = peer(
+        &[
+            &["--sizes", "500", "--dtype", "f64", "--path", "codec", "--handler", "echo"][..],
+            &["--wait", "block,spin,auto", "--pin", "free", "--duration", "10ms", "--rounds", "5"],
+            &["--generations", "1", "--warmup", "1ms", "--json", json.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let report = export::read_json(&json).unwrap();
     assert!(report.config.waits_share_rounds);

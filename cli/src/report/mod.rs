@@ -568,6 +568,23 @@ impl Skipped {
     }
 }
 
+#[cfg(test)]
+impl Report {
+    /// A report of `baseline` and `rows` alone, for unit tests: the machine and the
+    /// configuration left at their defaults, nothing skipped.
+    pub(crate) fn of(baseline: Vec<BaselineRow>, rows: Vec<Row>) -> Report {
+        Report {
+            peerpipe: "0".into(),
+            machine: Default::default(),
+            config: Default::default(),
+            baseline,
+            rows,
+            sync_costs: vec![],
+            skipped: vec![],
+        }
+    }
+}
+
 impl Report {
     /// The baseline with the same bytes, transport, wait and placement as `row`.
     pub fn baseline_for(&self, row: &Row) -> Option<&BaselineRow> {

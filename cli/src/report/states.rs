@@ -437,15 +437,7 @@ pub(crate) mod testing {
         };
         let (mut floor, mut row) = (floor(floor_rounds), row(row_rounds, None));
         (floor.rtt_ns, row.rtt_ns) = (p50(&floor.rounds), p50(&row.rounds));
-        Report {
-            peerpipe: "0".into(),
-            machine: Default::default(),
-            config: Default::default(),
-            baseline: vec![floor],
-            rows: vec![row],
-            sync_costs: vec![],
-            skipped: vec![],
-        }
+        Report::of(vec![floor], vec![row])
     }
 
     fn floor(rounds: Vec<Round>) -> BaselineRow {

@@ -122,15 +122,7 @@ mod tests {
     }
 
     fn report(rows: Vec<Row>, share: bool) -> Report {
-        let mut report = Report {
-            peerpipe: "0.1.0".into(),
-            machine: Default::default(),
-            config: Default::default(),
-            baseline: vec![],
-            rows,
-            sync_costs: vec![],
-            skipped: vec![],
-        };
+        let mut report = Report::of(vec![], rows);
         report.config.waits_share_rounds = share;
         report
     }

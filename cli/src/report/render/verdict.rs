@@ -541,15 +541,7 @@ mod tests {
     }
 
     fn report_of(rows: Vec<Row>) -> Report {
-        Report {
-            peerpipe: "0".into(),
-            machine: Default::default(),
-            config: Default::default(),
-            baseline: vec![],
-            rows,
-            sync_costs: vec![],
-            skipped: vec![],
-        }
+        Report::of(vec![], rows)
     }
 
     #[test]
