@@ -499,15 +499,16 @@ impl Group for LiveGroup<'_> {
 
     fn round_trip(&mut self, member: usize, timed: bool) -> Result<u64> {
         peerpipe::interrupt::check()?;
+        let kind = self.member(member);
         let Some(processes) = self.processes.as_mut() else {
             return Err(peerpipe::Error::PeerClosed {
                 context: "before the group's servers started",
             });
         };
-        let row = match member.checked_sub(self.floors.len()) {
-            Some(row) => &mut self.rows[row],
-            None => {
-                let (floor, echo) = (&mut self.floors[member], &mut processes.echoes[member]);
+        let row = match kind {
+            Member::Row(i) => &mut self.rows[i],
+            Member::Floor(i) => {
+                let (floor, echo) = (&mut self.floors[i], &mut processes.echoes[i]);
                 let ns = echo.round_trip().map_err(|e| or_interrupted(echo.name_error(e)))?;
                 if timed {
                     floor.rtt.saturating_record(ns);
