@@ -108,7 +108,6 @@ fn spawn_connected_unless(
         return match tcp::connect_announced_unless(our_rx, our_tx, deadline, interrupted) {
             Ok(link) => {
                 let mut transport = Transport::new(link, spawn.wait);
-                transport.move_off_a_shared_core(child.id());
                 transport.watch_peer(child.id());
                 Ok((transport, child))
             }
@@ -135,7 +134,6 @@ fn spawn_connected_unless(
     // child's death shows up here as end of stream (or a hung-up liveness pipe).
     drop(command);
     let mut transport = transport;
-    transport.move_off_a_shared_core(child.id());
     transport.watch_peer(child.id());
     Ok((transport, child))
 }

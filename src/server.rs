@@ -202,13 +202,11 @@ pub fn stdio_transport_of(kind: TransportKind, wait: crate::transport::Wait) -> 
 }
 
 /// A server started on stdio is usually its client's child: [`Transport::watch_peer`] looks
-/// where the parent runs, and [`Transport::move_off_a_shared_core`] moves off its core when the
-/// two hand it to each other. Under ssh the parent is the ssh server, which forwards the
+/// where the parent runs, and moves off its core when the two hand it to each other. Under ssh the parent is the ssh server, which forwards the
 /// client's bytes: a spin on its CPU, or with it confined to one, would delay them too.
 fn watch_parent(transport: &mut Transport) {
     let parent = std::os::unix::process::parent_id();
     transport.watch_peer(parent);
-    transport.move_off_a_shared_core(parent);
 }
 
 /// The server's side of `--transport tcp`: takes stdin and stdout as the control channel

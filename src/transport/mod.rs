@@ -56,7 +56,6 @@ pub use kind::TransportKind;
 pub use link::{Direction, Drain, Fill, Link};
 use link::{read_drained_via_chunk, write_filled_via_chunk};
 pub use pipe::PipeLink;
-use placement::Placement;
 pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 use target::{Contiguous, FrameTarget, Split};
 pub use tcp::TcpLink;
@@ -81,10 +80,8 @@ pub struct Transport {
     wait: Wait,
     /// What [`Wait::Auto`] has learned of this connection (unused by the other strategies).
     auto: AutoWait,
-    /// Moves this side off a core it shares with its peer (see [`placement`]); `None` unless
-    /// [`Transport::move_off_a_shared_core`] asked for it.
-    placement: Option<Box<Placement<placement::Os>>>,
-    /// Where the peer runs; `None` unless [`Transport::watch_peer`] asked for it.
+    /// Where the peer runs, and when to move off a core shared with it; `None` unless
+    /// [`Transport::watch_peer`] asked for it.
     peer: Option<Box<placement::PeerWatch>>,
     /// Bytes read ahead of the frame they belong to (a speculative read that guessed wrong);
     /// every read drains them first.
@@ -168,7 +165,6 @@ impl Transport {
             link,
             wait,
             auto: AutoWait::default(),
-            placement: None,
             peer: None,
             pushback: Vec::new(),
             pushback_read: 0,
@@ -200,29 +196,27 @@ impl Transport {
         self.auto = AutoWait::default();
     }
 
-    /// Under [`Wait::Auto`], lets this side move its thread off a core it shares with its
-    /// peer (process `peer_pid`) to an idle CPU once its sleeps show the two handing the core
-    /// to each other, and spin there ([`placement`] says when and how). `Peer` asks it for the
-    /// client's side, and a server started on stdio for its parent.
-    pub fn move_off_a_shared_core(&mut self, peer_pid: u32) {
-        self.placement = Some(Box::new(Placement::new(placement::Os::new(peer_pid))));
-    }
-
-    /// Under [`Wait::Auto`], looks where the peer (process `peer_pid`) runs: while the two may
-    /// run on one CPU only, the same one, no wait spins ([`placement::Confinement`]); and
-    /// spinning does not resume on the strength of dear sleeps or a probe while the peer
-    /// last ran on this side's CPU ([`AutoWait::wants_peer_check`]). `Peer` asks it for the
-    /// client's side, and a server started on stdio for its parent. Under [`Wait::Auto`] the
-    /// peer's `/proc/PID/stat` is kept open from now until the transport is dropped: one
-    /// descriptor, for reads that cost half as much inside a wait.
+    /// Under [`Wait::Auto`], watches where the peer (process `peer_pid`) runs
+    /// ([`placement::PeerWatch`]):
+    ///
+    /// - while the two may run on one CPU only, the same one, no wait spins
+    ///   ([`placement::Confinement`]);
+    /// - spinning does not resume on the strength of dear sleeps or a probe while the peer
+    ///   last ran on this side's CPU ([`AutoWait::wants_peer_check`]);
+    /// - once this side's sleeps show the two handing one core to each other, it moves its
+    ///   thread to an idle CPU and spins there ([`placement`] says when and how).
+    ///
+    /// `Peer` asks it for the client's side, and a server started on stdio for its parent.
+    /// Under [`Wait::Auto`] the peer's `/proc/PID/stat` is kept open from now until the
+    /// transport is dropped: one descriptor, for reads that cost half as much inside a wait.
     pub fn watch_peer(&mut self, peer_pid: u32) {
         let keep_file = self.wait == Wait::Auto;
         self.peer = Some(Box::new(placement::PeerWatch::new(peer_pid, keep_file)));
     }
 
-    /// Moves made by [`Transport::move_off_a_shared_core`] so far.
+    /// Moves to an idle CPU made under [`Transport::watch_peer`] so far.
     pub fn moves(&self) -> u64 {
-        self.placement.as_ref().map_or(0, |placement| placement.moves())
+        self.peer.as_ref().map_or(0, |peer| peer.moves())
     }
 
     /// What [`Wait::Auto`] has learned of this connection so far.
@@ -745,8 +739,8 @@ impl Transport {
                 seen.crowded = self.auto.asks_whether_crowded(&seen) && placement::crowded();
                 self.auto.record(seen);
                 if seen.slept
-                    && let Some(placement) = &mut self.placement
-                    && placement.after_sleep(now, !seen.slept_dearly())
+                    && let Some(peer) = &mut self.peer
+                    && peer.after_sleep(now, !seen.slept_dearly())
                 {
                     self.auto.resume_spinning();
                 }

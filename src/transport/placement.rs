@@ -43,9 +43,9 @@
 use std::time::{Duration, Instant};
 
 mod os;
-pub use os::{
-    CONFINED_RECHECK, CONFINEMENT_RECHECK, Confinement, Os, PeerWatch, confined_together, crowded,
-};
+mod watch;
+pub use os::{CONFINED_RECHECK, CONFINEMENT_RECHECK, Confinement, Os, confined_together, crowded};
+pub use watch::PeerWatch;
 
 /// Hand-overs in a row after which a side looks whether to move: 4. One cheap sleep may be a
 /// wake-up on another CPU that happened to be quick; four in a row are worth a look (which
@@ -128,6 +128,13 @@ impl<C: Cpus> Placement<C> {
     /// Moves made so far.
     pub fn moves(&self) -> u64 {
         self.moves
+    }
+
+    /// Whether the peer last ran on the CPU this thread runs on; `None` when either is unknown.
+    /// Reads what a look reads of the two (for the peer, `/proc/PID/stat`: a few
+    /// microseconds), and allocates nothing.
+    pub fn peer_shares_core(&mut self) -> Option<bool> {
+        Some(self.cpus.current()? == self.cpus.peer()?.0)
     }
 
     /// A wait that slept ended at `now`; `hand_over` is whether its sleep was shorter than

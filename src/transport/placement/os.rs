@@ -1,5 +1,5 @@
 //! What the running system says of where threads run: [`Os`] for [`super::Placement`], and
-//! [`Confinement`] and [`PeerWatch`] for [`crate::transport::Wait::Auto`].
+//! [`Confinement`] for [`super::PeerWatch`].
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -18,7 +18,8 @@ use super::Cpus;
 /// afresh: that costs 1.9 µs for `/proc/loadavg` against 7.0 µs to open, read and close it
 /// (measured on a 2-core AMD EPYC machine), and a look sits inside a round trip. The peer's
 /// `/proc/PID/stat` is opened at each read (9.7 µs there), or, for an `Os` made by
-/// [`Os::keeping_the_peers_file`], once and kept (4.5 µs a read).
+/// [`Os::keeping_the_peers_file`] (as a [`super::PeerWatch`] under
+/// [`crate::transport::Wait::Auto`] makes it), once and kept (4.5 µs a read).
 #[derive(Debug)]
 pub struct Os {
     peer_stat: PathBuf,
@@ -206,35 +207,6 @@ impl Confinement {
         let recheck = if confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
         self.next_check = Some(now + recheck);
         Some(confined)
-    }
-}
-
-/// Where the peer runs, for [`crate::transport::Wait::Auto`]: whether the two are confined to one CPU
-/// ([`Confinement`]), and whether the peer last ran on this thread's CPU.
-#[derive(Debug)]
-pub struct PeerWatch {
-    confinement: Confinement,
-    os: Os,
-}
-
-impl PeerWatch {
-    /// Watches process `peer`, its `/proc/PID/stat` kept open when `keep_file`
-    /// ([`Os::keeping_the_peers_file`]): a connection under [`crate::transport::Wait::Auto`]
-    /// reads it now and then while it waits.
-    pub fn new(peer: u32, keep_file: bool) -> PeerWatch {
-        let os = if keep_file { Os::keeping_the_peers_file(peer) } else { Os::new(peer) };
-        PeerWatch { confinement: Confinement::new(peer), os }
-    }
-
-    /// [`Confinement::check`].
-    pub fn confined(&mut self, now: Instant) -> Option<bool> {
-        self.confinement.check(now)
-    }
-
-    /// Whether the peer last ran on the CPU this thread runs on (`/proc/PID/stat`, a few
-    /// microseconds); `None` when either is unknown. Allocates nothing.
-    pub fn shares_core(&mut self) -> Option<bool> {
-        Some(self.os.current()? == self.os.peer()?.0)
     }
 }
 

@@ -85,6 +85,16 @@ fn a_side_handing_its_core_to_its_peer_moves_to_the_idle_cpu_after_a_few_hand_ov
 }
 
 #[test]
+fn it_tells_whether_the_peer_last_ran_on_this_threads_cpu() {
+    let mut fake = shared_core();
+    assert_eq!(Placement::new(&mut fake).peer_shares_core(), Some(true));
+    let mut fake = Fake { peer: Some((1, false)), ..shared_core() };
+    assert_eq!(Placement::new(&mut fake).peer_shares_core(), Some(false));
+    let mut fake = Fake { peer: None, ..shared_core() };
+    assert_eq!(Placement::new(&mut fake).peer_shares_core(), None, "the peer unknown");
+}
+
+#[test]
 fn a_peer_asleep_beside_it_counts_as_not_runnable() {
     // The peer sleeps on this core; a third task is runnable: it holds the other CPU.
     let mut fake = Fake { peer: Some((0, false)), others: Some(1), ..shared_core() };
@@ -289,6 +299,31 @@ fn a_kept_peer_file_reads_the_peer_afresh_is_held_once_and_closes_with_its_os() 
     assert_eq!(kept.peer(), None, "a reaped peer reads as gone through its kept file");
     drop(kept);
     assert_eq!(holding(), 0, "closed with its Os");
+}
+
+#[test]
+fn a_watch_keeps_one_peer_file_for_all_its_reads_and_closes_it_when_dropped() {
+    let child = Child::start("sleep", &["30"]);
+    let stat = std::path::PathBuf::from(format!("/proc/{}/stat", child.0.id()));
+    let holding = || {
+        let fds = std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd");
+        fds.flatten().filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == stat)).count()
+    };
+    let mut watch = PeerWatch::new(child.0.id(), true);
+    assert_eq!(holding(), 1, "kept open from the start");
+    assert!(watch.shares_core().is_some(), "a live peer's CPU is known");
+    // Hand-overs enough for a look, which reads the peer through the same file.
+    let mut now = Instant::now();
+    for _ in 0..HAND_OVERS_TO_LOOK {
+        now += Duration::from_millis(1);
+        watch.after_sleep(now, true);
+    }
+    assert_eq!(holding(), 1, "the look leaves no descriptor of its own behind");
+    drop(watch);
+    assert_eq!(holding(), 0, "closed with the watch");
+    let mut plain = PeerWatch::new(child.0.id(), false);
+    assert!(plain.shares_core().is_some());
+    assert_eq!(holding(), 0, "a watch that does not keep the file holds none");
 }
 
 /// Runs `test` on a thread of its own whose mask is the first allowed CPU only, with a
