@@ -88,6 +88,7 @@ fn report_with_p50(p50: u64) -> Report {
             ratio_ci: None,
             rounds: vec![],
             shared_core_share: None,
+            client_waits: None,
         }],
         sync_costs: vec![],
         skipped: vec![],
@@ -697,6 +698,28 @@ fn the_waits_of_one_placement_are_measured_in_the_same_rounds() {
         let paired: Vec<Option<u64>> = row.rounds.iter().map(|r| r.floor_p50_ns).collect();
         assert_eq!(paired, floors, "{:?}", row.id.wait);
     }
+    // What the client's waits did is counted under auto only, over the timed round trips,
+    // and printed under the answer.
+    for row in &report.rows {
+        let Some(waits) = row.client_waits else {
+            assert_ne!(row.id.wait, peerpipe::transport::Wait::Auto, "auto's row counts its waits");
+            continue;
+        };
+        assert_eq!(
+            row.id.wait,
+            peerpipe::transport::Wait::Auto,
+            "only auto counts: {:?}",
+            row.id.wait
+        );
+        // A reply comes as one atomic pipe write, so a round trip waits once at most; and of
+        // thousands, some reply is not there at the first poll.
+        let round_trips = row.iterations;
+        assert!((1..=round_trips).contains(&waits.waits()), "{waits:?} of {round_trips}");
+        assert!(waits.hits <= waits.spun && waits.probes <= waits.spun, "{waits:?}");
+    }
+    let line =
+        text.lines().find(|l| l.starts_with("client waits, f64 x 500 unpinned: ")).expect(&text);
+    assert!(line.contains(" round trips waited for the reply: "), "{line}");
     fs::remove_dir_all(dir).ok();
 }
 

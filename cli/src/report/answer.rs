@@ -143,7 +143,7 @@ fn placements_of<'a>(report: &'a Report, answer: &Answer<'a>) -> Vec<Answer<'a>>
 ///     transfer_ns: p(9_000, 20_000), encode_ns: p(0, 0), decode_ns: p(0, 0),
 ///     server_ns: p(2_000, 3_000), client_cpu_ns: f64::NAN, server_cpu_ns: f64::NAN,
 ///     mb_per_s: 0.0, ratio_to_baseline: Some(1.5), ratio_ci: Some([1.4, 1.6]), rounds: vec![],
-///     shared_core_share: None };
+///     shared_core_share: None, client_waits: None };
 /// let mut report = Report { peerpipe: "0.1.0".into(), machine: Default::default(),
 ///     config: Default::default(), baseline: vec![], rows: vec![row], sync_costs: vec![],
 ///     skipped: vec![] };
@@ -268,6 +268,15 @@ pub fn answer(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     placement_notes(report, out)?;
     wait_notes(report, &lines, out)?;
+    // What the answer's `auto` waits did, so that its figure comes with its reason.
+    for (size, cells) in &lines {
+        let Some(cells) = cells else { continue };
+        let row = cells.answer.row;
+        if let Some(waits) = &row.client_waits {
+            let text = waits.text(row.iterations);
+            writeln!(out, "client waits, {size} {}: {text}.", placement_words(row.id.pin))?;
+        }
+    }
     // Each answer's figures are those of the machine state most of its rounds ran in; say
     // what the others showed, so that no figure of another state is taken for this one.
     for (size, cells) in &lines {

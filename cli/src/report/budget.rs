@@ -50,7 +50,7 @@ impl Overhead {
     ///     transfer_ns: p(9_000, 20_000), encode_ns: p(0, 0), decode_ns: p(0, 0),
     ///     server_ns: p(2_000, 3_000), client_cpu_ns: f64::NAN, server_cpu_ns: f64::NAN,
     ///     mb_per_s: 0.0, ratio_to_baseline: None, ratio_ci: None, rounds: vec![],
-    ///     shared_core_share: None };
+    ///     shared_core_share: None, client_waits: None };
     /// // 12 us - 2 us at p50; 30 us - 2 us (the server's p50, not its p99) at p99.
     /// assert_eq!(Overhead::of(&row), Overhead { p50_ns: 10_000, p99_ns: 28_000 });
     /// ```

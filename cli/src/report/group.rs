@@ -24,6 +24,7 @@ use super::cpu::{
 };
 use super::crosscore::RoundProbe;
 use super::key::{Handler, RowId};
+use super::waits::ClientWaits;
 use super::{
     BaselineRow, Expectation, Percentiles, Placement, Round, Row, Workload, shared_core_share,
     test_values, verify,
@@ -219,6 +220,10 @@ struct RowMember {
     data: RowData,
     phases: PhaseHistograms,
     cpu: CpuAccount,
+    /// What the client's waits did over the timed bursts, and their counts when the current
+    /// burst's timing started.
+    waits: ClientWaits,
+    waits_at_start: Option<ClientWaits>,
     seen: Vec<Seen>,
     checked: u64,
 }
@@ -246,6 +251,8 @@ impl<'a> LiveGroup<'a> {
                     setup,
                     phases: PhaseHistograms::new(),
                     cpu: CpuAccount::default(),
+                    waits: ClientWaits::default(),
+                    waits_at_start: None,
                     seen: Vec::new(),
                     checked: 0,
                 })
@@ -423,6 +430,11 @@ impl<'a> LiveGroup<'a> {
     }
 
     /// The pid whose CPU time is the server's for `member`, when it can be read.
+    /// The peer that row `i` calls, while its server runs.
+    fn row_peer(&self, i: usize) -> Option<&Peer> {
+        self.processes.as_ref()?.peers.get(self.rows[i].setup.peer)?.as_ref()
+    }
+
     fn cpu_pid(&self, member: usize) -> Option<u32> {
         let known = self.processes.as_ref().is_some_and(|p| p.server_cpu_known);
         self.server_pid(member).filter(|_| known)
@@ -537,6 +549,7 @@ impl Group for LiveGroup<'_> {
         if let Member::Row(i) = self.member(member) {
             let pid = self.cpu_pid(member);
             self.rows[i].cpu.start(pid)?;
+            self.rows[i].waits_at_start = self.row_peer(i).map(ClientWaits::of);
         }
         Ok(())
     }
@@ -562,8 +575,12 @@ impl Group for LiveGroup<'_> {
             }
             Member::Row(i) => {
                 let cpu_pid = self.cpu_pid(member);
+                let waits_now = self.row_peer(i).map(ClientWaits::of);
                 let row = &mut self.rows[i];
                 row.cpu.stop(cpu_pid)?;
+                if let (Some(before), Some(after)) = (row.waits_at_start.take(), waits_now) {
+                    row.waits.add_between(&before, &after);
+                }
                 row.seen.push(seen);
                 // Every burst's last reply is checked bit for bit.
                 row.checked += 1;
@@ -647,6 +664,7 @@ impl RowMember {
             ratio_ci: ratio.map(|r| r.ci),
             shared_core_share: shared_core_share(&rounds),
             rounds,
+            client_waits: (setup.wait == Wait::Auto).then_some(self.waits),
         }
     }
 }

@@ -260,6 +260,10 @@ pub struct Row {
     /// [`shared_core_share`]).
     #[serde(default)]
     pub shared_core_share: Option<f64>,
+    /// Under the `auto` wait: what the client's waits did over the timed round trips; `None`
+    /// at the other waits, and in reports written before it was counted.
+    #[serde(default)]
+    pub client_waits: Option<waits::ClientWaits>,
 }
 
 impl Row {
@@ -320,6 +324,7 @@ impl Serialize for Row {
             ratio_ci,
             rounds,
             shared_core_share,
+            client_waits,
         } = self;
         let states = self.state_figures();
         let main = states::main_state(&states).copied();
@@ -343,6 +348,7 @@ impl Serialize for Row {
             rounds,
             shared_core_share: *shared_core_share,
             states: &states,
+            client_waits: *client_waits,
         }
         .serialize(serializer)
     }
@@ -373,6 +379,8 @@ struct RowJson<'a> {
     rounds: &'a [Round],
     shared_core_share: Option<f64>,
     states: &'a [states::StateFigures],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_waits: Option<waits::ClientWaits>,
 }
 
 impl BaselineRow {

@@ -482,6 +482,7 @@ pub(crate) mod testing {
             ratio_ci: None,
             rounds,
             shared_core_share: None,
+            client_waits: None,
         }
     }
 

@@ -3,9 +3,12 @@
 //! so a row at one wait and the row that differs from it only by its wait have one burst each
 //! in every round, moments apart: the median over rounds of the ratio of their p50s, taken in
 //! the state the machine was in most, says how the two waits compare on this machine without
-//! a change of speed between them.
+//! a change of speed between them. And what the client's waits under `auto` did
+//! ([`ClientWaits`]): how often they spun, caught the reply within the spin, or slept at once.
 
+use peerpipe::Peer;
 use peerpipe::pairing::{PairedRatio, paired_ratio};
+use serde::{Deserialize, Serialize};
 
 use super::key::RowId;
 use super::{Report, Row, format, states};
@@ -71,6 +74,93 @@ impl WaitComparison<'_> {
     }
 }
 
+/// What the client's waits under `auto` did over a row's timed round trips (the settle round
+/// trips before each burst left out): counts of [`peerpipe::transport::AutoCounts`], and the
+/// moves of the client's thread to an idle CPU. A round trip whose reply was there at the
+/// first poll did not wait and is in none of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientWaits {
+    /// Waits that spun (probes included).
+    pub spun: u64,
+    /// Waits that spun and caught their data within the spin.
+    pub hits: u64,
+    /// Waits that slept at once, without spinning.
+    pub slept_at_once: u64,
+    /// Probes: spins while the connection was sleeping.
+    pub probes: u64,
+    /// Switches from spinning to sleeping.
+    pub stopped_spinning: u64,
+    /// Spins that ran out and whose yield ran another task first.
+    pub contended: u64,
+    /// Spins not started because the server last ran on the client's CPU.
+    pub kept_asleep: u64,
+    /// Moves of the client's thread to an idle CPU.
+    pub moves: u64,
+}
+
+impl ClientWaits {
+    /// What `peer`'s waits have done since it started.
+    pub fn of(peer: &Peer) -> ClientWaits {
+        let counts = peer.auto_wait().counts();
+        ClientWaits {
+            spun: counts.spun,
+            hits: counts.hits,
+            slept_at_once: counts.slept_at_once,
+            probes: counts.probes,
+            stopped_spinning: counts.stopped_spinning,
+            contended: counts.contended,
+            kept_asleep: counts.kept_asleep,
+            moves: peer.moves(),
+        }
+    }
+
+    /// Adds what happened between `before` and `after` (two [`ClientWaits::of`] the same
+    /// peer, in that order).
+    pub fn add_between(&mut self, before: &ClientWaits, after: &ClientWaits) {
+        let between = |a: u64, b: u64| b.saturating_sub(a);
+        self.spun += between(before.spun, after.spun);
+        self.hits += between(before.hits, after.hits);
+        self.slept_at_once += between(before.slept_at_once, after.slept_at_once);
+        self.probes += between(before.probes, after.probes);
+        self.stopped_spinning += between(before.stopped_spinning, after.stopped_spinning);
+        self.contended += between(before.contended, after.contended);
+        self.kept_asleep += between(before.kept_asleep, after.kept_asleep);
+        self.moves += between(before.moves, after.moves);
+    }
+
+    /// Waits in all: those that spun and those that slept at once.
+    pub fn waits(&self) -> u64 {
+        self.spun + self.slept_at_once
+    }
+
+    /// What the report prints of them for a row of `round_trips` timed round trips, e.g.
+    /// `3900 of 4000 round trips waited for the reply: 10 % spun (95 % of the spins caught
+    /// it), 90 % slept at once; 0 moves to an idle CPU`.
+    pub fn text(&self, round_trips: u64) -> String {
+        let waits = self.waits();
+        let share = |part: u64, whole: u64| -> String {
+            if whole == 0 {
+                "-".to_owned()
+            } else {
+                format!("{:.0} %", 100.0 * part as f64 / whole as f64)
+            }
+        };
+        let moves = match self.moves {
+            1 => "1 move".to_owned(),
+            n => format!("{n} moves"),
+        };
+        format!(
+            "{} of {} round trips waited for the reply: {} spun ({} of the spins caught it), {} \
+             slept at once; {moves} to an idle CPU",
+            waits,
+            round_trips,
+            share(self.spun, waits),
+            share(self.hits, self.spun),
+            share(self.slept_at_once, waits),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +208,7 @@ mod tests {
             ratio_ci: None,
             rounds,
             shared_core_share: None,
+            client_waits: None,
         }
     }
 
@@ -157,6 +248,38 @@ mod tests {
         let far =
             WaitComparison { ratio: PairedRatio { median: 0.12, ci: [0.04, 0.23] }, ..compared[0] };
         assert_eq!(far.text(), "0.12x [0.04-0.23]");
+    }
+
+    #[test]
+    fn client_waits_add_what_happened_between_two_counts_and_print_shares_of_the_waits() {
+        let before =
+            ClientWaits { spun: 10, hits: 9, slept_at_once: 5, moves: 1, ..Default::default() };
+        let after = ClientWaits {
+            spun: 30,
+            hits: 27,
+            slept_at_once: 65,
+            probes: 2,
+            moves: 1,
+            ..Default::default()
+        };
+        let mut waits = ClientWaits::default();
+        waits.add_between(&before, &after);
+        waits.add_between(&before, &after);
+        assert_eq!(
+            waits,
+            ClientWaits { spun: 40, hits: 36, slept_at_once: 120, probes: 4, ..Default::default() }
+        );
+        assert_eq!(
+            waits.text(200),
+            "160 of 200 round trips waited for the reply: 25 % spun (90 % of the spins caught \
+             it), 75 % slept at once; 0 moves to an idle CPU"
+        );
+        let moved = ClientWaits { slept_at_once: 3, moves: 1, ..Default::default() };
+        assert_eq!(
+            moved.text(3),
+            "3 of 3 round trips waited for the reply: 0 % spun (- of the spins caught it), 100 % \
+             slept at once; 1 move to an idle CPU"
+        );
     }
 
     #[test]

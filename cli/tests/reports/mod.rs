@@ -45,6 +45,7 @@ pub fn row(dtype: &str, elements: u64, handler: &str, path: &str, wait: &str, rt
         ratio_ci: Some([1.2, 1.3]),
         rounds: rounds(rtt, Some(rtt * 4 / 5)),
         shared_core_share: Some(0.0),
+        client_waits: None,
     }
 }
 

@@ -65,7 +65,7 @@ impl Breakdown {
 /// #     wait: Wait::Block, pin: Placement::Free }, iterations: 1, rtt_ns: p(100_000), transfer_ns: p(90_000), encode_ns: p(4_000),
 /// #     decode_ns: p(3_000), server_ns: p(3_000), client_cpu_ns: f64::NAN,
 /// #     server_cpu_ns: f64::NAN, mb_per_s: 80.0, ratio_to_baseline: None, ratio_ci: None,
-/// #     rounds: vec![], shared_core_share: None };
+/// #     rounds: vec![], shared_core_share: None, client_waits: None };
 /// # let base = BaselineRow { bytes: 8, transport: TransportKind::Pipe, wait: Wait::Block,
 /// #     pin: Placement::Free, lent: false, iterations: 1,
 /// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None, route: None,
@@ -537,6 +537,7 @@ mod tests {
             ratio_ci: None,
             rounds: vec![],
             shared_core_share: None,
+            client_waits: None,
         }
     }
 
