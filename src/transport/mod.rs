@@ -665,6 +665,7 @@ impl Transport {
         }
         spin.polls = 0;
         let now = Instant::now();
+        spin.clock_read = Some(now);
         *deadline = deadline.armed_at(now);
         if deadline.passed(now) {
             return Err(deadline.error(waiting_for));
@@ -726,7 +727,16 @@ impl Transport {
     fn waited(&mut self, spin: &mut Spinning) {
         if let Some(started) = spin.started {
             if self.wait == Wait::Auto {
-                let now = Instant::now();
+                // A wait that only spun ends at the clock read of its last poll but one, at
+                // most a poll before its data: close enough for what the learner asks of it
+                // (whether the data came within a spin of tens of microseconds), and one clock
+                // read fewer per wait on the fast path, where both sides spin and a round trip
+                // takes a few microseconds. A wait that yielded or slept is timed to its end:
+                // its length past the spin decides what it was.
+                let now = match spin.clock_read {
+                    Some(read) if !spin.slept && !spin.yielded => read,
+                    _ => Instant::now(),
+                };
                 let mut seen = WaitSeen {
                     budget: spin.budget.unwrap_or(Duration::MAX),
                     waited: now.duration_since(started),
@@ -752,10 +762,11 @@ impl Transport {
 
 /// Where a wait stands: when its first poll found nothing, how long it may spin before it
 /// sleeps (`None`: until its deadline), whether it has yielded (and whether that ran another
-/// task) or slept, and how many polls since the clock was read.
+/// task) or slept, how many polls since the clock was read, and when it was last read.
 #[derive(Debug, Default)]
 struct Spinning {
     started: Option<Instant>,
+    clock_read: Option<Instant>,
     budget: Option<Duration>,
     yielded: bool,
     contended: bool,
