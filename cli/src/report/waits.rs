@@ -8,6 +8,8 @@
 
 use peerpipe::Peer;
 use peerpipe::pairing::{PairedRatio, paired_ratio};
+#[cfg(doc)]
+use peerpipe::transport::AutoCounts;
 use serde::{Deserialize, Serialize};
 
 use super::key::RowId;
@@ -75,26 +77,27 @@ impl WaitComparison<'_> {
 }
 
 /// What the client's waits under `auto` did over a row's timed round trips (the settle round
-/// trips before each burst left out): counts of [`peerpipe::transport::AutoCounts`], and the
-/// moves of the client's thread to an idle CPU. A round trip whose reply was there at the
-/// first poll did not wait and is in none of them.
+/// trips before each burst left out): the counts of [`AutoCounts`], under the same names, and
+/// the moves of the client's thread to an idle CPU. A round trip whose reply was there at the
+/// first poll did not wait and is in none of them. The fields mirror [`AutoCounts`] because
+/// the library itself does not depend on serde; the names are the JSON's contract.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientWaits {
-    /// Waits that spun (probes included).
+    /// [`AutoCounts::spun`].
     pub spun: u64,
-    /// Waits that spun and caught their data within the spin.
+    /// [`AutoCounts::hits`].
     pub hits: u64,
-    /// Waits that slept at once, without spinning.
+    /// [`AutoCounts::slept_at_once`].
     pub slept_at_once: u64,
-    /// Probes: spins while the connection was sleeping.
+    /// [`AutoCounts::probes`].
     pub probes: u64,
-    /// Switches from spinning to sleeping.
+    /// [`AutoCounts::stopped_spinning`].
     pub stopped_spinning: u64,
-    /// Spins that ran out and whose yield ran another task first.
+    /// [`AutoCounts::contended`].
     pub contended: u64,
-    /// Spins not started because the server last ran on the client's CPU.
+    /// [`AutoCounts::kept_asleep`] (the peer is the server).
     pub kept_asleep: u64,
-    /// Moves of the client's thread to an idle CPU.
+    /// Moves of the client's thread to an idle CPU ([`Peer::moves`]).
     pub moves: u64,
 }
 
