@@ -202,8 +202,9 @@ pub fn stdio_transport_of(kind: TransportKind, wait: crate::transport::Wait) -> 
 }
 
 /// A server started on stdio is usually its client's child: [`Transport::watch_peer`] looks
-/// where the parent runs, and moves off its core when the two hand it to each other. Under ssh the parent is the ssh server, which forwards the
-/// client's bytes: a spin on its CPU, or with it confined to one, would delay them too.
+/// where the parent runs, and moves off its core when the two hand it to each other. Under ssh
+/// the parent is the ssh server, which forwards the client's bytes: a spin on its CPU, or with
+/// it confined to one, would delay them too.
 fn watch_parent(transport: &mut Transport) {
     let parent = std::os::unix::process::parent_id();
     transport.watch_peer(parent);

@@ -353,10 +353,9 @@ impl<'a> LiveGroup<'a> {
     }
 
     fn server_pid(&self, member: usize) -> Option<u32> {
-        let processes = self.processes.as_ref()?;
         match self.member(member) {
-            Member::Floor(i) => Some(processes.echoes.get(i)?.server_pid()),
-            Member::Row(i) => processes.peers.get(self.rows[i].setup.peer)?.as_ref()?.server_pid(),
+            Member::Floor(i) => Some(self.processes.as_ref()?.echoes.get(i)?.server_pid()),
+            Member::Row(i) => self.row_peer(i)?.server_pid(),
         }
     }
 
@@ -429,12 +428,12 @@ impl<'a> LiveGroup<'a> {
         Ok((baselines, rows))
     }
 
-    /// The pid whose CPU time is the server's for `member`, when it can be read.
     /// The peer that row `i` calls, while its server runs.
     fn row_peer(&self, i: usize) -> Option<&Peer> {
         self.processes.as_ref()?.peers.get(self.rows[i].setup.peer)?.as_ref()
     }
 
+    /// The pid whose CPU time is the server's for `member`, when it can be read.
     fn cpu_pid(&self, member: usize) -> Option<u32> {
         let known = self.processes.as_ref().is_some_and(|p| p.server_cpu_known);
         self.server_pid(member).filter(|_| known)

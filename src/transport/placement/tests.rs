@@ -277,21 +277,25 @@ fn the_os_reads_the_peer_and_the_machine_as_they_are_now() {
     assert_eq!(os.peer(), None, "a reaped peer reads as gone");
 }
 
+/// How many of this process's descriptors are open on process `pid`'s `/proc/PID/stat`.
+fn descriptors_of_stat(pid: u32) -> usize {
+    let stat = std::path::PathBuf::from(format!("/proc/{pid}/stat"));
+    let fds = std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd");
+    fds.flatten().filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == stat)).count()
+}
+
 #[test]
 fn a_kept_peer_file_reads_the_peer_afresh_is_held_once_and_closes_with_its_os() {
     let mut child = Child::start("sh", &["-c", "sleep 0.5; while :; do :; done"]);
-    let stat = std::path::PathBuf::from(format!("/proc/{}/stat", child.0.id()));
-    let holding = || {
-        let fds = std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd");
-        fds.flatten().filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == stat)).count()
-    };
-    let mut kept = Os::keeping_the_peers_file(child.0.id());
+    let pid = child.0.id();
+    let holding = || descriptors_of_stat(pid);
+    let mut kept = Os::keeping_the_peers_file(pid);
     assert_eq!(holding(), 1, "kept open from the start");
     let asleep = eventually(|| kept.peer().filter(|&(_, runnable)| !runnable));
     assert!(asleep.is_some(), "the child sleeps first");
     let busy = eventually(|| kept.peer().filter(|&(_, runnable)| runnable));
     assert!(busy.is_some(), "then it runs: the kept file is read afresh");
-    let mut plain = Os::new(child.0.id());
+    let mut plain = Os::new(pid);
     assert!(plain.peer().is_some());
     assert_eq!(holding(), 1, "an Os::new holds none");
     child.0.kill().expect("kill the child");
@@ -304,12 +308,9 @@ fn a_kept_peer_file_reads_the_peer_afresh_is_held_once_and_closes_with_its_os() 
 #[test]
 fn a_watch_keeps_one_peer_file_for_all_its_reads_and_closes_it_when_dropped() {
     let child = Child::start("sleep", &["30"]);
-    let stat = std::path::PathBuf::from(format!("/proc/{}/stat", child.0.id()));
-    let holding = || {
-        let fds = std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd");
-        fds.flatten().filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == stat)).count()
-    };
-    let mut watch = PeerWatch::new(child.0.id(), true);
+    let pid = child.0.id();
+    let holding = || descriptors_of_stat(pid);
+    let mut watch = PeerWatch::new(pid, true);
     assert_eq!(holding(), 1, "kept open from the start");
     assert!(watch.shares_core().is_some(), "a live peer's CPU is known");
     // Hand-overs enough for a look, which reads the peer through the same file.
@@ -321,7 +322,7 @@ fn a_watch_keeps_one_peer_file_for_all_its_reads_and_closes_it_when_dropped() {
     assert_eq!(holding(), 1, "the look leaves no descriptor of its own behind");
     drop(watch);
     assert_eq!(holding(), 0, "closed with the watch");
-    let mut plain = PeerWatch::new(child.0.id(), false);
+    let mut plain = PeerWatch::new(pid, false);
     assert!(plain.shares_core().is_some());
     assert_eq!(holding(), 0, "a watch that does not keep the file holds none");
 }
