@@ -159,8 +159,8 @@ struct RunArgs {
     max_frame_bytes: u64,
 
     /// Wait strategy: auto (the default: spin while the peer answers within the spin — 50 µs,
-    /// up to 500 µs when the peer's wake-ups cost that much — block once spinning stops paying
-    /// — the peer shares this core, or other work holds the cores — and probe now and then to
+    /// up to 500 µs when the peer's wake-ups cost that much — yield the CPU once and sleep once
+    /// spinning stops paying — the peer shares this core, or other work holds the cores — and probe now and then to
     /// spin again; a side that keeps handing its core to the other moves to an idle CPU), block (sleep in the kernel: least CPU), spin (never
     /// sleep: burns a core per side), hybrid or hybrid:DUR (spin DUR, 50 µs by default, then
     /// block). As a client, a comma-separated list [default: block, spin and auto up to 65536

@@ -151,6 +151,7 @@ impl PyRemoteRhs {
         d.set_item("wait_stopped_spinning", counts.stopped_spinning)?;
         d.set_item("wait_contended", counts.contended)?;
         d.set_item("wait_kept_asleep", counts.kept_asleep)?;
+        d.set_item("wait_dear_yields", counts.dear_yields)?;
         d.set_item("wait_spinning", auto.is_spinning())?;
         d.set_item("wait_moves", rhs.peer().moves())?;
         Ok(d)

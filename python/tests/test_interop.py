@@ -98,6 +98,7 @@ def test_remote_rhs_from_python_with_stats():
             "wait_hits",
             "wait_slept_at_once",
             "wait_kept_asleep",
+            "wait_dear_yields",
             "wait_moves",
         )
         assert all(isinstance(stats[k], int) and stats[k] >= 0 for k in waits)

@@ -689,7 +689,9 @@ impl Transport {
                                 }
                             }
                         }
-                        Some(self.auto.budget())
+                        let budget = self.auto.budget();
+                        spin.yields = !budget.is_zero() || self.auto.yields_before_sleeping();
+                        Some(budget)
                     }
                 };
                 *spin.started.insert(now)
@@ -705,13 +707,16 @@ impl Transport {
             std::hint::spin_loop();
             return Ok(());
         }
-        if self.wait == Wait::Auto && spin.budget != Some(Duration::ZERO) && !spin.yielded {
-            // The spin ran out: hand the CPU to whoever wants it, once, and see whether
-            // someone did (the peer, when the two share this core), then poll again.
+        if spin.yields && !spin.yielded {
+            // The spin ran out, or this wait does not spin: hand the CPU to whoever wants it,
+            // once, and see whether someone did (the peer, when the two share this core: it
+            // then usually answers before the yield returns), then poll again.
             spin.yielded = true;
             let before = Instant::now();
             std::thread::yield_now(); // sched_yield(2) on Linux
-            spin.contended = before.elapsed() > wait::AUTO_YIELD_RAN_ANOTHER;
+            let took = before.elapsed();
+            spin.contended = took > wait::AUTO_YIELD_RAN_ANOTHER;
+            spin.dear_yield = took > wait::AUTO_CHEAP_SLEEP;
             return Ok(());
         }
         if at.is_some() {
@@ -737,20 +742,27 @@ impl Transport {
                     Some(read) if !spin.slept && !spin.yielded => read,
                     _ => Instant::now(),
                 };
+                let budget = spin.budget.unwrap_or(Duration::MAX);
                 let mut seen = WaitSeen {
-                    budget: spin.budget.unwrap_or(Duration::MAX),
+                    budget,
                     waited: now.duration_since(started),
                     slept: spin.slept,
                     contended: spin.contended,
                     crowded: false,
+                    yielded: spin.yielded && budget.is_zero(),
+                    dear_yield: spin.dear_yield,
                 };
                 // Only a wait whose outcome depends on it asks whether other work holds the
                 // CPUs (two reads of the kernel's state, next to a sleep that cost more).
                 seen.crowded = self.auto.asks_whether_crowded(&seen) && placement::crowded();
                 self.auto.record(seen);
-                if seen.slept
+                // The core went to the peer and came back: a cheap sleep, or a yield that ran
+                // another task and after which the data was there.
+                let handed_over = seen.slept || (spin.yielded && spin.contended);
+                let cheaply = if seen.slept { !seen.slept_dearly() } else { !spin.dear_yield };
+                if handed_over
                     && let Some(peer) = &mut self.peer
-                    && peer.after_sleep(now, !seen.slept_dearly())
+                    && peer.after_sleep(now, cheaply)
                 {
                     self.auto.resume_spinning();
                 }
@@ -768,8 +780,11 @@ struct Spinning {
     started: Option<Instant>,
     clock_read: Option<Instant>,
     budget: Option<Duration>,
+    /// Whether it yields once before it sleeps (always after a spin under [`Wait::Auto`]).
+    yields: bool,
     yielded: bool,
     contended: bool,
+    dear_yield: bool,
     slept: bool,
     polls: u32,
 }

@@ -27,7 +27,13 @@
 //!   tasks are runnable than this side has CPUs (*crowded*: the peer waited for a CPU, and a
 //!   longer spin would take one from the work holding it), which resets the budget. A hit
 //!   that came within a quarter of the budget halves it again, down to the default.
-//! - **Sleeping.** Waits go straight to the kernel. [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps
+//! - **Sleeping.** Waits do not spin: each yields the CPU once and sleeps if its data has
+//!   still not come. Where the two share a core the peer then runs at once and answers before
+//!   the yield returns, so neither side sleeps and no wake-up is paid. A yield that takes
+//!   longer than [`AUTO_CHEAP_SLEEP`] handed the core to another task than the peer (for its
+//!   whole slice): waits then sleep at once, and one in a while yields again to see, from the
+//!   [`AUTO_FIRST_PROBE`]th wait, twice as far each time such a yield fails, up to every
+//!   [`AUTO_MAX_YIELD_PROBE`]th ([`AutoWait::yields_before_sleeping`]). [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps
 //!   in a row switch back to spinning: the peer has moved away, or is asleep elsewhere, and
 //!   each side sleeping doubles the wake-ups. Beside other work a sleep can be dear because
 //!   the waker's core was busy, and spinning then misses again; so each time spinning stops
@@ -44,8 +50,9 @@
 //! the rest — and the side keeps sleeping.
 //!
 //! A side that may run on one CPU only, whose peer may run only on that same CPU too (both
-//! started under `taskset -c 0`, say, or in a container of one CPU), never spins: the peer can
-//! run only when this side stops ([`super::placement::Confinement`] looks at both affinity
+//! started under `taskset -c 0`, say, or in a container of one CPU), never spins, nor yields
+//! before it sleeps (a yield could hand the only core to other work for its slice): the peer
+//! can run only when this side stops ([`super::placement::Confinement`] looks at both affinity
 //! masks, again every second).
 //!
 //! A wait that found its data at the first poll sees nothing and teaches nothing. A side
@@ -107,6 +114,13 @@ pub const AUTO_MAX_PROBE_BUDGET: Duration = Duration::from_micros(200);
 /// Waits between the switch to blocking and the first probe: 4, so that a connection that
 /// stopped spinning over a passing hiccup spins again within a few round trips.
 pub const AUTO_FIRST_PROBE: u32 = 4;
+
+/// Longest distance between two yield probes, in waits: 16384. A yield that hands the core to
+/// another task than the peer costs that task's whole time slice (a millisecond or more), so
+/// where it keeps doing so it is tried again at most once in 16384 waits (under 0.2 µs per
+/// wait on average); after a passing spell of other work, yielding resumes within 16384 waits
+/// (a fraction of a second of round trips).
+pub const AUTO_MAX_YIELD_PROBE: u32 = 16384;
 
 /// Longest distance between two probes, in waits: 1024 (a failed probe costs at most
 /// [`AUTO_MAX_PROBE_BUDGET`], so under 200 ns per wait on average).
@@ -213,6 +227,11 @@ pub struct AutoWait {
     /// Whether spinning was resumed by dear sleeps and the caller has not yet looked where
     /// the peer runs ([`AutoWait::wants_peer_check`]).
     unconfirmed: bool,
+    /// Whether a wait that does not spin yields the CPU once before it sleeps; while not, the
+    /// waits until the next one that does (a yield probe), and how far apart they are.
+    yields: bool,
+    until_yield_probe: u32,
+    yield_probe_interval: u32,
     counts: AutoCounts,
 }
 
@@ -223,7 +242,8 @@ pub struct AutoCounts {
     pub spun: u64,
     /// Waits that spun and saw their data within the spin.
     pub hits: u64,
-    /// Waits that slept at once, without spinning.
+    /// Waits that did not spin: they yielded the CPU once (while yields pay) and slept if
+    /// their data had still not come.
     pub slept_at_once: u64,
     /// Probes: spins while the connection was sleeping.
     pub probes: u64,
@@ -234,6 +254,9 @@ pub struct AutoCounts {
     /// Spins not started — a resumption by dear sleeps, or a probe — because the peer last
     /// ran on this side's CPU.
     pub kept_asleep: u64,
+    /// Waits that did not spin whose yield took longer than [`AUTO_CHEAP_SLEEP`]: it handed
+    /// the core to another task than the peer, and yielding stopped.
+    pub dear_yields: u64,
 }
 
 /// What one wait saw, for [`AutoWait::record`].
@@ -252,6 +275,12 @@ pub struct WaitSeen {
     /// peer was slow because other work held the CPUs, not because its wake-up was dear, and
     /// a longer spin would take a CPU from that work.
     pub crowded: bool,
+    /// Whether it did not spin and yielded the CPU before sleeping
+    /// ([`AutoWait::yields_before_sleeping`]).
+    pub yielded: bool,
+    /// Whether that yield took longer than [`AUTO_CHEAP_SLEEP`]: another task than the peer
+    /// held the core (or the peer ran that long).
+    pub dear_yield: bool,
 }
 
 impl WaitSeen {
@@ -282,6 +311,9 @@ impl Default for AutoWait {
             slept_average: Duration::ZERO,
             confined: false,
             unconfirmed: false,
+            yields: true,
+            until_yield_probe: 0,
+            yield_probe_interval: AUTO_FIRST_PROBE,
             counts: AutoCounts::default(),
         }
     }
@@ -336,9 +368,52 @@ impl AutoWait {
         self.spinning && seen.slept_dearly() && !seen.contended && !seen.budget.is_zero()
     }
 
+    /// Whether a wait that does not spin (its [`AutoWait::budget`] was zero) yields the CPU
+    /// once before it sleeps: while yields keep handing the core to the peer and getting the
+    /// data back within [`AUTO_CHEAP_SLEEP`], and for one yield probe now and then after one
+    /// did not. Called once per such wait, when its poll has found nothing.
+    pub fn yields_before_sleeping(&mut self) -> bool {
+        // Confined to one CPU with the peer, a yield may hand the core to any other task
+        // allowed there, for its whole slice, and no CPU is left to take that task elsewhere:
+        // measured, a busy loop on the same CPU put the p99 at 220 times `block`'s.
+        if self.confined {
+            return false;
+        }
+        if self.yields || self.until_yield_probe == 0 {
+            return true;
+        }
+        self.until_yield_probe -= 1;
+        false
+    }
+
+    /// Learns from a wait that did not spin whether yielding first pays: a dear yield stops
+    /// it (and, when it was a probe, puts the next probe off twice as far); a probe whose
+    /// yield brought the data cheaply starts it again.
+    fn learn_from_yield(&mut self, seen: &WaitSeen) {
+        if !seen.yielded {
+            return;
+        }
+        if seen.dear_yield {
+            self.counts.dear_yields += 1;
+            if !self.yields {
+                self.yield_probe_interval =
+                    (self.yield_probe_interval * 2).min(AUTO_MAX_YIELD_PROBE);
+            }
+            self.yields = false;
+            self.until_yield_probe = self.yield_probe_interval;
+        } else if !self.yields {
+            if seen.slept {
+                self.until_yield_probe = self.yield_probe_interval;
+            } else {
+                self.yields = true;
+                self.yield_probe_interval = AUTO_FIRST_PROBE;
+            }
+        }
+    }
+
     /// Learns from one wait (see the module documentation).
     pub fn record(&mut self, seen: WaitSeen) {
-        let WaitSeen { budget, waited, slept, contended, crowded } = seen;
+        let WaitSeen { budget, waited, slept, contended, crowded, .. } = seen;
         let asleep = seen.asleep();
         if slept {
             self.slept_average = match self.slept_average {
@@ -350,6 +425,7 @@ impl AutoWait {
         self.counts.contended += u64::from(contended);
         if budget.is_zero() {
             self.counts.slept_at_once += 1;
+            self.learn_from_yield(&seen);
             if self.confined {
                 return;
             }

@@ -499,7 +499,7 @@ enum ServerWire {
     Pipe(fs::File),
     /// A shared-memory transport from `stdio_transport_of`: the region was stdin, the
     /// liveness pipe fd 3 (moved to fd 1 first).
-    Shm(Transport),
+    Shm(Box<Transport>),
 }
 
 impl ServerWire {
@@ -510,7 +510,7 @@ impl ServerWire {
         protocol_pipe_to_stdout();
         let transport = peerpipe::server::stdio_transport_of(kind, Wait::Block)
             .unwrap_or_else(|e| panic!("stdio_transport_of({kind}): {e}"));
-        ServerWire::Shm(transport)
+        ServerWire::Shm(Box::new(transport))
     }
 }
 

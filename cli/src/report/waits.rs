@@ -4,7 +4,7 @@
 //! in every round, moments apart: the median over rounds of the ratio of their p50s, taken in
 //! the state the machine was in most, says how the two waits compare on this machine without
 //! a change of speed between them. And what the client's waits under `auto` did
-//! ([`ClientWaits`]): how often they spun, caught the reply within the spin, or slept at once.
+//! ([`ClientWaits`]): how often they spun, caught the reply within the spin, or did not spin.
 
 use peerpipe::Peer;
 use peerpipe::pairing::{PairedRatio, paired_ratio};
@@ -97,6 +97,10 @@ pub struct ClientWaits {
     pub contended: u64,
     /// [`AutoCounts::kept_asleep`] (the peer is the server).
     pub kept_asleep: u64,
+    /// [`AutoCounts::dear_yields`] (absent, and read as 0, in reports from before it was
+    /// counted).
+    #[serde(default)]
+    pub dear_yields: u64,
     /// Moves of the client's thread to an idle CPU ([`Peer::moves`]).
     pub moves: u64,
 }
@@ -113,6 +117,7 @@ impl ClientWaits {
             stopped_spinning: counts.stopped_spinning,
             contended: counts.contended,
             kept_asleep: counts.kept_asleep,
+            dear_yields: counts.dear_yields,
             moves: peer.moves(),
         }
     }
@@ -128,17 +133,18 @@ impl ClientWaits {
         self.stopped_spinning += between(before.stopped_spinning, after.stopped_spinning);
         self.contended += between(before.contended, after.contended);
         self.kept_asleep += between(before.kept_asleep, after.kept_asleep);
+        self.dear_yields += between(before.dear_yields, after.dear_yields);
         self.moves += between(before.moves, after.moves);
     }
 
-    /// Waits in all: those that spun and those that slept at once.
+    /// Waits in all: those that spun and those that did not.
     pub fn waits(&self) -> u64 {
         self.spun + self.slept_at_once
     }
 
     /// What the report prints of them for a row of `round_trips` timed round trips, e.g.
     /// `3900 of 4000 round trips waited for the reply: 10 % spun (95 % of the spins caught
-    /// it), 90 % slept at once; 0 moves to an idle CPU`.
+    /// it), 90 % did not spin; 0 moves to an idle CPU`.
     pub fn text(&self, round_trips: u64) -> String {
         let waits = self.waits();
         let share = |part: u64, whole: u64| -> String {
@@ -154,7 +160,7 @@ impl ClientWaits {
         };
         format!(
             "{} of {} round trips waited for the reply: {} spun ({} of the spins caught it), {} \
-             slept at once; {moves} to an idle CPU",
+             did not spin; {moves} to an idle CPU",
             waits,
             round_trips,
             share(self.spun, waits),
@@ -275,13 +281,13 @@ mod tests {
         assert_eq!(
             waits.text(200),
             "160 of 200 round trips waited for the reply: 25 % spun (90 % of the spins caught \
-             it), 75 % slept at once; 0 moves to an idle CPU"
+             it), 75 % did not spin; 0 moves to an idle CPU"
         );
         let moved = ClientWaits { slept_at_once: 3, moves: 1, ..Default::default() };
         assert_eq!(
             moved.text(3),
             "3 of 3 round trips waited for the reply: 0 % spun (- of the spins caught it), 100 % \
-             slept at once; 1 move to an idle CPU"
+             did not spin; 1 move to an idle CPU"
         );
     }
 

@@ -23,7 +23,7 @@ impl Partner {
             waited,
             slept,
             contended,
-            crowded: false,
+            ..WaitSeen::default()
         };
         match self {
             Partner::Elsewhere { after } if after <= budget => seen(after, false, false),
@@ -97,7 +97,7 @@ fn a_yield_that_ran_another_task_is_a_miss_even_when_the_data_then_came() {
         waited: 53 * US,
         slept: false,
         contended: true,
-        crowded: false,
+        ..WaitSeen::default()
     };
     auto.record(seen);
     auto.record(seen);
@@ -236,7 +236,7 @@ fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_ti
             waited: budget + 30 * US,
             slept: true,
             contended: true,
-            crowded: false,
+            ..WaitSeen::default()
         });
     };
     let contended = |auto: &mut AutoWait| {
@@ -383,4 +383,62 @@ fn a_side_confined_with_its_peer_to_one_cpu_never_spins() {
     auto.set_confined(false);
     let (_, spun) = run(&mut auto, Partner::Elsewhere { after: 2 * US }, 10);
     assert_eq!(spun, 10);
+}
+
+/// One wait that does not spin: whether it yielded first. Its yield, if any, takes
+/// `yield_took`, and the data is there after it when `brings`, else the wait sleeps.
+fn not_spinning(auto: &mut AutoWait, yield_took: Duration, brings: bool) -> bool {
+    let yielded = auto.yields_before_sleeping();
+    auto.record(WaitSeen {
+        budget: Duration::ZERO,
+        waited: if yielded { yield_took } else { 10 * US },
+        slept: !(yielded && brings),
+        contended: yielded && yield_took > AUTO_YIELD_RAN_ANOTHER,
+        yielded,
+        dear_yield: yielded && yield_took > AUTO_CHEAP_SLEEP,
+        ..WaitSeen::default()
+    });
+    yielded
+}
+
+#[test]
+fn a_wait_that_does_not_spin_yields_first_until_a_yield_hands_the_core_to_another_task() {
+    let mut auto = AutoWait::default();
+    // The peer on this core answers during each yield: yielding goes on.
+    assert!((0..100).all(|_| not_spinning(&mut auto, 5 * US, true)));
+    // A yield that ran another task's slice stops it, at once.
+    assert!(not_spinning(&mut auto, 2_000 * US, true));
+    assert_eq!(auto.counts().dear_yields, 1);
+    let first: Vec<bool> =
+        (0..=AUTO_FIRST_PROBE).map(|_| not_spinning(&mut auto, 2_000 * US, false)).collect();
+    let mut expected = vec![false; AUTO_FIRST_PROBE as usize];
+    expected.push(true);
+    assert_eq!(first, expected, "a yield probe after {AUTO_FIRST_PROBE} waits");
+    // Probes that keep running another task grow rarer, twice as far each time, up to
+    // AUTO_MAX_YIELD_PROBE: after 8, 16, .., 8192 waits without one (11 probes in 16,387
+    // waits), then one in every 16,385 (5 in the 83,613 left of 100,000).
+    let probes = (0..100_000).filter(|_| not_spinning(&mut auto, 2_000 * US, false)).count();
+    assert_eq!(probes, 11 + 5);
+    // A probe whose yield brings the answer within a hand-over starts yielding again.
+    let mut waits = 0;
+    while !not_spinning(&mut auto, 5 * US, true) {
+        waits += 1;
+        assert!(waits <= AUTO_MAX_YIELD_PROBE, "no probe within {waits} waits");
+    }
+    assert!((0..10).all(|_| not_spinning(&mut auto, 5 * US, true)), "yielding again");
+    // A cheap yield after which the data is not there yet (the peer elsewhere) changes
+    // nothing: the wait sleeps, and the next one yields again.
+    assert!(not_spinning(&mut auto, 1 * US, false));
+    assert!(not_spinning(&mut auto, 5 * US, true));
+    assert_eq!(auto.counts().dear_yields, 1 + 1 + 16);
+}
+
+#[test]
+fn a_side_confined_with_its_peer_to_one_cpu_never_yields_first() {
+    // There a yield may hand the only core to any other task for its whole slice.
+    let mut auto = AutoWait::default();
+    auto.set_confined(true);
+    assert!((0..1000).all(|_| !auto.yields_before_sleeping()));
+    auto.set_confined(false);
+    assert!(auto.yields_before_sleeping());
 }
