@@ -31,9 +31,9 @@
 //!   still not come. Where the two share a core the peer then runs at once and answers before
 //!   the yield returns, so neither side sleeps and no wake-up is paid. A yield that takes
 //!   longer than [`AUTO_CHEAP_SLEEP`] handed the core to another task than the peer (for its
-//!   whole slice): waits then sleep at once, and one in a while yields again to see, from the
-//!   [`AUTO_FIRST_PROBE`]th wait, twice as far each time such a yield fails, up to every
-//!   [`AUTO_MAX_YIELD_PROBE`]th ([`AutoWait::yields_before_sleeping`]). [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps
+//!   whole slice): waits then sleep at once, and one in a while yields again to see — twice as
+//!   far off after each such yield, up to every [`AUTO_MAX_YIELD_PROBE`]th wait, and half as
+//!   far after one that paid ([`AutoWait::yields_before_sleeping`]). [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps
 //!   in a row switch back to spinning: the peer has moved away, or is asleep elsewhere, and
 //!   each side sleeping doubles the wake-ups. Beside other work a sleep can be dear because
 //!   the waker's core was busy, and spinning then misses again; so each time spinning stops
@@ -387,18 +387,16 @@ impl AutoWait {
     }
 
     /// Learns from a wait that did not spin whether yielding first pays: a dear yield stops
-    /// it (and, when it was a probe, puts the next probe off twice as far); a probe whose
-    /// yield brought the data cheaply starts it again.
+    /// it and puts the next yield probe off twice as far as the last; a probe whose yield
+    /// brought the data cheaply starts it again, and brings the probes back half as far. So
+    /// where other work comes and goes on this core, yields that hand it away grow rarer.
     fn learn_from_yield(&mut self, seen: &WaitSeen) {
         if !seen.yielded {
             return;
         }
         if seen.dear_yield {
             self.counts.dear_yields += 1;
-            if !self.yields {
-                self.yield_probe_interval =
-                    (self.yield_probe_interval * 2).min(AUTO_MAX_YIELD_PROBE);
-            }
+            self.yield_probe_interval = (self.yield_probe_interval * 2).min(AUTO_MAX_YIELD_PROBE);
             self.yields = false;
             self.until_yield_probe = self.yield_probe_interval;
         } else if !self.yields {
@@ -406,7 +404,7 @@ impl AutoWait {
                 self.until_yield_probe = self.yield_probe_interval;
             } else {
                 self.yields = true;
-                self.yield_probe_interval = AUTO_FIRST_PROBE;
+                self.yield_probe_interval = (self.yield_probe_interval / 2).max(AUTO_FIRST_PROBE);
             }
         }
     }
