@@ -33,12 +33,13 @@
 //!   longer than [`AUTO_CHEAP_SLEEP`] handed the core to another task than the peer (for its
 //!   whole slice): waits then sleep at once, and one in a while yields again to see — twice as
 //!   far off after each such yield, up to every [`AUTO_MAX_YIELD_PROBE`]th wait, and half as
-//!   far after one that paid ([`AutoWait::yields_before_sleeping`]). [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps
-//!   in a row switch back to spinning: the peer has moved away, or is asleep elsewhere, and
-//!   each side sleeping doubles the wake-ups. Beside other work a sleep can be dear because
-//!   the waker's core was busy, and spinning then misses again; so each time spinning stops
-//!   with no hit since it resumed, the dear sleeps it takes to resume double, up to
-//!   [`AUTO_MAX_DEAR_SLEEPS_TO_SPIN`]; a hit brings them back to two. Every so often one wait is a *probe* that spins
+//!   far after one that paid ([`AutoWait::yields_before_sleeping`]).
+//!   [`AUTO_DEAR_SLEEPS_TO_SPIN`] dear sleeps in a row switch back to spinning: the peer has
+//!   moved away, or is asleep elsewhere, and each side sleeping doubles the wake-ups. Beside
+//!   other work a sleep can be dear because the waker's core was busy, and spinning then
+//!   misses again; so each time spinning stops with no hit since it resumed, the dear sleeps
+//!   it takes to resume double, up to [`AUTO_MAX_DEAR_SLEEPS_TO_SPIN`]; a hit brings them back
+//!   to two. Every so often one wait is a *probe* that spins
 //!   again, as long as this side's recent sleeps took (their running average, within
 //!   [`AUTO_MIN_PROBE_BUDGET`] and [`AUTO_MAX_PROBE_BUDGET`]): a hit switches back to
 //!   spinning; a miss doubles the distance to the next probe, from [`AUTO_FIRST_PROBE`] waits
