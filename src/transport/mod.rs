@@ -762,7 +762,7 @@ impl Transport {
                 let cheaply = if seen.slept { !seen.slept_dearly() } else { !spin.dear_yield };
                 if handed_over
                     && let Some(peer) = &mut self.peer
-                    && peer.after_sleep(now, cheaply)
+                    && peer.after_giving_up_the_core(now, cheaply)
                 {
                     self.auto.resume_spinning();
                 }
@@ -773,8 +773,9 @@ impl Transport {
 }
 
 /// Where a wait stands: when its first poll found nothing, how long it may spin before it
-/// sleeps (`None`: until its deadline), whether it has yielded (and whether that ran another
-/// task) or slept, how many polls since the clock was read, and when it was last read.
+/// sleeps (`None`: until its deadline), whether it yields before sleeping, whether it has
+/// yielded (and whether that ran another task, and for longer than a cheap sleep) or slept,
+/// how many polls since the clock was read, and when it was last read.
 #[derive(Debug, Default)]
 struct Spinning {
     started: Option<Instant>,

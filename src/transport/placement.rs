@@ -7,8 +7,9 @@
 //! they hand the core to each other on every round trip — two context switches, where two
 //! cores with both sides spinning pay none.
 //!
-//! A side that shares its core so sees it for free: its sleeps are *hand-overs*, shorter than
-//! [`AUTO_CHEAP_SLEEP`] (the core given to the peer and given back). After
+//! A side that shares its core so sees it for free: its sleeps, and its yields that run
+//! another task, are *hand-overs*, shorter than [`AUTO_CHEAP_SLEEP`] (the core given to the
+//! peer and given back). After
 //! [`HAND_OVERS_TO_LOOK`] of them in a row it looks, and moves when all of this holds:
 //!
 //! - the peer last ran on this thread's CPU (`/proc/PID/stat`);
@@ -137,10 +138,11 @@ impl<C: Cpus> Placement<C> {
         Some(self.cpus.current()? == self.cpus.peer()?.0)
     }
 
-    /// A wait that slept ended at `now`; `hand_over` is whether its sleep was shorter than
+    /// A wait that gave up the core — it slept, or it yielded and another task ran — ended at
+    /// `now`; `hand_over` is whether the core came back within
     /// [`super::wait::AUTO_CHEAP_SLEEP`]. Whether this thread just moved to another CPU (the
     /// caller then spins again).
-    pub fn after_sleep(&mut self, now: Instant, hand_over: bool) -> bool {
+    pub fn after_giving_up_the_core(&mut self, now: Instant, hand_over: bool) -> bool {
         if !hand_over {
             self.hand_overs = 0;
             return false;
@@ -193,7 +195,7 @@ impl<C: Cpus> Placement<C> {
     }
 
     /// Puts the next look off twice as far as the last (up to [`MAX_CHECK`]); returns
-    /// `false`, for [`Placement::after_sleep`].
+    /// `false`, for [`Placement::after_giving_up_the_core`].
     fn put_off(&mut self, now: Instant) -> bool {
         self.next_check = Some(now + self.interval);
         self.interval = (self.interval * 2).min(MAX_CHECK);

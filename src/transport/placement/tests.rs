@@ -66,7 +66,7 @@ fn sleeps(
     for _ in 0..count {
         *now += Duration::from_millis(1);
         placement.cpus.millis += 1;
-        moved = placement.after_sleep(*now, hand_over);
+        moved = placement.after_giving_up_the_core(*now, hand_over);
     }
     moved
 }
@@ -136,7 +136,7 @@ fn looks_over(
     for _ in 0..count {
         let before = (placement.next_check, placement.hand_overs_to_look);
         *now += step;
-        assert!(!placement.after_sleep(*now, true));
+        assert!(!placement.after_giving_up_the_core(*now, true));
         looks += u32::from((placement.next_check, placement.hand_overs_to_look) != before);
     }
     looks
@@ -317,7 +317,7 @@ fn a_watch_keeps_one_peer_file_for_all_its_reads_and_closes_it_when_dropped() {
     let mut now = Instant::now();
     for _ in 0..HAND_OVERS_TO_LOOK {
         now += Duration::from_millis(1);
-        watch.after_sleep(now, true);
+        watch.after_giving_up_the_core(now, true);
     }
     assert_eq!(holding(), 1, "the look leaves no descriptor of its own behind");
     drop(watch);

@@ -35,9 +35,9 @@ impl PeerWatch {
         self.placement.peer_shares_core()
     }
 
-    /// [`Placement::after_sleep`]: whether this thread just moved to another CPU.
-    pub fn after_sleep(&mut self, now: Instant, hand_over: bool) -> bool {
-        self.placement.after_sleep(now, hand_over)
+    /// [`Placement::after_giving_up_the_core`]: whether this thread just moved to another CPU.
+    pub fn after_giving_up_the_core(&mut self, now: Instant, hand_over: bool) -> bool {
+        self.placement.after_giving_up_the_core(now, hand_over)
     }
 
     /// Moves made so far.
