@@ -131,6 +131,34 @@ def test_the_solve_ivp_example_prints_bit_identical_trajectories():
     assert "bit-identical: yes" in result.stdout
 
 
+def test_the_paired_solve_ivp_bench_solves_once_per_wait_and_round(tmp_path):
+    pytest.importorskip("scipy")
+    env = dict(os.environ, PEERPIPE_PEER=peer_exe())
+    out = tmp_path / "pairs.json"
+    bench = [sys.executable, str(ROOT / "python" / "bench" / "solve_ivp_pairs.py")]
+    result = subprocess.run(
+        [*bench, "--rounds", "2", "--waits", "block,auto", "--t-end", "0.2", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads(out.read_text())
+    assert doc["waits"] == ["block", "auto"]
+    assert len(doc["rounds"]) == 2
+    for row in doc["rounds"]:
+        assert row["local_s"] > 0
+        for wait in ("block", "auto"):
+            assert row[wait]["calls"] > 0 and row[wait]["p50_us"] > 0 and row[wait]["solve_s"] > 0
+    assert 1 <= len(doc["main_state"]) <= 2
+    assert "block / auto per round" in result.stdout
+    refused = subprocess.run(
+        [*bench, "--waits", "auto"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert refused.returncode != 0 and "two or more different waits" in refused.stderr
+
+
 def test_a_python_server_over_tcp_listens_where_it_is_told():
     # An explicit address with port 0 (a free port), as `peer --role server --listen` takes it.
     with peerpipe.Peer.spawn(
