@@ -13,7 +13,8 @@
 #   quiet  RK45, 3 x RUNS rounds of python/bench/solve_ivp_pairs.py: in each, one solve with
 #          the default wait (auto) and one with both sides spinning (spin, the best any wait
 #          does on two idle CPUs), moments apart, each through a server of its own. The rounds
-#          whose spin solve lies within 1.5x of its fastest are the main state.
+#          whose spin solve lies within 1.5x of its fastest, as in the rounds on either side,
+#          are the main state.
 #   busy   the same, RUNS rounds, beside one busy process (sh -c 'while :; do :; done'), auto
 #          against block (the best fixed wait there).
 #   bdf    BDF on n = 200 (t 0-0.5), RUNS rounds, auto against block and spin: BDF's
