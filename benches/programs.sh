@@ -70,7 +70,7 @@ import json, sys
 
 out = sys.argv[1]
 verdict = lambda ok: "met" if ok else "MISSED"
-spread = lambda v: f"{min(v):.2f}-{max(v):.2f} us (max / min {max(v) / min(v):.2f})"
+spread = lambda v: f"{min(v):.2f}-{max(v):.2f} us (max / min {max(v) / min(v):.2f})" if v else "none"
 load = lambda name: json.load(open(f"{out}/{name}.json"))
 p50 = lambda doc, wait: [row[wait]["p50_us"] for row in doc["rounds"]]
 
@@ -83,7 +83,7 @@ print(f"  runs:  auto {spread(runs)}; <= 15 us in {sum(p <= 15 for p in runs)} o
       f"{verdict(max(runs) <= 15)}")
 print(f"  quiet: auto {spread(auto)}, spin {spread(p50(quiet, 'spin'))}; <= 15 us: "
       f"{verdict(max(auto) <= 15)}; main state ({len(main)} of {len(auto)} rounds): auto "
-      f"{spread(main)}: {verdict(max(main) <= 2 * min(main))}")
+      f"{spread(main)}: {verdict(max(main) <= 2 * min(main)) if main else 'not judged'}")
 auto = p50(busy, "auto")
 print(f"  busy:  auto {spread(auto)}, block {spread(p50(busy, 'block'))}; <= 15 us: "
       f"{verdict(max(auto) <= 15)}")

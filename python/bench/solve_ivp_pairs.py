@@ -43,6 +43,8 @@ MAIN_STATE = 1.5
 
 
 def spread(values):
+    if not values:
+        return "no rounds"
     low, high = min(values), max(values)
     return f"{low:.2f}-{high:.2f} us (max / min {high / low:.2f})"
 

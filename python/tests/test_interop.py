@@ -151,7 +151,7 @@ def test_the_paired_solve_ivp_bench_solves_once_per_wait_and_round(tmp_path):
         assert row["local_s"] > 0
         for wait in ("block", "auto"):
             assert row[wait]["calls"] > 0 and row[wait]["p50_us"] > 0 and row[wait]["solve_s"] > 0
-    assert 1 <= len(doc["main_state"]) <= 2
+    assert set(doc["main_state"]) <= {0, 1}  # empty when the two rounds' states differ
     assert "block / auto per round" in result.stdout
     refused = subprocess.run(
         [*bench, "--waits", "auto"], capture_output=True, text=True, timeout=60, env=env
