@@ -56,7 +56,12 @@ pairs=("$python" python/bench/solve_ivp_pairs.py)
 echo "== quiet: RK45, auto against spin"
 "${pairs[@]}" --rounds $((3 * runs)) --waits auto,spin --json "$out/quiet.json"
 echo "== busy: RK45 beside one busy process, auto against block"
-sh -c 'while :; do :; done' &
+# The busy process dies with this script, however the script ends (where setpriv can say so).
+busy_loop=(sh -c 'while :; do :; done')
+if setpriv --pdeathsig KILL true 2>/dev/null; then
+    busy_loop=(setpriv --pdeathsig KILL "${busy_loop[@]}")
+fi
+"${busy_loop[@]}" &
 busy=$!
 "${pairs[@]}" --rounds "$runs" --waits auto,block --json "$out/busy.json"
 kill "$busy"
