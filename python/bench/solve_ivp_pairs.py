@@ -1,9 +1,9 @@
 """SciPy's solve_ivp on Lorenz-96 through RemoteRhs, one wait strategy against another, in pairs.
 
 A solve with its right-hand side in a `peer` server makes ~540 calls in ~15 ms. On a virtual
-machine whose CPUs have slower spells lasting seconds, two runs of the same program a second
-apart can read 2.5 us and 7 us with nothing changed, so a spread across separate runs says as
-much about the machine as about the wait. Here every round solves the same problem once per
+machine whose CPUs have slower spells, from tens of milliseconds to minutes long, two runs of
+the same program a second apart can read 2.5 us and 7 us with nothing changed, so a spread
+across separate runs says as much about the machine as about the wait. Here every round solves the same problem once per
 wait, in a random order, moments apart, each through a RemoteRhs of its own (its own server,
 learning from nothing, as a fresh program's would). The last wait of --waits is the reference
 (spin, by default: both sides spinning, the best any wait does on two idle CPUs); the rounds
@@ -87,7 +87,11 @@ def main():
                 row["local_s"] = timed(local_rhs)[1]
                 continue
             server = [peer, "--role", "server", "--handler", "lorenz96", "--wait", wait]
-            with peerpipe.RemoteRhs(server, wait=wait) as fun:
+            try:
+                remote_rhs = peerpipe.RemoteRhs(server, wait=wait)
+            except ValueError as e:
+                sys.exit(f"--waits: {e}")
+            with remote_rhs as fun:
                 remote, seconds = timed(fun)
                 stats = fun.stats()
             if remote.y.tobytes() != local.y.tobytes():

@@ -157,6 +157,15 @@ def test_the_paired_solve_ivp_bench_solves_once_per_wait_and_round(tmp_path):
         [*bench, "--waits", "auto"], capture_output=True, text=True, timeout=60, env=env
     )
     assert refused.returncode != 0 and "two or more different waits" in refused.stderr
+    refused = subprocess.run(
+        [*bench, "--waits", "sleepy,auto", "--t-end", "0.01"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert refused.returncode != 0 and 'found "sleepy"' in refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 def test_a_python_server_over_tcp_listens_where_it_is_told():
