@@ -30,6 +30,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-10}
+if ! [[ $runs =~ ^[1-9][0-9]*$ ]]; then
+    echo "programs.sh: RUNS must be a whole number of at least 1, not '$runs'" >&2
+    exit 2
+fi
 python=${PYTHON:-python3}
 if ! "$python" -c 'import numpy, scipy, peerpipe' 2>/dev/null; then
     echo "programs.sh: $python cannot import numpy, scipy and peerpipe;" \
