@@ -81,7 +81,9 @@ import json, sys
 
 out = sys.argv[1]
 verdict = lambda ok: "met" if ok else "MISSED"
-spread = lambda v: f"{min(v):.2f}-{max(v):.2f} us (max / min {max(v) / min(v):.2f})" if v else "none"
+def spread(v):
+    return f"{min(v):.2f}-{max(v):.2f} us (max / min {max(v) / min(v):.2f})" if v else "none"
+
 load = lambda name: json.load(open(f"{out}/{name}.json"))
 p50 = lambda doc, wait: [row[wait]["p50_us"] for row in doc["rounds"]]
 
