@@ -80,12 +80,24 @@ python3 - "$out" <<'PY'
 import json, sys
 
 out = sys.argv[1]
-verdict = lambda ok: "met" if ok else "MISSED"
+
+
+def verdict(ok):
+    return "met" if ok else "MISSED"
+
+
 def spread(v):
     return f"{min(v):.2f}-{max(v):.2f} us (max / min {max(v) / min(v):.2f})" if v else "none"
 
-load = lambda name: json.load(open(f"{out}/{name}.json"))
-p50 = lambda doc, wait: [row[wait]["p50_us"] for row in doc["rounds"]]
+
+def load(name):
+    with open(f"{out}/{name}.json") as f:
+        return json.load(f)
+
+
+def p50(doc, wait):
+    return [row[wait]["p50_us"] for row in doc["rounds"]]
+
 
 runs = [float(line) for line in open(f"{out}/runs.txt")]
 quiet, busy, bdf = load("quiet"), load("busy"), load("bdf")
