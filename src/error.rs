@@ -6,6 +6,7 @@
 use std::io;
 use std::time::Duration;
 
+use crate::parts::TableFault;
 use crate::wire::{Dtype, Kind};
 
 /// A specialised `Result` whose error is [`Error`].
@@ -47,7 +48,9 @@ pub enum Error {
     },
 
     /// The header's kind byte is not HELLO, DATA, ERROR or BYE.
-    #[error("unknown frame kind {found}: expected 1 (HELLO), 2 (DATA), 3 (ERROR) or 4 (BYE)")]
+    #[error(
+        "unknown frame kind {found}: expected 1 (HELLO), 2 (DATA), 3 (ERROR), 4 (BYE) or 5 (PARTS)"
+    )]
     UnknownKind {
         /// The kind byte found.
         found: u8,
@@ -154,7 +157,38 @@ pub enum Error {
         found: u64,
     },
 
-    /// A reply carried another dtype than the caller's buffer expects.
+    /// A PARTS payload's part table broke a rule of docs/PROTOCOL.md §15 (checks T1–T10).
+    #[error("bad part table: {0}")]
+    BadPartTable(TableFault),
+
+    /// A PARTS reply's parts differ from what the caller expects; the reply was read whole,
+    /// so the connection stays usable.
+    #[error(
+        "reply to seq {seq} has another shape than expected: expected {expected}, found {found}"
+    )]
+    ShapeMismatch {
+        /// The request's seq.
+        seq: u64,
+        /// The parts the caller expects, e.g. `1 part: f64[500]`.
+        expected: String,
+        /// The parts that came, e.g. `1 part: f64[3]`.
+        found: String,
+    },
+
+    /// The server does not speak what the call needs (PARTS requests): nothing was sent, and
+    /// the connection stays usable.
+    #[error("{what} are not supported by the server ({server}); {hint}")]
+    Unsupported {
+        /// What the call needs, e.g. `PARTS requests`.
+        what: &'static str,
+        /// The server's `impl=` and what its HELLO announced.
+        server: String,
+        /// What the caller can do instead.
+        hint: &'static str,
+    },
+
+    /// A reply carried another dtype than the caller's buffer expects. The reply was read
+    /// whole, so the connection stays usable.
     #[error("dtype mismatch in reply to seq {seq}: expected {expected}, found {found}")]
     DtypeMismatch {
         /// The request's seq.
@@ -165,7 +199,8 @@ pub enum Error {
         found: Dtype,
     },
 
-    /// A reply carried another element count than the caller's buffer holds.
+    /// A reply carried another element count than the caller's buffer holds. The reply was
+    /// read whole, so the connection stays usable.
     #[error("count mismatch in reply to seq {seq}: expected {expected} elements, found {found}")]
     CountMismatch {
         /// The request's seq.
@@ -306,6 +341,12 @@ pub enum ErrorKind {
     NotFound,
     /// The caller asked to stop waiting; the server was terminated and reaped.
     Interrupted,
+    /// A reply had another shape (dtype, length, parts) than the caller expects. It was read
+    /// whole: the connection stays usable.
+    Shape,
+    /// The server does not speak what the call needs (PARTS requests); nothing was sent and
+    /// the connection stays usable.
+    Unsupported,
     /// An operating-system call failed: a pipe, region or socket could not be made, read or
     /// written, or a program could not be started for another reason than not being found.
     Io,
@@ -313,7 +354,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::InvalidArgument,
         ErrorKind::Timeout,
         ErrorKind::PeerExited,
@@ -324,6 +365,8 @@ impl ErrorKind {
         ErrorKind::NotFound,
         ErrorKind::Interrupted,
         ErrorKind::Io,
+        ErrorKind::Shape,
+        ErrorKind::Unsupported,
     ];
 
     /// The kind's name in snake case (`"invalid_argument"`, `"timeout"`), as the bindings
@@ -345,6 +388,8 @@ impl ErrorKind {
             ErrorKind::NotFound => "not_found",
             ErrorKind::Interrupted => "interrupted",
             ErrorKind::Io => "io",
+            ErrorKind::Shape => "shape",
+            ErrorKind::Unsupported => "unsupported",
         }
     }
 }
@@ -383,10 +428,13 @@ impl Error {
             | Error::UnexpectedKind { .. }
             | Error::BadHello { .. }
             | Error::SeqMismatch { .. }
-            | Error::DtypeMismatch { .. }
-            | Error::CountMismatch { .. }
+            | Error::BadPartTable(_)
             | Error::Corrupted { .. }
             | Error::BadRegion { .. } => ErrorKind::Protocol,
+            Error::DtypeMismatch { .. }
+            | Error::CountMismatch { .. }
+            | Error::ShapeMismatch { .. } => ErrorKind::Shape,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::FrameTooLarge { .. } => ErrorKind::TooLarge,
             Error::Remote { .. } => ErrorKind::Remote,
             Error::PeerNotFound { .. } => ErrorKind::NotFound,
@@ -408,10 +456,18 @@ impl Error {
         }
     }
 
-    /// True when the error leaves the connection usable: only an ERROR reply from the server
-    /// ([`Error::Remote`]) does, because the protocol lets the conversation go on after it.
+    /// True when the error of a call leaves the connection usable: an ERROR reply from the
+    /// server ([`Error::Remote`]), because the protocol lets the conversation go on after it,
+    /// and a reply of another shape than expected ([`ErrorKind::Shape`]), which the client
+    /// read to its end.
     pub fn is_recoverable(&self) -> bool {
-        matches!(self, Error::Remote { .. })
+        matches!(
+            self,
+            Error::Remote { .. }
+                | Error::DtypeMismatch { .. }
+                | Error::CountMismatch { .. }
+                | Error::ShapeMismatch { .. }
+        )
     }
 }
 

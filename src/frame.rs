@@ -41,13 +41,14 @@ impl Kind {
     /// Parses a kind byte.
     ///
     /// # Errors
-    /// [`Error::UnknownKind`] for any byte other than 1–4.
+    /// [`Error::UnknownKind`] for any byte other than 1–5.
     pub fn from_byte(byte: u8) -> Result<Kind> {
         match byte {
             1 => Ok(Kind::Hello),
             2 => Ok(Kind::Data),
             3 => Ok(Kind::Error),
             4 => Ok(Kind::Bye),
+            5 => Ok(Kind::Parts),
             found => Err(Error::UnknownKind { found }),
         }
     }
@@ -103,6 +104,11 @@ impl Header {
     /// A control header (HELLO, ERROR, BYE) with a byte payload of `len` bytes.
     pub const fn control(kind: Kind, seq: u64, len: u64) -> Header {
         Header { kind, dtype: Dtype::Bytes, seq, count: len, aux: 0 }
+    }
+
+    /// A PARTS header for a payload of `len` bytes (docs/PROTOCOL.md §15).
+    pub const fn parts(seq: u64, len: u64) -> Header {
+        Header { kind: Kind::Parts, dtype: Dtype::Bytes, seq, count: len, aux: 0 }
     }
 
     /// Payload length in bytes, `count × width(dtype)`.
@@ -217,7 +223,7 @@ impl Header {
         let payload_bytes = header.payload_bytes()?;
         let limit = match kind {
             Kind::Hello | Kind::Error => max_frame_bytes.min(MAX_CONTROL_PAYLOAD),
-            Kind::Data | Kind::Bye => max_frame_bytes,
+            Kind::Data | Kind::Bye | Kind::Parts => max_frame_bytes,
         };
         if payload_bytes > limit {
             return Err(Error::FrameTooLarge { payload_bytes, max_frame_bytes: limit });
@@ -346,6 +352,10 @@ pub struct Hello {
     /// server that does not say. Informational: a client uses it only to find which local
     /// process to measure when it spawned the server through a shell.
     pub pid: Option<u32>,
+    /// `parts=1`: the server reads PARTS requests (docs/PROTOCOL.md §15).
+    pub parts: bool,
+    /// `functions=`: the functions the server serves by name; empty when it says none.
+    pub functions: Vec<String>,
 }
 
 impl Hello {
@@ -358,6 +368,8 @@ impl Hello {
             handler: Some(handler.to_owned()),
             implementation: Some(implementation_name()),
             pid: Some(std::process::id()),
+            parts: true,
+            functions: Vec::new(),
         }
     }
 
@@ -367,7 +379,8 @@ impl Hello {
     }
 
     /// Renders the `key=value` lines, each ending in `\n`, starting with `version=1`, then
-    /// `max_frame_bytes`, `role`, `handler`, `impl` and `pid` when present.
+    /// `max_frame_bytes`, `role`, `handler`, `impl`, `pid`, `parts` and `functions` when
+    /// present.
     ///
     /// ```
     /// use peerpipe::frame::Hello;
@@ -390,6 +403,12 @@ impl Hello {
         if let Some(pid) = self.pid {
             text.push_str(&format!("pid={pid}\n"));
         }
+        if self.parts {
+            text.push_str("parts=1\n");
+        }
+        if !self.functions.is_empty() {
+            text.push_str(&format!("functions={}\n", self.functions.join(",")));
+        }
         text.into_bytes()
     }
 
@@ -407,7 +426,7 @@ impl Hello {
         }
         let (mut version, mut max_frame_bytes, mut handler, mut implementation) =
             (None, None, None, None);
-        let (mut role, mut pid) = (None, None);
+        let (mut role, mut pid, mut parts, mut functions) = (None, None, false, Vec::new());
         // split_terminator, not lines(): a '\r' before the '\n' stays part of the value.
         for line in text.split_terminator('\n') {
             let (key, value) =
@@ -420,6 +439,12 @@ impl Hello {
                 "role" => role = Some(value.to_owned()),
                 // Informational: a value that is not a process id is ignored, not an error.
                 "pid" => pid = value.parse::<u32>().ok().filter(|&p| p > 0),
+                // Only `1` says the server reads PARTS; any other value says it does not.
+                "parts" => parts = value == "1",
+                "functions" => {
+                    functions =
+                        value.split(',').filter(|f| !f.is_empty()).map(str::to_owned).collect()
+                }
                 _ => {}
             }
         }
@@ -435,7 +460,7 @@ impl Hello {
         let max_frame_bytes = value.parse::<u64>().ok().filter(|_| digits).ok_or_else(|| {
             bad(format!("max_frame_bytes: expected decimal digits, found {value:?}"))
         })?;
-        Ok(Hello { max_frame_bytes, role, handler, implementation, pid })
+        Ok(Hello { max_frame_bytes, role, handler, implementation, pid, parts, functions })
     }
 }
 

@@ -4,7 +4,8 @@
 use crate::codec::{self, Values, ValuesMut};
 use crate::frame::Dtype;
 use crate::lorenz96;
-use crate::server::{Handler, Request, Response};
+use crate::parts::PartsOut;
+use crate::server::{Call, Handler, Request, Response};
 use crate::zerocopy::resize_exact;
 
 /// Names accepted by [`by_name`].
@@ -55,6 +56,16 @@ impl Handler for Echo {
         converted.map_err(|e| e.to_string())?;
         Ok(Response::Wire { dtype: request.dtype, count: request.count, payload: &self.encoded })
     }
+
+    /// Its default function answers a PARTS request with the same parts.
+    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
+        echo_parts(call, reply)
+    }
+}
+
+/// A PARTS request's parts as the reply, bit for bit.
+fn echo_parts(call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
+    call.parts.iter().try_for_each(|part| reply.push_received(&part))
 }
 
 /// Replies with the request's payload bytes untouched: the server converts nothing.
@@ -68,6 +79,11 @@ impl Handler for EchoRaw {
 
     fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
         Ok(Response::Wire { dtype: request.dtype, count: request.count, payload: request.payload })
+    }
+
+    /// Its default function answers a PARTS request with the same parts.
+    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
+        echo_parts(call, reply)
     }
 }
 

@@ -30,6 +30,8 @@
 //! - [`codec`]: the explicit little-endian codec, with f64↔f32 narrowing and widening and rayon
 //!   for large arrays. Pure; the oracle for everything else.
 //! - [`zerocopy`]: the caller's slice as the payload (bytemuck casts), with checked fallbacks.
+//! - [`parts`]: PARTS payloads — several typed parts per message and the function a request
+//!   names; the part table checked whole before any value is read. Pure.
 //! - [`transport`]: frames over a [`transport::Link`] — a pair of non-blocking pipes, a
 //!   shared-memory region (`shm-sem`: slots and semaphores; `shm-ring`: lock-free rings and
 //!   futexes), or a TCP connection set up through the server's stdio (`tcp`, for ssh) — one
@@ -90,6 +92,7 @@ pub mod handlers;
 pub mod interrupt;
 pub mod lorenz96;
 pub mod pairing;
+pub mod parts;
 pub mod peer;
 pub mod primitives;
 pub mod process;

@@ -71,13 +71,16 @@ mod calls;
 mod handshake;
 mod locate;
 mod options;
+mod parts_calls;
 mod spawn;
+use calls::Target;
 pub use calls::{CallTiming, Reply};
 use calls::{grow, retarget};
 pub use handshake::OWN_HELLO_ECHOED;
 pub use locate::{PEER_ENV, find_peer_binary};
 use locate::{cannot_start, executable};
 pub use options::{DataPath, Options};
+pub use parts_calls::{PartsReply, PartsTarget};
 use spawn::is_descendant;
 pub use spawn::{argv_command, checked_shell_command, shell_command};
 
@@ -91,6 +94,8 @@ struct Pending {
     encode_ns: u64,
     /// The deadline of [`Peer::recv_for`]'s waits for this reply, from the first of them.
     reply_deadline: Option<Deadline>,
+    /// A PARTS request (its reply is received with [`Peer::recv_parts`]), not DATA.
+    parts: bool,
 }
 
 /// A conversation with a server.
@@ -108,6 +113,10 @@ pub struct Peer {
     state: State,
     /// The server's last ERROR reply, appended to the error that ends the conversation.
     said: LastWords,
+    /// The part table of the PARTS request being sent (reused).
+    table: crate::parts::Table,
+    /// A PARTS reply as it arrived, before its parts are copied out (reused).
+    parts_frame: crate::zerocopy::AlignedBuf,
 }
 
 #[derive(Debug, PartialEq, Eq)]

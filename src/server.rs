@@ -17,10 +17,14 @@ use crate::error::{Error, Result};
 use crate::frame::{
     self, DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD,
 };
+use crate::parts::{self, Parsed, PartsOut, Role, Table, describe_shapes};
 use crate::transport::{
     Deadline, LEND_MIN_BYTES, Received, ShmLink, Transport, TransportKind, tcp,
 };
+
+mod functions;
 use crate::zerocopy::{self, AlignedBuf};
+pub use functions::{Function, Functions};
 
 /// How long the server waits for the client's HELLO, and for the rest of a frame once its
 /// header has arrived: 10 s. Between requests it waits without a deadline, ending at end of
@@ -93,16 +97,79 @@ pub enum Response<'a> {
     },
 }
 
+/// A PARTS request as a function sees it (docs/PROTOCOL.md §15): the function it names and
+/// its parts, checked and 8-byte aligned (so [`PartRef::f64_view`](crate::parts::PartRef::f64_view) views them in place).
+#[derive(Clone, Copy, Debug)]
+pub struct Call<'a> {
+    /// The request's seq (the reply carries it back).
+    pub seq: u64,
+    /// The function named; `""` for the server's default function.
+    pub function: &'a str,
+    /// The request's parts.
+    pub parts: Parsed<'a>,
+}
+
+impl<'a> Call<'a> {
+    /// Part `index` as f64 values in place, or a message for the ERROR reply naming the
+    /// function and what was found instead.
+    ///
+    /// # Errors
+    /// The message, when there is no part `index` or it is not an aligned f64 part.
+    pub fn f64(&self, index: usize) -> std::result::Result<&'a [f64], String> {
+        let part = self.parts.get(index).ok_or_else(|| {
+            format!("{}: expected a part {index}, found {} parts", self.label(), self.parts.len())
+        })?;
+        part.f64_view().ok_or_else(|| {
+            format!("{}: expected part {index} of f64 values, found {}", self.label(), part.shape())
+        })
+    }
+
+    /// Checks that the request has exactly `expected` parts.
+    ///
+    /// # Errors
+    /// A message for the ERROR reply naming both counts.
+    pub fn expect_parts(&self, expected: usize) -> std::result::Result<(), String> {
+        if self.parts.len() == expected {
+            return Ok(());
+        }
+        let found = describe_shapes(self.parts.shapes());
+        Err(format!("{}: expected {expected} parts, found {found}", self.label()))
+    }
+
+    fn label(&self) -> String {
+        if self.function.is_empty() { "the default function".into() } else { self.function.into() }
+    }
+}
+
 /// Answers requests. The response may borrow from the handler or from the request.
 pub trait Handler {
     /// Name announced in the server's HELLO (`handler=NAME`).
     fn name(&self) -> &str;
 
-    /// Answers one request.
+    /// Answers one DATA request.
     ///
     /// # Errors
     /// A message; the client receives it in an ERROR reply and the conversation goes on.
     fn handle<'a>(&'a mut self, request: Request<'a>) -> std::result::Result<Response<'a>, String>;
+
+    /// The functions this handler serves by name through PARTS requests, announced in the
+    /// server's HELLO (`functions=`). A request naming another function gets an ERROR listing
+    /// these, without reaching [`Handler::call`]. Default: none.
+    fn functions(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Answers one PARTS request — to one of [`Handler::functions`], or to the default
+    /// function when `call.function` is empty — by writing the reply's parts into `reply`
+    /// (empty when called).
+    ///
+    /// # Errors
+    /// A message; the client receives it in an ERROR reply and the conversation goes on.
+    /// The default refuses every call, naming the handler.
+    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> std::result::Result<(), String> {
+        let _ = (call, reply);
+        Err(format!("the {} handler takes DATA requests only, not PARTS", self.name()))
+    }
 }
 
 impl<H: Handler + ?Sized> Handler for Box<H> {
@@ -111,6 +178,12 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
     }
     fn handle<'a>(&'a mut self, request: Request<'a>) -> std::result::Result<Response<'a>, String> {
         (**self).handle(request)
+    }
+    fn functions(&self) -> Vec<String> {
+        (**self).functions()
+    }
+    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> std::result::Result<(), String> {
+        (**self).call(call, reply)
     }
 }
 
@@ -333,7 +406,15 @@ pub fn serve<H: Handler + ?Sized>(
     handler: &mut H,
     options: &ServeOptions,
 ) -> Result<ServeSummary> {
-    let mut server = Server { transport, options, client_max: None, request: AlignedBuf::new() };
+    let mut server = Server {
+        transport,
+        options,
+        client_max: None,
+        request: AlignedBuf::new(),
+        functions: Vec::new(),
+        reply: PartsOut::new(),
+        table: Table::default(),
+    };
     server.run(handler)
 }
 
@@ -343,10 +424,16 @@ struct Server<'t, 'o> {
     /// The client's `max_frame_bytes`, once its HELLO has been read.
     client_max: Option<u64>,
     request: AlignedBuf,
+    /// The handler's functions, as its HELLO announced them.
+    functions: Vec<String>,
+    /// The parts of a PARTS reply, and its table (reused from request to request).
+    reply: PartsOut,
+    table: Table,
 }
 
 impl Server<'_, '_> {
     fn run<H: Handler + ?Sized>(&mut self, handler: &mut H) -> Result<ServeSummary> {
+        self.functions = handler.functions();
         self.handshake(handler.name())?;
         let mut summary = ServeSummary { replies: 0, rejected: 0, ending: Ending::EndOfStream };
         let mut encoded = Vec::new();
@@ -372,7 +459,7 @@ impl Server<'_, '_> {
             let header = self.parse(&raw)?;
             let deadline = Deadline::from_first_wait(self.options.frame_timeout);
             match header.kind {
-                Kind::Data => {}
+                Kind::Data | Kind::Parts => {}
                 Kind::Bye => {
                     let bye = Header::control(Kind::Bye, header.seq, 0).to_bytes();
                     self.transport.send_frame(&bye, &[], deadline)?;
@@ -394,6 +481,37 @@ impl Server<'_, '_> {
                 }
             }
             guess = len;
+            if header.kind == Kind::Parts {
+                let payload = &self.request.as_bytes()[payload];
+                let parsed = match parts::parse(payload, Role::Request) {
+                    Ok(parsed) => parsed,
+                    Err(e) => return Err(self.violation(header.seq, e)),
+                };
+                if !self.options.delay.is_zero() {
+                    spin_until(started, self.options.delay);
+                }
+                self.reply.clear();
+                let function = parsed.function();
+                let answered =
+                    if function.is_empty() || self.functions.iter().any(|f| f == function) {
+                        let call = Call { seq: header.seq, function, parts: parsed };
+                        handler.call(call, &mut self.reply)
+                    } else {
+                        Err(unknown_function(function, &self.functions))
+                    };
+                let answered = match answered {
+                    Ok(()) => self.send_parts(header.seq, started, deadline)?,
+                    Err(message) => Err(message),
+                };
+                match answered {
+                    Ok(()) => summary.replies += 1,
+                    Err(message) => {
+                        self.reject(header.seq, started, &message, deadline)?;
+                        summary.rejected += 1;
+                    }
+                }
+                continue;
+            }
             let request = Request {
                 seq: header.seq,
                 dtype: header.dtype,
@@ -428,19 +546,59 @@ impl Server<'_, '_> {
                     summary.replies += 1;
                 }
                 Err(message) => {
-                    let message = truncate_message(&message, self.error_limit());
-                    let mut out = Header::control(Kind::Error, header.seq, message.len() as u64);
-                    out.aux = started.elapsed_nanos();
-                    self.transport.send_frame(&out.to_bytes(), message, deadline)?;
+                    self.reject(header.seq, started, &message, deadline)?;
                     summary.rejected += 1;
                 }
             }
         }
     }
 
+    /// Answers request `seq` with ERROR (case A): `message`, cut to what the client accepts.
+    fn reject(
+        &mut self,
+        seq: u64,
+        started: Stamp,
+        message: &str,
+        deadline: Deadline,
+    ) -> Result<()> {
+        let message = truncate_message(message, self.error_limit());
+        let mut out = Header::control(Kind::Error, seq, message.len() as u64);
+        out.aux = started.elapsed_nanos();
+        self.transport.send_frame(&out.to_bytes(), message, deadline)
+    }
+
+    /// Sends the parts in `self.reply` as the PARTS reply to `seq`. The inner `Err` is the
+    /// message of an ERROR to send in its place, when the reply breaks what the client
+    /// accepts; the outer one a failure to send, which ends the conversation.
+    fn send_parts(
+        &mut self,
+        seq: u64,
+        started: Stamp,
+        deadline: Deadline,
+    ) -> Result<std::result::Result<(), String>> {
+        if let Err(e) = self.table.write("", self.reply.shapes().iter().copied()) {
+            return Ok(Err(e.to_string()));
+        }
+        let len = self.table.payload_len();
+        let client_max = self.client_max.unwrap_or(0);
+        if len > client_max {
+            return Ok(Err(format!(
+                "reply of {len} bytes exceeds the client's max_frame_bytes {client_max}"
+            )));
+        }
+        let mut out = Header::parts(seq, len);
+        out.aux = started.elapsed_nanos();
+        let pieces = [self.table.as_bytes(), self.reply.wire_payload()];
+        self.transport.send_frame_pieces(&out.to_bytes(), &pieces, deadline)?;
+        Ok(Ok(()))
+    }
+
     fn handshake(&mut self, handler_name: &str) -> Result<()> {
         let deadline = Deadline::after(self.options.frame_timeout);
-        let hello = Hello::server(self.options.max_frame_bytes, handler_name);
+        let hello = Hello {
+            functions: self.functions.clone(),
+            ..Hello::server(self.options.max_frame_bytes, handler_name)
+        };
         let payload = hello.to_payload();
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
         self.transport.send_frame(&header, &payload, deadline)?;
@@ -531,6 +689,18 @@ fn wire_form<'a>(
     zerocopy::resize_exact(encoded, values.wire_len(), 0);
     codec::encode_into(values, encoded).map_err(|e| e.to_string())?;
     Ok((dtype, count, encoded))
+}
+
+/// The message of the ERROR answering a call to a function the server does not serve.
+pub(crate) fn unknown_function(function: &str, functions: &[String]) -> String {
+    if functions.is_empty() {
+        format!(
+            "unknown function {function:?}: this server serves no functions by name, only its \
+             default function (a PARTS request that names none)"
+        )
+    } else {
+        format!("unknown function {function:?}: this server has {}", functions.join(", "))
+    }
 }
 
 /// An ERROR payload cut to at most `max` bytes, at a character boundary.

@@ -18,6 +18,9 @@ pub enum Kind {
     Error = 3,
     /// Ends a conversation.
     Bye = 4,
+    /// A request or reply of several typed parts, a request naming its function
+    /// (docs/PROTOCOL.md §15).
+    Parts = 5,
 }
 
 impl fmt::Display for Kind {
@@ -27,6 +30,7 @@ impl fmt::Display for Kind {
             Kind::Data => "DATA",
             Kind::Error => "ERROR",
             Kind::Bye => "BYE",
+            Kind::Parts => "PARTS",
         })
     }
 }

@@ -248,6 +248,8 @@ fn server_hello_parses_with_its_handler_and_renders_back_to_the_fixture() {
         handler: Some("echo".into()),
         implementation: Some("peerpipe 0.1.0".into()),
         pid: None,
+        // A v1 server's HELLO: no parts=, no functions=.
+        ..Hello::default()
     };
     assert!(hello.is_server());
     check_hello_fixture(HELLO_SERVER, &hello);

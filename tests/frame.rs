@@ -443,12 +443,27 @@ fn hello_renders_keys_in_order_each_ending_in_newline() {
         handler: Some("echo".into()),
         implementation: Some("peerpipe 0.1.0".into()),
         pid: Some(42),
+        parts: true,
+        functions: vec!["rhs".into(), "jac".into()],
     };
     assert_eq!(
         hello.to_payload(),
-        b"version=1\nmax_frame_bytes=4096\nrole=server\nhandler=echo\nimpl=peerpipe 0.1.0\npid=42\n"
+        b"version=1\nmax_frame_bytes=4096\nrole=server\nhandler=echo\nimpl=peerpipe 0.1.0\npid=42\n\
+          parts=1\nfunctions=rhs,jac\n"
     );
     assert_eq!(Hello::parse(&hello.to_payload()).unwrap(), hello);
+}
+
+#[test]
+fn only_parts_1_says_a_server_reads_parts_and_empty_functions_are_none() {
+    let parse =
+        |text: &str| Hello::parse(format!("version=1\nmax_frame_bytes=8\n{text}").as_bytes());
+    assert!(parse("parts=1\n").unwrap().parts);
+    for other in ["parts=0\n", "parts=yes\n", "parts=\n", ""] {
+        assert!(!parse(other).unwrap().parts, "{other:?}");
+    }
+    assert_eq!(parse("functions=a,,b,\n").unwrap().functions, ["a", "b"]);
+    assert!(parse("functions=\n").unwrap().functions.is_empty());
 }
 
 #[test]

@@ -278,24 +278,34 @@ fn mismatched_buffer_dtype_is_a_dtype_mismatch_naming_both_and_the_server_is_rea
                     other => panic!("{path}: {src:?} into {dst_kind} by call: {other:?}"),
                 }
                 assert!(common::is_our_child(pid), "server {pid} gone after a refused call");
-                // send + recv find the mismatch in the reply, and end the connection.
+                // send + recv find the mismatch in the reply, read it to its end, and go on.
                 match send_recv_into(&mut peer, src, dst_kind) {
-                    Err(Error::DtypeMismatch { seq: 1, expected, found }) => {
+                    Err(e @ Error::DtypeMismatch { seq: 1, expected, found }) => {
                         assert_eq!((expected, found), (dst_wire_dtype(dst_kind), src.wire_dtype()));
+                        assert_eq!(e.kind(), peerpipe::ErrorKind::Shape);
                     }
                     other => panic!("{path}: {src:?} into {dst_kind}: {other:?}"),
                 }
-                assert!(!common::is_our_child(pid), "server {pid} not reaped after the error");
+                assert!(common::is_our_child(pid), "server {pid} gone after a reply's shape");
+                let mut reply = [0.0; 2];
+                peer.call_f64(&f64s, &mut reply).expect("the next call, after a reply's shape");
+                assert_eq!(reply, f64s);
             }
         }
     }
 }
 
-/// A failure that ends the connection: an f64 reply received into an f32 buffer.
+/// A failure that ends the connection: the server killed before it answers.
 fn fail_by_recv(peer: &mut Peer) -> Error {
-    peer.send(Values::F64(&[1.0])).expect("send");
-    let failed = peer.recv(ValuesMut::F32(&mut [0.0])).expect_err("an f64 reply into f32");
-    assert!(matches!(failed, Error::DtypeMismatch { .. }), "{failed:?}");
+    let pid = peer.server_pid().expect("spawned");
+    let pid = nix::unistd::Pid::from_raw(pid as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill the server");
+    // Whichever notices first, the send or the wait for the reply, ends the connection.
+    let failed = match peer.send(Values::F64(&[1.0])) {
+        Err(e) => e,
+        Ok(_) => peer.recv(ValuesMut::F64(&mut [0.0])).expect_err("no reply from a dead server"),
+    };
+    assert!(matches!(failed, Error::PeerExited { .. }), "{failed:?}");
     failed
 }
 
@@ -344,7 +354,7 @@ fn mismatched_buffer_length_is_refused_before_sending_and_the_peer_stays_usable(
     let mut reply = [0.0; 4];
     peer.call_f64(&[1.0, 2.0, 3.0, 4.0], &mut reply).expect("the next good call");
     assert_eq!(reply, [1.0, 2.0, 3.0, 4.0]);
-    // send + recv: the count is found in the reply, which ends the connection.
+    // send + recv: the count is found in the reply, which is read whole: the peer goes on.
     peer.send(Values::F64(&[1.0, 2.0, 3.0, 4.0])).expect("send");
     match peer.recv(ValuesMut::F64(&mut [0.0; 3])) {
         Err(e @ Error::CountMismatch { expected: 3, found: 4, .. }) => {
@@ -352,6 +362,9 @@ fn mismatched_buffer_length_is_refused_before_sending_and_the_peer_stays_usable(
         }
         other => panic!("{other:?}"),
     }
+    assert_eq!(peer.in_flight(), 0, "the mismatched reply was consumed");
+    peer.call_f64(&[5.0, 6.0, 7.0, 8.0], &mut reply).expect("the next call");
+    assert_eq!(reply, [5.0, 6.0, 7.0, 8.0]);
     assert!(peer.close().is_ok());
 }
 

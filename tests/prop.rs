@@ -399,8 +399,10 @@ proptest! {
         implementation in proptest::option::of("[a-zA-Z0-9 ._=+-]{0,24}"),
         role in proptest::option::of("[a-zA-Z0-9 ._=+-]{0,24}"),
         pid in proptest::option::of(1..=u32::MAX),
+        parts in any::<bool>(),
+        functions in proptest::collection::vec("[a-zA-Z0-9_.:-]{1,64}", 0..8),
     ) {
-        let hello = Hello { max_frame_bytes, role, handler, implementation, pid };
+        let hello = Hello { max_frame_bytes, role, handler, implementation, pid, parts, functions };
         prop_assert_eq!(Hello::parse(&hello.to_payload()).unwrap(), hello);
     }
 }

@@ -124,8 +124,14 @@ fn a_499_slot_reply_buffer_for_500_values_is_refused_before_sending_and_the_next
 fn every_call_after_a_fatal_error_says_what_closed_the_connection() {
     let _watchdog = Watchdog::new(secs(60));
     let mut peer = Peer::spawn_server(peer_exe(), "echo", quick_options()).expect("spawn");
+    // A reply of another shape leaves the connection usable; a server that died does not.
     peer.send(peerpipe::Values::F64(&[1.0, 2.0])).expect("send");
-    let fatal = peer.recv(peerpipe::ValuesMut::F64(&mut [0.0])).expect_err("a short buffer");
+    let shape = peer.recv(peerpipe::ValuesMut::F64(&mut [0.0])).expect_err("a short buffer");
+    assert!(shape.is_recoverable(), "{shape}");
+    let pid = peer.server_pid().expect("spawned").to_string();
+    let killed = std::process::Command::new("kill").args(["-KILL", &pid]).status();
+    assert!(killed.expect("run kill").success());
+    let fatal = peer.call_f64(&[1.0], &mut [0.0]).expect_err("the server is dead");
     for _ in 0..3 {
         let later = peer.call_f64(&[1.0], &mut [0.0]).expect_err("closed");
         assert_eq!(later.to_string(), format!("peer connection closed after: {fatal}"));

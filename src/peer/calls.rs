@@ -33,7 +33,30 @@ pub struct Reply {
     pub timing: CallTiming,
 }
 
+/// What a reply is received into: DATA into one buffer, PARTS into a [`PartsTarget`].
+#[derive(Debug)]
+pub(super) enum Target<'r, 'a> {
+    Data(ValuesMut<'a>),
+    Parts(PartsTarget<'r, 'a>),
+}
+
 impl Peer {
+    /// Refuses a request beyond the transport's limit of requests in flight.
+    pub(super) fn check_room_in_flight(&self) -> Result<()> {
+        match self.transport.max_frames_in_flight() {
+            Some(max) if self.pending.len() >= max => Err(Error::InvalidArgument {
+                what: "pipelining",
+                reason: format!(
+                    "{} allows at most {max} requests in flight and {} are; receive a reply \
+                     first",
+                    self.transport.kind(),
+                    self.pending.len()
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Sends one DATA request and returns its seq, without waiting for the reply. Several
     /// requests may be in flight; receive their replies in order with [`Peer::recv`]. The
     /// replies of all requests in flight must fit in the pipe or ring (see
@@ -55,25 +78,13 @@ impl Peer {
     /// slice is not referred to by the pipe any more when the caller gets it back.
     pub(super) fn send_with(&mut self, values: Values<'_>, lend: bool) -> Result<u64> {
         self.check_open()?;
+        self.check_room_in_flight()?;
         let started = Stamp::now();
         let wire_len = values.wire_len();
         if wire_len as u64 > self.server_hello.max_frame_bytes {
             return Err(Error::FrameTooLarge {
                 payload_bytes: wire_len as u64,
                 max_frame_bytes: self.server_hello.max_frame_bytes,
-            });
-        }
-        if let Some(max) = self.transport.max_frames_in_flight()
-            && self.pending.len() >= max
-        {
-            return Err(Error::InvalidArgument {
-                what: "pipelining",
-                reason: format!(
-                    "{} allows at most {max} requests in flight and {} are; receive a reply \
-                     first",
-                    self.transport.kind(),
-                    self.pending.len()
-                ),
             });
         }
         let seq = self.next_seq;
@@ -102,7 +113,13 @@ impl Peer {
                 let context = format!("while sending seq {seq}");
                 return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
             }
-            self.pending.push_back(Pending { seq, started, encode_ns, reply_deadline: None });
+            self.pending.push_back(Pending {
+                seq,
+                started,
+                encode_ns,
+                reply_deadline: None,
+                parts: false,
+            });
             self.next_seq += 1;
             return Ok(seq);
         }
@@ -129,7 +146,13 @@ impl Peer {
             let context = format!("while sending seq {seq}");
             return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
         }
-        self.pending.push_back(Pending { seq, started, encode_ns, reply_deadline: None });
+        self.pending.push_back(Pending {
+            seq,
+            started,
+            encode_ns,
+            reply_deadline: None,
+            parts: false,
+        });
         self.next_seq += 1;
         Ok(seq)
     }
@@ -145,7 +168,7 @@ impl Peer {
     /// `dst` are unspecified.
     pub fn recv(&mut self, dst: ValuesMut<'_>) -> Result<Reply> {
         let deadline = Deadline::after(self.options.timeout);
-        let reply = self.recv_until(dst, deadline, None)?;
+        let reply = self.recv_until(Target::Data(dst), deadline, None)?;
         Ok(reply.expect("a wait without an idle limit returns a reply or an error"))
     }
 
@@ -160,20 +183,31 @@ impl Peer {
     /// # Errors
     /// As [`Peer::recv`].
     pub fn recv_for(&mut self, dst: ValuesMut<'_>, patience: Duration) -> Result<Option<Reply>> {
+        self.recv_for_target(Target::Data(dst), patience)
+    }
+
+    pub(super) fn recv_for_target(
+        &mut self,
+        target: Target<'_, '_>,
+        patience: Duration,
+    ) -> Result<Option<Reply>> {
         let timeout = self.options.timeout;
-        let Some(pending) = self.pending.front_mut() else {
-            return self.recv(dst).map(Some); // the error for nothing in flight
+        let overall = match self.pending.front_mut() {
+            Some(pending) => {
+                *pending.reply_deadline.get_or_insert_with(|| Deadline::after(timeout))
+            }
+            // recv_until gives the error for nothing in flight.
+            None => Deadline::after(timeout),
         };
-        let overall = *pending.reply_deadline.get_or_insert_with(|| Deadline::after(timeout));
         let deadline = overall.or_idle_until(Instant::now() + patience);
-        self.recv_until(dst, deadline, Some(overall))
+        self.recv_until(target, deadline, Some(overall))
     }
 
     /// The reply to the oldest request, by `deadline`; `Ok(None)` when `deadline` has an idle
     /// limit that passed with nothing read while `overall` has not passed.
     pub(super) fn recv_until(
         &mut self,
-        dst: ValuesMut<'_>,
+        target: Target<'_, '_>,
         deadline: Deadline,
         overall: Option<Deadline>,
     ) -> Result<Option<Reply>> {
@@ -184,7 +218,31 @@ impl Peer {
                 reason: "no request is in flight".into(),
             });
         };
-        match self.recv_reply(pending, dst, deadline) {
+        let received = match target {
+            Target::Data(dst) if !pending.parts => self.recv_reply(pending, dst, deadline),
+            Target::Parts(target) if pending.parts => {
+                self.recv_parts_reply(pending, target, deadline)
+            }
+            Target::Data(_) => {
+                return Err(Error::InvalidArgument {
+                    what: "recv",
+                    reason: format!(
+                        "seq {} is a PARTS request: receive its reply with recv_parts",
+                        pending.seq
+                    ),
+                });
+            }
+            Target::Parts(_) => {
+                return Err(Error::InvalidArgument {
+                    what: "recv_parts",
+                    reason: format!(
+                        "seq {} is a DATA request: receive its reply with recv",
+                        pending.seq
+                    ),
+                });
+            }
+        };
+        match received {
             Ok(reply) => {
                 self.pending.pop_front();
                 Ok(Some(reply))
@@ -262,14 +320,21 @@ impl Peer {
                 return Err(Error::UnexpectedKind { expected: "a DATA or ERROR reply", found });
             }
         }
-        if header.dtype != dst.wire_dtype() {
-            return Err(Error::DtypeMismatch {
-                seq,
-                expected: dst.wire_dtype(),
-                found: header.dtype,
-            });
-        }
-        if header.count != dst.len() as u64 {
+        if header.dtype != dst.wire_dtype() || header.count != dst.len() as u64 {
+            // Another shape than expected: read the reply to its end (unless it was read
+            // already), so that the stream stays in step and the peer usable.
+            if !payload_read {
+                let len = header.payload_bytes()? as usize;
+                grow(&mut self.scratch, len);
+                self.transport.recv_payload(&mut self.scratch[..len], deadline)?;
+            }
+            if header.dtype != dst.wire_dtype() {
+                return Err(Error::DtypeMismatch {
+                    seq,
+                    expected: dst.wire_dtype(),
+                    found: header.dtype,
+                });
+            }
             return Err(Error::CountMismatch {
                 seq,
                 expected: dst.len() as u64,

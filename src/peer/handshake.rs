@@ -30,6 +30,8 @@ impl Peer {
             scratch: Vec::new(),
             state: State::Open,
             said: LastWords::default(),
+            table: crate::parts::Table::default(),
+            parts_frame: crate::zerocopy::AlignedBuf::new(),
         }
     }
 

@@ -69,6 +69,10 @@ pub const LEND_MIN_BYTES: usize = 256 << 10;
 /// The zero bytes padding is cut from (a frame pads to a multiple of 8).
 const ZERO_PADDING: [u8; 8] = [0; 8];
 
+/// Most pieces [`Transport::send_frame_pieces`] writes after a header: a PARTS table and
+/// each of [`crate::parts::MAX_PARTS`] parts with its padding.
+pub const MAX_SEND_PIECES: usize = 1 + 2 * crate::parts::MAX_PARTS;
+
 /// Pipe capacity requested by default: 1 MiB (Linux's default `pipe-max-size`).
 pub const DEFAULT_PIPE_CAPACITY: usize = 1 << 20;
 
@@ -265,6 +269,36 @@ impl Transport {
             IoSlice::new(&ZERO_PADDING[..padding_len(payload.len())]),
         ];
         self.write_all(&mut slices, deadline, false)
+    }
+
+    /// Writes one frame whose payload is `pieces` one after another (a PARTS table and its
+    /// parts, each already padded as the format wants), then the frame's padding: one
+    /// vectored write where the link takes it whole, no copy into one buffer.
+    ///
+    /// # Errors
+    /// As [`Transport::send_frame`]; [`Error::InvalidArgument`] for more than
+    /// [`MAX_SEND_PIECES`] pieces (nothing is written).
+    pub fn send_frame_pieces(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        pieces: &[&[u8]],
+        deadline: Deadline,
+    ) -> Result<()> {
+        if pieces.len() > MAX_SEND_PIECES {
+            return Err(Error::InvalidArgument {
+                what: "frame pieces",
+                reason: format!("{} pieces, at most {MAX_SEND_PIECES}", pieces.len()),
+            });
+        }
+        let mut slices = [IoSlice::new(&[]); MAX_SEND_PIECES + 2];
+        slices[0] = IoSlice::new(header);
+        let mut len = 0;
+        for (slot, piece) in slices[1..].iter_mut().zip(pieces) {
+            *slot = IoSlice::new(piece);
+            len += piece.len();
+        }
+        slices[pieces.len() + 1] = IoSlice::new(&ZERO_PADDING[..padding_len(len)]);
+        self.write_all(&mut slices[..pieces.len() + 2], deadline, false)
     }
 
     /// [`Transport::send_frame`] for a caller that leaves `payload` untouched until the peer
@@ -558,13 +592,13 @@ impl Transport {
                 }
             }
             if !matched && filled >= HEADER_LEN {
-                // Only a valid DATA header that announces exactly the guessed length is
+                // Only a valid DATA or PARTS header that announces exactly the guessed length is
                 // followed further; anything else (a control frame included, whose kind the
                 // caller must judge before any payload is read) goes back to the caller.
                 let header = target.header();
                 let announced = Header::parse(&header, u64::MAX)
                     .ok()
-                    .filter(|h| h.kind == Kind::Data)
+                    .filter(|h| matches!(h.kind, Kind::Data | Kind::Parts))
                     .and_then(|h| h.payload_bytes().ok());
                 if announced != Some(guess as u64) {
                     // Wrong guess: keep what was read past the header for the next read.

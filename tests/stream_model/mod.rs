@@ -23,6 +23,7 @@ use peerpipe::Error;
 use peerpipe::frame::{Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD, decode_frame};
 use peerpipe::handlers;
 use peerpipe::lorenz96;
+use peerpipe::parts::{self, Role};
 use peerpipe::server::{Ending, ServeOptions, ServeSummary, serve};
 use peerpipe::transport::{Deadline, Transport, TransportKind, Wait};
 
@@ -188,6 +189,13 @@ pub enum Reply {
         /// The reply's payload, bit for bit.
         payload: Vec<u8>,
     },
+    /// A PARTS reply (§15): the request's seq and exactly this payload.
+    Parts {
+        /// The request's seq.
+        seq: u64,
+        /// The reply's payload, bit for bit.
+        payload: Vec<u8>,
+    },
     /// Case A (§6): an ERROR carrying the request's seq; the conversation goes on.
     Rejected {
         /// The request's seq.
@@ -339,7 +347,7 @@ pub fn predict(handler: &str, input: &[u8], max_frame_bytes: u64) -> Prediction 
             Some(Ok(header)) => header,
         };
         match header.kind {
-            Kind::Data => {}
+            Kind::Data | Kind::Parts => {}
             Kind::Bye => {
                 prediction.replies.push(Reply::Bye { seq: header.seq });
                 return prediction;
@@ -370,6 +378,26 @@ pub fn predict(handler: &str, input: &[u8], max_frame_bytes: u64) -> Prediction 
         };
         at += used;
         previous_len = frame.payload.len() as u64;
+        if header.kind == Kind::Parts {
+            // Only the echo handlers answer PARTS: their default function, with the request's
+            // parts, so a request that names no function comes back byte for byte.
+            let reply = match parts::parse(frame.payload, Role::Request) {
+                Err(error) => {
+                    prediction.replies.push(violation(header.seq, error));
+                    return prediction;
+                }
+                Ok(parsed)
+                    if matches!(handler, "echo" | "echo-raw")
+                        && parsed.function().is_empty()
+                        && frame.payload.len() as u64 <= client_max =>
+                {
+                    Reply::Parts { seq: header.seq, payload: frame.payload.to_vec() }
+                }
+                Ok(_) => Reply::Rejected { seq: header.seq },
+            };
+            prediction.replies.push(reply);
+            continue;
+        }
         let reply = match answer(handler, &header, frame.payload) {
             Some((dtype, count, payload)) if payload.len() as u64 <= client_max => {
                 Reply::Data { seq: header.seq, dtype, count, payload }
@@ -497,6 +525,16 @@ fn compare(
                 }
                 if got.payload.len() as u64 > client_max {
                     return Err(format!("{at}: payload exceeds the client's limit {client_max}"));
+                }
+                data += 1;
+            }
+            Reply::Parts { seq, payload } => {
+                let len = payload.len() as u64;
+                if (h.kind, h.seq, h.dtype, h.count) != (Kind::Parts, *seq, Dtype::Bytes, len) {
+                    return Err(format!("{at}: expected PARTS seq {seq} of {len} bytes"));
+                }
+                if got.payload != *payload {
+                    return Err(format!("{at}: payload differs from the expected bytes"));
                 }
                 data += 1;
             }

@@ -1,0 +1,477 @@
+//! The part table: checked whole on the way in ([`parse`]), written on the way out
+//! ([`Table`]).
+
+use std::fmt;
+
+use super::{
+    DESCRIPTOR_LEN, MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN, PartDtype, Shape, name_byte, pad8,
+};
+use crate::error::{Error, Result};
+
+/// Which way a PARTS payload travels: only a request names a function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A client's request: may name a function.
+    Request,
+    /// A server's reply: names none (check T10).
+    Reply,
+}
+
+/// Why a part table was refused: one variant per check of docs/PROTOCOL.md §15 (T1–T10),
+/// each naming what it found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TableFault {
+    /// T1: the payload is shorter than the 8-byte preamble.
+    ShortPreamble {
+        /// The payload's length.
+        payload: u64,
+    },
+    /// T2: more than [`MAX_PARTS`] parts.
+    TooManyParts {
+        /// The part count found.
+        parts: u32,
+    },
+    /// T3: a name longer than [`MAX_NAME_LEN`].
+    NameTooLong {
+        /// The name length found.
+        len: u16,
+    },
+    /// T4: the preamble's reserved bytes are not zero.
+    Reserved {
+        /// Bytes 6–7, as a little-endian u16.
+        found: u16,
+    },
+    /// T5: preamble, name and descriptors do not fit in the payload.
+    TableTooLong {
+        /// The table's length.
+        table: u64,
+        /// The payload's length.
+        payload: u64,
+    },
+    /// T6: the name has a byte outside the allowed set.
+    BadName {
+        /// Its index in the name.
+        at: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// T6: the name's padding is not zero.
+    NamePadding {
+        /// Its index in the padding.
+        at: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// T7: a descriptor names an unknown dtype.
+    UnknownDtype {
+        /// The part's index.
+        part: usize,
+        /// The dtype byte.
+        found: u8,
+    },
+    /// T7: a descriptor's flags byte or reserved bytes are not zero.
+    DescriptorReserved {
+        /// The part's index.
+        part: usize,
+        /// Bytes 1–3 of the descriptor (flags, reserved), little-endian.
+        found: u32,
+    },
+    /// T7: a matrix whose element count is not a multiple of its columns.
+    Ragged {
+        /// The part's index.
+        part: usize,
+        /// Its element count.
+        count: u64,
+        /// Its columns.
+        cols: u32,
+    },
+    /// T7: `count × width` overflows a u64.
+    CountOverflow {
+        /// The part's index.
+        part: usize,
+        /// Its element count.
+        count: u64,
+        /// Its dtype.
+        dtype: PartDtype,
+    },
+    /// T7: the part (with its padding) ends past the payload.
+    PastEnd {
+        /// The part's index.
+        part: usize,
+        /// Its length in bytes.
+        bytes: u64,
+        /// Where it starts in the payload.
+        offset: u64,
+        /// The payload's length.
+        payload: u64,
+    },
+    /// T8: bytes after the last part.
+    Trailing {
+        /// How many.
+        bytes: u64,
+    },
+    /// T9: a part's padding is not zero.
+    PartPadding {
+        /// The part's index.
+        part: usize,
+        /// Index of the byte within the padding.
+        at: usize,
+        /// The byte.
+        byte: u8,
+    },
+    /// T10: a reply names a function.
+    NamedReply {
+        /// The name (lossily decoded).
+        name: String,
+    },
+}
+
+impl fmt::Display for TableFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TableFault::ShortPreamble { payload } => write!(
+                f,
+                "payload of {payload} bytes is shorter than the {PREAMBLE_LEN}-byte preamble"
+            ),
+            TableFault::TooManyParts { parts } => write!(f, "{parts} parts, at most {MAX_PARTS}"),
+            TableFault::NameTooLong { len } => {
+                write!(f, "function name of {len} bytes, at most {MAX_NAME_LEN}")
+            }
+            TableFault::Reserved { found } => {
+                write!(f, "reserved bytes 6-7 are {found:#06x}, expected 0")
+            }
+            TableFault::TableTooLong { table, payload } => {
+                write!(f, "table of {table} bytes does not fit in a payload of {payload}")
+            }
+            TableFault::BadName { at, byte } => write!(
+                f,
+                "function name has byte {byte:#04x} at {at}: expected letters, digits, '_', '.', \
+                 ':' or '-'"
+            ),
+            TableFault::NamePadding { at, byte } => {
+                write!(f, "nonzero padding after the function name: byte {at} is {byte:#04x}")
+            }
+            TableFault::UnknownDtype { part, found } => write!(
+                f,
+                "part {part} has dtype {found}: expected 0 (bytes), 1 (f32), 2 (f64) or 3 (i64)"
+            ),
+            TableFault::DescriptorReserved { part, found } => write!(
+                f,
+                "part {part} has flags or reserved bytes {found:#08x} in its descriptor, \
+                 expected 0"
+            ),
+            TableFault::Ragged { part, count, cols } => write!(
+                f,
+                "part {part} is a matrix of {cols} columns with {count} elements, not a \
+                 multiple of {cols}"
+            ),
+            TableFault::CountOverflow { part, count, dtype } => write!(
+                f,
+                "part {part}'s length overflows u64: count {count} × {} bytes",
+                dtype.width()
+            ),
+            TableFault::PastEnd { part, bytes, offset, payload } => write!(
+                f,
+                "part {part} of {bytes} bytes at offset {offset} ends past the payload of \
+                 {payload} bytes"
+            ),
+            TableFault::Trailing { bytes } => write!(f, "{bytes} bytes after the last part"),
+            TableFault::PartPadding { part, at, byte } => {
+                write!(f, "nonzero padding after part {part}: byte {at} is {byte:#04x}")
+            }
+            TableFault::NamedReply { name } => write!(f, "a reply names function {name:?}"),
+        }
+    }
+}
+
+/// A PARTS payload whose table passed every check: the function named and the parts, each
+/// an 8-byte-aligned slice of the payload. Borrowed; nothing is copied.
+#[derive(Clone, Copy, Debug)]
+pub struct Parsed<'a> {
+    payload: &'a [u8],
+    function: &'a str,
+    parts: usize,
+    /// Offset of the first descriptor.
+    descriptors: usize,
+}
+
+/// One part of a [`Parsed`] payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartRef<'a> {
+    shape: Shape,
+    bytes: &'a [u8],
+}
+
+impl<'a> PartRef<'a> {
+    /// Its dtype, count and columns.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// Its wire bytes (little-endian elements), without padding.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The f64 values in place, when the part is f64, its bytes 8-byte aligned (as in a
+    /// payload received by this crate) and the target little-endian.
+    pub fn f64_view(&self) -> Option<&'a [f64]> {
+        (self.shape.dtype == PartDtype::F64).then(|| bytemuck_view(self.bytes)).flatten()
+    }
+
+    /// The f32 values in place; `None` as for [`PartRef::f64_view`].
+    pub fn f32_view(&self) -> Option<&'a [f32]> {
+        (self.shape.dtype == PartDtype::F32).then(|| bytemuck_view(self.bytes)).flatten()
+    }
+
+    /// The i64 values in place; `None` as for [`PartRef::f64_view`].
+    pub fn i64_view(&self) -> Option<&'a [i64]> {
+        (self.shape.dtype == PartDtype::I64).then(|| bytemuck_view(self.bytes)).flatten()
+    }
+
+    /// The f64 values copied into `out` (resized to the count; no allocation once `out` has
+    /// the capacity), on every target.
+    ///
+    /// # Errors
+    /// A message naming the part's shape when it is not f64.
+    pub fn f64_into(&self, out: &mut Vec<f64>) -> std::result::Result<(), String> {
+        if self.shape.dtype != PartDtype::F64 {
+            return Err(format!("expected f64 values, found {}", self.shape));
+        }
+        crate::zerocopy::resize_exact(out, self.shape.count as usize, 0.0);
+        for (x, chunk) in out.iter_mut().zip(self.bytes.chunks_exact(8)) {
+            *x = f64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+        }
+        Ok(())
+    }
+}
+
+fn bytemuck_view<T: bytemuck::Pod>(bytes: &[u8]) -> Option<&[T]> {
+    if crate::zerocopy::NATIVE_IS_WIRE { bytemuck::try_cast_slice(bytes).ok() } else { None }
+}
+
+impl<'a> Parsed<'a> {
+    /// The function a request names; `""` for the default function and in every reply.
+    pub fn function(&self) -> &'a str {
+        self.function
+    }
+
+    /// The number of parts.
+    pub fn len(&self) -> usize {
+        self.parts
+    }
+
+    /// True when there are no parts.
+    pub fn is_empty(&self) -> bool {
+        self.parts == 0
+    }
+
+    /// Part `index`, `None` past the last.
+    pub fn get(&self, index: usize) -> Option<PartRef<'a>> {
+        self.iter().nth(index)
+    }
+
+    /// The parts in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = PartRef<'a>> + 'a {
+        let payload = self.payload;
+        let descriptors = self.descriptors;
+        let mut offset = descriptors + self.parts * DESCRIPTOR_LEN;
+        (0..self.parts).map(move |i| {
+            let shape = descriptor(payload, descriptors + i * DESCRIPTOR_LEN)
+                .expect("descriptors were checked by parse");
+            let len = shape.count as usize * shape.dtype.width() as usize;
+            let bytes = &payload[offset..offset + len];
+            offset += len + pad8(len as u64) as usize;
+            PartRef { shape, bytes }
+        })
+    }
+
+    /// The shapes of the parts in order.
+    pub fn shapes(&self) -> impl ExactSizeIterator<Item = Shape> + 'a {
+        self.iter().map(|part| part.shape)
+    }
+}
+
+fn u16_at(bytes: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([bytes[at], bytes[at + 1]])
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The descriptor at `at`, or the fault of its own fields (not of where it ends).
+fn descriptor(payload: &[u8], at: usize) -> std::result::Result<Shape, (u8, u32)> {
+    let dtype_byte = payload[at];
+    let reserved = u32::from_le_bytes([payload[at + 1], payload[at + 2], payload[at + 3], 0]);
+    let dtype = PartDtype::from_byte(dtype_byte).ok_or((dtype_byte, reserved))?;
+    if reserved != 0 {
+        return Err((dtype_byte, reserved));
+    }
+    Ok(Shape { dtype, count: u64_at(payload, at + 8), cols: u32_at(payload, at + 4) })
+}
+
+/// Checks a PARTS payload's table against T1–T10 of docs/PROTOCOL.md §15, in that order, and
+/// returns the view of its parts. Allocates nothing and reads no part's values beyond their
+/// padding.
+///
+/// # Errors
+/// [`Error::BadPartTable`] naming the first check that failed.
+pub fn parse(payload: &[u8], role: Role) -> Result<Parsed<'_>> {
+    parse_table(payload, role).map_err(Error::BadPartTable)
+}
+
+fn parse_table(payload: &[u8], role: Role) -> std::result::Result<Parsed<'_>, TableFault> {
+    let total = payload.len() as u64;
+    if payload.len() < PREAMBLE_LEN {
+        return Err(TableFault::ShortPreamble { payload: total });
+    }
+    let parts = u32_at(payload, 0);
+    if parts as usize > MAX_PARTS {
+        return Err(TableFault::TooManyParts { parts });
+    }
+    let name_len = u16_at(payload, 4);
+    if name_len as usize > MAX_NAME_LEN {
+        return Err(TableFault::NameTooLong { len: name_len });
+    }
+    let reserved = u16_at(payload, 6);
+    if reserved != 0 {
+        return Err(TableFault::Reserved { found: reserved });
+    }
+    // Bounded by T2 and T3: no overflow.
+    let name_end = PREAMBLE_LEN + name_len as usize;
+    let descriptors = name_end + pad8(name_len.into()) as usize;
+    let table = descriptors + parts as usize * DESCRIPTOR_LEN;
+    if table > payload.len() {
+        return Err(TableFault::TableTooLong { table: table as u64, payload: total });
+    }
+    let name = &payload[PREAMBLE_LEN..name_end];
+    if let Some(at) = name.iter().position(|&b| !name_byte(b)) {
+        return Err(TableFault::BadName { at, byte: name[at] });
+    }
+    if let Some(at) = payload[name_end..descriptors].iter().position(|&b| b != 0) {
+        return Err(TableFault::NamePadding { at, byte: payload[name_end + at] });
+    }
+    let mut offset = table as u64;
+    for part in 0..parts as usize {
+        let shape = descriptor(payload, descriptors + part * DESCRIPTOR_LEN).map_err(
+            |(found, reserved)| match PartDtype::from_byte(found) {
+                None => TableFault::UnknownDtype { part, found },
+                Some(_) => TableFault::DescriptorReserved { part, found: reserved },
+            },
+        )?;
+        if shape.cols > 0 && !shape.count.is_multiple_of(u64::from(shape.cols)) {
+            return Err(TableFault::Ragged { part, count: shape.count, cols: shape.cols });
+        }
+        let bytes = shape.byte_len().ok_or(TableFault::CountOverflow {
+            part,
+            count: shape.count,
+            dtype: shape.dtype,
+        })?;
+        let past_end = TableFault::PastEnd { part, bytes, offset, payload: total };
+        let end = offset.checked_add(bytes).ok_or(past_end.clone())?;
+        let padded = end.checked_add(pad8(bytes)).ok_or(past_end.clone())?;
+        if padded > total {
+            return Err(past_end);
+        }
+        let padding = &payload[end as usize..padded as usize];
+        if let Some(at) = padding.iter().position(|&b| b != 0) {
+            return Err(TableFault::PartPadding { part, at, byte: padding[at] });
+        }
+        offset = padded;
+    }
+    if offset < total {
+        return Err(TableFault::Trailing { bytes: total - offset });
+    }
+    // Checked by T6: ASCII only.
+    let function = std::str::from_utf8(name).expect("checked ASCII");
+    if role == Role::Reply && !function.is_empty() {
+        return Err(TableFault::NamedReply { name: function.to_owned() });
+    }
+    Ok(Parsed { payload, function, parts: parts as usize, descriptors })
+}
+
+/// A part table being written: preamble, name and descriptors, in a buffer reused from call
+/// to call (at most 1,096 bytes: no allocation once warm).
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    bytes: Vec<u8>,
+    /// The payload length the parts add after the table, with their padding.
+    parts_len: u64,
+}
+
+impl Table {
+    /// Writes the table of a payload calling `function` (`""`: the default function, and in
+    /// every reply) with parts of `shapes`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the name is not a valid function name, there are more
+    /// than [`MAX_PARTS`] parts, or a part's length overflows; the table is then unspecified.
+    pub fn write(&mut self, function: &str, shapes: impl Iterator<Item = Shape>) -> Result<()> {
+        if !function.is_empty() {
+            super::check_function_name(function)
+                .map_err(|reason| Error::InvalidArgument { what: "function name", reason })?;
+        }
+        self.bytes.clear();
+        self.bytes.extend_from_slice(&[0; PREAMBLE_LEN]);
+        self.bytes[4..6].copy_from_slice(&(function.len() as u16).to_le_bytes());
+        self.bytes.extend_from_slice(function.as_bytes());
+        self.bytes.resize(self.bytes.len() + pad8(function.len() as u64) as usize, 0);
+        let mut parts = 0usize;
+        self.parts_len = 0;
+        for shape in shapes {
+            parts += 1;
+            if parts > super::MAX_PARTS {
+                return Err(Error::InvalidArgument {
+                    what: "parts",
+                    reason: format!("more than {MAX_PARTS} parts in one call"),
+                });
+            }
+            let too_long = || Error::InvalidArgument {
+                what: "part",
+                reason: format!("part {} ({shape}) is longer than a u64 can count", parts - 1),
+            };
+            let bytes = shape.byte_len().ok_or_else(too_long)?;
+            self.parts_len = bytes
+                .checked_add(pad8(bytes))
+                .and_then(|b| b.checked_add(self.parts_len))
+                .ok_or_else(too_long)?;
+            self.bytes.push(shape.dtype as u8);
+            self.bytes.extend_from_slice(&[0, 0, 0]);
+            self.bytes.extend_from_slice(&shape.cols.to_le_bytes());
+            self.bytes.extend_from_slice(&shape.count.to_le_bytes());
+        }
+        self.bytes[0..4].copy_from_slice(&(parts as u32).to_le_bytes());
+        Ok(())
+    }
+
+    /// The table's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The whole payload's length: the table and the parts with their padding.
+    pub fn payload_len(&self) -> u64 {
+        self.bytes.len() as u64 + self.parts_len
+    }
+}
+
+/// The length of a PARTS payload with parts of `shapes` and no name: preamble, descriptors
+/// and the parts with their padding; `None` past [`MAX_PARTS`] parts or when it overflows.
+pub fn payload_len(shapes: impl Iterator<Item = Shape>) -> Option<u64> {
+    let mut len = PREAMBLE_LEN as u64;
+    for (i, shape) in shapes.enumerate() {
+        if i >= MAX_PARTS {
+            return None;
+        }
+        let bytes = shape.byte_len()?;
+        len =
+            len.checked_add(DESCRIPTOR_LEN as u64)?.checked_add(bytes)?.checked_add(pad8(bytes))?;
+    }
+    Some(len)
+}

@@ -1,0 +1,308 @@
+//! Calls of several typed parts to functions by name (docs/PROTOCOL.md §15): the time, a
+//! state and parameters out in one frame, a reply of its own shape back.
+
+use super::*;
+use crate::parts::{self, Parsed, Part, PartMut, Role, describe_shapes};
+use crate::transport::MAX_SEND_PIECES;
+use crate::zerocopy::AlignedBuf;
+
+const ZEROS: [u8; 8] = [0; 8];
+
+/// A PARTS reply whatever its shape, received into a buffer kept from call to call (no
+/// allocation once it has held a reply as large). See [`Peer::call_parts_any`].
+#[derive(Clone, Debug, Default)]
+pub struct PartsReply {
+    frame: AlignedBuf,
+    len: usize,
+}
+
+impl PartsReply {
+    /// An empty reply.
+    pub fn new() -> PartsReply {
+        PartsReply::default()
+    }
+
+    /// The reply's parts (none before the first reply), each 8-byte aligned, so
+    /// [`crate::parts::PartRef::f64_view`] views it in place.
+    pub fn parts(&self) -> Parsed<'_> {
+        // Checked when it was received; before any reply (len 0), a reply of no parts.
+        const NO_PARTS: &[u8] = &[0; parts::PREAMBLE_LEN];
+        let payload = match self.len {
+            0 => NO_PARTS,
+            len => &self.frame.as_bytes()[HEADER_LEN..][..len],
+        };
+        parts::parse(payload, Role::Reply).expect("a received reply's table was checked")
+    }
+}
+
+/// Where a PARTS reply goes: into the caller's buffers, whose shapes it must have, or into
+/// a [`PartsReply`] whatever its shape.
+#[derive(Debug)]
+pub enum PartsTarget<'r, 'a> {
+    /// The caller's buffers, one per part, in order.
+    Into(&'r mut [PartMut<'a>]),
+    /// Any shape.
+    Any(&'r mut PartsReply),
+}
+
+impl Peer {
+    /// True when the server reads PARTS requests (its HELLO says `parts=1`).
+    pub fn speaks_parts(&self) -> bool {
+        self.server_hello.parts
+    }
+
+    /// Calls `function` (`""`: the server's default function) with `inputs`, and receives the
+    /// reply's parts into `outputs`, whose shapes (dtype, length, matrix columns) the reply
+    /// must have: one round trip, sent from the caller's slices in one vectored write, no
+    /// allocation once warm.
+    ///
+    /// # Errors
+    /// Refused before anything is sent, the peer staying usable: [`Error::Unsupported`] when
+    /// the server does not speak PARTS; [`Error::InvalidArgument`] for a bad function name,
+    /// more than [`parts::MAX_PARTS`] parts or replies still in flight;
+    /// [`Error::FrameTooLarge`] beyond the server's `max_frame_bytes`. After the call, the
+    /// peer staying usable: [`Error::Remote`] (the server's ERROR: an unknown function, a
+    /// refused call) and [`Error::ShapeMismatch`] (a reply of other shapes than `outputs`,
+    /// read whole). Otherwise those of [`Peer::recv`], after which the server is terminated.
+    /// On error the contents of `outputs` are unspecified.
+    pub fn call_parts(
+        &mut self,
+        function: &str,
+        inputs: &[Part<'_>],
+        outputs: &mut [PartMut<'_>],
+    ) -> Result<CallTiming> {
+        self.check_nothing_in_flight("call_parts")?;
+        self.send_parts(function, inputs)?;
+        Ok(self.recv_parts(PartsTarget::Into(outputs))?.timing)
+    }
+
+    /// [`Peer::call_parts`] with a reply of any shape, received into `reply`.
+    ///
+    /// # Errors
+    /// As [`Peer::call_parts`], without [`Error::ShapeMismatch`].
+    pub fn call_parts_any(
+        &mut self,
+        function: &str,
+        inputs: &[Part<'_>],
+        reply: &mut PartsReply,
+    ) -> Result<CallTiming> {
+        self.check_nothing_in_flight("call_parts_any")?;
+        self.send_parts(function, inputs)?;
+        Ok(self.recv_parts(PartsTarget::Any(reply))?.timing)
+    }
+
+    fn check_nothing_in_flight(&self, what: &'static str) -> Result<()> {
+        self.check_open()?;
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument {
+            what,
+            reason: format!(
+                "{} pipelined replies are still in flight; recv them first",
+                self.pending.len()
+            ),
+        })
+    }
+
+    /// Sends one PARTS request calling `function` with `inputs` and returns its seq, without
+    /// waiting for the reply (receive it with [`Peer::recv_parts`]); pipelining as for
+    /// [`Peer::send`].
+    ///
+    /// # Errors
+    /// The refusals of [`Peer::call_parts`] (nothing sent, the peer usable); a timeout or the
+    /// server's end while writing, after which the server is terminated.
+    pub fn send_parts(&mut self, function: &str, inputs: &[Part<'_>]) -> Result<u64> {
+        self.check_open()?;
+        if !self.server_hello.parts {
+            let server = self.server_hello.implementation.as_deref().unwrap_or("unnamed");
+            return Err(Error::Unsupported {
+                what: "PARTS requests",
+                server: format!("{server}, whose HELLO does not announce parts=1"),
+                hint: "it serves DATA requests only, one array per call",
+            });
+        }
+        self.check_room_in_flight()?;
+        let started = Stamp::now();
+        self.table.write(function, inputs.iter().map(Part::shape))?;
+        let len = self.table.payload_len();
+        if len > self.server_hello.max_frame_bytes {
+            return Err(Error::FrameTooLarge {
+                payload_bytes: len,
+                max_frame_bytes: self.server_hello.max_frame_bytes,
+            });
+        }
+        let seq = self.next_seq;
+        let header = Header::parts(seq, len).to_bytes();
+        let deadline = Deadline::from_first_wait(self.options.timeout);
+        let mut pieces: [&[u8]; MAX_SEND_PIECES] = [&[]; MAX_SEND_PIECES];
+        pieces[0] = self.table.as_bytes();
+        let mut used = 1;
+        let mut encode_ns = 0;
+        let mut zero_copy = true;
+        for part in inputs {
+            let Some(bytes) = part.wire_bytes() else {
+                zero_copy = false;
+                break;
+            };
+            pieces[used] = bytes;
+            pieces[used + 1] = &ZEROS[..parts::pad8(bytes.len() as u64) as usize];
+            used += 2;
+        }
+        let sent = if zero_copy {
+            self.transport.send_frame_pieces(&header, &pieces[..used], deadline)
+        } else {
+            // A big-endian target: the numbers are encoded, all parts into one buffer.
+            self.scratch.clear();
+            inputs.iter().for_each(|part| part.encode_into(&mut self.scratch));
+            encode_ns = started.elapsed_nanos();
+            let pieces = [self.table.as_bytes(), &self.scratch[..]];
+            self.transport.send_frame_pieces(&header, &pieces, deadline)
+        };
+        if let Err(e) = sent {
+            let context = format!("while sending seq {seq}");
+            return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
+        }
+        self.pending.push_back(Pending {
+            seq,
+            started,
+            encode_ns,
+            reply_deadline: None,
+            parts: true,
+        });
+        self.next_seq += 1;
+        Ok(seq)
+    }
+
+    /// Receives the PARTS reply to the oldest request in flight (one sent with
+    /// [`Peer::send_parts`]) into `target`.
+    ///
+    /// # Errors
+    /// As [`Peer::call_parts`] after sending; [`Error::InvalidArgument`] when nothing is in
+    /// flight or the oldest request was DATA (receive it with [`Peer::recv`]).
+    pub fn recv_parts(&mut self, target: PartsTarget<'_, '_>) -> Result<Reply> {
+        let deadline = Deadline::after(self.options.timeout);
+        let reply = self.recv_until(Target::Parts(target), deadline, None)?;
+        Ok(reply.expect("a wait without an idle limit returns a reply or an error"))
+    }
+
+    /// [`Peer::recv_parts`] in slices, as [`Peer::recv_for`] receives DATA: `Ok(None)` when
+    /// no byte of the reply has arrived within `patience`, the request staying in flight.
+    ///
+    /// # Errors
+    /// As [`Peer::recv_parts`].
+    pub fn recv_parts_for(
+        &mut self,
+        target: PartsTarget<'_, '_>,
+        patience: Duration,
+    ) -> Result<Option<Reply>> {
+        self.recv_for_target(Target::Parts(target), patience)
+    }
+
+    /// The PARTS reply to `pending` into `target`, by `deadline`.
+    pub(super) fn recv_parts_reply(
+        &mut self,
+        pending: Pending,
+        target: PartsTarget<'_, '_>,
+        deadline: Deadline,
+    ) -> Result<Reply> {
+        let (server_ns, decode_started) = match target {
+            PartsTarget::Into(outputs) => {
+                // The reply's length as the caller expects it: the whole frame in one read.
+                let guess = parts::payload_len(outputs.iter().map(PartMut::shape)).unwrap_or(0);
+                let mut frame = std::mem::take(&mut self.parts_frame);
+                let result = self
+                    .recv_parts_frame(pending.seq, &mut frame, guess as usize, deadline)
+                    .and_then(|(len, aux)| {
+                        let decode_started = Stamp::now();
+                        deliver(pending.seq, &frame.as_bytes()[HEADER_LEN..][..len], outputs)?;
+                        Ok((aux, decode_started))
+                    });
+                self.parts_frame = frame;
+                result?
+            }
+            PartsTarget::Any(reply) => {
+                // Guess the length the last reply had.
+                let guess = reply.len;
+                reply.len = 0;
+                let (len, aux) =
+                    self.recv_parts_frame(pending.seq, &mut reply.frame, guess, deadline)?;
+                reply.len = len;
+                (aux, Stamp::now())
+            }
+        };
+        let done = Stamp::now();
+        Ok(Reply {
+            seq: pending.seq,
+            timing: CallTiming {
+                encode_ns: pending.encode_ns,
+                decode_ns: done.nanos_since(decode_started),
+                server_ns,
+                round_trip_ns: done.nanos_since(pending.started),
+            },
+        })
+    }
+
+    /// Reads the reply to `seq` into `frame` as on the wire (its payload at offset 32, 8-byte
+    /// aligned) and checks its part table; returns the payload's length and the server's
+    /// time. An ERROR reply is [`Error::Remote`].
+    fn recv_parts_frame(
+        &mut self,
+        seq: u64,
+        frame: &mut AlignedBuf,
+        guess: usize,
+        deadline: Deadline,
+    ) -> Result<(usize, u64)> {
+        frame.resize(HEADER_LEN + guess + frame::padding_len(guess));
+        let received =
+            self.transport.recv_frame_contiguous(frame.as_bytes_mut(), guess, deadline)?;
+        let deadline = deadline.data_arrived();
+        let max = self.options.max_frame_bytes;
+        let (header, whole) = match received {
+            Received::End => return Err(Error::PeerClosed { context: "before replying" }),
+            Received::Header(raw) => (Header::parse(&raw, max)?, false),
+            Received::Whole(raw) => (Header::parse(&raw, max)?, true),
+            Received::Broken(_, error) => return Err(error),
+        };
+        if header.seq != seq {
+            return Err(Error::SeqMismatch { expected: seq, found: header.seq });
+        }
+        match header.kind {
+            Kind::Parts => {}
+            Kind::Error => {
+                let message = self.recv_control_payload(&header, deadline)?;
+                let message = String::from_utf8_lossy(message).into_owned();
+                return Err(Error::Remote { seq, message });
+            }
+            found => {
+                return Err(Error::UnexpectedKind { expected: "a PARTS or ERROR reply", found });
+            }
+        }
+        // Validated against max_frame_bytes by Header::parse.
+        let len = header.payload_bytes()? as usize;
+        if !whole {
+            frame.resize(HEADER_LEN + len);
+            self.transport.recv_payload(&mut frame.as_bytes_mut()[HEADER_LEN..], deadline)?;
+        }
+        parts::parse(&frame.as_bytes()[HEADER_LEN..][..len], Role::Reply)?;
+        Ok((len, header.aux))
+    }
+}
+
+/// Copies a checked reply payload's parts into `outputs`, which must have their shapes.
+fn deliver(seq: u64, payload: &[u8], outputs: &mut [PartMut<'_>]) -> Result<()> {
+    let parsed = parts::parse(payload, Role::Reply)?;
+    let fits = parsed.len() == outputs.len()
+        && parsed.shapes().zip(outputs.iter()).all(|(s, o)| s == o.shape());
+    if !fits {
+        return Err(Error::ShapeMismatch {
+            seq,
+            expected: describe_shapes(outputs.iter().map(PartMut::shape)),
+            found: describe_shapes(parsed.shapes()),
+        });
+    }
+    for (output, part) in outputs.iter_mut().zip(parsed.iter()) {
+        output.fill_from(&part)?;
+    }
+    Ok(())
+}
