@@ -456,6 +456,12 @@ impl RemoteRhs {
         &self.peer
     }
 
+    /// The underlying peer, for calls of its own (a vectorized call, another function of the
+    /// same server); they are not counted in [`RemoteRhs::stats`].
+    pub fn peer_mut(&mut self) -> &mut Peer {
+        &mut self.peer
+    }
+
     /// Says BYE and reaps the server, and closes the paired floor if there is one.
     ///
     /// # Errors

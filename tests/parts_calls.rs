@@ -290,3 +290,52 @@ fn the_peer_binarys_lorenz96_serves_rhs_with_time_and_forcing() {
     assert!(err.to_string().contains("expected no parameter or one (the forcing), found 2"));
     rhs.close().expect("close");
 }
+
+/// The example ODE server (`examples/ode_server.rs`), beside the `peer` binary: `cargo test`
+/// builds it (a single `cargo test --test parts_calls` does not).
+fn ode_server() -> std::path::PathBuf {
+    let peer = std::path::Path::new(common::peer_exe());
+    let path = peer.parent().unwrap().join("examples").join("ode_server");
+    assert!(path.exists(), "{} is missing: cargo build --example ode_server", path.display());
+    path
+}
+
+#[test]
+fn the_example_ode_server_serves_duffing_and_robertson_with_their_jacobians() {
+    let _watchdog = Watchdog::new(secs(30));
+    let spawn = |model: &str| {
+        let command =
+            peerpipe::peer::argv_command(&[ode_server().to_str().unwrap(), model]).unwrap();
+        RemoteRhs::new(Peer::spawn(command, Options::default()).expect("spawn ode_server"))
+    };
+    let mut rhs = spawn("duffing");
+    let p = [0.3, -1.0, 1.0, 0.5, 1.2];
+    let (mut dy, mut local, mut jac, mut jac_local) = ([0.0; 2], [0.0; 2], [0.0; 4], [0.0; 4]);
+    for (t, y) in [(0.0, [1.0, 0.0]), (1.3, [0.0, 0.0]), (37.5, [-1.2, 0.4])] {
+        rhs.eval_at(t, &y, &p, &mut dy).unwrap();
+        rhs.jac_at(t, &y, &[], &mut jac).unwrap();
+        duffing(t, &y, &p, &mut local);
+        duffing_jac(t, &y, &p, &mut jac_local);
+        assert_eq!((bits64(&dy), bits64(&jac)), (bits64(&local), bits64(&jac_local)), "t {t}");
+    }
+    // Vectorized: y of shape (2, 3), a matrix of 3 columns, comes back as (2, 3).
+    let ys = [1.0, 0.0, -1.2, 0.0, 0.5, 0.4];
+    let mut out = [0.0; 6];
+    let t = [2.0];
+    let inputs = [Part::f64(&t), Part::f64(&ys).matrix(3).unwrap()];
+    let target = PartMut::f64(&mut out).matrix(3).unwrap();
+    rhs.peer_mut().call_parts("rhs", &inputs, &mut [target]).expect("vectorized rhs");
+    for j in 0..3 {
+        duffing(2.0, &[ys[j], ys[3 + j]], &p, &mut local);
+        assert_eq!([out[j], out[3 + j]].map(f64::to_bits), local.map(f64::to_bits), "column {j}");
+    }
+    rhs.close().unwrap();
+    let mut rhs = spawn("robertson");
+    let y = [1.0, 2e-5, 0.3];
+    let mut dy = [0.0; 3];
+    rhs.eval_at(0.0, &y, &[0.04, 3e7, 1e4], &mut dy).unwrap();
+    assert_eq!(dy[2].to_bits(), (3e7 * 2e-5 * 2e-5f64).to_bits());
+    let err = rhs.eval_at(0.0, &y, &[1.0], &mut dy).unwrap_err();
+    assert!(err.to_string().contains("expected 3 parameters (or none), found 1"), "{err}");
+    rhs.close().unwrap();
+}
