@@ -1,7 +1,6 @@
 //! Steady state allocates nothing: once buffers are warm, a round trip — `Peer::call` on both
-//! paths and every dtype, PARTS calls, over every transport (tcp on loopback included), and
-//! `RemoteRhs::eval` and `eval_at` — makes zero heap
-//! allocations in this process.
+//! paths and every dtype, and PARTS calls, over every transport (tcp on loopback included),
+//! and `RemoteRhs::eval` and `eval_at` — makes zero heap allocations in this process.
 //!
 //! The counting allocator is process-wide, so this file holds one test and the measured loops
 //! run on the test's own thread with nothing else active in the process.
