@@ -148,13 +148,13 @@ fn run(args: &Args) -> Result<()> {
     let data: Vec<f64> = t.iter().chain(&y).chain(&p).copied().collect();
     let (mut data_out, mut parts_out) = (vec![0.0; data.len()], vec![0.0; STATE]);
     let mut data_call = |peer: &mut Peer| peer.call_f64(&data, &mut data_out);
-    let mut parts_call = |peer: &mut Peer| {
+    let parts_call = |peer: &mut Peer, out: &mut [f64]| {
         let inputs = [Part::f64(&t), Part::f64(&y), Part::f64(&p)];
-        peer.call_parts("rhs", &inputs, &mut [PartMut::f64(&mut parts_out)])
+        peer.call_parts("rhs", &inputs, &mut [PartMut::f64(out)])
     };
     for _ in 0..WARMUP {
         data_call(&mut peer)?;
-        parts_call(&mut peer)?;
+        parts_call(&mut peer, &mut parts_out)?;
     }
     let (mut rt_diff, mut ov_diff, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     println!("round  data rt  parts rt  data ov  parts ov   (p50 ns of {} calls each)", args.calls);
@@ -166,9 +166,9 @@ fn run(args: &Args) -> Result<()> {
         for i in 0..args.calls {
             let (d, p) = if (round + i) % 2 == 0 {
                 let d = data_call(&mut peer)?;
-                (d, parts_call(&mut peer)?)
+                (d, parts_call(&mut peer, &mut parts_out)?)
             } else {
-                let p = parts_call(&mut peer)?;
+                let p = parts_call(&mut peer, &mut parts_out)?;
                 (data_call(&mut peer)?, p)
             };
             (d_rts[i], d_ovs[i]) = (d.round_trip_ns, d.round_trip_ns.saturating_sub(d.server_ns));
@@ -181,7 +181,6 @@ fn run(args: &Args) -> Result<()> {
         ov_diff.push(p_ov as i64 - d_ov as i64);
         ratios.push(p_rt as f64 / d_rt as f64);
     }
-    drop(parts_call);
     assert_eq!(parts_out, y, "the reply is the state, bit for bit");
     peer.close()?;
     let summary = |v: &mut Vec<i64>| {
