@@ -64,6 +64,13 @@ fn functions() -> Functions {
             Ok(())
         })
         .unwrap()
+        .with("as-matrix", |call: Call<'_>, reply: &mut PartsOut| {
+            // The values back as a matrix of 2 columns: as long as a vector, another shape.
+            let y = call.f64(0)?;
+            reply.f64_matrix(y.len() / 2, 2)?.copy_from_slice(y);
+            Ok(())
+        })
+        .unwrap()
         .with("wrong-shape", |call: Call<'_>, reply: &mut PartsOut| {
             // Answers one element fewer than it was given.
             let y = call.f64(0)?;
@@ -86,7 +93,10 @@ fn time_state_and_parameters_go_to_a_named_function_bit_for_bit() {
     for kind in TransportKind::EVERY {
         let (mut peer, server) = start(kind);
         assert!(peer.speaks_parts());
-        assert_eq!(peer.server_hello().functions, ["step", "observe", "rhs", "jac", "wrong-shape"]);
+        assert_eq!(
+            peer.server_hello().functions,
+            ["step", "observe", "rhs", "jac", "as-matrix", "wrong-shape"]
+        );
         let y = pseudo_random_f64(500, 7);
         let p = pseudo_random_f64(8, 8);
         let mut reply = vec![0.0; 500];
@@ -162,6 +172,26 @@ fn a_reply_of_the_wrong_shape_names_both_and_the_next_call_succeeds() {
             "reply to seq 1 has another shape than expected: expected 1 part: f64[4], found 1 \
              part: f64[3]"
         );
+        // As many bytes as expected, laid out otherwise: a matrix where a vector is expected.
+        let mut flat = [0.0; 4];
+        let err = peer
+            .call_parts("as-matrix", &[Part::f64(&y)], &mut [PartMut::f64(&mut flat)])
+            .unwrap_err();
+        assert!(err.to_string().ends_with("expected 1 part: f64[4], found 1 part: f64[2x2]"));
+        let mut matrix = [0.0; 4];
+        let out = PartMut::f64(&mut matrix).matrix(2).unwrap();
+        peer.call_parts("as-matrix", &[Part::f64(&y)], &mut [out]).expect("the matrix expected");
+        assert_eq!(matrix, y);
+        // The same number of bytes in another dtype, and the same parts in another number.
+        let mut ints = [0i64; 4];
+        let err = peer
+            .call_parts("as-matrix", &[Part::f64(&y)], &mut [PartMut::i64(&mut ints)])
+            .unwrap_err();
+        assert!(err.to_string().ends_with("expected 1 part: i64[4], found 1 part: f64[2x2]"));
+        let (mut a, mut b) = ([0.0; 2], [0.0; 2]);
+        let two = &mut [PartMut::f64(&mut a), PartMut::f64(&mut b)];
+        let err = peer.call_parts("as-matrix", &[Part::f64(&y)], two).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Shape, "{err}");
         // A matrix where a vector came is another shape too.
         let mut row = [0.0; 3];
         let out = PartMut::f64(&mut row).matrix(3).unwrap();
@@ -186,7 +216,8 @@ fn an_unknown_function_is_an_error_naming_the_servers_and_the_conversation_goes_
     assert_eq!(err.kind(), ErrorKind::Remote);
     assert!(
         err.to_string().ends_with(
-            "unknown function \"obsrve\": this server has step, observe, rhs, jac, wrong-shape"
+            "unknown function \"obsrve\": this server has step, observe, rhs, jac, as-matrix, \
+             wrong-shape"
         ),
         "{err}"
     );
