@@ -2,7 +2,7 @@
 //! state and parameters out in one frame, a reply of its own shape back.
 
 use super::*;
-use crate::parts::{self, Parsed, Part, PartMut, Role, describe_shapes};
+use crate::parts::{self, Parsed, Part, PartDtype, PartMut, Role, Shape, describe_shapes};
 use crate::transport::{MAX_SCATTER, MAX_SEND_PIECES};
 use crate::zerocopy::{AlignedBuf, NATIVE_IS_WIRE};
 
@@ -275,8 +275,12 @@ impl Peer {
         outputs: &mut [PartMut<'_>],
         deadline: Deadline,
     ) -> Result<(u64, Stamp)> {
-        self.table.write("", outputs.iter().map(PartMut::shape))?;
-        let table_len = self.table.as_bytes().len();
+        let table_len = parts::PREAMBLE_LEN + outputs.len() * parts::DESCRIPTOR_LEN;
+        let mut shapes = [Shape::vector(PartDtype::Bytes, 0); SCATTER_PARTS];
+        for (shape, output) in shapes.iter_mut().zip(outputs.iter()) {
+            *shape = output.shape();
+        }
+        let shapes = &shapes[..outputs.len()];
         let mut table = [0u8; SCATTER_TABLE];
         let mut pads = [[0u8; 8]; SCATTER_PARTS];
         let mut bufs: [&mut [u8]; MAX_SCATTER] = Default::default();
@@ -314,7 +318,7 @@ impl Peer {
             });
         }
         let padded = bufs[1..used].chunks(2).all(|pair| pair[1].iter().all(|&b| b == 0));
-        if bufs[0] == self.table.as_bytes() && padded {
+        if padded && parts::is_reply_table(bufs[0], shapes.iter().copied()) {
             return Ok((header.aux, decode_started));
         }
         // As long as expected, but another table or nonzero padding: put the payload back

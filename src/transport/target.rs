@@ -110,17 +110,15 @@ impl FrameTarget for Scatter<'_, '_> {
     }
 
     fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>> {
-        let mut header = Some(IoSliceMut::new(&mut self.header));
-        let mut payload = self.payload.iter_mut();
-        let mut padding = Some(IoSliceMut::new(&mut self.padding[..self.pad]));
-        let mut slices: [IoSliceMut<'_>; MAX_SCATTER + 2] = std::array::from_fn(|_| {
-            header
-                .take()
-                .or_else(|| payload.next().map(|b| IoSliceMut::new(b)))
-                .or_else(|| padding.take())
-                .unwrap_or_else(|| IoSliceMut::new(&mut []))
-        });
-        let mut rest: &mut [IoSliceMut<'_>] = &mut slices;
+        let n = self.payload.len();
+        let mut slices: [IoSliceMut<'_>; MAX_SCATTER + 2] =
+            std::array::from_fn(|_| IoSliceMut::new(&mut []));
+        slices[0] = IoSliceMut::new(&mut self.header);
+        for (slot, buf) in slices[1..].iter_mut().zip(self.payload.iter_mut()) {
+            *slot = IoSliceMut::new(buf);
+        }
+        slices[n + 1] = IoSliceMut::new(&mut self.padding[..self.pad]);
+        let mut rest: &mut [IoSliceMut<'_>] = &mut slices[..n + 2];
         IoSliceMut::advance_slices(&mut rest, filled);
         link.try_read(rest)
     }
