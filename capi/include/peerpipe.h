@@ -45,7 +45,9 @@
 
 // An argument is not valid: a NULL pointer where one is required, a buffer that is
 // misaligned, overlaps another or is too long to address, an `argc` of 0, a string that is
-// not a valid option value, a length that does not match.
+// not a valid option value, a length that does not match, a part of an unknown dtype or
+// whose count is not whole rows of its columns, more than 64 parts, a function name that
+// is not one. A call refused so sends nothing: the peer stays usable.
 #define PP_EINVAL -1
 
 // A deadline passed: the server did not answer (or take the request) within the timeout.
@@ -61,10 +63,9 @@
 #define PP_ECLOSED -4
 
 // The other side broke wire format v1, or a shared-memory region is not valid: bad magic,
-// version, kind, dtype, flags or padding; a truncated frame; a reply with the wrong seq,
-// dtype or element count (a misbehaving server: `out_len` is checked before sending). The
-// server has
-// been terminated; the peer only accepts `pp_close`.
+// version, kind, dtype, flags or padding; a truncated frame; a reply with the wrong seq; a
+// PARTS frame whose part table breaks the rules. The server has been terminated; the peer
+// only accepts `pp_close`.
 #define PP_EPROTO -5
 
 // An operating-system call failed: a program could not be started for another reason than
@@ -92,6 +93,19 @@
 // The caller asked to stop waiting; the server was terminated and reaped. (No function of
 // this library is interruptible yet; the code completes the table of error kinds.)
 #define PP_EINTR -11
+
+// The reply has another shape than the caller's buffers: another dtype or element count
+// than `out_len` (`pp_call_f64`, `pp_call_f32`), or other parts, dtypes, counts or columns
+// than `out` (`pp_call_parts`); `pp_last_error()` names the expected and the found shapes
+// (`reply to seq 4 has another shape than expected: expected 1 part: f64[500], found 1
+// part: f64[3]`). The reply was read to its end: the peer stays usable. The contents of the
+// caller's reply buffers are unspecified.
+#define PP_ESHAPE -12
+
+// The server does not speak what the call needs: `pp_call_parts` to a server whose HELLO
+// does not announce PARTS (`parts=1`); `pp_last_error()` names the server. Nothing was
+// sent: the peer stays usable for the calls the server does speak (`pp_call_f64`).
+#define PP_EUNSUPPORTED -13
 
 // Settings for spawning a server and for serving. Opaque: a Rust `Box` holding the
 // library's `Options`, made by `pp_options_new` and freed by `pp_options_free`; change it
@@ -252,9 +266,11 @@ int pp_set_timeout_ns(struct pp_peer *peer, uint64_t ns);
 // `out` is NULL with a non-zero length, misaligned, or too long, `in` and `out` overlap, or
 // `out_len` is not `n`; `PP_ETOOLARGE` (nothing sent, peer usable) when the request exceeds
 // the server's max_frame_bytes; `PP_EREMOTE` (peer usable) when the server answered with an
-// ERROR frame; and, leaving the peer good only for `pp_close` (its server terminated and
-// reaped): `PP_ETIMEDOUT`, `PP_EEXITED`, `PP_ECLOSED` (whose message repeats the error that
-// closed it), `PP_EPROTO` (including a reply whose count is not `n`), `PP_EIO`.
+// ERROR frame; `PP_ESHAPE` (peer usable: the reply was read to its end) when the reply has
+// another dtype or element count than `out` (a server that does not answer in kind; the
+// message names both); and, leaving the peer good only for `pp_close` (its server
+// terminated and reaped): `PP_ETIMEDOUT`, `PP_EEXITED`, `PP_ECLOSED` (whose message repeats
+// the error that closed it), `PP_EPROTO`, `PP_EIO`.
 //
 // # Safety
 // `peer` is NULL or a live peer, not in use by another thread; `in` is NULL or points to
