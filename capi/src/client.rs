@@ -18,7 +18,7 @@ use crate::options::{pp_options, timeout_of};
 /// Thread-safety: a `pp_peer` may be handed from one thread to another, but must not be used
 /// by two threads at once; different peers are independent.
 pub struct pp_peer {
-    peer: Peer,
+    pub(crate) peer: Peer,
 }
 
 /// Where the time of one round trip went, in nanoseconds.
@@ -323,7 +323,7 @@ unsafe fn call<'a, T>(
 
 /// # Safety
 /// `timing` is NULL or points to a writable `pp_timing`.
-unsafe fn write_timing(timing: *mut pp_timing, t: CallTiming) {
+pub(crate) unsafe fn write_timing(timing: *mut pp_timing, t: CallTiming) {
     if !timing.is_null() {
         // SAFETY: non-NULL and, per the caller, writable.
         unsafe { timing.write(t.into()) };

@@ -158,7 +158,7 @@ impl From<Error> for Failure {
 }
 
 /// `PP_EINVAL` with a message naming the argument and what was wrong.
-pub(crate) fn invalid(argument: &str, reason: &str) -> Failure {
+pub(crate) fn invalid(argument: impl std::fmt::Display, reason: &str) -> Failure {
     Failure { code: PP_EINVAL, message: format!("invalid argument {argument}: {reason}") }
 }
 

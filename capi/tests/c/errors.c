@@ -1,7 +1,7 @@
 /* Reaches every PP_E* code on purpose (PP_EPANIC and PP_EINTR excepted: only a bug in the
  * library can cause the one, no function of the C ABI is interruptible yet for the other; Rust
  * unit tests reach them through the guard and the kind table; PP_ESHAPE and PP_EUNSUPPORTED
- * need servers of their own, see tests/c/parts.c) and prints one line per case:
+ * are reached by tests/c/parts.c) and prints one line per case:
  *   LABEL CODE_NAME message
  * tests/errors.rs checks each line.
  *
