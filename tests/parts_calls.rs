@@ -167,6 +167,7 @@ fn a_reply_of_the_wrong_shape_names_both_and_the_next_call_succeeds() {
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Shape, "{err}");
         assert!(err.is_recoverable());
+        assert!(peer.is_open(), "a reply of another shape leaves the conversation in step");
         assert_eq!(
             err.to_string(),
             "reply to seq 1 has another shape than expected: expected 1 part: f64[4], found 1 \
@@ -292,6 +293,7 @@ fn a_new_client_and_a_v1_only_server_talk_v1_and_parts_get_a_clear_error() {
     );
     assert!(text.contains("whose HELLO does not announce parts=1"), "{text}");
     assert_eq!(peer.in_flight(), 0, "nothing was sent");
+    assert!(peer.is_open());
     peer.call_f64(&[3.0, 4.0], &mut reply).expect("the connection goes on");
     assert_eq!(reply, [3.0, 4.0]);
     peer.close().expect("close");
@@ -360,6 +362,22 @@ fn the_example_ode_server_serves_duffing_and_robertson_with_their_jacobians() {
         duffing(2.0, &[ys[j], ys[3 + j]], &p, &mut local);
         assert_eq!([out[j], out[3 + j]].map(f64::to_bits), local.map(f64::to_bits), "column {j}");
     }
+    // The same through RemoteRhs, counted in its stats; a column of one is still a matrix.
+    let calls = rhs.stats().calls;
+    let mut columns = [0.0; 6];
+    rhs.eval_columns_at(2.0, &ys, 3, &p, &mut columns).expect("eval_columns_at");
+    assert_eq!(bits64(&columns), bits64(&out));
+    let mut one = [0.0; 2];
+    rhs.eval_columns_at(2.0, &ys[..2], 1, &[], &mut one).expect("one column");
+    duffing(2.0, &ys[..2], &p, &mut local);
+    assert_eq!(bits64(&one), bits64(&local));
+    assert_eq!(rhs.stats().calls, calls + 2);
+    // Refused before sending: columns that do not divide the state, a short buffer.
+    let err = rhs.eval_columns_at(2.0, &ys, 4, &p, &mut columns).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    let err = rhs.eval_columns_at(2.0, &ys, 3, &p, &mut one).unwrap_err();
+    assert!(matches!(err, Error::LengthMismatch { expected: 6, found: 2, .. }), "{err}");
+    assert!(rhs.peer().is_open());
     rhs.close().unwrap();
     let mut rhs = spawn("robertson");
     let y = [1.0, 2e-5, 0.3];
