@@ -15,6 +15,8 @@ def test_the_exception_hierarchy():
         peerpipe.RemoteError,
         peerpipe.TooLarge,
         peerpipe.Interrupted,
+        peerpipe.ShapeError,
+        peerpipe.Unsupported,
     ):
         assert issubclass(cls, peerpipe.Error)
     assert issubclass(peerpipe.Timeout, TimeoutError)
@@ -144,6 +146,8 @@ KIND_TO_EXCEPTION = {
     "remote": peerpipe.RemoteError,
     "not_found": FileNotFoundError,
     "interrupted": peerpipe.Interrupted,
+    "shape": peerpipe.ShapeError,
+    "unsupported": peerpipe.Unsupported,
     "io": OSError,
 }
 
@@ -156,6 +160,8 @@ def test_every_error_kind_maps_to_its_exception():
     for kind in kinds:
         assert _peerpipe._exception_for_kind(kind) is KIND_TO_EXCEPTION[kind], kind
     assert issubclass(peerpipe.TooLarge, peerpipe.ProtocolError)
+    assert issubclass(peerpipe.ShapeError, peerpipe.ProtocolError)
+    assert issubclass(peerpipe.Unsupported, peerpipe.Error)
     assert issubclass(peerpipe.Interrupted, peerpipe.Error)
 
 
