@@ -59,11 +59,8 @@ impl Handler for Server {
 }
 
 fn serve() -> Result<()> {
-    let functions = Functions::new("parts-cost").with("rhs", |call, reply| {
-        let y = call.f64(1)?;
-        reply.f64(y.len())?.copy_from_slice(y);
-        Ok(())
-    })?;
+    let functions = Functions::new("parts-cost")
+        .with("rhs", |call, reply| reply.push(Part::f64(call.f64(1)?)))?;
     serve_stdio(&mut Server { functions, copy: Vec::new() }, &StdioOptions::default())?;
     Ok(())
 }

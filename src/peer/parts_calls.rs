@@ -185,8 +185,13 @@ impl Peer {
         for part in inputs {
             let bytes = part.wire_bytes().expect("checked: a little-endian target");
             pieces[used] = bytes;
-            pieces[used + 1] = &ZEROS[..parts::pad8(bytes.len() as u64) as usize];
-            used += 2;
+            used += 1;
+            // An empty slice still costs the kernel a segment: padding only where there is.
+            let padding = parts::pad8(bytes.len() as u64) as usize;
+            if padding > 0 {
+                pieces[used] = &ZEROS[..padding];
+                used += 1;
+            }
         }
         self.transport.send_frame_pieces(header, &pieces[..used], deadline)
     }
@@ -283,6 +288,7 @@ impl Peer {
         let shapes = &shapes[..outputs.len()];
         let mut table = [0u8; SCATTER_TABLE];
         let mut pads = [[0u8; 8]; SCATTER_PARTS];
+        let mut is_pad = [false; MAX_SCATTER];
         let mut bufs: [&mut [u8]; MAX_SCATTER] = Default::default();
         let mut used = 1;
         bufs[0] = &mut table[..table_len];
@@ -290,8 +296,12 @@ impl Peer {
             let bytes = output.wire_bytes_mut();
             let padding = parts::pad8(bytes.len() as u64) as usize;
             bufs[used] = bytes;
-            bufs[used + 1] = &mut pad[..padding];
-            used += 2;
+            used += 1;
+            if padding > 0 {
+                bufs[used] = &mut pad[..padding];
+                is_pad[used] = true;
+                used += 1;
+            }
         }
         let received = self.transport.recv_frame_scattered(&mut bufs[..used], deadline)?;
         let Received::Whole(raw) = received else {
@@ -317,7 +327,10 @@ impl Peer {
                 found: header.kind,
             });
         }
-        let padded = bufs[1..used].chunks(2).all(|pair| pair[1].iter().all(|&b| b == 0));
+        let padded = bufs[..used]
+            .iter()
+            .zip(is_pad)
+            .all(|(buf, is_pad)| !is_pad || buf.iter().all(|&b| b == 0));
         if padded && parts::is_reply_table(bufs[0], shapes.iter().copied()) {
             return Ok((header.aux, decode_started));
         }

@@ -318,8 +318,12 @@ impl Transport {
             *slot = IoSlice::new(piece);
             len += piece.len();
         }
-        slices[pieces.len() + 1] = IoSlice::new(&ZERO_PADDING[..padding_len(len)]);
-        self.write_all(&mut slices[..pieces.len() + 2], deadline, false)
+        let mut used = pieces.len() + 1;
+        if padding_len(len) > 0 {
+            slices[used] = IoSlice::new(&ZERO_PADDING[..padding_len(len)]);
+            used += 1;
+        }
+        self.write_all(&mut slices[..used], deadline, false)
     }
 
     /// [`Transport::send_frame`] for a caller that leaves `payload` untouched until the peer

@@ -117,8 +117,12 @@ impl FrameTarget for Scatter<'_, '_> {
         for (slot, buf) in slices[1..].iter_mut().zip(self.payload.iter_mut()) {
             *slot = IoSliceMut::new(buf);
         }
-        slices[n + 1] = IoSliceMut::new(&mut self.padding[..self.pad]);
-        let mut rest: &mut [IoSliceMut<'_>] = &mut slices[..n + 2];
+        let mut used = n + 1;
+        if self.pad > 0 {
+            slices[used] = IoSliceMut::new(&mut self.padding[..self.pad]);
+            used += 1;
+        }
+        let mut rest: &mut [IoSliceMut<'_>] = &mut slices[..used];
         IoSliceMut::advance_slices(&mut rest, filled);
         link.try_read(rest)
     }
