@@ -24,7 +24,9 @@ def start(release_dir):
     peer = os.path.join(release_dir, "peer")
     for path in (exe, peer):
         if not os.access(path, os.X_OK):
-            sys.exit(f"ab_echo: {path} is missing: cargo build --release --bin peer --example echo_rounds")
+            sys.exit(
+                f"ab_echo: {path} is missing: cargo build --release --bin peer --example echo_rounds"
+            )
     server = f"{peer} --role server --handler echo"
     return subprocess.Popen(
         [exe, server], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1

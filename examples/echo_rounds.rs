@@ -7,7 +7,9 @@
 //! ```
 //!
 //! Argument: the server command (run with `sh -c`; default: `peer --role server --handler
-//! echo` beside this example). Each line on stdin is a number of calls N (500 f64 each, with
+//! echo` beside this example). With a second argument `--parts`, each call is a PARTS call
+//! instead: t (1 f64), the 500 f64 and 8 parameters to the server's function `rhs`, 500 f64
+//! back (`examples/parts_cost --serve` serves it). Each line on stdin is a number of calls N (500 f64 each, with
 //! the reply written into a warm buffer, auto wait, timed around each `call_f64` as a
 //! Python caller would time `peer.call`); each answer is one line `p50_ns min_ns`. End of
 //! input closes the peer.
@@ -15,6 +17,7 @@
 use std::io::{BufRead, Write};
 use std::time::Instant;
 
+use peerpipe::parts::{Part, PartMut};
 use peerpipe::{Options, Peer, Result};
 
 fn main() {
@@ -34,8 +37,10 @@ fn run() -> Result<()> {
             format!("{peer} --role server --handler echo")
         }
     };
+    let parts = std::env::args().nth(2).as_deref() == Some("--parts");
     let mut peer = Peer::spawn_shell(&command, Options::default())?;
     let x: Vec<f64> = (0..500).map(|i| f64::from(i) * 0.5).collect();
+    let (t, p) = ([0.25], [1.5; 8]);
     let mut out = vec![0.0; 500];
     let mut samples = Vec::new();
     let stdout = std::io::stdout();
@@ -44,7 +49,12 @@ fn run() -> Result<()> {
         samples.clear();
         for _ in 0..n {
             let started = Instant::now();
-            peer.call_f64(&x, &mut out)?;
+            if parts {
+                let inputs = [Part::f64(&t), Part::f64(&x), Part::f64(&p)];
+                peer.call_parts("rhs", &inputs, &mut [PartMut::f64(&mut out)])?;
+            } else {
+                peer.call_f64(&x, &mut out)?;
+            }
             samples.push(started.elapsed().as_nanos() as u64);
         }
         samples.sort_unstable();
