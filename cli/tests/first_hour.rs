@@ -8,6 +8,7 @@
 //! - the report answers "what overhead will my callback cost?" in its first lines;
 //! - a missing `peer` binary names every place it was looked for;
 //! - a server that dies during the handshake is quoted from its stderr;
+//! - a program that is no server is told what a server is, and shown what it printed;
 //! - a frame too large names the limit to raise, on the side that refused it.
 
 #[path = "../../tests/common/mod.rs"]
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Watchdog, peer_exe, read_on_thread, secs, wait_or_kill};
 use peerpipe::peer::OWN_HELLO_ECHOED;
-use peerpipe::{Error, Options, Peer};
+use peerpipe::{Error, Options, Peer, TransportKind};
 
 /// Runs `peer ARGS` with a deadline; returns (status, stdout, stderr).
 fn run_peer(args: &[&str], limit_secs: u64) -> (ExitStatus, String, String) {
@@ -341,6 +342,43 @@ fn srv_cpu_is_measured_under_spawn() {
 }
 
 // ---- 7. An error names the way out -----------------------------------------------------------
+
+#[test]
+fn peer_spawn_of_a_program_that_is_no_server_says_what_a_server_is_and_shows_what_it_printed() {
+    let _watchdog = Watchdog::new(secs(60));
+    let (status, stdout, stderr) = run_peer(&["--spawn", "python3 -c 'print(1)'"], 40);
+    assert_eq!(status.code(), Some(2), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    for said in [
+        "its stdout began with \"1\\n\" where a HELLO frame was due",
+        "the spawned program must speak peerpipe: `peer --role server`, a Python script \
+         calling `peerpipe.serve`, or a C program calling `pp_serve_stdio_f64`",
+    ] {
+        assert!(stderr.contains(said), "no `{said}` in:\n{stderr}");
+    }
+}
+
+#[test]
+fn a_program_that_is_no_server_is_told_what_a_server_is_over_every_transport() {
+    let _watchdog = Watchdog::new(secs(60));
+    for transport in [TransportKind::Pipe, TransportKind::ShmRing, TransportKind::Tcp] {
+        for line in ["printf 'hello, world\\n'", "true"] {
+            let options = Options { transport, ..quick_options() };
+            let err = Peer::spawn_shell(line, options).expect_err("not a server");
+            let text = err.to_string();
+            assert!(text.contains(peerpipe::peer::SPEAK_PEERPIPE), "{transport} {line}: {text}");
+            if transport == TransportKind::Pipe && line != "true" {
+                assert!(text.contains("began with \"hello, world\\n\""), "{text}");
+            }
+        }
+    }
+    // What is printed is shown up to a header's length, and said to go on.
+    let long = "printf 'NOT A PEERPIPE HEADER, JUST TEXT AND MORE'; exec sleep 5";
+    let err = Peer::spawn_shell(long, quick_options()).expect_err("not a server");
+    let text = err.to_string();
+    assert!(text.contains("began with \"NOT A PEERPIPE HEADER, JUST TEXT\"…"), "{text}");
+    assert!(text.contains("bad magic: expected \"PEER\""), "{text}");
+    assert_eq!(err.kind(), peerpipe::ErrorKind::Protocol, "{text}");
+}
 
 /// A report of 1000 doubles per request, short enough for a test, with `extra` flags.
 fn report_of_1000_doubles(extra: &[&str]) -> (ExitStatus, String, String) {
