@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes seed inputs for both fuzz targets into fuzz/corpus/<target>/ (gitignored), built only
+# Writes seed inputs for the fuzz targets into fuzz/corpus/<target>/ (gitignored), built only
 # from the checked-in golden frames in fixtures/*.bin (see fixtures/README.md). Idempotent.
 #
 #   frame_decoder  each fixture alone, and all valid fixtures as one stream
@@ -9,6 +9,7 @@
 #                  - hello_client.bin, every data_*.bin, bye.bin       (a whole conversation)
 #                  - each fixture as the first frame                   (no HELLO)
 #                  - hello_client.bin, data_f64_special.bin, FIXTURE   (every fixture mid-stream)
+#   parts_table    the payload of every PARTS fixture, valid and malformed
 set -euo pipefail
 cd "$(dirname "$0")"
 fixtures=../fixtures
@@ -41,4 +42,11 @@ for selector in 0 1 2; do
             "$fixtures"/data_f64_special.bin "$f"
     done
 done
-echo "seeds: $(ls "$decoder" | wc -l) in $decoder, $(ls "$server" | wc -l) in $server"
+# parts_table: the payload of every PARTS fixture, valid and malformed (the header cut off).
+parts=corpus/parts_table
+mkdir -p "$parts"
+for f in "$fixtures"/parts_*.bin "$fixtures"/bad_parts_*.bin; do
+    tail -c +33 "$f" >"$parts/$(basename "$f" .bin)"
+done
+echo "seeds: $(ls "$decoder" | wc -l) in $decoder, $(ls "$server" | wc -l) in $server," \
+    "$(ls "$parts" | wc -l) in $parts"

@@ -114,6 +114,37 @@ impl Handler for Lorenz96 {
             .map_err(|e| format!("lorenz96: {e}"))?;
         Ok(Response::F64(&self.derivative))
     }
+
+    fn functions(&self) -> Vec<String> {
+        vec![crate::rhs::RHS_FUNCTION.to_owned()]
+    }
+
+    /// Its default function takes one f64 part, the state, as a DATA request does. `rhs(t,
+    /// y)` or `rhs(t, y, forcing)` is called as [`crate::rhs::RemoteRhs::eval_at`] calls it:
+    /// the model is autonomous, so `t` is read (it must be one f64) and does not change the
+    /// answer; the forcing, when given (one f64), replaces 8.0.
+    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
+        if call.function.is_empty() {
+            call.expect_parts(1)?;
+            let state = call.f64(0)?;
+            let derivative = reply.f64(state.len())?;
+            return lorenz96::rhs(state, lorenz96::FORCING, derivative)
+                .map_err(|e| format!("lorenz96: {e}"));
+        }
+        let (_t, state, params) = crate::rhs::ode_parts(&call)?;
+        let forcing = match params {
+            [] => lorenz96::FORCING,
+            [forcing] => *forcing,
+            more => {
+                return Err(format!(
+                    "lorenz96 rhs: expected no parameter or one (the forcing), found {}",
+                    more.len()
+                ));
+            }
+        };
+        let derivative = reply.f64(state.len())?;
+        lorenz96::rhs(state, forcing, derivative).map_err(|e| format!("lorenz96 rhs: {e}"))
+    }
 }
 
 /// The narrowed exchange of [`Lorenz96`]: an f32 state of at least 4 elements is widened to f64

@@ -44,7 +44,36 @@ use crate::baseline::RawEcho;
 use crate::codec::{Values, ValuesMut};
 use crate::error::{Error, Result};
 use crate::pairing::{PairedRatio, paired_ratio};
+use crate::parts::{Part, PartMut};
 use crate::peer::{CallTiming, Options, Peer};
+use crate::server::Call;
+
+/// The function a right-hand side `fun(t, y, *args)` is served as: `rhs`.
+pub const RHS_FUNCTION: &str = "rhs";
+/// The function its Jacobian `jac(t, y, *args)` is served as: `jac`.
+pub const JAC_FUNCTION: &str = "jac";
+
+/// The parts of an ODE call, as [`RemoteRhs::eval_at`] sends them: `t` (one f64), `y` (f64
+/// values, a vector or, for a vectorized call, an n × k matrix) and, when there are any, the
+/// parameters (f64 values) — returned as `(t, y, params)`, `params` empty without them.
+///
+/// # Errors
+/// A message for the ERROR reply naming what was found instead.
+pub fn ode_parts<'a>(call: &Call<'a>) -> std::result::Result<(f64, &'a [f64], &'a [f64]), String> {
+    let n = call.parts.len();
+    if !(2..=3).contains(&n) {
+        return Err(format!(
+            "{}: expected the parts (t, y) or (t, y, args), found {n} parts",
+            call.function
+        ));
+    }
+    let t = call.f64(0)?;
+    if t.len() != 1 {
+        return Err(format!("{}: expected t as 1 f64, found {} values", call.function, t.len()));
+    }
+    let params = if n == 3 { call.f64(2)? } else { &[] };
+    Ok((t[0], call.f64(1)?, params))
+}
 use crate::process::{pause, resume};
 
 /// How the state and derivative travel.
@@ -331,13 +360,85 @@ impl RemoteRhs {
                 self.peer.call(Values::F64AsF32(state), ValuesMut::F64FromF32(derivative))?
             }
         };
+        self.record(timing)?;
+        Ok(timing)
+    }
+
+    /// `fun(t, y, *args)` exactly as SciPy's `solve_ivp` calls it: sends `t`, the state `y`
+    /// and the parameters `args` (omitted when empty) to the server's [`RHS_FUNCTION`] in one
+    /// PARTS request, and receives the derivative into `dydt`. One round trip, no allocation
+    /// once warm.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when `dydt` is not as long as `y` (nothing is sent);
+    /// [`Error::Unsupported`] when the server does not speak PARTS; otherwise those of
+    /// [`Peer::call_parts`]. On error the contents of `dydt` are unspecified.
+    pub fn eval_at(
+        &mut self,
+        t: f64,
+        y: &[f64],
+        args: &[f64],
+        dydt: &mut [f64],
+    ) -> Result<CallTiming> {
+        if y.len() != dydt.len() {
+            return Err(Error::LengthMismatch {
+                what: "derivative buffer",
+                expected: y.len() as u64,
+                found: dydt.len() as u64,
+            });
+        }
+        self.call_function(RHS_FUNCTION, t, y, args, PartMut::f64(dydt))
+    }
+
+    /// `jac(t, y, *args)`: the Jacobian of the server's [`JAC_FUNCTION`] at `(t, y)` into
+    /// `jac`, an n × n matrix in row-major order (`jac[i * n + j]` = ∂f_i/∂y_j).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when `jac` does not hold n × n values; otherwise as
+    /// [`RemoteRhs::eval_at`].
+    pub fn jac_at(
+        &mut self,
+        t: f64,
+        y: &[f64],
+        args: &[f64],
+        jac: &mut [f64],
+    ) -> Result<CallTiming> {
+        let n = y.len();
+        if jac.len() != n * n {
+            return Err(Error::LengthMismatch {
+                what: "Jacobian buffer (n x n)",
+                expected: (n * n) as u64,
+                found: jac.len() as u64,
+            });
+        }
+        let out = if n == 0 { PartMut::f64(jac) } else { PartMut::f64(jac).matrix(n)? };
+        self.call_function(JAC_FUNCTION, t, y, args, out)
+    }
+
+    fn call_function(
+        &mut self,
+        function: &str,
+        t: f64,
+        y: &[f64],
+        args: &[f64],
+        out: PartMut<'_>,
+    ) -> Result<CallTiming> {
+        let t = [t];
+        let inputs = [Part::f64(&t), Part::f64(y), Part::f64(args)];
+        let inputs = if args.is_empty() { &inputs[..2] } else { &inputs[..] };
+        let timing = self.peer.call_parts(function, inputs, &mut [out])?;
+        self.record(timing)?;
+        Ok(timing)
+    }
+
+    fn record(&mut self, timing: CallTiming) -> Result<()> {
         self.last = timing;
         self.stats.add(&timing);
         if let Some(floor) = &mut self.floor {
             let overhead = timing.round_trip_ns.saturating_sub(timing.server_ns);
             floor.record(overhead, self.peer.server_pid(), &mut self.stats)?;
         }
-        Ok(timing)
+        Ok(())
     }
 
     /// Timing of the most recent successful call.
@@ -353,6 +454,12 @@ impl RemoteRhs {
     /// The underlying peer (its server HELLO, pipe capacity, pid).
     pub fn peer(&self) -> &Peer {
         &self.peer
+    }
+
+    /// The underlying peer, for calls of its own (a vectorized call, another function of the
+    /// same server); they are not counted in [`RemoteRhs::stats`].
+    pub fn peer_mut(&mut self) -> &mut Peer {
+        &mut self.peer
     }
 
     /// Says BYE and reaps the server, and closes the paired floor if there is one.

@@ -322,9 +322,9 @@ fn kind_0_is_rejected_as_unknown() {
 }
 
 #[test]
-fn kind_5_is_rejected_as_unknown() {
-    let err = reject(include_bytes!("../fixtures/bad_kind_5.bin"));
-    assert!(matches!(err, Error::UnknownKind { found: 5 }), "{err:?}");
+fn kind_6_is_rejected_as_unknown() {
+    let err = reject(include_bytes!("../fixtures/bad_kind_6.bin"));
+    assert!(matches!(err, Error::UnknownKind { found: 6 }), "{err:?}");
 }
 
 #[test]

@@ -156,3 +156,26 @@ fn shm_ring_client_round_trips_bit_for_bit() {
         assert!(run.stdout.starts_with("ok: shm-ring"), "unexpected summary: {}", run.stdout);
     }
 }
+
+/// The stdlib reference client and server (`python_client.py`, `python_server.py`), both
+/// written from PROTOCOL.md alone, with PARTS (§15): against each other, against `peer`, and
+/// the v1-only server refusing PARTS as the client expects.
+#[test]
+fn reference_parts_client_and_server_agree_with_each_other_and_with_peer() {
+    let Some(run) = run_python("test_parts.py", &[]) else {
+        return;
+    };
+    assert_success("test_parts.py", &run);
+}
+
+/// The conformance check against the stdlib reference server: the v1 rules and PARTS.
+#[test]
+fn the_reference_server_passes_the_conformance_check() {
+    let server = format!("python3 {}", script("python_server.py").display());
+    let Some(run) = run_python("conformance.py", &["--server", &server]) else {
+        return;
+    };
+    assert_success("conformance.py --server python_server.py", &run);
+    let last = run.stdout.lines().last().unwrap_or_default();
+    assert!(last.ends_with(" passed, 0 failed"), "unexpected last line: {last:?}");
+}

@@ -357,7 +357,63 @@ fn a_client_that_closes_its_reading_end_makes_the_server_exit_2_not_die_of_sigpi
 // Every test above, once per transport
 // ---------------------------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------------------------
+// PARTS (PROTOCOL.md §15): a broken part table is a violation, an unknown function is not
+// ---------------------------------------------------------------------------------------------
+
+fn every_malformed_part_table_gets_error_with_the_headers_seq_and_exit_2(kind: TransportKind) {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("list fixtures/")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("bad_parts_"))
+        // Valid as a request (only a reply must not name a function).
+        .filter(|name| name != "bad_parts_reply_names_function.bin")
+        .collect();
+    names.sort();
+    assert!(names.len() >= 28, "{names:?}");
+    for name in names {
+        let bytes = std::fs::read(dir.join(&name)).expect("read fixture");
+        let seq = u64::from_le_bytes(bytes[8..16].try_into().unwrap());
+        let fragment = if name == "bad_parts_header_dtype_f64.bin" {
+            "malformed PARTS"
+        } else {
+            "bad part table"
+        };
+        assert_violation(kind, &[], true, &bytes, seq, fragment);
+    }
+}
+
+fn an_unknown_function_gets_error_and_the_next_request_is_answered(kind: TransportKind) {
+    let _watchdog = Watchdog::new(secs(20));
+    let mut server = Server::handshake(kind, "echo", &[]);
+    let request = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/parts_rhs_request.bin"),
+    )
+    .expect("read fixture");
+    server.write(&request);
+    assert_error_frame(
+        &server.frame(),
+        7,
+        "unknown function \"rhs\": this server serves no functions",
+    );
+    let empty = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/parts_empty_request.bin"),
+    )
+    .expect("read fixture");
+    server.write(&empty);
+    let reply = server.frame();
+    assert_eq!((reply.header.kind, reply.header.seq, reply.payload.len()), (Kind::Parts, 31, 8));
+    server.write(&bye(32));
+    assert_eq!(server.frame().header.kind, Kind::Bye);
+    let (status, stderr) = server.finish();
+    assert!(status.success(), "{status:?} {stderr}");
+}
+
 per_transport!(
+    every_malformed_part_table_gets_error_with_the_headers_seq_and_exit_2,
+    an_unknown_function_gets_error_and_the_next_request_is_answered,
     bad_magic_gets_error_with_the_headers_seq_and_exit_2,
     bad_magic_as_the_first_frame_gets_error_and_exit_2,
     unsupported_version_gets_error_and_exit_2,

@@ -1,6 +1,6 @@
 //! Steady state allocates nothing: once buffers are warm, a round trip — `Peer::call` on both
-//! paths and every dtype, over every transport (tcp on loopback included), and `RemoteRhs::eval` — makes zero heap
-//! allocations in this process.
+//! paths and every dtype, and PARTS calls, over every transport (tcp on loopback included),
+//! and `RemoteRhs::eval` and `eval_at` — makes zero heap allocations in this process.
 //!
 //! The counting allocator is process-wide, so this file holds one test and the measured loops
 //! run on the test's own thread with nothing else active in the process.
@@ -10,6 +10,8 @@ mod common;
 use std::time::Duration;
 
 use peerpipe::codec::{Values, ValuesMut};
+use peerpipe::parts::{Part, PartMut};
+use peerpipe::peer::PartsReply;
 use peerpipe::rhs::{Exchange, RemoteRhs};
 use peerpipe::{DataPath, Options, Peer, TransportKind, Wait};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
@@ -78,6 +80,23 @@ fn round_trips_allocate_nothing_once_warm() {
             assert_eq!(reply.seq, seq);
         });
         assert_eq!(counts, (0, 0), "send/recv {path}");
+        // PARTS: t, a state and parameters out, the echo's three parts back (the server's
+        // default function), and a reply of any shape into a reused PartsReply.
+        let (t, params) = ([0.5], [1.0; 8]);
+        let (mut t_out, mut params_out) = ([0.0], [0.0; 8]);
+        let counts = allocations_in_steady_state(|| {
+            let inputs = [Part::f64(&t), Part::f64(&state), Part::f64(&params)];
+            let mut outputs =
+                [PartMut::f64(&mut t_out), PartMut::f64(&mut out), PartMut::f64(&mut params_out)];
+            peer.call_parts("", &inputs, &mut outputs).expect("parts call");
+        });
+        assert_eq!(counts, (0, 0), "call_parts {path}");
+        let mut reply = PartsReply::new();
+        let counts = allocations_in_steady_state(|| {
+            let inputs = [Part::f64(&t), Part::f64(&state), Part::f64(&params)];
+            peer.call_parts_any("", &inputs, &mut reply).expect("parts call, any shape");
+        });
+        assert_eq!(counts, (0, 0), "call_parts_any {path}");
         peer.close().expect("close");
     }
 
@@ -92,6 +111,12 @@ fn round_trips_allocate_nothing_once_warm() {
         });
         assert_eq!(counts, (0, 0), "RemoteRhs::eval {exchange:?}");
         assert_eq!(rhs.stats().calls, (WARM + MEASURED) as u64);
+        if exchange == Exchange::F64 {
+            let counts = allocations_in_steady_state(|| {
+                rhs.eval_at(1.5, &state, &[8.5], &mut out).expect("eval_at");
+            });
+            assert_eq!(counts, (0, 0), "RemoteRhs::eval_at");
+        }
         rhs.close().expect("close");
     }
 }

@@ -2,6 +2,7 @@
 """Conformance check of a wire-format-v1 server against docs/PROTOCOL.md.
 
     python3 conformance.py --peer target/debug/peer
+    python3 conformance.py --server "python3 python_server.py"
 
 Starts `PEER --role server --handler echo|echo-raw|lorenz96` (a fresh process
 for every check that ends the conversation) and checks what the document
@@ -9,18 +10,34 @@ promises: the HELLO, bit-exact echoes, pipelining, lorenz96 bit for bit,
 handler rejections (case A), every malformed frame of the receiver checklist
 (§10, case B), end of stream (§8) and BYE (§7).
 
-Standard library only; the framing comes from python_client.py beside this
-file. Every read has a deadline, so a broken server cannot hang the script.
-Each check prints `ok NAME` or `FAIL NAME: WHY` (or `xfail NAME: WHY` for a
-listed server discrepancy, see KNOWN_FAILURES); the last line is
-`N passed, M failed`, and the exit status is non-zero when M > 0.
+PARTS (§15): when the server's HELLO says parts=1, it also checks that the
+worked example's parts come back from the default function of `--handler
+echo` (a reply names no function), that the worked example itself is read
+whole whatever `rhs` means to the server, that an unknown function gets case A
+and the next request is answered, PARTS pipelined with DATA, a PARTS reply
+over our limit (case A), the echo of every valid golden PARTS frame of
+fixtures/, and case B (ERROR with the header's seq, end of stream, non-zero
+exit) for every malformed one a server can receive. Without parts=1 it says
+so, skips them, and checks instead that a PARTS request is refused as an
+unknown kind (case B).
 
-Options: --timeout S (deadline of every read, default 5), -k TEXT (only
-checks whose name contains TEXT), --strict (count known failures), --slow
-(also peerpipe's own 10 s timeouts), -v (show the server's stderr line).
+Standard library only; the framing comes from python_client.py beside this
+file, the golden PARTS frames from fixtures/ (make_fixtures.py names them).
+Every read has a deadline, so a broken server cannot hang the script.
+Each check prints `ok NAME` or `FAIL NAME: WHY` (or `xfail NAME: WHY` for a
+listed server discrepancy, see KNOWN_FAILURES); skipped groups are listed
+first as `skip: WHY`; the last line is `N passed, M failed`, and the exit
+status is non-zero when M > 0.
+
+Options: --server CMD (a server command instead of the peer binary; each
+check appends --role server --handler NAME ...), --timeout S (deadline of
+every read, default 5), -k TEXT (only checks whose name contains TEXT),
+--strict (count known failures), --slow (also peerpipe's own 10 s timeouts),
+-v (show the server's stderr line).
 """
 
 import argparse
+import importlib.util
 import os
 import random
 import struct
@@ -29,9 +46,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import python_client as pc  # noqa: E402
-from python_client import BYE, BYTES, DATA, ERROR, F32, F64, HELLO  # noqa: E402
+from python_client import BYE, BYTES, DATA, ERROR, F32, F64, HELLO, PARTS  # noqa: E402
 
-from conformance_server import SEQ, U64_MAX, Failure, Server, expect  # noqa: E402
+from conformance_server import SEQ, U64_MAX, Failure, Server, expect, server_prefix  # noqa: E402
 
 
 # --- the checks ---------------------------------------------------------------------------
@@ -110,14 +127,18 @@ def check_hello(opts, handler, extra=(), mfb=pc.DEFAULT_MAX_FRAME_BYTES):
                 f"impl={impl!r}, expected 'NAME VERSION'",
             )
             expect(info.get("role") == "server", f"role={info.get('role')}, expected server")
+            # §4 gives the order of the first five keys and of pid; it does not
+            # place parts and functions (§15), so they may come anywhere after impl.
+            optional = {"pid", "parts", "functions"}
             expect(
                 keys[:5] == ["version", "max_frame_bytes", "role", "handler", "impl"]
-                and keys[5:] in ([], ["pid"]),
+                and set(keys[5:]) <= optional,
                 f"key order {keys}, §4 says peerpipe writes version, max_frame_bytes, role, "
-                "handler, impl, pid",
+                "handler, impl, pid (then parts, functions: §15)",
             )
             if "pid" in info:
                 expect(info["pid"].isdigit(), f"pid={info['pid']!r}, expected decimal digits")
+            check_parts_announcement(info)
             s.send_hello()
             s.pipe.close_stdin()
             s.expect_eof("a clean end of stream after the HELLOs")
@@ -126,19 +147,39 @@ def check_hello(opts, handler, extra=(), mfb=pc.DEFAULT_MAX_FRAME_BYTES):
     return body
 
 
+def check_parts_announcement(info):
+    """§4, §15: parts is `1` when present; functions is a list of names, each
+    allowed by §15 (a comma cannot occur in one), none twice, and only with parts=1."""
+    if "parts" in info:
+        expect(info["parts"] == "1", f"parts={info['parts']!r}, expected 1")
+    if "functions" in info:
+        expect("parts" in info, "functions= without parts=1")
+        names = info["functions"].split(",")
+        expect(len(names) == len(set(names)), f"a function announced twice: {names}")
+        for name in names:
+            try:
+                pc.check_name(name)
+            except ValueError as e:
+                raise Failure(f"functions={info['functions']!r}: {e}") from None
+            expect(name != "", f"functions={info['functions']!r}: an empty name")
+
+
 def conversation(opts, handler, steps, extra=(), max_frame_bytes=None, hello=None):
     """A check that runs `steps(server)` after the handshake, then BYE -> BYE,
     end of stream, exit 0."""
 
     def body():
         with Server(opts, handler, extra) as s:
-            if max_frame_bytes is not None:
-                s.max_frame_bytes = max_frame_bytes
             if hello is None:
                 s.send_hello()
             else:
                 s.send_hello(hello)
             s.hello()
+            # A limit announced below the size of the server's HELLO would fail
+            # the handshake on our side (§4); we read the HELLO with the default
+            # limit and hold the server to the announced one from then on.
+            if max_frame_bytes is not None:
+                s.max_frame_bytes = max_frame_bytes
             steps(s)
             s.send(pc.encode_frame(BYE, BYTES, 999, 0))
             bye = s.expect_frame(BYE, "BYE in answer to ours")
@@ -298,7 +339,7 @@ def client_roundtrip(opts):
 
     def body():
         for handler in ("echo", "echo-raw", "lorenz96"):
-            cmd = [opts.peer, "--role", "server", "--handler", handler]
+            cmd = [*server_prefix(opts), "--role", "server", "--handler", handler]
             with pc.PeerClient(cmd, timeout=opts.timeout) as c:
                 expect(c.handler == handler, f"handler {c.handler}")
                 x = [1.0, -0.0, 2.5, 1e-310]
@@ -378,7 +419,10 @@ MALFORMED = [
     bad("bad_version_2", hdr(version=2)),
     bad("bad_version_0", hdr(version=0)),
     bad("bad_kind_0", hdr(kind=0)),
-    bad("bad_kind_5", hdr(kind=5)),
+    bad("bad_kind_6", hdr(kind=6)),
+    # kind 5 is PARTS (§15), which has dtype 0: an unknown kind to a server that
+    # does not speak PARTS (step 4), a malformed control frame to one that does (step 7)
+    bad("kind_5_with_dtype_f64", hdr(kind=5)),
     bad("bad_kind_9", hdr(kind=9)),
     bad("bad_kind_255", hdr(kind=255)),
     bad("bad_dtype_3", hdr(dtype=3)),
@@ -463,15 +507,15 @@ def malformed(opts, send_hello, data, close, seq, extra):
 
 def error_within_client_limit(opts):
     """§6: an ERROR payload is at most 65536 bytes and at most the receiver's
-    max_frame_bytes. We announce 128 (the server's HELLO, about 100 bytes,
-    fits) and send a header the server must reject; its message must fit in
-    128 bytes."""
+    max_frame_bytes. We announce 128 and send a header the server must reject;
+    its message must fit in 128 bytes. (The server's HELLO is read with the
+    default limit: it may be longer than 128 bytes, §4.)"""
 
     def body():
         with Server(opts, "echo") as s:
-            s.max_frame_bytes = 128
             s.send_hello(b"version=1\nmax_frame_bytes=128\n")
             s.hello()
+            s.max_frame_bytes = 128
             s.send(hdr(DATA, BYTES, count=U64_MAX))
             s.error_frame(SEQ, "a case-B ERROR that fits our max_frame_bytes")
             s.expect_eof()
@@ -608,6 +652,205 @@ def bye_check(opts, pending):
     return body
 
 
+# --- PARTS (§15): only against a server whose HELLO says parts=1 -------------------------
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, os.pardir, os.pardir, "fixtures")
+
+# The worked example of §15: rhs(t, y, p), t = 0.5, y = [1.0, 2.0], p = [3.0], seq 7.
+WORKED_PARTS = [(F64, [0.5]), (F64, [1.0, 2.0]), (F64, [3.0])]
+WORKED_REQUEST = pc.encode_frame(
+    PARTS, BYTES, 7, 96, pc.encode_parts_payload("rhs", WORKED_PARTS)
+)
+
+
+def fixture_tables():
+    """fixtures/make_fixtures.py as a module (its PARTS_VALID and PARTS_MALFORMED
+    name the golden PARTS frames), or None when this file sits outside the
+    repository."""
+    path = os.path.join(FIXTURES, "make_fixtures.py")
+    if not os.path.exists(path):
+        return None
+    spec = importlib.util.spec_from_file_location("make_fixtures", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def fixture_bytes(name):
+    with open(os.path.join(FIXTURES, name + ".bin"), "rb") as f:
+        return f.read()
+
+
+def server_hello(opts, handler="echo"):
+    """The keys of the HELLO a server started with `handler` sends."""
+    with Server(opts, handler) as s:
+        return s.hello()
+
+
+def parts_request(s, seq, name, parts):
+    payload = pc.encode_parts_payload(name, parts)
+    s.send(pc.encode_frame(PARTS, BYTES, seq, len(payload), payload))
+
+
+def parts_reply(s, seq):
+    """Read a PARTS reply to seq; check the part table as a reply (T1-T10);
+    return its parts."""
+    f = s.frame(f"the PARTS reply to seq {seq}")
+    expect(f is not None, f"end of stream instead of the reply to seq {seq}{s.status_note()}")
+    if f.kind == ERROR:
+        raise Failure(f"ERROR for seq {f.seq}: {f.payload.decode('utf-8', 'replace')}")
+    expect(f.kind == PARTS, f"expected PARTS, got {pc.KIND_NAMES[f.kind]}")
+    expect(f.seq == seq, f"reply seq {f.seq:#x}, expected {seq:#x}")
+    try:
+        _, parts = pc.decode_parts_payload(f.payload, reply=True, seq=f.seq)
+    except pc.ProtocolError as e:
+        raise Failure(f"the server's reply breaks §15: {e}") from None
+    return parts
+
+
+def same_parts(got, sent):
+    """Echoed parts equal the request's: dtype, cols and bytes, in order."""
+    sent = [pc.as_part(p) for p in sent]
+    expect(
+        [(p.dtype, p.cols, p.raw) for p in got] == [(p.dtype, p.cols, p.raw) for p in sent],
+        f"echo changed the parts: sent {pc.describe_shape([p.shape for p in sent])}, "
+        f"got {pc.describe_shape([p.shape for p in got])}",
+    )
+
+
+def steps_parts_worked_example_echo(s):
+    # The default function of `--handler echo` returns the request's parts; the
+    # reply carries no name (§15, T10).
+    parts_request(s, 7, "", WORKED_PARTS)
+    same_parts(parts_reply(s, 7), WORKED_PARTS)
+
+
+def steps_parts_echo_fixtures(tables):
+    def steps(s):
+        for seq, (name, data, _fn, _parts, role, _desc) in enumerate(tables.PARTS_VALID, 100):
+            if role != "request":
+                continue
+            count = pc.HEADER.unpack(data[:32])[6]
+            _, parts = pc.decode_parts_payload(data[32 : 32 + count])
+            parts_request(s, seq, "", parts)
+            try:
+                same_parts(parts_reply(s, seq), parts)
+            except Failure as e:
+                raise Failure(f"{name} without its name: {e}") from None
+
+    return steps
+
+
+def steps_parts_named_request_read_whole(s):
+    # The worked example's bytes as they are: whatever `rhs` means to this
+    # server (a PARTS reply, or ERROR case A if it has no such function or
+    # refuses the parts), the frame is read whole and the next request answered.
+    s.send(WORKED_REQUEST)
+    f = s.frame("the reply to the worked example, seq 7")
+    expect(f is not None, f"end of stream after the worked example{s.status_note()}")
+    expect(f.kind in (PARTS, ERROR), f"expected PARTS or ERROR, got {pc.KIND_NAMES[f.kind]}")
+    expect(f.seq == 7, f"reply seq {f.seq}, expected 7")
+    if f.kind == PARTS:
+        try:
+            pc.decode_parts_payload(f.payload, reply=True, seq=7)
+        except pc.ProtocolError as e:
+            raise Failure(f"the server's reply breaks §15: {e}") from None
+    echo_roundtrip(s, F64, f64_bytes([0x3FF0000000000000]), 8)
+    parts_request(s, 9, "", [(F64, [2.0])])
+    same_parts(parts_reply(s, 9), [(F64, [2.0])])
+
+
+def steps_parts_unknown_function(s):
+    # §15: a valid table naming a function the server lacks gets ERROR, case A,
+    # and the conversation goes on, for PARTS and DATA alike.
+    parts_request(s, 11, "conformance.no-such-function", [(F64, [1.0])])
+    s.error_frame(11, "an unknown function")
+    parts_request(s, 12, "", [(F64, [1.0, 2.0])])
+    same_parts(parts_reply(s, 12), [(F64, [1.0, 2.0])])
+    echo_roundtrip(s, F64, f64_bytes([0x4000000000000000]), 13)
+
+
+def steps_parts_pipelined_with_data(s):
+    rng = random.Random(15)
+    sent = []
+    for seq in range(1, 21):
+        n = rng.randrange(0, 9)
+        if seq % 2:
+            parts = [(F64, [float(seq)] * n), (pc.I64, list(range(-n, n))), (BYTES, bytes(n))]
+            parts_request(s, seq, "", parts)
+        else:
+            parts = f64_bytes([rng.getrandbits(64) for _ in range(n)])
+            s.request(F64, parts, seq)
+        sent.append((seq, parts))
+    for seq, parts in sent:
+        if seq % 2:
+            same_parts(parts_reply(s, seq), parts)
+        else:
+            expect(s.reply(seq, F64, len(parts) // 8) == parts, f"payload of seq {seq} changed")
+
+
+def steps_parts_reply_too_large_for_client(s):
+    # We announced max_frame_bytes=128: echoing f64[16] (a 152-byte payload)
+    # would break our limit, so the server answers ERROR (case A) and goes on (§5).
+    parts_request(s, 1, "", [(F64, [1.0] * 16)])
+    s.error_frame(1, "reply larger than our max_frame_bytes")
+    parts_request(s, 2, "", [(F64, [1.0] * 4)])
+    same_parts(parts_reply(s, 2), [(F64, [1.0] * 4)])
+
+
+def parts_checks(opts):
+    """The PARTS checks for this server, and the notes on what was skipped."""
+    try:
+        info = server_hello(opts)
+    except (Failure, pc.PeerError) as e:
+        why = f"cannot read the server's HELLO to see whether it announces parts=1: {e}"
+
+        def no_hello():
+            raise Failure(why)
+
+        return [("parts_announced_or_not", no_hello)], []
+    tables = fixture_tables()
+    if info.get("parts") != "1":
+        # §15: a server that does not speak PARTS rejects kind 5 as an unknown
+        # kind, a rule violation: ERROR with the header's seq, then it closes.
+        return [
+            ("parts_refused_by_a_v1_server", malformed(opts, True, WORKED_REQUEST, False, 7, ())),
+        ], ["the server's HELLO does not announce parts=1 (§15): PARTS checks skipped"]
+    checks = [
+        ("parts_worked_example_echo", conversation(opts, "echo", steps_parts_worked_example_echo)),
+        ("parts_named_request_read_whole",
+         conversation(opts, "echo", steps_parts_named_request_read_whole)),
+        ("parts_unknown_function_case_a", conversation(opts, "echo", steps_parts_unknown_function)),
+        ("parts_pipelined_with_data", conversation(opts, "echo", steps_parts_pipelined_with_data)),
+        (
+            "parts_reply_over_client_limit_is_case_a",
+            conversation(
+                opts,
+                "echo",
+                steps_parts_reply_too_large_for_client,
+                max_frame_bytes=128,
+                hello=b"version=1\nmax_frame_bytes=128\n",
+            ),
+        ),
+    ]
+    notes = []
+    if tables is None:
+        notes.append("fixtures/make_fixtures.py not found: the golden PARTS frames are skipped")
+        return checks, notes
+    checks.append(
+        ("parts_echo_fixtures", conversation(opts, "echo", steps_parts_echo_fixtures(tables)))
+    )
+    for name, _data, seq, check, _msg, _given, role, _desc in tables.PARTS_MALFORMED:
+        if role == "reply":  # T10 is a client's check: as a request the frame is valid
+            notes.append(f"{name} ({check}) is checked by clients only")
+            continue
+        checks.append(
+            (f"parts_case_b_{name}", malformed(opts, True, fixture_bytes(name), False, seq, ()))
+        )
+    return checks, notes
+
+
 # Checks that fail against the server because, in our reading, it departs from
 # docs/PROTOCOL.md. They print `xfail NAME: ...` and do not count as failed unless
 # --strict is given. Remove an entry once the server is fixed (the script says so
@@ -618,7 +861,7 @@ KNOWN_FAILURES = {}  # name: (text the failure must contain, why it is known)
 # --- driver -----------------------------------------------------------------------------
 
 
-def all_checks(opts):
+def all_checks(opts, notes):
     checks = [
         ("hello_echo", check_hello(opts, "echo")),
         ("hello_echo_raw", check_hello(opts, "echo-raw")),
@@ -696,6 +939,9 @@ def all_checks(opts):
         ("bye", bye_check(opts, 0)),
         ("bye_after_pipelined_requests", bye_check(opts, 3)),
     ]
+    more, skipped = parts_checks(opts)
+    checks += more
+    notes += skipped
     if opts.slow:  # about 35 s: peerpipe's own timeouts, not part of v1
         checks += [
             ("peerpipe_timeout_no_hello", stall(opts, False, b"", None)),
@@ -713,6 +959,12 @@ def main(argv=None):
     ap.add_argument(
         "--peer", default="peer", help="path of the peer binary (default: peer on PATH)"
     )
+    ap.add_argument(
+        "--server",
+        help="server command instead of the peer binary, split like a shell line (no shell "
+        'runs it), e.g. "python3 examples/clients/python_server.py"; each check appends '
+        "--role server --handler NAME [--max-frame-bytes N]",
+    )
     ap.add_argument("--timeout", type=float, default=5.0, help="deadline of every read, seconds")
     ap.add_argument("-k", "--filter", default="", help="run only checks whose name contains this")
     ap.add_argument(
@@ -724,7 +976,11 @@ def main(argv=None):
 
     passed = failed = 0
     xfailed = []
-    for name, body in all_checks(opts):
+    notes = []
+    checks = all_checks(opts, notes)
+    for note in notes:
+        print(f"skip: {note}")
+    for name, body in checks:
         if opts.filter not in name:
             continue
         why = None

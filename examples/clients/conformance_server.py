@@ -5,6 +5,7 @@ Standard library only; the framing comes from python_client.py beside this file.
 """
 
 import os
+import shlex
 import sys
 import tempfile
 
@@ -25,6 +26,12 @@ def expect(cond, why):
         raise Failure(why)
 
 
+def server_prefix(opts):
+    """The server command before `--role server --handler NAME ...`: --server
+    split like a shell line (no shell runs it), else the --peer binary."""
+    return shlex.split(opts.server) if getattr(opts, "server", None) else [opts.peer]
+
+
 # --- a raw conversation with one server process --------------------------------
 
 
@@ -33,7 +40,7 @@ class Server:
 
     def __init__(self, opts, handler="echo", extra=()):
         self.opts = opts
-        self.cmd = [opts.peer, "--role", "server", "--handler", handler, *extra]
+        self.cmd = [*server_prefix(opts), "--role", "server", "--handler", handler, *extra]
         self.stderr = tempfile.TemporaryFile()
         self.pipe = pc.PeerProcess(self.cmd, stderr=self.stderr)
         self.max_frame_bytes = pc.DEFAULT_MAX_FRAME_BYTES  # what our HELLOs announce

@@ -5,6 +5,7 @@ Written from docs/PROTOCOL.md alone (section numbers below, like "§6", refer to
 it), using only the standard library. Copy it into your project and adapt it.
 
     python3 python_client.py --peer target/debug/peer
+    python3 python_client.py --server "python3 python_server.py"
     python3 python_client.py -- ssh HOST peer --role server --handler lorenz96
 
 As a library:
@@ -16,9 +17,18 @@ As a library:
         ...                             # leaving the block sends BYE, waits for BYE
                                         # and checks that the server exited with 0
 
+    PARTS (§15), with a server whose HELLO says parts=1: a function name and
+    several typed parts per request, replies of their own shape:
+
+        dy = peer.call_parts("rhs", [(F64, [t]), (F64, y)])   # -> list of Part
+        dy[0].values                                          # (f64, f64)
+        jac = peer.call_parts("jac", [(F64, [t]), (F64, y)], expect=[(F64, 4, 2)])
+
 The script's main() evaluates the Lorenz-96 derivative remotely for a random
 state, checks it bit for bit against a local Python evaluation, runs a few RK4
-steps both ways, and prints a one-line summary. It exits non-zero on any
+steps both ways, and prints a one-line summary. Against a server that
+announces parts=1 it also calls the default function with the state as one
+f64 part, which must give the same derivative. It exits non-zero on any
 mismatch.
 
 Every read and write has a deadline (select() on the pipes), so a stalled or
@@ -32,6 +42,7 @@ import math
 import os
 import random
 import select
+import shlex
 import struct
 import subprocess
 import sys
@@ -44,12 +55,23 @@ HEADER_LEN = 32
 MAGIC = b"PEER"
 VERSION = 1
 
-HELLO, DATA, ERROR, BYE = 1, 2, 3, 4
-KIND_NAMES = {HELLO: "HELLO", DATA: "DATA", ERROR: "ERROR", BYE: "BYE"}
+HELLO, DATA, ERROR, BYE, PARTS = 1, 2, 3, 4, 5
+KIND_NAMES = {HELLO: "HELLO", DATA: "DATA", ERROR: "ERROR", BYE: "BYE", PARTS: "PARTS"}
 
 BYTES, F32, F64 = 0, 1, 2
 DTYPE_NAMES = {BYTES: "bytes", F32: "f32", F64: "f64"}
 WIDTH = {BYTES: 1, F32: 4, F64: 8}
+
+# PARTS (§15): part dtypes add i64 to the frame dtypes; limits of one PARTS payload
+I64 = 3
+PART_DTYPE_NAMES = {BYTES: "bytes", F32: "f32", F64: "f64", I64: "i64"}
+PART_WIDTH = {BYTES: 1, F32: 4, F64: 8, I64: 8}
+PART_FORMAT = {BYTES: "B", F32: "f", F64: "d", I64: "q"}  # struct codes, after "<" and a count
+MAX_PARTS = 64
+MAX_NAME_LEN = 64
+NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-")
+PREAMBLE = struct.Struct("<IHH")  # parts, name_len, reserved
+DESCRIPTOR = struct.Struct("<BBHIQ")  # dtype, flags, reserved, cols, count
 
 DEFAULT_MAX_FRAME_BYTES = 64 << 20  # 67108864, what we announce unless told otherwise
 MAX_CONTROL_PAYLOAD = 65536  # cap on HELLO and ERROR payloads, whatever max_frame_bytes says
@@ -74,11 +96,33 @@ class ProtocolError(PeerError):
     where it must not (§8). The connection is unusable afterwards.
 
     `seq` is what a case-B ERROR about this frame would carry: the header's seq
-    field when all 32 header bytes arrived, else 0 (§6)."""
+    field when all 32 header bytes arrived, else 0 (§6). `check` names the check
+    of a PARTS payload that failed ("T1" ... "T10", §15), or is None."""
 
-    def __init__(self, message, seq=0):
+    def __init__(self, message, seq=0, check=None):
         super().__init__(message)
         self.seq = seq
+        self.check = check
+
+
+class PartsNotSupported(PeerError):
+    """A PARTS call to a server whose HELLO does not announce parts=1 (§15).
+    Nothing was sent; the connection is still usable for DATA requests."""
+
+
+class ReplyShapeError(PeerError):
+    """A PARTS reply of another shape than the caller expected (§15). The reply
+    was read whole, so the connection is still usable. `parts` holds the reply."""
+
+    def __init__(self, seq, expected, found, parts):
+        super().__init__(
+            f"reply to seq {seq} has another shape than expected: "
+            f"expected {describe_shape(expected)}, found {describe_shape(found)}"
+        )
+        self.seq = seq
+        self.expected = expected
+        self.found = found
+        self.parts = parts
 
 
 class ServerError(PeerError):
@@ -115,25 +159,34 @@ def encode_frame(kind, dtype, seq, count, payload=b"", aux=0, flags=0):
     return header + bytes(payload) + b"\0" * padding_len(len(payload))
 
 
-def check_header(header, max_frame_bytes):
+def check_header(header, max_frame_bytes, parts=True):
     """Steps 2-9 of the receiver checklist (§10) on 32 header bytes.
 
     Returns (kind, dtype, flags, seq, count, aux, payload_len). Raises
     ProtocolError carrying the header's seq. Step 10 (is this kind allowed now)
-    depends on the conversation and is the caller's job."""
+    depends on the conversation and is the caller's job. With parts=False the
+    receiver does not speak PARTS, and kind 5 is an unknown kind (step 4)."""
     magic, version, kind, dtype, flags, seq, count, aux = HEADER.unpack(header)
     if magic != MAGIC:
         raise ProtocolError(f"bad magic: expected {MAGIC!r}, found {magic!r}", seq)
     if version != VERSION:
         raise ProtocolError(f"unsupported version: expected 1, found {version}", seq)
-    if kind not in KIND_NAMES:
-        raise ProtocolError(f"unknown frame kind {kind}", seq)
+    if kind not in KIND_NAMES or (kind == PARTS and not parts):
+        if parts:
+            known = "2 (DATA), 3 (ERROR), 4 (BYE) or 5 (PARTS)"
+        else:
+            known = "2 (DATA), 3 (ERROR) or 4 (BYE)"
+        raise ProtocolError(f"unknown frame kind {kind}: expected 1 (HELLO), {known}", seq)
     if dtype not in WIDTH:
         raise ProtocolError(f"unknown dtype {dtype}", seq)
     if flags != 0:
         raise ProtocolError(f"reserved flags set: expected 0, found {flags:#04x}", seq)
     if kind != DATA and dtype != BYTES:
-        raise ProtocolError(f"malformed {KIND_NAMES[kind]} frame: dtype {dtype}, expected 0", seq)
+        raise ProtocolError(
+            f"malformed {KIND_NAMES[kind]} frame: expected dtype 0 (bytes), "
+            f"found dtype {dtype} ({DTYPE_NAMES[dtype]})",
+            seq,
+        )
     if kind == BYE and count != 0:
         raise ProtocolError(f"malformed BYE frame: expected count 0, found count {count}", seq)
     payload_len = count * WIDTH[dtype]  # Python ints do not overflow; check by hand
@@ -198,6 +251,195 @@ def parse_hello(payload):
     if not (mfb.isascii() and mfb.isdigit() and int(mfb) <= U64_MAX):
         raise ValueError(f"HELLO max_frame_bytes is not a u64: {mfb!r}")
     return info
+
+
+# --- PARTS payloads (§15) ------------------------------------------------------
+
+
+class Part(collections.namedtuple("Part", "dtype values cols raw")):
+    """One part of a PARTS frame.
+
+    dtype   BYTES, F32, F64 or I64
+    values  the elements: a tuple of floats (F32, F64) or ints (I64), or bytes (BYTES)
+    cols    0 for a vector; else a row-major matrix of `cols` columns
+    raw     the elements' little-endian bytes, exactly as on the wire
+
+    The first three fields are what encode_parts_payload takes, so a Part can be
+    sent again as it is; it is then sent from `raw`, bit for bit (unpacking f32
+    with struct quiets signalling NaNs, §3, so `values` may differ in them)."""
+
+    __slots__ = ()
+
+    @property
+    def count(self):
+        return len(self.raw) // PART_WIDTH[self.dtype]
+
+    @property
+    def shape(self):
+        """(dtype, count, cols), as describe_shape and ReplyShapeError show it."""
+        return (self.dtype, self.count, self.cols)
+
+
+def make_part(dtype, data, cols=0):
+    """A Part from a dtype, the elements (a sequence of numbers, or bytes-like
+    holding them little-endian) and cols. Raises ValueError for a part that
+    §15 does not allow."""
+    if dtype not in PART_WIDTH:
+        raise ValueError(
+            f"unknown part dtype {dtype}: expected 0 (bytes), 1 (f32), 2 (f64) or 3 (i64)"
+        )
+    width = PART_WIDTH[dtype]
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
+        if len(raw) % width:
+            raise ValueError(f"{len(raw)} bytes is not a whole number of {PART_DTYPE_NAMES[dtype]}")
+    else:
+        data = list(data)
+        raw = struct.pack(f"<{len(data)}{PART_FORMAT[dtype]}", *data)
+    count = len(raw) // width
+    if not 0 <= cols <= 0xFFFFFFFF:
+        raise ValueError(f"cols {cols} is not a u32")
+    if cols and count % cols:
+        raise ValueError(f"{count} elements are not a multiple of {cols} columns")
+    values = raw if dtype == BYTES else struct.unpack(f"<{count}{PART_FORMAT[dtype]}", raw)
+    return Part(dtype, values, cols, raw)
+
+
+def as_part(item):
+    """A Part from a Part, or from a tuple (dtype, data) or (dtype, data, cols)."""
+    if isinstance(item, Part):
+        return make_part(item.dtype, item.raw, item.cols)
+    if len(item) not in (2, 3):
+        raise ValueError(f"a part is (dtype, values) or (dtype, values, cols), not {item!r}")
+    return make_part(*item)
+
+
+def check_name(name):
+    """The function name as bytes; ValueError unless §15 allows it."""
+    raw = name.encode("ascii", "replace") if isinstance(name, str) else bytes(name)
+    if len(raw) > MAX_NAME_LEN:
+        raise ValueError(f"function name of {len(raw)} bytes, at most {MAX_NAME_LEN}")
+    for i, b in enumerate(raw):
+        if b not in NAME_BYTES:
+            raise ValueError(
+                f"function name has byte {b:#04x} at {i}: "
+                "expected letters, digits, '_', '.', ':' or '-'"
+            )
+    return raw
+
+
+def encode_parts_payload(name, parts):
+    """A PARTS payload (§15): preamble, name padded to 8, one 16-byte descriptor
+    per part, then each part's bytes padded to 8. name is "" in a reply (and
+    for the server's default function). parts: Parts or (dtype, data[, cols])."""
+    name = check_name(name)
+    parts = [as_part(p) for p in parts]
+    if len(parts) > MAX_PARTS:
+        raise ValueError(f"{len(parts)} parts, at most {MAX_PARTS}")
+    out = [PREAMBLE.pack(len(parts), len(name), 0), name, b"\0" * padding_len(len(name))]
+    out += [DESCRIPTOR.pack(p.dtype, 0, 0, p.cols, p.count) for p in parts]
+    for p in parts:
+        out += [p.raw, b"\0" * padding_len(len(p.raw))]
+    return b"".join(out)
+
+
+def decode_parts_payload(payload, reply=False, seq=0):
+    """Check a PARTS payload (§15, T1-T10 in order, T10 only when reply=True) and
+    return (name, parts): the function name as str and a list of Parts. Raises
+    ProtocolError(message, seq, check) at the first failure; nothing is
+    allocated for a part before the whole table has passed."""
+
+    def fail(check, message):
+        return ProtocolError(f"bad part table: {message} (§15 {check})", seq, check)
+
+    n = len(payload)
+    if n < PREAMBLE.size:  # T1
+        raise fail("T1", f"payload of {n} bytes is shorter than the 8-byte preamble")
+    n_parts, name_len, reserved = PREAMBLE.unpack_from(payload, 0)
+    if n_parts > MAX_PARTS:  # T2
+        raise fail("T2", f"{n_parts} parts, at most {MAX_PARTS}")
+    if name_len > MAX_NAME_LEN:  # T3
+        raise fail("T3", f"function name of {name_len} bytes, at most {MAX_NAME_LEN}")
+    if reserved:  # T4
+        raise fail("T4", f"reserved bytes 6-7 are {reserved:#06x}, expected 0")
+    name_end = PREAMBLE.size + name_len
+    table_end = name_end + padding_len(name_len) + DESCRIPTOR.size * n_parts
+    if table_end > n:  # T5
+        raise fail("T5", f"table of {table_end} bytes does not fit in a payload of {n}")
+    name = payload[PREAMBLE.size : name_end]
+    for i, b in enumerate(name):  # T6
+        if b not in NAME_BYTES:
+            raise fail(
+                "T6",
+                f"function name has byte {b:#04x} at {i}: "
+                "expected letters, digits, '_', '.', ':' or '-'",
+            )
+    for i, b in enumerate(payload[name_end : name_end + padding_len(name_len)]):
+        if b:
+            raise fail("T6", f"nonzero padding after the function name: byte {i} is {b:#04x}")
+    spans = []  # (dtype, cols, start, length, padded end) of each part
+    offset = table_end
+    for i in range(n_parts):  # T7, descriptor by descriptor
+        at = name_end + padding_len(name_len) + DESCRIPTOR.size * i
+        dtype, flags, res, cols, count = DESCRIPTOR.unpack_from(payload, at)
+        if dtype not in PART_WIDTH:
+            raise fail(
+                "T7",
+                f"part {i} has dtype {dtype}: expected 0 (bytes), 1 (f32), 2 (f64) or 3 (i64)",
+            )
+        if flags:
+            raise fail("T7", f"part {i} has flags {flags:#04x}, expected 0")
+        if res:
+            raise fail("T7", f"part {i}: reserved bytes 2-3 are {res:#06x}, expected 0")
+        if cols and count % cols:
+            raise fail("T7", f"part {i} has {count} elements, not a multiple of its {cols} columns")
+        length = count * PART_WIDTH[dtype]
+        if length > U64_MAX:  # Python ints do not overflow: check the u64 range by hand
+            raise fail(
+                "T7", f"part {i} length overflows u64: count {count} × {PART_WIDTH[dtype]} bytes"
+            )
+        end = offset + length + padding_len(length)
+        if end > U64_MAX or end > n:
+            raise fail(
+                "T7",
+                f"part {i} of {length} bytes at offset {offset} ends past the payload of {n} bytes",
+            )
+        spans.append((dtype, cols, offset, length, end))
+        offset = end
+    if offset != n:  # T8
+        raise fail("T8", f"{n - offset} bytes after the last part")
+    for i, (_, _, start, length, end) in enumerate(spans):  # T9
+        for j, b in enumerate(payload[start + length : end]):
+            if b:
+                raise fail("T9", f"nonzero padding after part {i}: byte {j} is {b:#04x}")
+    name = name.decode("ascii")
+    if reply and name:  # T10
+        raise fail("T10", f'a reply names function "{name}"')
+    parts = []
+    for dtype, cols, start, length, _ in spans:
+        raw = bytes(payload[start : start + length])
+        count = length // PART_WIDTH[dtype]
+        values = raw if dtype == BYTES else struct.unpack(f"<{count}{PART_FORMAT[dtype]}", raw)
+        parts.append(Part(dtype, values, cols, raw))
+    return name, parts
+
+
+def describe_shape(shape):
+    """'1 part: f64[500]', '2 parts: f64[2], f64[2×2]' for a list of (dtype, count, cols)."""
+    items = []
+    for dtype, count, cols in shape:
+        name = PART_DTYPE_NAMES.get(dtype, f"dtype {dtype}")
+        items.append(f"{name}[{count // cols}×{cols}]" if cols else f"{name}[{count}]")
+    noun = "part" if len(items) == 1 else "parts"
+    return f"{len(items)} {noun}" + (": " + ", ".join(items) if items else "")
+
+
+def normalize_shape(expect):
+    """An expected reply shape, [(dtype, count) or (dtype, count, cols), ...],
+    as a list of (dtype, count, cols); None stays None (any shape)."""
+    if expect is None:
+        return None
+    return [tuple(e) if len(e) == 3 else (e[0], e[1], 0) for e in expect]
 
 
 # --- the child process and its pipes, with deadlines -------------------------
@@ -277,17 +519,17 @@ class PeerProcess:
         self.proc.stdout.close()
 
 
-def read_frame(pipe, max_frame_bytes, timeout):
+def read_frame(pipe, max_frame_bytes, timeout, parts=True):
     """Read one frame (§10 steps 1-9, 11, 12). Returns a Frame, or None for an
     end of stream exactly at a frame boundary. Raises ProtocolError or
-    PeerTimeout."""
+    PeerTimeout. parts=False: kind 5 is an unknown kind (a v1-only receiver)."""
     deadline = time.monotonic() + timeout
     header = pipe.read(HEADER_LEN, deadline)
     if not header:
         return None
     if len(header) < HEADER_LEN:
         raise ProtocolError(f"truncated header: got {len(header)} of {HEADER_LEN} bytes", 0)
-    kind, dtype, flags, seq, count, aux, payload_len = check_header(header, max_frame_bytes)
+    kind, dtype, flags, seq, count, aux, payload_len = check_header(header, max_frame_bytes, parts)
     payload = pipe.read(payload_len, deadline)
     if len(payload) < payload_len:
         raise ProtocolError(f"truncated payload: got {len(payload)} of {payload_len} bytes", seq)
@@ -304,6 +546,7 @@ def read_frame(pipe, max_frame_bytes, timeout):
 # --- the client ----------------------------------------------------------------
 
 Reply = collections.namedtuple("Reply", "seq dtype count aux payload")
+PartsReply = collections.namedtuple("PartsReply", "seq aux parts")
 
 
 class PeerClient:
@@ -313,14 +556,21 @@ class PeerClient:
     its reply. For pipelining, send() several requests and recv() their replies
     in the same order; keep what is in flight well below the pipe capacity
     (64 KiB by default on Linux, §5). Replies are checked: seq, kind, dtype,
-    count, padding. An ERROR reply raises ServerError with the server's text."""
+    count, padding. An ERROR reply raises ServerError with the server's text.
+
+    call_parts / send_parts + recv send PARTS requests (§15): a function name
+    and several typed parts, answered by parts of the reply's own shape. Only
+    to a server whose HELLO says parts=1 (`self.parts`); otherwise they raise
+    PartsNotSupported before sending anything. `self.functions` lists the
+    names the server announced."""
 
     def __init__(
         self, cmd, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, timeout=10.0, stderr=None, hello=None
     ):
         self.timeout = timeout
         self.max_frame_bytes = max_frame_bytes  # what we accept, announced in our HELLO
-        self.pending = collections.deque()  # (seq, dtype, count) of unanswered requests
+        # unanswered requests: (seq, DATA, dtype, count) or (seq, PARTS, None, expected shape)
+        self.pending = collections.deque()
         self.next_seq = 1
         self.broken = False
         self.pipe = PeerProcess(cmd, stderr=stderr)
@@ -345,6 +595,8 @@ class PeerClient:
             check_server_role(self.server_info)
             self.server_max_frame_bytes = int(self.server_info["max_frame_bytes"])
             self.handler = self.server_info.get("handler")
+            self.parts = self.server_info.get("parts") == "1"  # §15: reads PARTS requests
+            self.functions = tuple(f for f in self.server_info.get("functions", "").split(",") if f)
         except BaseException:
             self.abort()
             raise
@@ -368,12 +620,12 @@ class PeerClient:
             raise PeerTimeout(f"waiting for {what}: {e}{self._exit_note()}") from None
         except ProtocolError as e:
             self.broken = True
-            raise ProtocolError(f"in {what}: {e}", e.seq) from None
+            raise ProtocolError(f"in {what}: {e}", e.seq, e.check) from None
 
-    def _fail(self, message):
+    def _fail(self, message, check=None):
         self.broken = True
         self.abort()
-        raise ProtocolError(message)
+        raise ProtocolError(message, check=check)
 
     # --- pipelined primitives ---------------------------------------------
 
@@ -404,16 +656,50 @@ class PeerClient:
         except (PeerError, OSError) as e:
             self.broken = True
             raise PeerError(f"cannot send request seq {seq}: {e}{self._exit_note()}") from None
-        self.pending.append((seq, dtype, count))
+        self.pending.append((seq, DATA, dtype, count))
+        return seq
+
+    def send_parts(self, function, parts, expect=None):
+        """Write one PARTS request (§15) calling `function` ("" for the server's
+        default function) with `parts`, each a Part or (dtype, data[, cols]):
+        data is a sequence of numbers or bytes-like little-endian elements.
+        expect, when given, is the reply's shape, [(dtype, count[, cols]), ...];
+        recv() raises ReplyShapeError for another one. Returns the seq.
+        Raises PartsNotSupported, without sending, when the server's HELLO
+        lacks parts=1."""
+        if self.broken:
+            raise PeerError("connection is no longer usable")
+        if not self.parts:
+            impl = self.server_info.get("impl", "impl not announced")
+            raise PartsNotSupported(
+                f"PARTS requests are not supported by the server ({impl}, which does not "
+                "announce parts=1); it serves DATA requests only"
+            )
+        payload = encode_parts_payload(function, parts)
+        if len(payload) > self.server_max_frame_bytes:  # §3: respect the peer's limit
+            raise ValueError(
+                f"PARTS payload of {len(payload)} bytes exceeds the server's max_frame_bytes "
+                f"{self.server_max_frame_bytes}"
+            )
+        seq = self.next_seq
+        self.next_seq += 1
+        try:
+            self.pipe.write(encode_frame(PARTS, BYTES, seq, len(payload), payload), self.timeout)
+        except (PeerError, OSError) as e:
+            self.broken = True
+            raise PeerError(f"cannot send request seq {seq}: {e}{self._exit_note()}") from None
+        self.pending.append((seq, PARTS, None, normalize_shape(expect)))
         return seq
 
     def recv(self):
-        """Read the reply to the oldest unanswered request; return a Reply.
-        Raises ServerError for an ERROR reply, ProtocolError for anything
-        the protocol does not allow here."""
+        """Read the reply to the oldest unanswered request; return a Reply (to
+        DATA) or a PartsReply (to PARTS). Raises ServerError for an ERROR reply,
+        ReplyShapeError for a PARTS reply of another shape than expected (the
+        connection goes on), ProtocolError for anything the protocol does not
+        allow here (the connection is closed)."""
         if not self.pending:
             raise PeerError("recv() with no request outstanding")
-        seq, dtype, count = self.pending[0]
+        seq, kind, dtype, count = self.pending[0]
         frame = self._read(f"the reply to request seq {seq}")
         if frame is None:
             self._fail(
@@ -433,10 +719,16 @@ class PeerClient:
             except (PeerError, OSError):
                 pass
             self._fail(f"server sent BYE with {len(self.pending)} request(s) unanswered")
-        if frame.kind != DATA:
+        if frame.kind not in (DATA, PARTS):
             self._fail(f"unexpected {KIND_NAMES[frame.kind]} frame after the handshake")
         if frame.seq != seq:
             self._fail(f"reply seq {frame.seq}, expected {seq} (the oldest unanswered request)")
+        if frame.kind != kind:  # §15: DATA to PARTS, or PARTS to DATA, is a violation
+            self._fail(
+                f"{KIND_NAMES[frame.kind]} reply to the {KIND_NAMES[kind]} request seq {seq}"
+            )
+        if kind == PARTS:
+            return self._parts_reply(frame, count)
         if (frame.dtype, frame.count) != (dtype, count):
             self._fail(
                 f"reply to seq {seq} is {frame.count} x {DTYPE_NAMES[frame.dtype]}, "
@@ -444,6 +736,17 @@ class PeerClient:
             )
         self.pending.popleft()
         return Reply(frame.seq, frame.dtype, frame.count, frame.aux, frame.payload)
+
+    def _parts_reply(self, frame, expected):
+        try:
+            _, parts = decode_parts_payload(frame.payload, reply=True, seq=frame.seq)
+        except ProtocolError as e:
+            self._fail(f"in the reply to request seq {frame.seq}: {e}", e.check)
+        self.pending.popleft()
+        found = [p.shape for p in parts]
+        if expected is not None and found != expected:
+            raise ReplyShapeError(frame.seq, expected, found, parts)
+        return PartsReply(frame.seq, frame.aux, parts)
 
     # --- one request, one reply -------------------------------------------
 
@@ -469,6 +772,17 @@ class PeerClient:
         """dtype 0 request; returns the reply's bytes."""
         return self.call_raw(BYTES, bytes(data), len(data))
 
+    def call_parts(self, function, parts, expect=None):
+        """One PARTS request (§15), one reply: calls `function` ("" = the
+        server's default) with `parts` and returns the reply's list of Parts.
+        See send_parts for parts and expect. Raises PartsNotSupported when the
+        server does not announce parts=1, ServerError when it refuses the call
+        (an unknown function, parts the function does not take), ReplyShapeError
+        for a reply of another shape than `expect`."""
+        self.send_parts(function, parts, expect)
+        reply = self.recv()
+        return reply.parts
+
     # --- ending -----------------------------------------------------------------
 
     def close(self, timeout=None):
@@ -489,6 +803,8 @@ class PeerClient:
                 except ServerError as e:
                     if e.closing:
                         raise
+                except ReplyShapeError:
+                    pass
             frame = self._read("BYE in answer to ours")
             if frame is None or frame.kind != BYE:
                 got = "end of stream" if frame is None else KIND_NAMES[frame.kind]
@@ -555,13 +871,19 @@ def first_difference(a, b):
 def server_command(args):
     if args.command:
         return args.command
-    return [args.peer, "--role", "server", "--handler", args.handler]
+    prefix = shlex.split(args.server) if args.server else [args.peer]
+    return [*prefix, "--role", "server", "--handler", args.handler]
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--peer", default="peer", help="path of the peer binary (default: peer on PATH)"
+    )
+    ap.add_argument(
+        "--server",
+        help="server command instead of the peer binary, split like a shell line (no shell "
+        "runs it); --role server --handler HANDLER are appended",
     )
     ap.add_argument("--handler", default="lorenz96", help="server handler (default: lorenz96)")
     ap.add_argument("--n", type=int, default=500, help="state size (default: 500)")
@@ -620,6 +942,16 @@ def main(argv=None):
                 if i is not None:
                     print(f"FAIL: RK4 step {step} differs at index {i}: {xr[i]!r} vs {xl[i]!r}")
                     return 1
+            parts_note = ""
+            if peer.parts:
+                # §15: a PARTS request without a name calls the server's default
+                # function, the one a DATA request calls.
+                reply = peer.call_parts("", [(F64, x0)], expect=[(F64, len(x0))])
+                i = first_difference(list(reply[0].values), local(x0))
+                if i is not None:
+                    print(f"FAIL: PARTS reply differs from the local derivative at index {i}")
+                    return 1
+                parts_note = "; PARTS call of the default function bit-identical too"
             handler, impl = peer.handler, peer.server_info.get("impl", "?")
         # leaving the with block: BYE, BYE back, exit status 0 checked
     except PeerError as e:
@@ -632,7 +964,7 @@ def main(argv=None):
         f"ok: {handler} n={args.n} derivative and {args.steps} RK4 steps ({calls} remote calls) "
         f"bit-identical to local Python; round trip {mean_us:.1f} us/call "
         f"(server {server_us:.1f} us, first {rtt_first * 1e6:.0f} us); "
-        f"server impl={impl}; BYE answered, exit status 0"
+        f"server impl={impl}{parts_note}; BYE answered, exit status 0"
     )
     return 0
 

@@ -11,7 +11,8 @@
 //!   only with `Truncated` (naming the part and the bytes it had) or `NonzeroPadding` (naming
 //!   the byte);
 //! - `Hello::parse` accepts exactly the payloads §4 calls valid, with the values §4 gives, and
-//!   what it accepts survives `to_payload` and `parse` again.
+//!   what it accepts survives `to_payload` and `parse` again;
+//! - every PARTS payload found meets the part-table contract of `peerpipe_fuzz::check_parts`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -74,7 +75,7 @@ fn check_header(raw: &[u8; HEADER_LEN], max: u64, header: &Header) {
     match header.kind {
         Kind::Hello | Kind::Error => assert!(len <= MAX_CONTROL_PAYLOAD, "control payload {len}"),
         Kind::Bye => assert_eq!(header.count, 0, "BYE has count 0"),
-        Kind::Data => {}
+        Kind::Data | Kind::Parts => {}
     }
 }
 
@@ -95,6 +96,9 @@ fn check_frame(input: &[u8], max: u64, header: Header, payload: &[u8], used: usi
     assert!(input[HEADER_LEN + payload.len()..used].iter().all(|&b| b == 0), "nonzero padding");
     if header.kind == Kind::Hello {
         check_hello(payload);
+    }
+    if header.kind == Kind::Parts {
+        peerpipe_fuzz::check_parts(payload);
     }
 }
 
@@ -178,7 +182,7 @@ fn spec_hello(payload: &[u8]) -> Option<Hello> {
     let text = std::str::from_utf8(payload).ok()?;
     let body = text.strip_suffix('\n')?;
     let (mut version, mut max, mut handler, mut implementation) = (None, None, None, None);
-    let (mut role, mut pid) = (None, None);
+    let (mut role, mut pid, mut parts, mut functions) = (None, None, false, Vec::new());
     for line in body.split('\n') {
         let (key, value) = line.split_once('=')?;
         match key {
@@ -193,6 +197,10 @@ fn spec_hello(payload: &[u8]) -> Option<Hello> {
             "impl" => implementation = Some(value.to_owned()),
             "role" => role = Some(value.to_owned()),
             "pid" => pid = value.parse::<u32>().ok().filter(|&p| p > 0),
+            "parts" => parts = value == "1",
+            "functions" => {
+                functions = value.split(',').filter(|f| !f.is_empty()).map(String::from).collect()
+            }
             _ => {}
         }
     }
@@ -200,7 +208,8 @@ fn spec_hello(payload: &[u8]) -> Option<Hello> {
         return None;
     }
     let max = max.filter(|max| is_limit(max))?;
-    Some(Hello { max_frame_bytes: max.parse().ok()?, role, handler, implementation, pid })
+    let max_frame_bytes = max.parse().ok()?;
+    Some(Hello { max_frame_bytes, role, handler, implementation, pid, parts, functions })
 }
 
 fn check_hello(payload: &[u8]) {

@@ -70,12 +70,19 @@ pub enum TableFault {
         /// The dtype byte.
         found: u8,
     },
-    /// T7: a descriptor's flags byte or reserved bytes are not zero.
+    /// T7: a descriptor's flags byte is not zero.
+    DescriptorFlags {
+        /// The part's index.
+        part: usize,
+        /// Byte 1 of the descriptor.
+        found: u8,
+    },
+    /// T7: a descriptor's reserved bytes are not zero.
     DescriptorReserved {
         /// The part's index.
         part: usize,
-        /// Bytes 1–3 of the descriptor (flags, reserved), little-endian.
-        found: u32,
+        /// Bytes 2–3 of the descriptor, little-endian.
+        found: u16,
     },
     /// T7: a matrix whose element count is not a multiple of its columns.
     Ragged {
@@ -156,19 +163,18 @@ impl fmt::Display for TableFault {
                 f,
                 "part {part} has dtype {found}: expected 0 (bytes), 1 (f32), 2 (f64) or 3 (i64)"
             ),
-            TableFault::DescriptorReserved { part, found } => write!(
-                f,
-                "part {part} has flags or reserved bytes {found:#08x} in its descriptor, \
-                 expected 0"
-            ),
-            TableFault::Ragged { part, count, cols } => write!(
-                f,
-                "part {part} is a matrix of {cols} columns with {count} elements, not a \
-                 multiple of {cols}"
-            ),
+            TableFault::DescriptorFlags { part, found } => {
+                write!(f, "part {part} has flags {found:#04x}, expected 0")
+            }
+            TableFault::DescriptorReserved { part, found } => {
+                write!(f, "part {part}: reserved bytes 2-3 are {found:#06x}, expected 0")
+            }
+            TableFault::Ragged { part, count, cols } => {
+                write!(f, "part {part} has {count} elements, not a multiple of its {cols} columns")
+            }
             TableFault::CountOverflow { part, count, dtype } => write!(
                 f,
-                "part {part}'s length overflows u64: count {count} × {} bytes",
+                "part {part} length overflows u64: count {count} × {} bytes",
                 dtype.width()
             ),
             TableFault::PastEnd { part, bytes, offset, payload } => write!(
@@ -278,7 +284,7 @@ impl<'a> Parsed<'a> {
         let descriptors = self.descriptors;
         let mut offset = descriptors + self.parts * DESCRIPTOR_LEN;
         (0..self.parts).map(move |i| {
-            let shape = descriptor(payload, descriptors + i * DESCRIPTOR_LEN)
+            let shape = descriptor(payload, descriptors + i * DESCRIPTOR_LEN, i)
                 .expect("descriptors were checked by parse");
             let len = shape.count as usize * shape.dtype.width() as usize;
             let bytes = &payload[offset..offset + len];
@@ -305,13 +311,17 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// The descriptor at `at`, or the fault of its own fields (not of where it ends).
-fn descriptor(payload: &[u8], at: usize) -> std::result::Result<Shape, (u8, u32)> {
-    let dtype_byte = payload[at];
-    let reserved = u32::from_le_bytes([payload[at + 1], payload[at + 2], payload[at + 3], 0]);
-    let dtype = PartDtype::from_byte(dtype_byte).ok_or((dtype_byte, reserved))?;
+/// The descriptor of part `part` at `at`, or the fault of its own fields (not of where the
+/// part ends).
+fn descriptor(payload: &[u8], at: usize, part: usize) -> std::result::Result<Shape, TableFault> {
+    let found = payload[at];
+    let dtype = PartDtype::from_byte(found).ok_or(TableFault::UnknownDtype { part, found })?;
+    if payload[at + 1] != 0 {
+        return Err(TableFault::DescriptorFlags { part, found: payload[at + 1] });
+    }
+    let reserved = u16_at(payload, at + 2);
     if reserved != 0 {
-        return Err((dtype_byte, reserved));
+        return Err(TableFault::DescriptorReserved { part, found: reserved });
     }
     Ok(Shape { dtype, count: u64_at(payload, at + 8), cols: u32_at(payload, at + 4) })
 }
@@ -359,12 +369,7 @@ fn parse_table(payload: &[u8], role: Role) -> std::result::Result<Parsed<'_>, Ta
     }
     let mut offset = table as u64;
     for part in 0..parts as usize {
-        let shape = descriptor(payload, descriptors + part * DESCRIPTOR_LEN).map_err(
-            |(found, reserved)| match PartDtype::from_byte(found) {
-                None => TableFault::UnknownDtype { part, found },
-                Some(_) => TableFault::DescriptorReserved { part, found: reserved },
-            },
-        )?;
+        let shape = descriptor(payload, descriptors + part * DESCRIPTOR_LEN, part)?;
         if shape.cols > 0 && !shape.count.is_multiple_of(u64::from(shape.cols)) {
             return Err(TableFault::Ragged { part, count: shape.count, cols: shape.cols });
         }

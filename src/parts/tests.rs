@@ -103,8 +103,8 @@ fn every_check_of_the_table_names_what_it_found() {
         (with(13, &[7]), TableFault::NamePadding { at: 2, byte: 7 }),
         (with(32, &[4]), TableFault::UnknownDtype { part: 1, found: 4 }),
         (with(16, &[255]), TableFault::UnknownDtype { part: 0, found: 255 }),
-        (with(17, &[1]), TableFault::DescriptorReserved { part: 0, found: 1 }),
-        (with(19, &[1]), TableFault::DescriptorReserved { part: 0, found: 0x1_0000 }),
+        (with(17, &[1]), TableFault::DescriptorFlags { part: 0, found: 1 }),
+        (with(19, &[1]), TableFault::DescriptorReserved { part: 0, found: 0x100 }),
         (with(36, &2u32.to_le_bytes()), TableFault::Ragged { part: 1, count: 1, cols: 2 }),
         (
             with(24, &u64::MAX.to_le_bytes()),
