@@ -36,7 +36,7 @@ pub(crate) enum Filled {
 impl PyHandler {
     /// Calls the Python handler with the request as a new array of `T` (and a zeroed `out`
     /// of `T` when it fills one in place), and returns what it answered.
-    fn call<'py, T: Element>(
+    fn call_python<'py, T: Element>(
         &self,
         py: Python<'py>,
         request: &Request<'_>,
@@ -60,8 +60,8 @@ impl PyHandler {
     /// Answers `request`: the handler's reply copied into the buffer of its dtype.
     fn answer(&mut self, py: Python<'_>, request: &Request<'_>) -> Result<Filled, String> {
         let reply = match request.dtype {
-            Dtype::F64 => self.call::<f64>(py, request)?,
-            Dtype::F32 => self.call::<f32>(py, request)?,
+            Dtype::F64 => self.call_python::<f64>(py, request)?,
+            Dtype::F32 => self.call_python::<f32>(py, request)?,
             Dtype::Bytes => return Err(format!("{}: expected f64 or f32, found bytes", self.name)),
         };
         match array(&reply, "the handler's reply").map_err(|e| format!("{}: {e}", self.name))? {
