@@ -200,8 +200,9 @@ class Peer:
 
 class RemoteRhs:
     """A right-hand side ``fun(t, y)`` evaluated by a server process, for
-    ``scipy.integrate.solve_ivp``. ``t`` is not sent; the state ``y`` (float64) is, and the
-    derivative comes back as a new float64 array. A context manager.
+    ``scipy.integrate.solve_ivp``. ``t`` is not sent; the state ``y`` (float64, 1-D: one state
+    per call, so not ``solve_ivp(..., vectorized=True)``) is, and the derivative comes back as
+    a new float64 array. A context manager.
 
     The GIL is released during each evaluation; Ctrl-C is seen when the evaluation returns
     (each bounded by ``timeout``).

@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::array::{Array, array, borrow_error, contiguous};
+use crate::array::{Array, array, borrow_error, contiguous, one_d};
 use crate::errors::{IntoPy, to_py};
 use crate::exit_after;
 use crate::peer::PyCallTiming;
@@ -33,7 +33,7 @@ impl PyRemoteRhs {
         out: &Bound<'_, PyArray1<f64>>,
     ) -> PyResult<()> {
         let rhs = self.open()?;
-        let y = match array(y, "y")? {
+        let y = match array(y, "y", one_d::STATE)? {
             Array::F64(y) => y,
             Array::F32(_) => {
                 return Err(PyTypeError::new_err("y must have dtype float64, got float32"));
@@ -107,7 +107,7 @@ impl PyRemoteRhs {
         y: &Bound<'py, PyAny>,
         out: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let target = match array(out, "out")? {
+        let target = match array(out, "out", one_d::OUT)? {
             Array::F64(o) => o,
             Array::F32(_) => {
                 return Err(PyTypeError::new_err("out must have dtype float64, got float32"));
