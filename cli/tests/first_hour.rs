@@ -349,7 +349,7 @@ fn peer_spawn_of_a_program_that_is_no_server_says_what_a_server_is_and_shows_wha
     let (status, stdout, stderr) = run_peer(&["--spawn", "python3 -c 'print(1)'"], 40);
     assert_eq!(status.code(), Some(2), "stdout:\n{stdout}\nstderr:\n{stderr}");
     for said in [
-        "its stdout began with \"1\\n\" where a HELLO frame was due",
+        "it sent \"1\\n\" first, where a HELLO frame was due",
         "the spawned program must speak peerpipe: `peer --role server`, a Python script \
          calling `peerpipe.serve`, or a C program calling `pp_serve_stdio_f64`",
     ] {
@@ -367,7 +367,7 @@ fn a_program_that_is_no_server_is_told_what_a_server_is_over_every_transport() {
             let text = err.to_string();
             assert!(text.contains(peerpipe::peer::SPEAK_PEERPIPE), "{transport} {line}: {text}");
             if transport == TransportKind::Pipe && line != "true" {
-                assert!(text.contains("began with \"hello, world\\n\""), "{text}");
+                assert!(text.contains("sent \"hello, world\\n\" first"), "{text}");
             }
         }
     }
@@ -375,7 +375,7 @@ fn a_program_that_is_no_server_is_told_what_a_server_is_over_every_transport() {
     let long = "printf 'NOT A PEERPIPE HEADER, JUST TEXT AND MORE'; exec sleep 5";
     let err = Peer::spawn_shell(long, quick_options()).expect_err("not a server");
     let text = err.to_string();
-    assert!(text.contains("began with \"NOT A PEERPIPE HEADER, JUST TEXT\"…"), "{text}");
+    assert!(text.contains("sent \"NOT A PEERPIPE HEADER, JUST TEXT\"… first"), "{text}");
     assert!(text.contains("bad magic: expected \"PEER\""), "{text}");
     assert_eq!(err.kind(), peerpipe::ErrorKind::Protocol, "{text}");
 }

@@ -21,7 +21,7 @@ fn not_a_server(printed: &[u8], error: Error) -> Error {
     let more = if printed.len() == HEADER_LEN { "…" } else { "" };
     Error::BadHello {
         reason: format!(
-            "the program is not a peerpipe server: its stdout began with {:?}{more} where a \
+            "the program is not a peerpipe server: it sent {:?}{more} first, where a \
              HELLO frame was due ({error}); {}",
             String::from_utf8_lossy(printed),
             crate::process::SPEAK_PEERPIPE
