@@ -1,11 +1,12 @@
 //! What several parts cost beside one array, paired: over one connection, rounds alternate a
 //! burst of DATA calls of 509 f64 each way with a burst of PARTS calls sending t (1 f64), a
 //! state (500 f64) and parameters (8 f64) to a function that answers 500 f64 — the same
-//! bytes out, 72 fewer back, plus the part table both ways. The two calls alternate call by
-//! call, so that both meet the same machine state.
+//! bytes out, 72 fewer back, plus the part table both ways. The two calls alternate in runs of
+//! `--burst` calls (1: call by call), so that both meet the same machine state; with longer
+//! runs each request mostly follows one of its own kind, as in a program that repeats a call.
 //!
 //! ```sh
-//! cargo run --release --example parts_cost -- [--rounds 40] [--calls 2000] [--placement free|same|split] [--wait auto]
+//! cargo run --release --example parts_cost -- [--rounds 40] [--calls 2000] [--burst 1] [--placement free|same|split] [--wait auto]
 //! ```
 //!
 //! The server is this program (`--serve`): DATA is answered with a copy of the request's
@@ -70,25 +71,28 @@ fn serve() -> Result<()> {
 struct Args {
     rounds: usize,
     calls: usize,
+    burst: usize,
     placement: String,
     wait: Wait,
 }
 
 fn parse_args() -> std::result::Result<Args, String> {
-    let mut args = Args { rounds: 40, calls: 2000, placement: "free".into(), wait: Wait::Auto };
+    let mut args =
+        Args { rounds: 40, calls: 2000, burst: 1, placement: "free".into(), wait: Wait::Auto };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
             "--rounds" => args.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
             "--calls" => args.calls = value()?.parse().map_err(|e| format!("--calls: {e}"))?,
+            "--burst" => args.burst = value()?.parse().map_err(|e| format!("--burst: {e}"))?,
             "--placement" => args.placement = value()?,
             "--wait" => args.wait = value()?.parse().map_err(|e| format!("--wait: {e}"))?,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    if args.rounds == 0 || args.calls == 0 {
-        return Err("--rounds and --calls take a number of at least 1".into());
+    if args.rounds == 0 || args.calls == 0 || args.burst == 0 {
+        return Err("--rounds, --calls and --burst take a number of at least 1".into());
     }
     if !["free", "same", "split"].contains(&args.placement.as_str()) {
         return Err(format!(
@@ -161,18 +165,23 @@ fn run(args: &Args) -> Result<()> {
     let (mut d_rts, mut d_ovs) = (vec![0u64; args.calls], vec![0u64; args.calls]);
     let (mut p_rts, mut p_ovs) = (vec![0u64; args.calls], vec![0u64; args.calls]);
     for round in 0..args.rounds {
-        // Call by call, DATA and PARTS in turn (which goes first alternates), so that both
-        // sides of a pair meet the same machine state.
-        for i in 0..args.calls {
-            let (d, p) = if (round + i) % 2 == 0 {
-                let d = data_call(&mut peer)?;
-                (d, parts_call(&mut peer, &mut parts_out)?)
-            } else {
-                let p = parts_call(&mut peer, &mut parts_out)?;
-                (data_call(&mut peer)?, p)
-            };
-            (d_rts[i], d_ovs[i]) = (d.round_trip_ns, d.round_trip_ns.saturating_sub(d.server_ns));
-            (p_rts[i], p_ovs[i]) = (p.round_trip_ns, p.round_trip_ns.saturating_sub(p.server_ns));
+        // DATA and PARTS in turn, `--burst` calls of each (which goes first alternates), so
+        // that both sides of a pair meet the same machine state.
+        for block in 0..args.calls.div_ceil(args.burst) {
+            let range = block * args.burst..((block + 1) * args.burst).min(args.calls);
+            for parts in [(round + block) % 2 == 1, (round + block) % 2 == 0] {
+                for i in range.clone() {
+                    if parts {
+                        let t = parts_call(&mut peer, &mut parts_out)?;
+                        p_rts[i] = t.round_trip_ns;
+                        p_ovs[i] = t.round_trip_ns.saturating_sub(t.server_ns);
+                    } else {
+                        let t = data_call(&mut peer)?;
+                        d_rts[i] = t.round_trip_ns;
+                        d_ovs[i] = t.round_trip_ns.saturating_sub(t.server_ns);
+                    }
+                }
+            }
         }
         let (d_rt, d_ov) = (median(&mut d_rts), median(&mut d_ovs));
         let (p_rt, p_ov) = (median(&mut p_rts), median(&mut p_ovs));
@@ -194,18 +203,19 @@ fn run(args: &Args) -> Result<()> {
     println!(
         "parts - data, median over {} rounds [range]: round trip {rt_med} ns [{rt_lo}..{rt_hi}], \
          overhead {ov_med} ns [{ov_lo}..{ov_hi}]; round-trip ratio {ratio:.3} [{:.3}..{:.3}] \
-         ({}, wait {})",
+         ({}, wait {}, bursts of {})",
         args.rounds,
         ratios[0],
         ratios[ratios.len() - 1],
         args.placement,
-        args.wait
+        args.wait,
+        args.burst
     );
     println!(
-        "{{\"placement\":\"{}\",\"wait\":\"{}\",\"rounds\":{},\"calls\":{},\"rt_diff_ns\":{rt_med},\
+        "{{\"placement\":\"{}\",\"wait\":\"{}\",\"rounds\":{},\"calls\":{},\"burst\":{},\"rt_diff_ns\":{rt_med},\
          \"rt_diff_lo\":{rt_lo},\"rt_diff_hi\":{rt_hi},\"overhead_diff_ns\":{ov_med},\
          \"overhead_diff_lo\":{ov_lo},\"overhead_diff_hi\":{ov_hi},\"rt_ratio\":{ratio:.4}}}",
-        args.placement, args.wait, args.rounds, args.calls
+        args.placement, args.wait, args.rounds, args.calls, args.burst
     );
     Ok(())
 }

@@ -155,9 +155,9 @@ impl Header {
     /// # Errors
     /// The variant of [`Error`] named after the first rule broken, checked in the order above.
     pub fn parse(bytes: &[u8; HEADER_LEN], max_frame_bytes: u64) -> Result<Header> {
-        // Every DATA frame of a call passes here twice per side: its first eight bytes are
-        // checked in one compare, and anything else takes the rule-by-rule path below, which
-        // also names what is wrong.
+        // Every DATA or PARTS frame of a call passes here twice per side: its first eight bytes
+        // are checked in one compare, and anything else takes the rule-by-rule path below,
+        // which also names what is wrong.
         // Words only, no single bytes: the caller's copy of the header then stays four words,
         // and reading them back does not wait on narrower stores.
         let opening = read_u64(bytes, 0);
@@ -179,6 +179,18 @@ impl Header {
                 if header.count.checked_mul(dtype.width()).is_some_and(|n| n <= max_frame_bytes) {
                     return Ok(header);
                 }
+            }
+        }
+        if opening == PARTS_OPENING {
+            let count = read_u64(bytes, 16);
+            if count <= max_frame_bytes {
+                return Ok(Header {
+                    kind: Kind::Parts,
+                    dtype: Dtype::Bytes,
+                    seq: read_u64(bytes, 8),
+                    count,
+                    aux: read_u64(bytes, 24),
+                });
             }
         }
         Header::parse_rule_by_rule(bytes, max_frame_bytes)
@@ -243,6 +255,10 @@ impl Header {
 /// The first eight bytes of a DATA header, flags 0, dtype byte 0 (little-endian word).
 const DATA_OPENING: u64 =
     u64::from_le_bytes([MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], VERSION, Kind::Data as u8, 0, 0]);
+
+/// The first eight bytes of a PARTS header: flags 0, dtype 0 (bytes), as every PARTS frame has.
+const PARTS_OPENING: u64 =
+    u64::from_le_bytes([MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], VERSION, Kind::Parts as u8, 0, 0]);
 
 /// The dtype byte (offset 6) within the first eight bytes of a header.
 const DTYPE_BYTE_MASK: u64 = 0xff << 48;
@@ -478,17 +494,24 @@ pub fn implementation_name() -> String {
 mod tests {
     use super::*;
 
-    /// The one-compare path for DATA headers and the rule-by-rule path agree on every header:
-    /// each byte of the opening word at each value, and counts around every limit.
+    /// The one-compare paths for DATA and PARTS headers and the rule-by-rule path agree on
+    /// every header: each byte of the opening word at each value, and counts around every
+    /// limit.
     #[test]
     fn the_data_fast_path_accepts_and_rejects_exactly_what_the_rules_do() {
         let outcome = |result: Result<Header>| format!("{result:?}");
         let mut checked = 0;
         let limits = [0, 7, 8, 4000, u64::MAX - 1, u64::MAX];
         let counts = [0, 1, 500, 501, u64::MAX / 8, u64::MAX / 8 + 1, u64::MAX / 4 + 1, u64::MAX];
-        for dtype in [Dtype::Bytes, Dtype::F32, Dtype::F64] {
+        let headers = [
+            |count| Header::data(9, Dtype::Bytes, count),
+            |count| Header::data(9, Dtype::F32, count),
+            |count| Header::data(9, Dtype::F64, count),
+            |count| Header::parts(9, count),
+        ];
+        for header in headers {
             for count in counts {
-                let valid = Header::data(9, dtype, count).to_bytes();
+                let valid = header(count).to_bytes();
                 for at in 0..8 {
                     for byte in 0..=255u8 {
                         let mut bytes = valid;
@@ -505,6 +528,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(checked, 3 * counts.len() * 8 * 256 * limits.len());
+        assert_eq!(checked, 4 * counts.len() * 8 * 256 * limits.len());
     }
 }

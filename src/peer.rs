@@ -205,6 +205,15 @@ impl Peer {
         self.pending.len()
     }
 
+    /// True while calls can go on; false once an error ended the conversation (the server
+    /// was terminated and reaped, and every later call fails with [`Error::ClosedAfter`]).
+    /// An error after which it is still true — a refusal before anything was sent, an ERROR
+    /// reply, a reply of another shape — left the conversation in step: a binding asks this
+    /// rather than guessing from the error.
+    pub fn is_open(&self) -> bool {
+        self.state == State::Open
+    }
+
     /// Ends the conversation: receives and discards replies still in flight, sends BYE, waits
     /// for the server's BYE and for the server process to exit (terminating it after
     /// [`CLOSE_GRACE`]), and returns its exit status when this peer spawned it.

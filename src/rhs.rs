@@ -387,7 +387,37 @@ impl RemoteRhs {
                 found: dydt.len() as u64,
             });
         }
-        self.call_function(RHS_FUNCTION, t, y, args, PartMut::f64(dydt))
+        self.call_function(RHS_FUNCTION, t, Part::f64(y), args, PartMut::f64(dydt))
+    }
+
+    /// `fun(t, y, *args)` as SciPy calls it with `vectorized=True`: `y` holds `columns`
+    /// states side by side, a row-major n × k matrix (`y[i * k + j]` = component i of state
+    /// j, as a C-ordered numpy array of shape (n, k) lies in memory), sent as one matrix part
+    /// to the server's [`RHS_FUNCTION`]; the derivatives come back into `dydt` in the same
+    /// layout, a matrix of as many columns. One round trip, counted in [`RemoteRhs::stats`].
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when `dydt` is not as long as `y`, [`Error::InvalidArgument`]
+    /// when `columns` is 0 or `y` is not whole rows of it (nothing is sent); a reply of
+    /// another shape is [`Error::ShapeMismatch`]; otherwise as [`RemoteRhs::eval_at`].
+    pub fn eval_columns_at(
+        &mut self,
+        t: f64,
+        y: &[f64],
+        columns: usize,
+        args: &[f64],
+        dydt: &mut [f64],
+    ) -> Result<CallTiming> {
+        if y.len() != dydt.len() {
+            return Err(Error::LengthMismatch {
+                what: "derivative buffer",
+                expected: y.len() as u64,
+                found: dydt.len() as u64,
+            });
+        }
+        let states = Part::f64(y).matrix(columns)?;
+        let out = PartMut::f64(dydt).matrix(columns)?;
+        self.call_function(RHS_FUNCTION, t, states, args, out)
     }
 
     /// `jac(t, y, *args)`: the Jacobian of the server's [`JAC_FUNCTION`] at `(t, y)` into
@@ -412,19 +442,19 @@ impl RemoteRhs {
             });
         }
         let out = if n == 0 { PartMut::f64(jac) } else { PartMut::f64(jac).matrix(n)? };
-        self.call_function(JAC_FUNCTION, t, y, args, out)
+        self.call_function(JAC_FUNCTION, t, Part::f64(y), args, out)
     }
 
     fn call_function(
         &mut self,
         function: &str,
         t: f64,
-        y: &[f64],
+        y: Part<'_>,
         args: &[f64],
         out: PartMut<'_>,
     ) -> Result<CallTiming> {
         let t = [t];
-        let inputs = [Part::f64(&t), Part::f64(y), Part::f64(args)];
+        let inputs = [Part::f64(&t), y, Part::f64(args)];
         let inputs = if args.is_empty() { &inputs[..2] } else { &inputs[..] };
         let timing = self.peer.call_parts(function, inputs, &mut [out])?;
         self.record(timing)?;
@@ -456,8 +486,8 @@ impl RemoteRhs {
         &self.peer
     }
 
-    /// The underlying peer, for calls of its own (a vectorized call, another function of the
-    /// same server); they are not counted in [`RemoteRhs::stats`].
+    /// The underlying peer, for calls of its own (another function of the same server);
+    /// they are not counted in [`RemoteRhs::stats`].
     pub fn peer_mut(&mut self) -> &mut Peer {
         &mut self.peer
     }

@@ -64,6 +64,13 @@ fn functions() -> Functions {
             Ok(())
         })
         .unwrap()
+        .with("as-matrix", |call: Call<'_>, reply: &mut PartsOut| {
+            // The values back as a matrix of 2 columns: as long as a vector, another shape.
+            let y = call.f64(0)?;
+            reply.f64_matrix(y.len() / 2, 2)?.copy_from_slice(y);
+            Ok(())
+        })
+        .unwrap()
         .with("wrong-shape", |call: Call<'_>, reply: &mut PartsOut| {
             // Answers one element fewer than it was given.
             let y = call.f64(0)?;
@@ -86,7 +93,10 @@ fn time_state_and_parameters_go_to_a_named_function_bit_for_bit() {
     for kind in TransportKind::EVERY {
         let (mut peer, server) = start(kind);
         assert!(peer.speaks_parts());
-        assert_eq!(peer.server_hello().functions, ["step", "observe", "rhs", "jac", "wrong-shape"]);
+        assert_eq!(
+            peer.server_hello().functions,
+            ["step", "observe", "rhs", "jac", "as-matrix", "wrong-shape"]
+        );
         let y = pseudo_random_f64(500, 7);
         let p = pseudo_random_f64(8, 8);
         let mut reply = vec![0.0; 500];
@@ -157,11 +167,32 @@ fn a_reply_of_the_wrong_shape_names_both_and_the_next_call_succeeds() {
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Shape, "{err}");
         assert!(err.is_recoverable());
+        assert!(peer.is_open(), "a reply of another shape leaves the conversation in step");
         assert_eq!(
             err.to_string(),
             "reply to seq 1 has another shape than expected: expected 1 part: f64[4], found 1 \
              part: f64[3]"
         );
+        // As many bytes as expected, laid out otherwise: a matrix where a vector is expected.
+        let mut flat = [0.0; 4];
+        let err = peer
+            .call_parts("as-matrix", &[Part::f64(&y)], &mut [PartMut::f64(&mut flat)])
+            .unwrap_err();
+        assert!(err.to_string().ends_with("expected 1 part: f64[4], found 1 part: f64[2x2]"));
+        let mut matrix = [0.0; 4];
+        let out = PartMut::f64(&mut matrix).matrix(2).unwrap();
+        peer.call_parts("as-matrix", &[Part::f64(&y)], &mut [out]).expect("the matrix expected");
+        assert_eq!(matrix, y);
+        // The same number of bytes in another dtype, and the same parts in another number.
+        let mut ints = [0i64; 4];
+        let err = peer
+            .call_parts("as-matrix", &[Part::f64(&y)], &mut [PartMut::i64(&mut ints)])
+            .unwrap_err();
+        assert!(err.to_string().ends_with("expected 1 part: i64[4], found 1 part: f64[2x2]"));
+        let (mut a, mut b) = ([0.0; 2], [0.0; 2]);
+        let two = &mut [PartMut::f64(&mut a), PartMut::f64(&mut b)];
+        let err = peer.call_parts("as-matrix", &[Part::f64(&y)], two).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Shape, "{err}");
         // A matrix where a vector came is another shape too.
         let mut row = [0.0; 3];
         let out = PartMut::f64(&mut row).matrix(3).unwrap();
@@ -186,7 +217,8 @@ fn an_unknown_function_is_an_error_naming_the_servers_and_the_conversation_goes_
     assert_eq!(err.kind(), ErrorKind::Remote);
     assert!(
         err.to_string().ends_with(
-            "unknown function \"obsrve\": this server has step, observe, rhs, jac, wrong-shape"
+            "unknown function \"obsrve\": this server has step, observe, rhs, jac, as-matrix, \
+             wrong-shape"
         ),
         "{err}"
     );
@@ -261,6 +293,7 @@ fn a_new_client_and_a_v1_only_server_talk_v1_and_parts_get_a_clear_error() {
     );
     assert!(text.contains("whose HELLO does not announce parts=1"), "{text}");
     assert_eq!(peer.in_flight(), 0, "nothing was sent");
+    assert!(peer.is_open());
     peer.call_f64(&[3.0, 4.0], &mut reply).expect("the connection goes on");
     assert_eq!(reply, [3.0, 4.0]);
     peer.close().expect("close");
@@ -329,6 +362,22 @@ fn the_example_ode_server_serves_duffing_and_robertson_with_their_jacobians() {
         duffing(2.0, &[ys[j], ys[3 + j]], &p, &mut local);
         assert_eq!([out[j], out[3 + j]].map(f64::to_bits), local.map(f64::to_bits), "column {j}");
     }
+    // The same through RemoteRhs, counted in its stats; a column of one is still a matrix.
+    let calls = rhs.stats().calls;
+    let mut columns = [0.0; 6];
+    rhs.eval_columns_at(2.0, &ys, 3, &p, &mut columns).expect("eval_columns_at");
+    assert_eq!(bits64(&columns), bits64(&out));
+    let mut one = [0.0; 2];
+    rhs.eval_columns_at(2.0, &ys[..2], 1, &[], &mut one).expect("one column");
+    duffing(2.0, &ys[..2], &p, &mut local);
+    assert_eq!(bits64(&one), bits64(&local));
+    assert_eq!(rhs.stats().calls, calls + 2);
+    // Refused before sending: columns that do not divide the state, a short buffer.
+    let err = rhs.eval_columns_at(2.0, &ys, 4, &p, &mut columns).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    let err = rhs.eval_columns_at(2.0, &ys, 3, &p, &mut one).unwrap_err();
+    assert!(matches!(err, Error::LengthMismatch { expected: 6, found: 2, .. }), "{err}");
+    assert!(rhs.peer().is_open());
     rhs.close().unwrap();
     let mut rhs = spawn("robertson");
     let y = [1.0, 2e-5, 0.3];

@@ -312,7 +312,9 @@ fn fail_by_recv(peer: &mut Peer) -> Error {
 fn a_call_after_a_failed_call_reports_the_earlier_failure(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     let mut peer = spawn("echo", options(kind, DataPath::ZeroCopy));
+    assert!(peer.is_open());
     let failed = fail_by_recv(&mut peer);
+    assert!(!peer.is_open(), "a failed call ends the conversation");
     for _ in 0..2 {
         match peer.call_f64(&[1.0], &mut [0.0]) {
             Err(Error::ClosedAfter { cause }) => assert_eq!(cause, failed.to_string()),

@@ -5,6 +5,10 @@
  * v1 (docs/PROTOCOL.md). A client spawns a server and calls it with arrays (pp_spawn_handler
  * or pp_spawn, pp_call_f64, pp_close); a server answers requests with a C function
  * (pp_serve_stdio_f64).
+ * A call may also carry several typed parts to a function named on the server, and get back
+ * a reply of its own shape (pp_call_parts: rhs(t, y, p) -> dy, jac(t, y, p) -> an n x n
+ * matrix); a server serves such functions by name (pp_functions_add,
+ * pp_serve_stdio_functions). See capi/examples/parts.c.
  *
  * Platforms: Linux only (tested on x86_64 Debian 12). The transports use memfd_create,
  * futex, pipe2, F_SETPIPE_SZ and vmsplice; building the library for another OS fails with a
@@ -22,14 +26,18 @@
  * Conventions, for every function below unless it says otherwise:
  * - Return codes: PP_OK (0) on success, a negative PP_E* constant on failure; the failure's
  *   message, worded by the Rust library, is then in pp_last_error() (thread-local), and
- *   pp_strerror(code) gives a fixed description of the code.
+ *   pp_strerror(code) gives a fixed description of the code. The few functions that return
+ *   a pointer or a count instead (pp_reply_f64, pp_call_count, ...) return NULL or 0 on
+ *   failure, with the message in pp_last_error().
  * - A NULL pointer or an impossible length is PP_EINVAL, never a crash; no Rust panic ever
  *   crosses into C (a caught one is PP_EPANIC).
  * - Ownership: pointers passed in are borrowed for the duration of the call only; objects
- *   handed out (pp_peer, pp_options) belong to the caller until passed to their free
- *   function (pp_close, pp_options_free). Strings returned are owned by the library.
- * - Threads: the library keeps no global state besides the per-thread last error. A pp_peer
- *   or pp_options may move between threads but must not be used by two at once.
+ *   handed out (pp_peer, pp_options, pp_functions, pp_parts_reply) belong to the caller
+ *   until passed to their free function (pp_close, pp_options_free, pp_functions_free,
+ *   pp_parts_reply_free). Strings returned are owned by the library.
+ * - Threads: the library keeps no global state besides the per-thread last error. A pp_peer,
+ *   pp_options, pp_functions or pp_parts_reply may move between threads but must not be
+ *   used by two at once.
  * - Signals: spawning and serving set SIGPIPE to ignored if (and only if) it still has its
  *   default action, so a vanished peer is an error code, not the death of your process.
  */
@@ -49,7 +57,9 @@
 
 // An argument is not valid: a NULL pointer where one is required, a buffer that is
 // misaligned, overlaps another or is too long to address, an `argc` of 0, a string that is
-// not a valid option value, a length that does not match.
+// not a valid option value, a length that does not match, a part of an unknown dtype or
+// whose count is not whole rows of its columns, more than 64 parts, a function name that
+// is not one. A call refused so sends nothing: the peer stays usable.
 #define PP_EINVAL -1
 
 // A deadline passed: the server did not answer (or take the request) within the timeout.
@@ -65,10 +75,9 @@
 #define PP_ECLOSED -4
 
 // The other side broke wire format v1, or a shared-memory region is not valid: bad magic,
-// version, kind, dtype, flags or padding; a truncated frame; a reply with the wrong seq,
-// dtype or element count (a misbehaving server: `out_len` is checked before sending). The
-// server has
-// been terminated; the peer only accepts `pp_close`.
+// version, kind, dtype, flags or padding; a truncated frame; a reply with the wrong seq; a
+// PARTS frame whose part table breaks the rules. The server has been terminated; the peer
+// only accepts `pp_close`.
 #define PP_EPROTO -5
 
 // An operating-system call failed: a program could not be started for another reason than
@@ -97,19 +106,63 @@
 // this library is interruptible yet; the code completes the table of error kinds.)
 #define PP_EINTR -11
 
+// The reply has another shape than the caller's buffers: another dtype or element count
+// than `out_len` (`pp_call_f64`, `pp_call_f32`), or other parts, dtypes, counts or columns
+// than `out` (`pp_call_parts`); `pp_last_error()` names the expected and the found shapes
+// (`reply to seq 4 has another shape than expected: expected 1 part: f64[500], found 1
+// part: f64[3]`). The reply was read to its end: the peer stays usable. The contents of the
+// caller's reply buffers are unspecified.
+#define PP_ESHAPE -12
+
+// The server does not speak what the call needs: `pp_call_parts` to a server whose HELLO
+// does not announce PARTS (`parts=1`); `pp_last_error()` names the server. Nothing was
+// sent: the peer stays usable for the calls the server does speak (`pp_call_f64`).
+#define PP_EUNSUPPORTED -13
+
+// Part dtype: raw bytes (`uint8_t`), the wire's part dtype 0.
+#define PP_DTYPE_BYTES 0
+
+// Part dtype: `float` (IEEE-754 binary32), the wire's part dtype 1.
+#define PP_DTYPE_F32 1
+
+// Part dtype: `double` (IEEE-754 binary64), the wire's part dtype 2.
+#define PP_DTYPE_F64 2
+
+// Part dtype: `int64_t`, the wire's part dtype 3.
+#define PP_DTYPE_I64 3
+
+// The request a function is called with: its parts, read with `pp_call_count`,
+// `pp_call_part` and `pp_call_part_f64`. Opaque; valid only during the call, as are the
+// values it points to.
+typedef struct pp_call pp_call;
+
+// Functions a server serves by name, announced in its HELLO (`functions=rhs,jac`). Opaque:
+// a Rust `Box` holding the crate's `Functions`. Made by `pp_functions_new`, filled by
+// `pp_functions_add`, served by `pp_serve_stdio_functions`, freed by `pp_functions_free`.
+//
+// Thread-safety: a `pp_functions` may be handed from one thread to another, but must not be
+// used by two threads at once.
+typedef struct pp_functions pp_functions;
+
 // Settings for spawning a server and for serving. Opaque: a Rust `Box` holding the
 // library's `Options`, made by `pp_options_new` and freed by `pp_options_free`; change it
 // only through the `pp_options_set_*` functions.
 //
 // Defaults: transport "pipe" for spawning, and for serving the transport the client chose,
 // wait "auto" (see `pp_options_set_wait`), timeout 10 s,
-// max_frame_bytes 64 MiB, 1 MiB per direction of shared memory, handler name "c-f64" or
-// "c-f32" (servers only).
+// max_frame_bytes 64 MiB, 1 MiB per direction of shared memory, handler name "c-f64",
+// "c-f32" or the one given to `pp_functions_new` (servers only).
 //
 // Spawning and serving read the options and keep no pointer to them: free them whenever
 // convenient. Not thread-safe: do not change one `pp_options` from two threads at once, nor
 // while another thread passes it to a `pp_*` call.
 typedef struct pp_options pp_options;
+
+// A reply of any shape, as `pp_call_parts_any` receives it. Opaque: a Rust `Box` holding
+// the crate's `PartsReply` (one buffer, kept from call to call) and where each part is.
+// Made by `pp_parts_reply_new`, freed by `pp_parts_reply_free`; one reply may serve many
+// calls, each replacing the parts of the one before. Not to be used by two threads at once.
+typedef struct pp_parts_reply pp_parts_reply;
 
 // A conversation with one server process. Opaque: a Rust `Box` holding a `peerpipe::Peer`
 // (the child process, its pipes or shared region, and reusable buffers).
@@ -121,6 +174,15 @@ typedef struct pp_options pp_options;
 // Thread-safety: a `pp_peer` may be handed from one thread to another, but must not be used
 // by two threads at once; different peers are independent.
 typedef struct pp_peer pp_peer;
+
+// The reply a function writes: parts made with `pp_reply_part`, `pp_reply_f64`,
+// `pp_reply_f64_matrix`, `pp_reply_f32`, `pp_reply_i64` or `pp_reply_bytes`, in the order
+// they are made, or an ERROR (`pp_reply_error`). Opaque; valid only during the call.
+//
+// Each part is a buffer of its own, kept from call to call (a warm server allocates
+// nothing): it stays where it is while later parts are made, until the function returns.
+// The library then copies the parts into the reply it sends.
+typedef struct pp_reply pp_reply;
 
 // Where the time of one round trip went, in nanoseconds.
 typedef struct pp_timing {
@@ -136,6 +198,53 @@ typedef struct pp_timing {
   // reply is read straight into `out`).
   uint64_t decode_ns;
 } pp_timing;
+
+// A function of a `pp_functions` server: reads the request's parts from `call`, writes the
+// reply's parts into `reply`, and returns 0. A nonzero return value makes the server answer
+// this request with an ERROR frame instead, whose message is the one given to
+// `pp_reply_error`, else that of the last `pp_call_*` accessor that failed during the call,
+// else "function NAME returned CODE"; the client gets `PP_EREMOTE` with it and the
+// conversation goes on. (`pp_reply_error`, or a failure to make a reply part, makes the
+// reply an ERROR whatever the function returns.)
+//
+// `user` is the pointer given to `pp_functions_add`, passed through untouched. `call` and
+// `reply`, and every pointer read from them, are valid only until the function returns.
+// The function runs on the thread that called `pp_serve_stdio_functions`, one request at a
+// time; it may call `pp_*` functions — but not `pp_functions_*` or `pp_serve_stdio_*` on the
+// `pp_functions` being served — and must not unwind (C++ exceptions, longjmp) out of the
+// call.
+typedef int (*pp_function)(void *user, const struct pp_call *call, struct pp_reply *reply);
+
+// One part of a message to send, or of one received, read-only: `count` elements of
+// `dtype` (a `PP_DTYPE_*`) at `data`, a vector when `cols` is 0, else a row-major matrix of
+// `cols` columns and `count / cols` rows (`count` must be a multiple of `cols`).
+//
+// `data` must be aligned for its dtype (8 bytes for `double` and `int64_t`, 4 for `float`)
+// and may be NULL when `count` is 0.
+typedef struct pp_part {
+  // `PP_DTYPE_BYTES`, `PP_DTYPE_F32`, `PP_DTYPE_F64` or `PP_DTYPE_I64`.
+  int dtype;
+  // 0 for a vector; otherwise the columns of a row-major matrix.
+  uint32_t cols;
+  // The number of elements (not bytes).
+  uint64_t count;
+  // The first element.
+  const void *data;
+} pp_part;
+
+// A caller's buffer for one part of a reply: the reply's part must have exactly this dtype,
+// count and columns (`cols` 0: a vector), and its values are written to `data`, which must
+// be aligned as in `pp_part` and may be NULL when `count` is 0.
+typedef struct pp_part_out {
+  // `PP_DTYPE_BYTES`, `PP_DTYPE_F32`, `PP_DTYPE_F64` or `PP_DTYPE_I64`.
+  int dtype;
+  // 0 for a vector; otherwise the columns of a row-major matrix.
+  uint32_t cols;
+  // The number of elements (not bytes).
+  uint64_t count;
+  // Where the values go: room for `count` elements.
+  void *data;
+} pp_part_out;
 
 // A C function answering one f64 request: read the `n` doubles at `in`, write exactly `n`
 // doubles to `out`, return 0. Any other return value makes the server answer this request
@@ -276,9 +385,11 @@ int pp_set_timeout_ns(struct pp_peer *peer, uint64_t ns);
 // `out` is NULL with a non-zero length, misaligned, or too long, `in` and `out` overlap, or
 // `out_len` is not `n`; `PP_ETOOLARGE` (nothing sent, peer usable) when the request exceeds
 // the server's max_frame_bytes; `PP_EREMOTE` (peer usable) when the server answered with an
-// ERROR frame; and, leaving the peer good only for `pp_close` (its server terminated and
-// reaped): `PP_ETIMEDOUT`, `PP_EEXITED`, `PP_ECLOSED` (whose message repeats the error that
-// closed it), `PP_EPROTO` (including a reply whose count is not `n`), `PP_EIO`.
+// ERROR frame; `PP_ESHAPE` (peer usable: the reply was read to its end) when the reply has
+// another dtype or element count than `out` (a server that does not answer in kind; the
+// message names both); and, leaving the peer good only for `pp_close` (its server
+// terminated and reaped): `PP_ETIMEDOUT`, `PP_EEXITED`, `PP_ECLOSED` (whose message repeats
+// the error that closed it), `PP_EPROTO`, `PP_EIO`.
 //
 // # Safety
 // `peer` is NULL or a live peer, not in use by another thread; `in` is NULL or points to
@@ -334,6 +445,158 @@ const char *pp_last_error(void);
 // Never NULL, never to be freed, valid for the life of the process; thread-safe.
 const char *pp_strerror(int code);
 
+// Makes a server of no functions yet, announcing `handler=NAME` in its HELLO, and stores it
+// in `*out`.
+//
+// Ownership: the caller owns `*out` and frees it with `pp_functions_free`; `name` is copied.
+//
+// Returns `PP_OK`, or `PP_EINVAL` when `name` or `out` is NULL, or `name` is empty, longer
+// than 256 bytes, not UTF-8 or has a line break (`*out` then unchanged).
+//
+// # Safety
+// `name` is NULL or a NUL-terminated string; `out` is NULL or points to writable storage for
+// one pointer.
+int pp_functions_new(const char *name, struct pp_functions **out);
+
+// Adds `function` under `name`, called with `user` for every request that names it.
+//
+// Returns `PP_OK`, or `PP_EINVAL` (`functions` unchanged) when `functions`, `name` or
+// `function` is NULL, `name` is not a function name (1 to 64 ASCII letters, digits and
+// `_ . : -`) or is taken already, or the server has 256 functions.
+//
+// # Safety
+// `functions` is NULL or a live `pp_functions`, not in use by another thread nor being
+// served; `name` is NULL or a NUL-terminated string; `function` is NULL or honours the
+// `pp_function` contract for `user`.
+int pp_functions_add(struct pp_functions *functions,
+                     const char *name,
+                     pp_function function,
+                     void *user);
+
+// Frees a server made by `pp_functions_new`, with its functions. NULL is a no-op.
+//
+// # Safety
+// `functions` is NULL or a `pp_functions` from `pp_functions_new` not freed before, not in
+// use by another thread nor being served; it must not be used afterwards.
+void pp_functions_free(struct pp_functions *functions);
+
+// Serves this process's stdin and stdout as a peerpipe server of `functions`, until the
+// client says BYE or closes the connection: each PARTS request naming one of them calls it;
+// a request naming another gets an ERROR listing them ("unknown function \"rhs2\": this
+// server has rhs, jac"), as does a DATA request or one naming no function, and the
+// conversation goes on. The HELLO announces the functions (`parts=1`,
+// `functions=rhs,jac`) and the name given to `pp_functions_new` (or the options' handler
+// name, when they set one).
+//
+// `options` may be NULL (the defaults); otherwise as for `pp_serve_stdio_f64_with`: the
+// transport (unset: the one the client chose), the wait strategy, the frame timeout, the
+// largest request accepted. The process must have been started by a peerpipe client; call
+// this once per process (see `pp_serve_stdio_f64` for what it does to stdin, stdout and
+// SIGPIPE). Blocks until the conversation ends; between requests it waits without a
+// deadline.
+//
+// Returns `PP_OK` after BYE or a clean end of stream; `PP_EINVAL` when `functions` is NULL
+// or serves no function yet; otherwise the codes of `pp_serve_stdio_f64`.
+//
+// # Safety
+// `functions` is NULL or a live `pp_functions`, not in use by another thread; `options` is
+// NULL or a live `pp_options`, not changed during the call.
+int pp_serve_stdio_functions(struct pp_functions *functions, const struct pp_options *options);
+
+// The number of parts of the request. 0, with the reason in `pp_last_error()`, when `call`
+// is NULL.
+//
+// # Safety
+// `call` is NULL or the `pp_call` a function was handed, during that call.
+size_t pp_call_count(const struct pp_call *call);
+
+// Writes part `index` of the request to `*part`: its dtype (a `PP_DTYPE_*`), columns (0 for
+// a vector), count and a pointer to its values, in native byte order, aligned for the dtype
+// and non-NULL (not to be dereferenced when the count is 0). The values belong to the
+// request: read them, do not write or free them; they are valid until the function returns.
+//
+// Returns `PP_OK`; `PP_EINVAL` when `call` or `part` is NULL, or when there is no part
+// `index` ("rhs: expected a part 2, found 2 parts", also the ERROR's message if the function
+// then returns nonzero), `*part` then unchanged.
+//
+// # Safety
+// `call` is NULL or the `pp_call` a function was handed, during that call; `part` is NULL
+// or points to a writable `pp_part`.
+int pp_call_part(const struct pp_call *call, size_t index, struct pp_part *part);
+
+// Part `index` of the request as doubles: a pointer to its values (valid until the function
+// returns, not to be written), its element count written to `*count` when `count` is not
+// NULL. A matrix part is its rows one after another (`pp_call_part` gives its columns).
+//
+// Returns NULL, with the reason in `pp_last_error()`, when `call` is NULL, there is no part
+// `index`, or it is not of `PP_DTYPE_F64` (`rhs: expected part 1 of f64 values, found
+// f32[3]`); that message is also the ERROR's if the function then returns nonzero. `*count`
+// is then unchanged.
+//
+// # Safety
+// `call` is NULL or the `pp_call` a function was handed, during that call; `count` is NULL
+// or points to a writable `uint64_t`.
+const double *pp_call_part_f64(const struct pp_call *call, size_t index, uint64_t *count);
+
+// Adds a part of `count` elements of `dtype` (a `PP_DTYPE_*`) to the reply — a vector when
+// `cols` is 0, else a row-major matrix of `cols` columns — and returns its values to fill:
+// zeroed, aligned for the dtype, non-NULL (not to be dereferenced when `count` is 0). The
+// buffer belongs to the reply and stays valid, where it is, until the function returns;
+// parts go out in the order they are made.
+//
+// Returns NULL, with the reason in `pp_last_error()`, when `reply` is NULL, `dtype` is
+// unknown, `count` is not whole rows of `cols` or too large, the reply has 64 parts
+// already, or the memory cannot be had; the reply then becomes an ERROR with that message,
+// whatever the function returns.
+//
+// # Safety
+// `reply` is NULL or the `pp_reply` a function was handed, during that call.
+void *pp_reply_part(struct pp_reply *reply, int dtype, uint32_t cols, uint64_t count);
+
+// `pp_reply_part(reply, PP_DTYPE_F64, 0, count)`: a vector of `count` doubles to fill.
+//
+// # Safety
+// As `pp_reply_part`.
+double *pp_reply_f64(struct pp_reply *reply, uint64_t count);
+
+// A row-major `rows` × `cols` matrix of doubles to fill (element (i, j) at `i * cols + j`):
+// `pp_reply_part(reply, PP_DTYPE_F64, cols, rows * cols)`; also NULL when `cols` is 0 or
+// above 2^32 - 1, or `rows * cols` overflows.
+//
+// # Safety
+// As `pp_reply_part`.
+double *pp_reply_f64_matrix(struct pp_reply *reply, uint64_t rows, uint64_t cols);
+
+// `pp_reply_part(reply, PP_DTYPE_F32, 0, count)`: a vector of `count` floats to fill.
+//
+// # Safety
+// As `pp_reply_part`.
+float *pp_reply_f32(struct pp_reply *reply, uint64_t count);
+
+// `pp_reply_part(reply, PP_DTYPE_I64, 0, count)`: a vector of `count` `int64_t` to fill.
+//
+// # Safety
+// As `pp_reply_part`.
+int64_t *pp_reply_i64(struct pp_reply *reply, uint64_t count);
+
+// `pp_reply_part(reply, PP_DTYPE_BYTES, 0, count)`: `count` raw bytes to fill.
+//
+// # Safety
+// As `pp_reply_part`.
+uint8_t *pp_reply_bytes(struct pp_reply *reply, uint64_t count);
+
+// Makes this request's reply an ERROR frame with `message` (copied; invalid UTF-8 is
+// replaced), whatever the function returns and whatever parts it made: the client gets
+// `PP_EREMOTE` with "server error for seq N: MESSAGE", and the conversation goes on.
+// Typically `pp_reply_error(reply, "rhs: y has 3 values, expected 2"); return 1;`.
+//
+// Returns `PP_OK`, or `PP_EINVAL` when `reply` or `message` is NULL.
+//
+// # Safety
+// `reply` is NULL or the `pp_reply` a function was handed, during that call; `message` is
+// NULL or a NUL-terminated string.
+int pp_reply_error(struct pp_reply *reply, const char *message);
+
 // Makes a set of options with the defaults and stores it in `*out`.
 //
 // Ownership: the caller owns `*out` and frees it with `pp_options_free`.
@@ -361,7 +624,7 @@ void pp_options_free(struct pp_options *options);
 // the same one: with shared memory its stdin is the region's memfd instead of a pipe, over
 // tcp it must listen and announce. So: `peer --role server --transport shm-ring` (or
 // `tcp`), or a C server that passes options with this transport to
-// `pp_serve_stdio_*_with`.
+// `pp_serve_stdio_*_with` or `pp_serve_stdio_functions`.
 //
 // Returns `PP_OK`, or `PP_EINVAL` when `options` or `name` is NULL or `name` is not a
 // transport (options unchanged).
@@ -416,8 +679,9 @@ int pp_options_set_max_frame_bytes(struct pp_options *options, uint64_t bytes);
 int pp_options_set_shm_bytes(struct pp_options *options, size_t bytes);
 
 // Sets the handler name a server announces in its HELLO (`handler=NAME`, shown by `peer`'s
-// report). Servers only; spawning ignores it. Default: "c-f64" or "c-f32". The string is
-// copied.
+// report). Servers only; spawning ignores it. Default: "c-f64" or "c-f32", and for
+// `pp_serve_stdio_functions` the name given to `pp_functions_new`, which this replaces. The
+// string is copied.
 //
 // Returns `PP_OK`, or `PP_EINVAL` when `options` or `name` is NULL, or `name` is empty,
 // longer than 256 bytes, not UTF-8, or contains a line break (HELLO's separator).
@@ -425,6 +689,105 @@ int pp_options_set_shm_bytes(struct pp_options *options, size_t bytes);
 // # Safety
 // `options` is NULL or a live `pp_options`; `name` is NULL or a NUL-terminated string.
 int pp_options_set_handler_name(struct pp_options *options, const char *name);
+
+// Calls `function` on the server with the `n_in` parts at `in` — one PARTS request, sent
+// straight from the caller's memory — and receives the reply's parts into the `n_out`
+// buffers at `out`, whose shapes the reply must have: the same number of parts, and each of
+// the dtype, count and columns of its buffer. One round trip; once the peer is warm the
+// call allocates nothing.
+//
+// `function` names one of the server's functions (a C server's `pp_functions_add`, a Rust
+// server's `Functions`); "" calls its default function (what `peer --role server` serves).
+// The values cross bit for bit. `timing`, when not NULL, receives where the time went; it
+// is written only on success. On any failure the contents of the `out` buffers are
+// unspecified. Blocks until the reply arrives, at most the peer's timeout.
+//
+// Returns `PP_OK`. Refused before anything is sent, the peer staying usable:
+// `PP_EINVAL` when `peer` or `function` is NULL, `function` is not a function name (1 to 64
+// ASCII letters, digits, `_ . : -`), `n_in` or `n_out` is above 64, `in` or `out` is NULL
+// with a nonzero count, a part has an unknown dtype, a count that is not whole rows of its
+// `cols`, or data that is NULL (with a nonzero count), misaligned or too long, or a reply
+// buffer overlaps a request part or another reply buffer — `pp_last_error()` names the
+// argument, e.g. `invalid argument in[1].dtype: is 9: expected PP_DTYPE_BYTES (0), ...`;
+// `PP_EUNSUPPORTED` when the server does not speak PARTS (its HELLO lacks `parts=1`: an
+// older or other server; the message names it); `PP_ETOOLARGE` when the request exceeds
+// the server's max_frame_bytes. After the call, the peer staying usable: `PP_EREMOTE` when
+// the server answered with an ERROR (an unknown function — the message lists the server's
+// functions —, a function that refused the call); `PP_ESHAPE` when the reply's parts differ
+// from `out` (the message names the expected and the found shapes, e.g. `expected 1 part:
+// f64[500], found 1 part: f64[3]`). Leaving the peer good only for `pp_close`:
+// `PP_ETIMEDOUT`, `PP_EEXITED`, `PP_ECLOSED`, `PP_EPROTO`, `PP_EIO`, as for `pp_call_f64`.
+//
+// # Safety
+// `peer` is NULL or a live peer, not in use by another thread; `function` is NULL or a
+// NUL-terminated string; `in` is NULL or points to `n_in` descriptors, each of whose `data`
+// points to `count` readable elements of its dtype (or is NULL with `count` 0); `out`
+// likewise to `n_out` descriptors of `count` writable elements each; `timing` is NULL or
+// points to a writable `pp_timing`. Everything is used only during the call.
+int pp_call_parts(struct pp_peer *peer,
+                  const char *function,
+                  const struct pp_part *in,
+                  size_t n_in,
+                  const struct pp_part_out *out,
+                  size_t n_out,
+                  struct pp_timing *timing);
+
+// Makes an empty reply (no parts) and stores it in `*out`.
+//
+// Ownership: the caller owns `*out` and frees it with `pp_parts_reply_free`.
+//
+// Returns `PP_OK`, or `PP_EINVAL` when `out` is NULL.
+//
+// # Safety
+// `out` is NULL or points to writable storage for one pointer.
+int pp_parts_reply_new(struct pp_parts_reply **out);
+
+// Frees a reply made by `pp_parts_reply_new`; the `data` pointers read from it become
+// invalid. NULL is a no-op.
+//
+// # Safety
+// `reply` is NULL or a reply from `pp_parts_reply_new` not freed before, not in use by
+// another thread; it must not be used afterwards.
+void pp_parts_reply_free(struct pp_parts_reply *reply);
+
+// `pp_call_parts` with a reply of any shape: its parts are received into `reply` (replacing
+// the parts it held), to be read with `pp_parts_reply_count` and `pp_parts_reply_part`. For
+// a reply whose shape the caller cannot fix in advance; once `reply` has held a reply as
+// large, the call allocates nothing.
+//
+// On failure `reply` holds no parts. Returns and refuses as `pp_call_parts`, without
+// `PP_ESHAPE`; also `PP_EINVAL` when `reply` is NULL.
+//
+// # Safety
+// As `pp_call_parts` for `peer`, `function`, `in` and `timing`; `reply` is NULL or a live
+// reply from `pp_parts_reply_new`, not in use by another thread.
+int pp_call_parts_any(struct pp_peer *peer,
+                      const char *function,
+                      const struct pp_part *in,
+                      size_t n_in,
+                      struct pp_parts_reply *reply,
+                      struct pp_timing *timing);
+
+// The number of parts `reply` holds: those of the last successful `pp_call_parts_any` into
+// it, 0 before one or after a failed one. 0, with the reason in `pp_last_error()`, when
+// `reply` is NULL.
+//
+// # Safety
+// `reply` is NULL or a live reply from `pp_parts_reply_new`, not in use by another thread.
+size_t pp_parts_reply_count(const struct pp_parts_reply *reply);
+
+// Writes part `index` of `reply` to `*part`: its dtype, columns, count and a pointer to its
+// values, in native byte order and aligned for the dtype. The values belong to `reply`:
+// read them, do not write or free them; they stay valid until the next call with `reply`
+// (`pp_call_parts_any`, `pp_parts_reply_free`).
+//
+// Returns `PP_OK`; `PP_EINVAL` when `reply` or `part` is NULL or `index` is not below
+// `pp_parts_reply_count(reply)`, `*part` then unchanged.
+//
+// # Safety
+// `reply` is NULL or a live reply from `pp_parts_reply_new`, not in use by another thread;
+// `part` is NULL or points to a writable `pp_part`.
+int pp_parts_reply_part(const struct pp_parts_reply *reply, size_t index, struct pp_part *part);
 
 // Serves this process's stdin and stdout as a peerpipe server, answering each f64 request
 // with `handler`, until the client says BYE or closes the connection; with default options

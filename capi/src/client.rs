@@ -18,7 +18,7 @@ use crate::options::{pp_options, timeout_of};
 /// Thread-safety: a `pp_peer` may be handed from one thread to another, but must not be used
 /// by two threads at once; different peers are independent.
 pub struct pp_peer {
-    peer: Peer,
+    pub(crate) peer: Peer,
 }
 
 /// Where the time of one round trip went, in nanoseconds.
@@ -280,9 +280,11 @@ pub unsafe extern "C" fn pp_set_timeout_ns(peer: *mut pp_peer, ns: u64) -> c_int
 /// `out` is NULL with a non-zero length, misaligned, or too long, `in` and `out` overlap, or
 /// `out_len` is not `n`; `PP_ETOOLARGE` (nothing sent, peer usable) when the request exceeds
 /// the server's max_frame_bytes; `PP_EREMOTE` (peer usable) when the server answered with an
-/// ERROR frame; and, leaving the peer good only for `pp_close` (its server terminated and
-/// reaped): `PP_ETIMEDOUT`, `PP_EEXITED`, `PP_ECLOSED` (whose message repeats the error that
-/// closed it), `PP_EPROTO` (including a reply whose count is not `n`), `PP_EIO`.
+/// ERROR frame; `PP_ESHAPE` (peer usable: the reply was read to its end) when the reply has
+/// another dtype or element count than `out` (a server that does not answer in kind; the
+/// message names both); and, leaving the peer good only for `pp_close` (its server
+/// terminated and reaped): `PP_ETIMEDOUT`, `PP_EEXITED`, `PP_ECLOSED` (whose message repeats
+/// the error that closed it), `PP_EPROTO`, `PP_EIO`.
 ///
 /// # Safety
 /// `peer` is NULL or a live peer, not in use by another thread; `in` is NULL or points to
@@ -359,7 +361,7 @@ unsafe fn call<'a, T>(
 
 /// # Safety
 /// `timing` is NULL or points to a writable `pp_timing`.
-unsafe fn write_timing(timing: *mut pp_timing, t: CallTiming) {
+pub(crate) unsafe fn write_timing(timing: *mut pp_timing, t: CallTiming) {
     if !timing.is_null() {
         // SAFETY: non-NULL and, per the caller, writable.
         unsafe { timing.write(t.into()) };

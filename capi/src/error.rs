@@ -1,20 +1,22 @@
 //! Return codes, their fixed messages, and this thread's last error message.
 //!
 //! A crate error becomes a code by its kind ([`peerpipe::Error::kind`]), by one table
-//! ([`code_of_kind`]):
+//! (`code_of_kind`):
 //!
-//! | `ErrorKind`       | code           |
-//! |-------------------|----------------|
-//! | `InvalidArgument` | `PP_EINVAL`    |
-//! | `Timeout`         | `PP_ETIMEDOUT` |
-//! | `PeerExited`      | `PP_EEXITED`   |
-//! | `Closed`          | `PP_ECLOSED`   |
-//! | `Protocol`        | `PP_EPROTO`    |
-//! | `Io`              | `PP_EIO`       |
-//! | `Remote`          | `PP_EREMOTE`   |
-//! | `TooLarge`        | `PP_ETOOLARGE` |
-//! | `NotFound`        | `PP_ENOTFOUND` |
-//! | `Interrupted`     | `PP_EINTR`     |
+//! | `ErrorKind`       | code              |
+//! |-------------------|-------------------|
+//! | `InvalidArgument` | `PP_EINVAL`       |
+//! | `Timeout`         | `PP_ETIMEDOUT`    |
+//! | `PeerExited`      | `PP_EEXITED`      |
+//! | `Closed`          | `PP_ECLOSED`      |
+//! | `Protocol`        | `PP_EPROTO`       |
+//! | `Io`              | `PP_EIO`          |
+//! | `Remote`          | `PP_EREMOTE`      |
+//! | `TooLarge`        | `PP_ETOOLARGE`    |
+//! | `NotFound`        | `PP_ENOTFOUND`    |
+//! | `Interrupted`     | `PP_EINTR`        |
+//! | `Shape`           | `PP_ESHAPE`       |
+//! | `Unsupported`     | `PP_EUNSUPPORTED` |
 //!
 //! `PP_EPANIC` is no kind: it is a caught panic.
 
@@ -27,7 +29,9 @@ use peerpipe::{Error, ErrorKind};
 pub const PP_OK: c_int = 0;
 /// An argument is not valid: a NULL pointer where one is required, a buffer that is
 /// misaligned, overlaps another or is too long to address, an `argc` of 0, a string that is
-/// not a valid option value, a length that does not match.
+/// not a valid option value, a length that does not match, a part of an unknown dtype or
+/// whose count is not whole rows of its columns, more than 64 parts, a function name that
+/// is not one. A call refused so sends nothing: the peer stays usable.
 pub const PP_EINVAL: c_int = -1;
 /// A deadline passed: the server did not answer (or take the request) within the timeout.
 /// The server has been terminated and reaped; the peer only accepts `pp_close`.
@@ -39,10 +43,9 @@ pub const PP_EEXITED: c_int = -3;
 /// closed by an earlier error. The peer only accepts `pp_close`.
 pub const PP_ECLOSED: c_int = -4;
 /// The other side broke wire format v1, or a shared-memory region is not valid: bad magic,
-/// version, kind, dtype, flags or padding; a truncated frame; a reply with the wrong seq,
-/// dtype or element count (a misbehaving server: `out_len` is checked before sending). The
-/// server has
-/// been terminated; the peer only accepts `pp_close`.
+/// version, kind, dtype, flags or padding; a truncated frame; a reply with the wrong seq; a
+/// PARTS frame whose part table breaks the rules. The server has been terminated; the peer
+/// only accepts `pp_close`.
 pub const PP_EPROTO: c_int = -5;
 /// An operating-system call failed: a program could not be started for another reason than
 /// not being found (e.g. it is not executable), a pipe or region could not be made, a
@@ -64,10 +67,21 @@ pub const PP_ENOTFOUND: c_int = -10;
 /// The caller asked to stop waiting; the server was terminated and reaped. (No function of
 /// this library is interruptible yet; the code completes the table of error kinds.)
 pub const PP_EINTR: c_int = -11;
+/// The reply has another shape than the caller's buffers: another dtype or element count
+/// than `out_len` (`pp_call_f64`, `pp_call_f32`), or other parts, dtypes, counts or columns
+/// than `out` (`pp_call_parts`); `pp_last_error()` names the expected and the found shapes
+/// (`reply to seq 4 has another shape than expected: expected 1 part: f64[500], found 1
+/// part: f64[3]`). The reply was read to its end: the peer stays usable. The contents of the
+/// caller's reply buffers are unspecified.
+pub const PP_ESHAPE: c_int = -12;
+/// The server does not speak what the call needs: `pp_call_parts` to a server whose HELLO
+/// does not announce PARTS (`parts=1`); `pp_last_error()` names the server. Nothing was
+/// sent: the peer stays usable for the calls the server does speak (`pp_call_f64`).
+pub const PP_EUNSUPPORTED: c_int = -13;
 
 /// Every code.
 #[cfg(test)]
-pub(crate) const ALL: [c_int; 12] = [
+pub(crate) const ALL: [c_int; 14] = [
     PP_OK,
     PP_EINVAL,
     PP_ETIMEDOUT,
@@ -80,6 +94,8 @@ pub(crate) const ALL: [c_int; 12] = [
     PP_EPANIC,
     PP_ENOTFOUND,
     PP_EINTR,
+    PP_ESHAPE,
+    PP_EUNSUPPORTED,
 ];
 
 fn describe(code: c_int) -> &'static CStr {
@@ -96,6 +112,8 @@ fn describe(code: c_int) -> &'static CStr {
         PP_EPANIC => c"internal error (panic) in peerpipe",
         PP_ENOTFOUND => c"program not found",
         PP_EINTR => c"interrupted",
+        PP_ESHAPE => c"reply of another shape than expected",
+        PP_EUNSUPPORTED => c"not supported by the server",
         _ => c"unknown peerpipe error code",
     }
 }
@@ -120,6 +138,8 @@ pub(crate) fn code_of_kind(kind: ErrorKind) -> Option<c_int> {
         ErrorKind::TooLarge => PP_ETOOLARGE,
         ErrorKind::NotFound => PP_ENOTFOUND,
         ErrorKind::Interrupted => PP_EINTR,
+        ErrorKind::Shape => PP_ESHAPE,
+        ErrorKind::Unsupported => PP_EUNSUPPORTED,
         _ => return None,
     })
 }
@@ -138,7 +158,7 @@ impl From<Error> for Failure {
 }
 
 /// `PP_EINVAL` with a message naming the argument and what was wrong.
-pub(crate) fn invalid(argument: &str, reason: &str) -> Failure {
+pub(crate) fn invalid(argument: impl std::fmt::Display, reason: &str) -> Failure {
     Failure { code: PP_EINVAL, message: format!("invalid argument {argument}: {reason}") }
 }
 
@@ -259,6 +279,23 @@ mod tests {
                 PP_EIO,
             ),
             (Error::Interrupted { during: "the handshake" }, PP_EINTR),
+            (
+                Error::ShapeMismatch {
+                    seq: 4,
+                    expected: "1 part: f64[500]".into(),
+                    found: "1 part: f64[3]".into(),
+                },
+                PP_ESHAPE,
+            ),
+            (Error::CountMismatch { seq: 2, expected: 5, found: 4 }, PP_ESHAPE),
+            (
+                Error::Unsupported {
+                    what: "PARTS requests",
+                    server: "v1 0.1".into(),
+                    hint: "it serves DATA requests only",
+                },
+                PP_EUNSUPPORTED,
+            ),
         ];
         for (error, code) in cases {
             let text = error.to_string();

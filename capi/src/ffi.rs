@@ -3,12 +3,14 @@
 //!
 //! [`guard`] decides, in one place, what a panic and a failure become for C: a panic is
 //! caught (it never unwinds into C) and becomes `PP_EPANIC`; a failure becomes its code, with
-//! its message stored for `pp_last_error`; success clears that message. A NULL pointer or an
-//! impossible length is refused here with `PP_EINVAL` before any Rust reference is made from
-//! it.
+//! its message stored for `pp_last_error`; success clears that message. [`guard_or`] does the
+//! same for an export that returns a pointer or a count, which is NULL or 0 on failure. A
+//! NULL pointer or an impossible length is refused here with `PP_EINVAL` before any Rust
+//! reference is made from it.
 
 use std::any::Any;
 use std::ffi::{CStr, OsStr, c_char, c_int};
+use std::fmt::Display;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{self, AssertUnwindSafe};
 
@@ -16,15 +18,35 @@ use crate::error::{self, Failure, PP_EPANIC, PP_OK, invalid};
 
 /// Runs `body`, catching any panic, and turns its outcome into a return code.
 pub(crate) fn guard(body: impl FnOnce() -> Result<(), Failure>) -> c_int {
-    let outcome = panic::catch_unwind(AssertUnwindSafe(body))
-        .unwrap_or_else(|payload| Err(panicked(payload.as_ref())));
-    match outcome {
+    match catch(body) {
         Ok(()) => {
             error::clear();
             PP_OK
         }
         Err(failure) => error::record(failure),
     }
+}
+
+/// [`guard`] for an export that returns a value (a pointer, a count) instead of a code:
+/// `body`'s value on success, else `on_failure` (NULL, 0), with the failure's message
+/// recorded for `pp_last_error` as [`guard`] records it.
+pub(crate) fn guard_or<T>(on_failure: T, body: impl FnOnce() -> Result<T, Failure>) -> T {
+    match catch(body) {
+        Ok(value) => {
+            error::clear();
+            value
+        }
+        Err(failure) => {
+            error::record(failure);
+            on_failure
+        }
+    }
+}
+
+/// `body`'s outcome, a panic caught and turned into a `PP_EPANIC` failure.
+fn catch<T>(body: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+    panic::catch_unwind(AssertUnwindSafe(body))
+        .unwrap_or_else(|payload| Err(panicked(payload.as_ref())))
 }
 
 fn panicked(payload: &(dyn Any + Send)) -> Failure {
@@ -44,7 +66,11 @@ fn panicked(payload: &(dyn Any + Send)) -> Failure {
 /// # Safety
 /// When `n > 0` and `ptr` is not NULL, `ptr` must point to `n` initialised `T`s that stay
 /// valid, and are not written through another pointer, for the returned lifetime.
-pub(crate) unsafe fn slice<'a, T>(ptr: *const T, n: usize, what: &str) -> Result<&'a [T], Failure> {
+pub(crate) unsafe fn slice<'a, T>(
+    ptr: *const T,
+    n: usize,
+    what: impl Display,
+) -> Result<&'a [T], Failure> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -63,7 +89,7 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, n: usize, what: &str) -> Result
 pub(crate) unsafe fn slice_mut<'a, T>(
     ptr: *mut T,
     n: usize,
-    what: &str,
+    what: impl Display,
 ) -> Result<&'a mut [T], Failure> {
     if n == 0 {
         return Ok(&mut []);
@@ -73,7 +99,7 @@ pub(crate) unsafe fn slice_mut<'a, T>(
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, n) })
 }
 
-fn check_buffer<T>(ptr: *const T, n: usize, what: &str) -> Result<(), Failure> {
+pub(crate) fn check_buffer<T>(ptr: *const T, n: usize, what: impl Display) -> Result<(), Failure> {
     if ptr.is_null() {
         return Err(invalid(what, &format!("is NULL but its length is {n}")));
     }
@@ -169,6 +195,17 @@ mod tests {
         assert_eq!(code, PP_EPANIC);
         assert_eq!(last_error(), "panic in peerpipe (a bug, please report it): boom 42");
         assert_eq!(guard(|| Ok(())), PP_OK);
+        assert_eq!(last_error(), "");
+    }
+
+    #[test]
+    fn a_value_returning_export_gives_its_fallback_on_a_panic_or_a_failure() {
+        let null = std::ptr::null::<f64>();
+        assert_eq!(guard_or(null, || panic!("boom")), null);
+        assert_eq!(last_error(), "panic in peerpipe (a bug, please report it): boom");
+        assert_eq!(guard_or(7usize, || Err(invalid("reply", "is NULL"))), 7);
+        assert_eq!(last_error(), "invalid argument reply: is NULL");
+        assert_eq!(guard_or(0usize, || Ok(3)), 3);
         assert_eq!(last_error(), "");
     }
 

@@ -6,12 +6,18 @@
 //!
 //! - [`error`]: the `PP_E*` codes, `pp_strerror`, `pp_last_error`, and the mapping from
 //!   [`peerpipe::Error`] to a code (its message is kept verbatim).
-//! - [`ffi`]: the one function every export runs its body through (`guard`: no panic crosses
-//!   into C, the code and message are recorded), and the checked conversions of C pointers,
-//!   lengths and strings into Rust values.
+//! - `ffi`: the one function every export runs its body through (`guard`, or `guard_or` for
+//!   one that returns a pointer or a count: no panic crosses into C, the code and message are
+//!   recorded), and the checked conversions of C pointers, lengths and strings into Rust
+//!   values.
 //! - [`options`]: `pp_options`, the settings of spawning and serving.
 //! - [`client`]: `pp_peer` — spawn, call, timeout, close.
-//! - [`server`]: `pp_serve_stdio_*` — a C function as the handler of a server process.
+//! - [`parts`]: messages of several typed parts — `pp_part`, `pp_call_parts` (the reply into
+//!   the caller's buffers), `pp_call_parts_any` (a reply of any shape).
+//! - [`server`]: `pp_serve_stdio_f64`/`_f32` — a C function as the handler of a server
+//!   process.
+//! - [`functions`]: `pp_functions` — C functions served by name (`pp_serve_stdio_functions`),
+//!   each reading a request's parts (`pp_call`) and writing its reply's (`pp_reply`).
 //!
 //! The header is generated from these files by cbindgen (`cargo run -p peerpipe-capi
 //! --example gen_header`); `tests/header.rs` fails when it is out of date.
@@ -34,5 +40,7 @@ compile_error!(
 pub mod client;
 pub mod error;
 mod ffi;
+pub mod functions;
 pub mod options;
+pub mod parts;
 pub mod server;

@@ -1,5 +1,6 @@
 //! `pp_options`: the settings of spawning a server (`pp_spawn_with`, `pp_spawn_shell_with`)
-//! and of serving (`pp_serve_stdio_f64_with`, `pp_serve_stdio_f32_with`).
+//! and of serving (`pp_serve_stdio_f64_with`, `pp_serve_stdio_f32_with`,
+//! `pp_serve_stdio_functions`).
 
 use std::ffi::{c_char, c_int};
 use std::time::Duration;
@@ -15,8 +16,8 @@ use crate::ffi::{self, guard};
 ///
 /// Defaults: transport "pipe" for spawning, and for serving the transport the client chose,
 /// wait "auto" (see `pp_options_set_wait`), timeout 10 s,
-/// max_frame_bytes 64 MiB, 1 MiB per direction of shared memory, handler name "c-f64" or
-/// "c-f32" (servers only).
+/// max_frame_bytes 64 MiB, 1 MiB per direction of shared memory, handler name "c-f64",
+/// "c-f32" or the one given to `pp_functions_new` (servers only).
 ///
 /// Spawning and serving read the options and keep no pointer to them: free them whenever
 /// convenient. Not thread-safe: do not change one `pp_options` from two threads at once, nor
@@ -105,7 +106,7 @@ pub unsafe extern "C" fn pp_options_free(options: *mut pp_options) {
 /// the same one: with shared memory its stdin is the region's memfd instead of a pipe, over
 /// tcp it must listen and announce. So: `peer --role server --transport shm-ring` (or
 /// `tcp`), or a C server that passes options with this transport to
-/// `pp_serve_stdio_*_with`.
+/// `pp_serve_stdio_*_with` or `pp_serve_stdio_functions`.
 ///
 /// Returns `PP_OK`, or `PP_EINVAL` when `options` or `name` is NULL or `name` is not a
 /// transport (options unchanged).
@@ -217,8 +218,9 @@ pub unsafe extern "C" fn pp_options_set_shm_bytes(options: *mut pp_options, byte
 }
 
 /// Sets the handler name a server announces in its HELLO (`handler=NAME`, shown by `peer`'s
-/// report). Servers only; spawning ignores it. Default: "c-f64" or "c-f32". The string is
-/// copied.
+/// report). Servers only; spawning ignores it. Default: "c-f64" or "c-f32", and for
+/// `pp_serve_stdio_functions` the name given to `pp_functions_new`, which this replaces. The
+/// string is copied.
 ///
 /// Returns `PP_OK`, or `PP_EINVAL` when `options` or `name` is NULL, or `name` is empty,
 /// longer than 256 bytes, not UTF-8, or contains a line break (HELLO's separator).
@@ -232,15 +234,20 @@ pub unsafe extern "C" fn pp_options_set_handler_name(
 ) -> c_int {
     guard(|| {
         // SAFETY: the caller guarantees NULL or a NUL-terminated string.
-        let name = unsafe { ffi::c_str(name, "name") }?;
-        if name.is_empty() || name.len() > 256 || name.contains(['\n', '\r']) {
-            let reason = format!("{name:?} is empty, longer than 256 bytes or has a line break");
-            return Err(invalid("name", &reason));
-        }
+        let name = handler_name(unsafe { ffi::c_str(name, "name") }?, "name")?;
         // SAFETY: the caller guarantees NULL or a live pp_options.
-        unsafe { options_mut(options) }?.handler_name = Some(name.to_owned());
+        unsafe { options_mut(options) }?.handler_name = Some(name);
         Ok(())
     })
+}
+
+/// `name` as a handler name a HELLO can carry: 1 to 256 bytes without a line break.
+pub(crate) fn handler_name(name: &str, argument: &str) -> Result<String, Failure> {
+    if name.is_empty() || name.len() > 256 || name.contains(['\n', '\r']) {
+        let reason = format!("{name:?} is empty, longer than 256 bytes or has a line break");
+        return Err(invalid(argument, &reason));
+    }
+    Ok(name.to_owned())
 }
 
 /// 0 ns: no deadline.

@@ -118,7 +118,7 @@ pub unsafe extern "C" fn pp_serve_stdio_f32_with(
 
 /// Serves stdio with `handler` through the crate's one stdio server
 /// ([`server::serve_stdio`]): the options' transport when one was set, else the client's.
-fn serve_stdio(
+pub(crate) fn serve_stdio(
     options: &pp_options,
     handler: &mut dyn Handler,
 ) -> Result<(), crate::error::Failure> {

@@ -93,10 +93,12 @@ fn every_error_code_is_reached_from_c_with_the_rust_message() {
     expect("close-picky", "PP_OK", "");
     let strerror: Vec<&str> =
         output.stdout.lines().filter(|l| l.starts_with("strerror ")).collect();
-    assert_eq!(strerror.len(), 13, "{strerror:?}");
+    assert_eq!(strerror.len(), 15, "{strerror:?}");
     assert_eq!(strerror[0], "strerror 0 success");
     assert_eq!(strerror[9], "strerror -9 internal error (panic) in peerpipe");
     assert_eq!(strerror[10], "strerror -10 program not found");
     assert_eq!(strerror[11], "strerror -11 interrupted");
-    assert_eq!(strerror[12], "strerror -12 unknown peerpipe error code");
+    assert_eq!(strerror[12], "strerror -12 reply of another shape than expected");
+    assert_eq!(strerror[13], "strerror -13 not supported by the server");
+    assert_eq!(strerror[14], "strerror -14 unknown peerpipe error code");
 }

@@ -71,6 +71,16 @@ fn every_header_function_is_documented_and_exported_and_nothing_else_is() {
         "pp_last_error",
         "pp_serve_stdio_f64",
         "pp_serve_stdio_f32",
+        "pp_call_parts",
+        "pp_call_parts_any",
+        "pp_functions_new",
+        "pp_functions_add",
+        "pp_serve_stdio_functions",
+        "pp_functions_free",
+        "pp_call_part",
+        "pp_reply_f64",
+        "pp_reply_f64_matrix",
+        "pp_reply_error",
     ] {
         assert!(declared.contains(required), "{required} missing from the header");
     }
@@ -85,6 +95,18 @@ fn every_header_function_is_documented_and_exported_and_nothing_else_is() {
         "const char *pp_last_error(void);",
         "int pp_serve_stdio_f64(pp_handler_f64 handler, void *user);",
         "int pp_serve_stdio_f32(pp_handler_f32 handler, void *user);",
+        "typedef int (*pp_function)(void *user, const struct pp_call *call, \
+         struct pp_reply *reply);",
+        "int pp_call_parts(pp_peer *peer, const char *function, const pp_part *in, size_t n_in, \
+         const pp_part_out *out, size_t n_out, pp_timing *timing);",
+        "int pp_functions_new(const char *name, pp_functions **out);",
+        "int pp_functions_add(pp_functions *functions, const char *name, pp_function function, \
+         void *user);",
+        "int pp_serve_stdio_functions(pp_functions *functions, const pp_options *options);",
+        "int pp_call_part(const pp_call *call, size_t index, pp_part *part);",
+        "double *pp_reply_f64(pp_reply *reply, uint64_t count);",
+        "double *pp_reply_f64_matrix(pp_reply *reply, uint64_t rows, uint64_t cols);",
+        "int pp_reply_error(pp_reply *reply, const char *message);",
     ] {
         // cbindgen spells `struct pp_peer *` where the issue wrote `pp_peer *`: with the
         // typedef they are the same type. Declarations may wrap; compare on one line.
@@ -101,6 +123,16 @@ fn every_header_function_is_documented_and_exported_and_nothing_else_is() {
         header.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join(" ");
     let code = code.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(code.contains(timing), "pp_timing is not laid out as the issue says");
+    for (name, data) in [("pp_part", "const void *data"), ("pp_part_out", "void *data")] {
+        let layout = format!(
+            "typedef struct {name} {{ int dtype; uint32_t cols; uint64_t count; {data}; }} {name};"
+        );
+        assert!(code.contains(&layout), "{name} is not laid out as `{layout}`");
+    }
+    for (dtype, value) in [("BYTES", 0), ("F32", 1), ("F64", 2), ("I64", 3)] {
+        let define = format!("#define PP_DTYPE_{dtype} {value}");
+        assert!(code.contains(&define), "the header lacks `{define}`, the wire's part dtype");
+    }
     for call in ["f64", "f32"] {
         let t = if call == "f64" { "double" } else { "float" };
         let line = format!(
@@ -132,7 +164,13 @@ fn every_header_function_is_documented_and_exported_and_nothing_else_is() {
 fn every_export_runs_its_body_through_the_guard() {
     // Exempt: functions that return no code and cannot panic (a thread-local read, a static
     // string, a Box drop).
-    let exempt = ["pp_last_error", "pp_strerror", "pp_options_free"];
+    let exempt = [
+        "pp_last_error",
+        "pp_strerror",
+        "pp_options_free",
+        "pp_functions_free",
+        "pp_parts_reply_free",
+    ];
     let dir = common::crate_dir().join("src");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -147,18 +185,20 @@ fn every_export_runs_its_body_through_the_guard() {
             if exempt.contains(&name.as_str()) {
                 continue;
             }
+            // The body starts after the signature's first line that ends in `{`.
             let body = &source[at..];
-            let body = body[body.find(") -> c_int {").expect("returns c_int") + 12..].trim_start();
+            let body = body[body.find(" {\n").expect("a body") + 3..].trim_start();
             let delegates = body.starts_with("// SAFETY:")
                 && body.lines().nth(1).is_some_and(|l| l.trim().starts_with("unsafe { pp_"));
+            // A function returning a pointer or a count runs through `guard_or`.
             assert!(
-                body.starts_with("guard(") || delegates,
+                body.starts_with("guard(") || body.starts_with("guard_or(") || delegates,
                 "{name} in {} neither runs through guard nor delegates to a guarded export",
                 path.display()
             );
         }
     }
-    assert!(seen >= 20, "found only {seen} exports");
+    assert!(seen >= 40, "found only {seen} exports");
 }
 
 #[test]

@@ -82,3 +82,92 @@ fn the_c_server_runs_clean_under_valgrind_over_pipes_and_shared_memory() {
         assert_clean(&log, &format!("server.c over {transport}"));
     }
 }
+
+#[test]
+fn the_c_parts_clients_run_clean_under_valgrind() {
+    if !common::have("cc") || !common::have("valgrind") {
+        return;
+    }
+    // The example calling rhs and jac of the server it spawns, and every case of
+    // tests/c/parts.c: refusals, other shapes, ERRORs, replies of any shape, a v1 server.
+    let example = common::compile_c("examples/parts.c");
+    let cases = common::compile_c("tests/c/parts.c");
+    let runs = [
+        ("parts-example", &example, vec!["--n".into(), "64".into(), "--steps".into(), "5".into()]),
+        ("parts-cases", &cases, vec![cases.clone().into_os_string()]),
+    ];
+    for (name, program, args) in runs {
+        let log = common::build_dir().join(format!("valgrind-{name}.log"));
+        let mut command = valgrind(&log);
+        command.arg(program).args(args);
+        let output = common::run(command, Duration::from_secs(300), name);
+        output.assert_success(&format!("{name} under valgrind"));
+        assert_clean(&log, name);
+    }
+}
+
+/// Starts `program ARGS` under valgrind as a server and connects to it; the test, not a
+/// `Peer`, owns the child, so it decides how long valgrind may take after BYE.
+fn valgrind_server(program: &Path, args: &[&str], log: &Path) -> (Peer, std::process::Child) {
+    let mut command = valgrind(log);
+    command.arg(program).args(args);
+    let options = Options { timeout: Some(Duration::from_secs(60)), ..Options::default() };
+    let (link, child) = spawn_connected(command, &Spawn::from_options(&options)).unwrap();
+    (Peer::connect(link, options).unwrap(), child)
+}
+
+fn close_clean(peer: Peer, mut child: std::process::Child, log: &Path, what: &str) {
+    peer.close().unwrap();
+    let status = common::wait_or_kill(&mut child, Duration::from_secs(120), what);
+    assert!(status.success(), "{what} under valgrind ended {status}");
+    assert_clean(log, what);
+}
+
+#[test]
+fn the_c_functions_servers_run_clean_under_valgrind() {
+    if !common::have("cc") || !common::have("valgrind") {
+        return;
+    }
+    use peerpipe::parts::{Part, PartMut};
+    use peerpipe::peer::PartsReply;
+
+    let example = common::compile_c("examples/parts.c");
+    let log = common::build_dir().join("valgrind-parts-server.log");
+    let (mut peer, child) = valgrind_server(&example, &["serve"], &log);
+    let y: Vec<f64> = (0..100).map(|i| f64::from(i) * 0.25).collect();
+    let (t, p) = ([0.5], [0.5, 8.0, 0.75, -0.125, 1.0, 0.01, -0.02, 0.03]);
+    let inputs = [Part::f64(&t), Part::f64(&y), Part::f64(&p)];
+    let (mut dy, mut jac) = (vec![0.0; 100], vec![0.0; 100 * 100]);
+    for _ in 0..20 {
+        peer.call_parts("rhs", &inputs, &mut [PartMut::f64(&mut dy)]).unwrap();
+        let jac_out = PartMut::f64(&mut jac).matrix(100).unwrap();
+        peer.call_parts("jac", &inputs, &mut [jac_out]).unwrap();
+    }
+    let err = peer.call_parts("rhs", &inputs[..2], &mut [PartMut::f64(&mut dy)]).unwrap_err();
+    assert!(err.is_recoverable(), "{err}");
+    close_clean(peer, child, &log, "parts.c serve");
+
+    // Every function of the cases server, those whose reply is an ERROR included.
+    let cases = common::compile_c("tests/c/parts.c");
+    let log = common::build_dir().join("valgrind-parts-cases-server.log");
+    let (mut peer, child) = valgrind_server(&cases, &["serve"], &log);
+    let (ints, bytes, floats) = ([7i64, -7], [1u8, 2, 3], [0.5f32; 5]);
+    let echo = [
+        Part::f64(&y).matrix(10).unwrap(),
+        Part::i64(&ints),
+        Part::bytes(&bytes),
+        Part::f32(&floats),
+    ];
+    let mut reply = PartsReply::new();
+    for function in ["observe", "wrong", "refuse", "code", "many", "badpart", "zerocols", "rhs2"] {
+        peer.call_parts_any(function, &echo[..1], &mut reply).ok();
+    }
+    peer.call_parts_any("typed", &echo[1..2], &mut reply).unwrap_err();
+    peer.call_parts_any("probe", &echo[..1], &mut reply).unwrap();
+    for _ in 0..10 {
+        peer.call_parts_any("echo", &echo, &mut reply).unwrap();
+        assert_eq!(reply.parts().len(), 4);
+    }
+    peer.call_f64(&y, &mut dy).unwrap_err();
+    close_clean(peer, child, &log, "tests/c/parts.c serve");
+}

@@ -3,6 +3,11 @@
 with a local numpy right-hand side evaluated in the server's order. The two trajectories must
 be bit-identical; the overhead per call of going remote is printed.
 
+The forcing F is a parameter, passed as SciPy passes parameters: `solve_ivp(fun, ...,
+args=(F,))` calls `fun(t, y, F)`, and RemoteRhs sends t, y and F to the server's function
+`rhs(t, y, F)` in every call -- nothing is left out (Lorenz-96 does not depend on t; a model
+that does gets it).
+
     PEERPIPE_PEER=target/release/peer python python/examples/lorenz96_solve_ivp.py [--n 500] [--t-end 2.0]
     PEERPIPE_PEER=target/release/peer python python/examples/lorenz96_solve_ivp.py --method BDF --n 200 --t-end 0.5
 
@@ -31,12 +36,12 @@ import peerpipe
 F = 8.0
 
 
-def local_rhs(t, x):
+def local_rhs(t, x, forcing=F):
     """The server's Lorenz-96, in the server's evaluation order."""
     d = np.subtract(np.roll(x, -1), np.roll(x, 2))  # x[i+1] - x[i-2]
     np.multiply(d, np.roll(x, 1), out=d)  # (...) * x[i-1]
     np.subtract(d, x, out=d)  # (...) - x[i]
-    np.add(d, F, out=d)  # (...) + F
+    np.add(d, forcing, out=d)  # (...) + F
     return d
 
 
@@ -55,13 +60,14 @@ def main():
     parser.add_argument("--transport", default="pipe", choices=["pipe", "shm-sem", "shm-ring"])
     parser.add_argument("--method", default="RK45", choices=["RK45", "BDF"])
     parser.add_argument("--wait", default="auto", help="auto (default), block, spin, hybrid[:DUR]")
+    parser.add_argument("--forcing", type=float, default=F, help=f"F (default {F})")
     args = parser.parse_args()
 
     y0 = np.full(args.n, F)
     y0[0] += 0.01
     t_span = (0.0, args.t_end)
     t_eval = np.linspace(*t_span, 51)
-    options = dict(method=args.method, t_eval=t_eval, rtol=1e-6, atol=1e-9)
+    options = dict(method=args.method, t_eval=t_eval, rtol=1e-6, atol=1e-9, args=(args.forcing,))
 
     solve_ivp(local_rhs, t_span, y0, **options)  # once untimed: the first solve pays warm-up
     started = time.perf_counter()
@@ -94,8 +100,8 @@ def main():
     )
     calls = stats["calls"]
     print(
-        f"Lorenz-96 n={args.n}, {args.method} over t = {t_span}, {args.transport}, wait {args.wait}: "
-        f"{calls} right-hand-side calls"
+        f"Lorenz-96 n={args.n}, F={args.forcing}, {args.method} over t = {t_span}, "
+        f"{args.transport}, wait {args.wait}: {calls} right-hand-side calls"
     )
     print(f"local numpy rhs : {local_s * 1e3:8.1f} ms, nfev {local.nfev}")
     print(f"remote (peer)   : {remote_s * 1e3:8.1f} ms, nfev {remote.nfev}")

@@ -1,7 +1,7 @@
 """Type stubs of the native module peerpipe._peerpipe (re-exported by the peerpipe package)."""
 
 from os import PathLike
-from typing import Any, Callable, Dict, Literal, Optional, Sequence, Union, overload
+from typing import Any, Callable, Dict, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -11,6 +11,10 @@ __version__: str
 Transport = Literal["pipe", "shm-sem", "shm-ring", "tcp"]
 F64 = npt.NDArray[np.float64]
 F32 = npt.NDArray[np.float32]
+PartValue = Union[npt.NDArray[Any], float, int, bytes, bytearray, np.generic]
+"""A value that travels as one PARTS part: a 1-D (vector) or 2-D (row-major matrix) numpy array
+of float64, float32, int64 or uint8 (bytes); a float (one f64); an int (one i64); a numpy scalar
+of those dtypes (one element); bytes or bytearray."""
 
 class Error(Exception):
     """Base class of every error peerpipe raises; the message is the Rust crate's.
@@ -30,6 +34,8 @@ class Error(Exception):
     remote            RemoteError (seq, message)
     not_found         FileNotFoundError (errno 2; the message names the program)
     interrupted       Interrupted
+    shape             ShapeError (a ProtocolError; seq, expected, found)
+    unsupported       Unsupported
     io                OSError (its subclass by errno, e.g. PermissionError)
     ================  ==========================================================
     """
@@ -58,6 +64,24 @@ class TooLarge(ProtocolError):
     """A frame is larger than its receiver's ``max_frame_bytes``. A request refused before it
     was sent (larger than the server accepts) leaves the peer usable; a reply too large for
     this side closes it."""
+
+class ShapeError(ProtocolError):
+    """A reply had another shape (number of parts, dtype, length, matrix columns) than the
+    caller expects; the message names both ("expected 1 part: f64[500], found 1 part: f64[3]").
+    The reply was read whole: the peer stays usable. A ProtocolError, so ``except
+    ProtocolError`` catches it too."""
+
+    seq: int
+    """The sequence number of the request."""
+    expected: str
+    """The parts the caller expects, e.g. "1 part: f64[500]"."""
+    found: str
+    """The parts that came, e.g. "1 part: f64[3]"."""
+
+class Unsupported(Error):
+    """The server does not speak what the call needs: PARTS requests (a server whose HELLO
+    lacks parts=1), or, for RemoteRhs, a function ``rhs``. Nothing was sent; the peer stays
+    usable. The message names the server and what to do instead."""
 
 class Interrupted(Error):
     """The wait was given up on request; the server was terminated and reaped."""
@@ -177,12 +201,49 @@ class Peer:
         server's ERROR reply; the peer stays usable), Timeout, PeerExited or ProtocolError
         (the peer is then closed).
         """
+    def call_parts(
+        self, function: str, *parts: PartValue, out: Optional[Sequence[npt.NDArray[Any]]] = None
+    ) -> Tuple[npt.NDArray[Any], ...]:
+        """Calls the server's ``function`` ("" for its default function) with ``parts`` in one
+        PARTS request and returns the reply's parts: ``peer.call_parts("rhs", t, y, p)``.
+
+        Each part is a 1-D numpy array (a vector) or a 2-D one (a row-major matrix) of float64,
+        float32, int64 or uint8 (bytes); a float (one f64), an int (one i64, not a bool), a
+        numpy scalar (one element of its dtype), or bytes/bytearray. A non-contiguous array,
+        or a Fortran-ordered matrix, is copied once into row-major order; anything else
+        (object, complex, bool or string arrays, 0-D or 3-D arrays, bool, str, lists) raises
+        TypeError or ValueError naming the part, before anything is sent.
+
+        Without ``out``: a tuple of new arrays, one per reply part, of the part's dtype (uint8
+        for bytes) and shape ((count,) for a vector, (rows, cols) for a matrix) -- whatever
+        shape the server replied. With ``out`` (a tuple or list of arrays, one per expected
+        part: 1-D for a vector, 2-D for a matrix, C-contiguous and writeable): the reply must
+        have exactly those parts, and is written into them (``out`` is returned as a tuple);
+        another shape raises ShapeError naming the expected and the found, and the peer stays
+        usable.
+
+        The GIL is released while the call waits; Ctrl-C raises KeyboardInterrupt within
+        about 100 ms and closes the peer (its server terminated and reaped), as for ``call``.
+
+        Raises Unsupported (the server does not speak PARTS; nothing sent), ValueError (a bad
+        function name, more than 64 parts), TooLarge (larger than the server accepts; the peer
+        stays usable), RemoteError (an unknown function -- the message names the server's --
+        or the function's own error; the peer stays usable), ShapeError, and Timeout,
+        PeerExited or ProtocolError after which the peer is closed.
+        """
+    @property
+    def speaks_parts(self) -> bool:
+        """True when the server reads PARTS requests (its HELLO says parts=1)."""
+    @property
+    def functions(self) -> list[str]:
+        """The functions the server serves by name, as its HELLO announced them ([] if none)."""
     @property
     def last_timing(self) -> CallTiming:
         """Timing of the most recent successful call."""
     @property
     def server_hello(self) -> Dict[str, Any]:
-        """The server's HELLO: max_frame_bytes, handler and implementation (None if absent)."""
+        """The server's HELLO: max_frame_bytes, handler and implementation (None if absent),
+        parts (it reads PARTS requests) and functions (the names it serves)."""
     @property
     def server_pid(self) -> Optional[int]:
         """The server's process id."""
@@ -199,10 +260,17 @@ class Peer:
     def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> bool: ...
 
 class RemoteRhs:
-    """A right-hand side ``fun(t, y)`` evaluated by a server process, for
-    ``scipy.integrate.solve_ivp``. ``t`` is not sent; the state ``y`` (float64, 1-D: one state
-    per call, so not ``solve_ivp(..., vectorized=True)``) is, and the derivative comes back as
-    a new float64 array. A context manager.
+    """A right-hand side ``fun(t, y, *args)`` and its Jacobian ``jac(t, y, *args)`` evaluated by
+    a server process, called exactly as ``scipy.integrate.solve_ivp`` calls them::
+
+        rhs = RemoteRhs(["python3", "model.py"])          # model.py: peerpipe.serve_ode(fun, jac)
+        sol = solve_ivp(rhs, (0, 50), y0, method="Radau", args=(0.3, -1.0), jac=rhs.jac)
+
+    Every call sends ``t``, ``y`` and ``args`` (floats) to the server's function ``rhs`` in one
+    PARTS request; ``jac`` calls its function ``jac``. Nothing is dropped: a server that does
+    not announce a function ``rhs`` (a DATA-only handler, a server that speaks only v1) is
+    refused at construction, unless ``autonomous=True`` says the derivative depends on ``y``
+    alone and takes no ``args``. A context manager.
 
     The GIL is released during each evaluation; Ctrl-C is seen when the evaluation returns
     (each bounded by ``timeout``).
@@ -217,13 +285,52 @@ class RemoteRhs:
         timeout: Optional[float] = 10.0,
         max_frame_bytes: Optional[int] = None,
         wire: Literal["f64", "f32"] = "f64",
+        autonomous: bool = False,
+        vectorized: bool = False,
     ) -> None:
-        """Spawns ``cmd`` as the derivative server (as ``Peer.spawn``). ``wire="f32"``
-        narrows the state and derivative to f32 on the wire."""
-    def __call__(self, t: Any, y: F64) -> F64:
-        """The derivative of ``y`` as a new array: one round trip."""
-    def eval(self, y: F64, out: F64) -> F64:
-        """The derivative of ``y`` written into ``out`` (float64, same length); returns out."""
+        """Spawns ``cmd`` as the derivative server (as ``Peer.spawn``).
+
+        ``autonomous=True``: calls send the state alone as a DATA request to the server's
+        default handler (``t`` is still checked; ``args`` are refused), for a server that
+        serves no ``rhs``. ``wire="f32"`` narrows those DATA calls to f32 on the wire; it is
+        refused without ``autonomous=True`` (``rhs`` calls travel as f64).
+        ``vectorized=True``: ``y`` may be (n, k), k states sent as one matrix part in one
+        call, for ``solve_ivp(..., vectorized=True)``; the server's ``rhs`` must answer (n, k)
+        (``serve_ode`` and ``examples/ode_server.rs`` do).
+
+        Raises Unsupported (naming the server and what to do; its server is closed first)
+        when it does not serve ``rhs`` and ``autonomous`` is False; ValueError, before anything
+        is spawned, for ``wire="f32"`` without ``autonomous`` and for ``autonomous`` with
+        ``vectorized``; otherwise as ``Peer.spawn``.
+        """
+    def __call__(self, t: float, y: F64, *args: float) -> F64:
+        """``fun(t, y, *args)``: the derivative at ``(t, y)`` as a new float64 array of y's
+        shape, one round trip.
+
+        ``t`` and each of ``args`` must be real numbers (float, int -- not bool --, numpy
+        float or integer scalars): anything else raises TypeError naming it (``args[1]``).
+        ``y`` must be a float64 numpy array, 1-D (or (n, k) with ``vectorized=True``; without
+        it, a 2-D ``y`` raises ValueError saying so); a non-contiguous one is copied once.
+        Nothing is sent before these checks pass. Raises RemoteError (the server's error;
+        still usable), ShapeError (a reply of another shape; still usable), and Timeout,
+        PeerExited or ProtocolError, after which it is closed."""
+    def eval(self, t: float, y: F64, *args: float, out: F64) -> F64:
+        """``fun(t, y, *args)`` written into ``out`` (float64, y's shape, C-contiguous,
+        writeable): no allocation. Returns ``out``. Checks and errors as ``__call__``."""
+    def jac(self, t: float, y: F64, *args: float) -> F64:
+        """``jac(t, y, *args)``: the server's Jacobian at ``(t, y)`` (its function ``jac``) as a
+        new (n, n) float64 array, ``J[i, j]`` = d f_i / d y_j, for ``solve_ivp(...,
+        jac=rhs.jac)``. ``y`` must be 1-D. A server without ``jac`` answers RemoteError naming
+        the functions it has; checks and other errors as ``__call__``."""
+    @property
+    def functions(self) -> list[str]:
+        """The functions the server serves by name, as its HELLO announced them."""
+    @property
+    def autonomous(self) -> bool:
+        """True when calls send the state alone as DATA (made with ``autonomous=True``)."""
+    @property
+    def vectorized(self) -> bool:
+        """True when ``y`` may be (n, k) (made with ``vectorized=True``)."""
     def stats(self) -> Dict[str, int]:
         """Cumulative timing: calls; *_ns_total sums (round_trip, server, encode, decode,
         transfer); mean_round_trip_ns; overhead_{p50,p90,p99,max}_ns (round trip - server
@@ -235,7 +342,8 @@ class RemoteRhs:
         wait_dear_yields (waits that did not spin whose yield handed the core to another
         task than the server, after which such waits stop yielding first for a while),
         wait_spinning (spinning now) and wait_moves (moves of this side's thread to an idle
-        CPU, off a core shared with the server)."""
+        CPU, off a core shared with the server). Every evaluation counts: ``__call__``,
+        ``eval``, ``jac`` and vectorized calls alike."""
     @property
     def last_timing(self) -> CallTiming:
         """Timing of the most recent successful call."""
@@ -245,8 +353,9 @@ class RemoteRhs:
     def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> bool: ...
 
 def serve(
-    handler: Union[Callable[[Any], Any], Callable[[Any, Any], Any]],
+    handler: Union[Callable[[Any], Any], Callable[[Any, Any], Any], None] = None,
     *,
+    functions: Optional[Dict[str, Callable[..., Any]]] = None,
     transport: Optional[Transport] = None,
     wait: str = "auto",
     in_place: Optional[bool] = None,
@@ -255,21 +364,65 @@ def serve(
     frame_timeout: Optional[float] = 10.0,
     listen: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """Serves requests on this process's stdin/stdout with ``handler`` until the client says
-    BYE or closes; returns {"replies", "rejected", "ending", "transport"}.
+    """Serves requests on this process's stdin/stdout with ``handler`` (DATA requests) and
+    ``functions`` (PARTS requests by name), one or both, until the client says BYE or closes;
+    returns {"replies", "rejected", "ending", "transport"}.
 
     ``handler(x)`` returns a 1-D float64/float32 array (or ``handler(x, out)`` fills ``out``,
     of x's dtype and length; chosen by the number of positional parameters unless
     ``in_place`` says). ``x`` is a new array per request, so the handler may keep it. An
     exception in the handler becomes an ERROR reply ("NAME: Type: message") and serving goes
-    on. ``transport=None`` serves what the spawning client chose (a pipe, or the shm-sem /
+    on.
+
+    ``functions={"observe": f, ...}``: each is announced in the HELLO (``Peer.functions``) and
+    called as ``f(*parts)`` with the request's parts as new numpy arrays -- copies, which it
+    may keep: 1-D for a vector, (rows, cols) for a matrix, uint8 for bytes. What it returns is
+    the reply's parts: one array, float, int or bytes is one part (as ``Peer.call_parts`` takes
+    them); a tuple or list is one part per item (so ``[1.0, 2.0]`` is two parts of one value;
+    return ``np.array([1.0, 2.0])`` for one part of two), ``()`` no parts. An exception, or a
+    value that is no part (None, a string, a complex array), becomes an ERROR reply
+    ("NAME: Type: message") and serving goes on; so does a call of a function it does not
+    serve (the message names those it does). Without a ``handler``, a DATA request gets an
+    ERROR naming the functions. Names are 1-64 ASCII letters, digits and ``_ . : -``.
+
+    ``transport=None`` serves what the spawning client chose (a pipe, or the shm-sem /
     shm-ring region it passed as stdin), so ``peer --spawn "python3 model.py" --transport
     shm-ring`` works unchanged. ``transport="tcp"`` must be said: stdin is then a pipe all
     the same (the control channel, over ssh), and the server listens on the address of
     ``$SSH_CONNECTION`` (else 127.0.0.1) -- or on ``listen`` ("IP", "IP:PORT" or
     "[IPv6]:PORT"; ValueError for anything else, or without ``transport="tcp"``) --, announces
     it with a token on stdout, and serves the one client that connects with that token before
-    ``frame_timeout`` (10 s when None: nothing listens without a deadline). ``name`` is announced in HELLO (default: the handler's
-    __name__). After the call starts, fd 1 points at stderr: print() goes to the log, never
-    into the stream. Runs with the GIL released between requests.
+    ``frame_timeout`` (10 s when None: nothing listens without a deadline). ``name`` is
+    announced in HELLO (default: the handler's __name__, else "python"). After the call
+    starts, fd 1 points at stderr: print() goes to the log, never into the stream. Runs with
+    the GIL released between requests.
+
+    Raises TypeError when there is nothing to serve, ``functions`` is not a dict of str to
+    callables, or ``in_place`` is given without a handler; ValueError for a bad function name;
+    all before stdin/stdout are touched.
+    """
+
+def serve_ode(
+    fun: Callable[..., Any],
+    jac: Optional[Callable[..., Any]] = None,
+    *,
+    name: Optional[str] = None,
+    transport: Optional[Transport] = None,
+    wait: str = "auto",
+    max_frame_bytes: Optional[int] = None,
+    frame_timeout: Optional[float] = 10.0,
+    listen: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Serves SciPy's ``fun(t, y, *args)`` as the function ``rhs`` and, when given,
+    ``jac(t, y, *args)`` as ``jac``, for ``RemoteRhs`` (Python's or Rust's) to call; the same
+    functions ``solve_ivp`` would call locally. Returns as ``serve``.
+
+    Each is called with ``t`` a float, ``y`` a new float64 array of shape (n,) -- or (n, k)
+    for a vectorized call, ``rhs`` only -- and the parameters the client sent as floats (none
+    when it sent none, so default parameter values apply). The result is read as SciPy reads
+    it (``np.asarray``, then float64; a list is fine) and must have y's shape for ``rhs``,
+    (n, n) for ``jac``; a result of another shape or of complex, bool or object values, or an
+    exception, becomes an ERROR reply naming it ("rhs: ValueError: returned an array of shape
+    (3,), expected (2,) (the shape of y)") and serving goes on. ``name`` is announced in the
+    HELLO (default: fun's __name__). The other options are ``serve``'s.
     """

@@ -67,10 +67,6 @@ pub(crate) mod one_d {
     /// An `out` the reply is written into.
     pub(crate) const OUT: &str = "the reply is written into one 1-D array: pass a 1-D out of \
         the request's length";
-    /// `RemoteRhs`'s `y`.
-    pub(crate) const STATE: &str = "RemoteRhs evaluates one state at a time: pass a 1-D y, \
-        and call solve_ivp with vectorized=False (the default); vectorized=True, which passes \
-        states as the columns of a 2-D y, is not supported yet";
     /// What a Python handler returns.
     pub(crate) const REPLY: &str = "return one 1-D array, e.g. result.ravel()";
 }

@@ -12,6 +12,8 @@
 //! | `Remote`          | `peerpipe.RemoteError` (`seq`, `message`)             |
 //! | `NotFound`        | `FileNotFoundError` (errno `ENOENT`)                  |
 //! | `Interrupted`     | `peerpipe.Interrupted`                                |
+//! | `Shape`           | `peerpipe.ShapeError` (a `ProtocolError`; `seq`, `expected`, `found`) |
+//! | `Unsupported`     | `peerpipe.Unsupported`                                |
 //! | `Io`              | `OSError` with the errno (so its subclass by errno)   |
 //!
 //! Every exception raised for a crate error has its message unchanged and an attribute
@@ -61,6 +63,21 @@ create_exception!(
 );
 create_exception!(
     peerpipe,
+    ShapeError,
+    ProtocolError,
+    "A reply had another shape (number of parts, dtype, length, matrix columns) than the \
+     caller expects; the message names both. The reply was read whole: the peer stays usable. \
+     A ProtocolError, so `except ProtocolError` catches it too."
+);
+create_exception!(
+    peerpipe,
+    Unsupported,
+    Error,
+    "The server does not speak what the call needs (PARTS requests, a function `rhs`); \
+     nothing was sent and the peer stays usable. The message names the server and what to do."
+);
+create_exception!(
+    peerpipe,
     Interrupted,
     Error,
     "The wait was given up on request; the server was terminated and reaped."
@@ -105,6 +122,8 @@ pub(crate) fn class_of_kind(
         ErrorKind::Remote => py.get_type::<RemoteError>(),
         ErrorKind::NotFound => py.get_type::<PyFileNotFoundError>(),
         ErrorKind::Interrupted => py.get_type::<Interrupted>(),
+        ErrorKind::Shape => py.get_type::<ShapeError>(),
+        ErrorKind::Unsupported => py.get_type::<Unsupported>(),
         ErrorKind::Io => py.get_type::<PyOSError>(),
         _ => return Ok(None),
     }))
@@ -146,9 +165,34 @@ fn build(py: Python<'_>, error: peerpipe::Error) -> PyResult<PyErr> {
             value.setattr("seq", seq)?;
             value.setattr("message", text)?;
         }
+        E::ShapeMismatch { seq, expected, found } => {
+            value.setattr("seq", seq)?;
+            value.setattr("expected", expected)?;
+            value.setattr("found", found)?;
+        }
+        E::DtypeMismatch { seq, expected, found } => {
+            value.setattr("seq", seq)?;
+            value.setattr("expected", expected.to_string())?;
+            value.setattr("found", found.to_string())?;
+        }
+        E::CountMismatch { seq, expected, found } => {
+            value.setattr("seq", seq)?;
+            value.setattr("expected", format!("{expected} elements"))?;
+            value.setattr("found", format!("{found} elements"))?;
+        }
         _ => {}
     }
     Ok(err)
+}
+
+/// `peerpipe.Unsupported` raised by the binding itself (with `kind` as the crate's would
+/// have): a server that lacks what a call needs, found before anything was sent.
+pub(crate) fn unsupported(py: Python<'_>, message: String) -> PyErr {
+    let err = Unsupported::new_err(message);
+    // Setting an attribute on a fresh exception cannot fail in practice; if it did, the
+    // exception without `kind` is still the right one to raise.
+    let _ = err.value(py).setattr("kind", ErrorKind::Unsupported.name());
+    err
 }
 
 /// `ENOENT`, the errno of a program that is not found (2 on every Linux architecture).

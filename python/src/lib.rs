@@ -4,7 +4,8 @@
 //! and errors — nothing else. Arrays come in as numpy arrays and are lent to the crate as
 //! slices; replies land in the caller's `out` array without allocation. Every wait runs
 //! inside `Python::detach` so other threads run; a call's wait for its reply is cut into
-//! slices of at most [`SLICE`] (`Peer::recv_for`), with `Python::check_signals` between them,
+//! slices of at most [`SLICE`] (`Peer::recv_for`, `Peer::recv_parts_for`), with
+//! `Python::check_signals` between them,
 //! so Ctrl-C is seen within ~100 ms; a spawn's handshake runs on a thread of its own, waited
 //! for the same way (`spawn::spawn_interruptibly`). Rust errors become the exceptions created
 //! once in `errors`, chosen by the error's kind, with the crate's message unchanged. Nothing
@@ -15,8 +16,12 @@
 //!   that moves arrays is written once;
 //! - `spawn`: constructor options, `cmd` as a command (the crate's spawn rule), and a
 //!   handshake that Ctrl-C interrupts;
-//! - `peer`: `Peer` and `CallTiming`; `rhs`: `RemoteRhs`;
-//! - `serve`: `serve`, a Python callable as the handler of the crate's stdio server.
+//! - `parts`: Python values as PARTS parts and received parts as numpy arrays, one table for
+//!   both sides;
+//! - `peer`: `Peer` (`call`, `call_parts`) and `CallTiming`; `rhs`: `RemoteRhs`, SciPy's
+//!   `fun(t, y, *args)` and `jac(t, y, *args)` over the crate's `RemoteRhs`;
+//! - `serve`: `serve`, Python callables as the handler and the functions by name of the
+//!   crate's stdio server; `ode`: `serve_ode`, SciPy's `fun` and `jac` served as `rhs`, `jac`.
 
 use std::time::Duration;
 
@@ -24,12 +29,17 @@ use pyo3::prelude::*;
 
 mod array;
 mod errors;
+mod ode;
+mod parts;
 mod peer;
 mod rhs;
 mod serve;
 mod spawn;
 
-use errors::{Error, Interrupted, PeerExited, ProtocolError, RemoteError, TooLarge, timeout_type};
+use errors::{
+    Error, Interrupted, PeerExited, ProtocolError, RemoteError, ShapeError, TooLarge, Unsupported,
+    timeout_type,
+};
 
 /// Longest a call waits with the GIL released before it checks for signals (Ctrl-C).
 pub(crate) const SLICE: Duration = Duration::from_millis(100);
@@ -62,6 +72,8 @@ fn _peerpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PeerExited", py.get_type::<PeerExited>())?;
     m.add("RemoteError", py.get_type::<RemoteError>())?;
     m.add("Interrupted", py.get_type::<Interrupted>())?;
+    m.add("ShapeError", py.get_type::<ShapeError>())?;
+    m.add("Unsupported", py.get_type::<Unsupported>())?;
     m.add("Timeout", timeout_type(py)?)?;
     m.add_function(wrap_pyfunction!(errors::_error_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_exception_for_kind, m)?)?;
@@ -69,5 +81,6 @@ fn _peerpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<rhs::PyRemoteRhs>()?;
     m.add_class::<peer::PyCallTiming>()?;
     m.add_function(wrap_pyfunction!(serve::serve, m)?)?;
+    m.add_function(wrap_pyfunction!(ode::serve_ode, m)?)?;
     Ok(())
 }

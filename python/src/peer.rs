@@ -5,13 +5,15 @@ use std::sync::Mutex;
 
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use peerpipe::codec::{Values, ValuesMut};
+use peerpipe::peer::{PartsReply, PartsTarget, Reply};
 use peerpipe::{CallTiming, TransportKind};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::array::{Array, Element, array, borrow_error, contiguous, one_d};
 use crate::errors::{IntoPy, to_py};
+use crate::parts::{Held, HeldMut, hold, hold_out, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
 use crate::{SLICE, exit_after};
 
@@ -72,6 +74,8 @@ pub(crate) struct PyPeer {
     hello: peerpipe::frame::Hello,
     transport: TransportKind,
     pid: Option<u32>,
+    /// A reply of any shape (`call_parts` without `out`), kept from call to call.
+    reply: PartsReply,
 }
 
 impl PyPeer {
@@ -83,6 +87,7 @@ impl PyPeer {
             peer: Mutex::new(Some(peer)),
             closed_because: "",
             last: CallTiming::default(),
+            reply: PartsReply::new(),
         }
     }
 
@@ -92,11 +97,12 @@ impl PyPeer {
         slot.as_mut().ok_or_else(|| PyValueError::new_err(format!("peer is closed{because}")))
     }
 
-    /// Drops the crate peer after an error that closed it (the crate already terminated and
-    /// reaped the server), so later calls say so.
-    fn closed_by(&mut self, error: &peerpipe::Error) {
-        if !error.is_recoverable()
-            && let Ok(slot) = self.peer.get_mut()
+    /// After an error: drops the crate peer when the error ended the conversation (the crate
+    /// already terminated and reaped the server), so later calls say so. One that left it in
+    /// step — refused before sending, an ERROR reply, a reply of another shape — keeps it.
+    fn closed_by_error(&mut self) {
+        if let Ok(slot) = self.peer.get_mut()
+            && slot.as_ref().is_some_and(|peer| !peer.is_open())
         {
             *slot = None;
             self.closed_because = " (after an earlier error)";
@@ -214,6 +220,77 @@ impl PyPeer {
         })
     }
 
+    /// Calls `function` with `parts` (a PARTS request) and returns the reply's parts.
+    #[pyo3(signature = (function, *parts, out=None))]
+    fn call_parts<'py>(
+        &mut self,
+        py: Python<'py>,
+        function: &str,
+        parts: &Bound<'py, PyTuple>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        self.open()?;
+        let held = parts
+            .iter()
+            .enumerate()
+            .map(|(i, part)| hold(&part, &|| format!("part {i}")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let inputs = held.iter().map(Held::part).collect::<PyResult<Vec<_>>>()?;
+        let Some(out) = out else {
+            let mut reply = std::mem::take(&mut self.reply);
+            let called = self.converse(py, |peer, first| {
+                if first {
+                    peer.send_parts(function, &inputs)?;
+                }
+                peer.recv_parts_for(PartsTarget::Any(&mut reply), SLICE)
+            });
+            let arrays = called.and_then(|()| {
+                let parts = reply.parts();
+                let arrays = parts.iter().map(|part| to_numpy(py, &part));
+                PyTuple::new(py, arrays.collect::<PyResult<Vec<_>>>()?)
+            });
+            self.reply = reply;
+            return arrays;
+        };
+        let out = match out.cast::<PyTuple>() {
+            Ok(tuple) => tuple.clone(),
+            Err(_) if out.cast::<PyList>().is_ok() => out.cast::<PyList>()?.to_tuple(),
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "out must be a tuple of arrays, one per part of the reply (out=(a,) for \
+                     one), got {}",
+                    out.get_type().name()?
+                )));
+            }
+        };
+        let mut held_out = out
+            .iter()
+            .enumerate()
+            .map(|(i, o)| hold_out(&o, &|| format!("out[{i}]")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let mut targets =
+            held_out.iter_mut().map(HeldMut::part_mut).collect::<PyResult<Vec<_>>>()?;
+        self.converse(py, |peer, first| {
+            if first {
+                peer.send_parts(function, &inputs)?;
+            }
+            peer.recv_parts_for(PartsTarget::Into(&mut targets), SLICE)
+        })?;
+        Ok(out)
+    }
+
+    /// True when the server reads PARTS requests (its HELLO says `parts=1`).
+    #[getter]
+    fn speaks_parts(&self) -> bool {
+        self.hello.parts
+    }
+
+    /// The functions the server serves by name, as its HELLO announced them.
+    #[getter]
+    fn functions(&self) -> Vec<String> {
+        self.hello.functions.clone()
+    }
+
     /// Timing of the most recent successful call.
     #[getter]
     fn last_timing(&self) -> PyCallTiming {
@@ -227,6 +304,8 @@ impl PyPeer {
         hello.set_item("max_frame_bytes", self.hello.max_frame_bytes)?;
         hello.set_item("handler", self.hello.handler.clone())?;
         hello.set_item("implementation", self.hello.implementation.clone())?;
+        hello.set_item("parts", self.hello.parts)?;
+        hello.set_item("functions", self.hello.functions.clone())?;
         Ok(hello)
     }
 
@@ -304,20 +383,32 @@ impl PyPeer {
         self.exchange(py, T::values(values, narrow), T::values_mut(dst, narrow))
     }
 
-    /// One round trip with the GIL released: send, then wait for the reply in slices with
-    /// signal checks in between. On Ctrl-C (any error from a signal handler) the server is
-    /// terminated and reaped and the peer closed, and the handler's exception is raised.
+    /// One round trip with the GIL released: send, then wait for the reply in slices.
     fn exchange(
         &mut self,
         py: Python<'_>,
         values: Values<'_>,
         mut dst: ValuesMut<'_>,
     ) -> PyResult<()> {
-        let peer = self.open()?;
-        let mut got = py.detach(|| {
-            peer.send(values)?;
+        self.converse(py, |peer, first| {
+            if first {
+                peer.send(values)?;
+            }
             peer.recv_for(dst.reborrow(), SLICE)
-        });
+        })
+    }
+
+    /// Runs `step` with the GIL released — `first` true the first time, when it sends the
+    /// request, and each time waits for the reply at most [`SLICE`] — until the reply is in,
+    /// with signal checks in between. On Ctrl-C (any error from a signal handler) the server
+    /// is terminated and reaped and the peer closed, and the handler's exception is raised.
+    fn converse(
+        &mut self,
+        py: Python<'_>,
+        mut step: impl FnMut(&mut peerpipe::Peer, bool) -> peerpipe::Result<Option<Reply>> + Send,
+    ) -> PyResult<()> {
+        let peer = self.open()?;
+        let mut got = py.detach(|| step(peer, true));
         loop {
             match got {
                 Ok(Some(reply)) => {
@@ -334,10 +425,10 @@ impl PyPeer {
                         return Err(interrupted);
                     }
                     let peer = self.open()?;
-                    got = py.detach(|| peer.recv_for(dst.reborrow(), SLICE));
+                    got = py.detach(|| step(peer, false));
                 }
                 Err(e) => {
-                    self.closed_by(&e);
+                    self.closed_by_error();
                     return Err(to_py(py, e));
                 }
             }

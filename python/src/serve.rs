@@ -1,4 +1,6 @@
-//! `peerpipe.serve`: a Python callable as the handler of a server process.
+//! `peerpipe.serve`: Python callables as the handler (DATA) and the functions by name (PARTS)
+//! of a server process, served by the crate's stdio server; the options every Python server
+//! takes.
 
 use std::time::Duration;
 
@@ -6,14 +8,18 @@ use numpy::{PyArray1, PyArrayMethods};
 use peerpipe::Wait;
 use peerpipe::codec;
 use peerpipe::frame::Dtype;
-use peerpipe::server::{self, Ending, Handler, Request, Response, ServeOptions, StdioOptions};
+use peerpipe::parts::PartsOut;
+use peerpipe::server::{
+    self, Call, Ending, Functions, Handler, Request, Response, ServeOptions, StdioOptions,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::array::{Array, Element, array, one_d};
 use crate::errors::IntoPy;
+use crate::parts::{Held, hold, to_numpy};
 
 /// A Python callable as a crate [`Handler`]: the request is copied into a new numpy array
 /// (so the callable may keep it), the reply copied out of the returned (or filled) array.
@@ -36,7 +42,7 @@ pub(crate) enum Filled {
 impl PyHandler {
     /// Calls the Python handler with the request as a new array of `T` (and a zeroed `out`
     /// of `T` when it fills one in place), and returns what it answered.
-    fn call_python<'py, T: Element>(
+    fn invoke<'py, T: Element>(
         &self,
         py: Python<'py>,
         request: &Request<'_>,
@@ -60,8 +66,8 @@ impl PyHandler {
     /// Answers `request`: the handler's reply copied into the buffer of its dtype.
     fn answer(&mut self, py: Python<'_>, request: &Request<'_>) -> Result<Filled, String> {
         let reply = match request.dtype {
-            Dtype::F64 => self.call_python::<f64>(py, request)?,
-            Dtype::F32 => self.call_python::<f32>(py, request)?,
+            Dtype::F64 => self.invoke::<f64>(py, request)?,
+            Dtype::F32 => self.invoke::<f32>(py, request)?,
             Dtype::Bytes => return Err(format!("{}: expected f64 or f32, found bytes", self.name)),
         };
         match array(&reply, "the handler's reply", one_d::REPLY)
@@ -100,14 +106,51 @@ impl Handler for PyHandler {
     }
 }
 
+/// What a Python server serves: a DATA handler, functions by name (PARTS), or both.
+struct Served {
+    name: String,
+    data: Option<PyHandler>,
+    functions: Functions,
+    /// `functions` serves at least one.
+    by_name: bool,
+}
+
+impl Handler for Served {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        match &mut self.data {
+            Some(handler) => handler.handle(request),
+            None => self.functions.handle(request),
+        }
+    }
+
+    fn functions(&self) -> Vec<String> {
+        self.functions.functions()
+    }
+
+    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
+        match &mut self.data {
+            // Functions by name: a PARTS request naming none is refused, naming them.
+            _ if self.by_name => self.functions.call(call, reply),
+            Some(handler) => handler.call(call, reply),
+            None => self.functions.call(call, reply),
+        }
+    }
+}
+
 /// Serves requests on stdin/stdout (or the shared region given as stdin) with a Python
-/// callable until the client says BYE or closes (see `peerpipe.serve`).
+/// callable (DATA) and Python functions by name (PARTS) until the client says BYE or closes
+/// (see `peerpipe.serve`).
 #[pyfunction]
-#[pyo3(signature = (handler, *, transport=None, wait="auto", in_place=None, name=None, max_frame_bytes=None, frame_timeout=Some(10.0), listen=None))]
+#[pyo3(signature = (handler=None, *, functions=None, transport=None, wait="auto", in_place=None, name=None, max_frame_bytes=None, frame_timeout=Some(10.0), listen=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn serve<'py>(
     py: Python<'py>,
-    handler: Py<PyAny>,
+    handler: Option<Py<PyAny>>,
+    functions: Option<&Bound<'py, PyAny>>,
     transport: Option<&str>,
     wait: &str,
     in_place: Option<bool>,
@@ -116,6 +159,103 @@ pub(crate) fn serve<'py>(
     frame_timeout: Option<f64>,
     listen: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let by_name = match functions {
+        None => Functions::new(""),
+        Some(given) => named_functions(py, given)?,
+    };
+    if handler.is_none() && by_name.names().is_empty() {
+        return Err(PyTypeError::new_err(
+            "serve needs something to serve: a handler (DATA requests), functions={name: f} \
+             (PARTS requests by name), or both",
+        ));
+    }
+    let data = match handler {
+        None => {
+            if in_place.is_some() {
+                return Err(PyTypeError::new_err(
+                    "in_place is for the handler of DATA requests, and no handler was given",
+                ));
+            }
+            None
+        }
+        Some(handler) => Some(data_handler(py, handler, in_place)?),
+    };
+    let name = match (name, &data) {
+        (Some(name), _) => name,
+        (None, Some(handler)) => handler.name.clone(),
+        (None, None) => "python".to_owned(),
+    };
+    let stdio = stdio_options(py, transport, wait, max_frame_bytes, frame_timeout, listen)?;
+    let by_name_count = by_name.names().len();
+    let mut served = Served { name, data, functions: by_name, by_name: by_name_count > 0 };
+    run(py, &mut served, &stdio)
+}
+
+/// `functions` as the crate's [`Functions`]: each a Python callable, named by its key.
+fn named_functions(py: Python<'_>, given: &Bound<'_, PyAny>) -> PyResult<Functions> {
+    let dict = given.cast::<PyDict>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "functions must be a dict of names to callables, got {}",
+            given.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
+    let mut served = Functions::new("python");
+    for (key, value) in dict.iter() {
+        let name: String = key.extract().map_err(|_| {
+            PyTypeError::new_err(format!("functions: a name must be a str, got {key:?}"))
+        })?;
+        if !value.is_callable() {
+            return Err(PyTypeError::new_err(format!(
+                "functions[{}] must be callable, got {}",
+                key.repr()?,
+                value.get_type().name()?
+            )));
+        }
+        served.add(&name, python_function(name.clone(), value.unbind())).py_err(py)?;
+    }
+    Ok(served)
+}
+
+/// A Python callable as a function of a [`Functions`] server: called with the request's
+/// parts as new numpy arrays (copies it may keep); what it returns is the reply's parts.
+fn python_function(
+    name: String,
+    callable: Py<PyAny>,
+) -> impl FnMut(Call<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
+    move |call, reply| {
+        Python::attach(|py| {
+            let args = call.parts.iter().map(|part| to_numpy(py, &part));
+            let args = PyTuple::new(py, args.collect::<PyResult<Vec<_>>>()?)?;
+            let result = callable.call1(py, args)?;
+            push_reply(result.bind(py), reply)
+        })
+        .map_err(|e| format!("{name}: {e}"))
+    }
+}
+
+/// What a function returned as the reply's parts: one value (an array, a float, an int,
+/// bytes) is one part; a tuple or list is one part per item.
+fn push_reply(result: &Bound<'_, PyAny>, reply: &mut PartsOut) -> PyResult<()> {
+    let push = |held: Held<'_>, reply: &mut PartsOut| {
+        reply.push(held.part()?).map_err(PyValueError::new_err)
+    };
+    if result.is_none() {
+        return Err(PyTypeError::new_err(
+            "the function returned None: return an array, a number, or a tuple of them (() for \
+             a reply of no parts)",
+        ));
+    }
+    if result.cast::<PyTuple>().is_ok() || result.cast::<PyList>().is_ok() {
+        for (i, item) in result.try_iter()?.enumerate() {
+            push(hold(&item?, &|| format!("the reply's part {i}"))?, reply)?;
+        }
+        return Ok(());
+    }
+    push(hold(result, &|| "the reply".to_owned())?, reply)
+}
+
+/// The handler of DATA requests, `handler(x)` or `handler(x, out)`.
+fn data_handler(py: Python<'_>, handler: Py<PyAny>, in_place: Option<bool>) -> PyResult<PyHandler> {
     let bound = handler.bind(py);
     if !bound.is_callable() {
         return Err(PyTypeError::new_err(
@@ -126,13 +266,22 @@ pub(crate) fn serve<'py>(
         Some(given) => given,
         None => positional_parameters(bound)? >= 2,
     };
-    let name = match name {
-        Some(name) => name,
-        None => bound
-            .getattr(intern!(py, "__name__"))
-            .and_then(|n| n.extract::<String>())
-            .unwrap_or_else(|_| "python".to_owned()),
-    };
+    let name = bound
+        .getattr(intern!(py, "__name__"))
+        .and_then(|n| n.extract::<String>())
+        .unwrap_or_else(|_| "python".to_owned());
+    Ok(PyHandler { callable: handler, in_place, name, f64s: Vec::new(), f32s: Vec::new() })
+}
+
+/// The crate's options of a stdio server from `serve`'s keyword arguments.
+pub(crate) fn stdio_options(
+    py: Python<'_>,
+    transport: Option<&str>,
+    wait: &str,
+    max_frame_bytes: Option<u64>,
+    frame_timeout: Option<f64>,
+    listen: Option<&str>,
+) -> PyResult<StdioOptions> {
     let wait: Wait = wait.parse().py_err(py)?;
     let listen = match (transport, listen) {
         (_, None) => None,
@@ -154,7 +303,7 @@ pub(crate) fn serve<'py>(
         })?),
     };
     let defaults = ServeOptions::default();
-    let stdio = StdioOptions {
+    Ok(StdioOptions {
         transport: transport.map(str::parse).transpose().py_err(py)?,
         wait,
         listen,
@@ -164,11 +313,17 @@ pub(crate) fn serve<'py>(
             frame_timeout,
             ..defaults
         },
-    };
-    let mut handler =
-        PyHandler { callable: handler, in_place, name, f64s: Vec::new(), f32s: Vec::new() };
-    // Without the GIL from the start: a tcp server waits here for its client to connect.
-    let (kind, summary) = py.detach(|| server::serve_stdio(&mut handler, &stdio)).py_err(py)?;
+    })
+}
+
+/// Serves stdio with `handler` until BYE or end of stream, without the GIL (a tcp server
+/// waits for its client to connect here); returns what `serve` returns.
+pub(crate) fn run<'py>(
+    py: Python<'py>,
+    handler: &mut (impl Handler + Send),
+    stdio: &StdioOptions,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (kind, summary) = py.detach(|| server::serve_stdio(handler, stdio)).py_err(py)?;
     let d = PyDict::new(py);
     d.set_item("replies", summary.replies)?;
     d.set_item("rejected", summary.rejected)?;

@@ -80,13 +80,17 @@ def test_remote_rhs_from_python_with_stats():
     y = np.full(n, 8.0)
     y[0] += 0.01
     with peerpipe.RemoteRhs(rust_server("lorenz96", "pipe")) as fun:
+        assert fun.functions == ["rhs"]
         d = fun(0.0, y)
         assert d.dtype == np.float64 and d.shape == (n,)
         out = np.empty(n)
-        assert fun.eval(y, out) is out
+        assert fun.eval(0.0, y, out=out) is out
         assert out.tobytes() == d.tobytes()
+        # lorenz96 serves rhs(t, y[, F]): the forcing goes as args.
+        assert fun(0.0, y, 8.0).tobytes() == d.tobytes()
+        assert fun(0.0, y, 9.0).tobytes() != d.tobytes()
         stats = fun.stats()
-        assert stats["calls"] == 2
+        assert stats["calls"] == 4
         assert (
             stats["overhead_p50_ns"] > 0
             and stats["round_trip_max_ns"] >= stats["round_trip_p50_ns"]
@@ -106,8 +110,8 @@ def test_remote_rhs_from_python_with_stats():
         with pytest.raises(peerpipe.RemoteError, match=r"needs at least 4 elements"):
             fun(0.0, np.ones(2))
         assert fun(0.0, y).tobytes() == d.tobytes()  # still usable
-        with pytest.raises(ValueError, match=r"out must have y's length"):
-            fun.eval(y, np.empty(3))
+        with pytest.raises(ValueError, match=r"out must have y's shape \(40,\), got \(3,\)"):
+            fun.eval(0.0, y, out=np.empty(3))
     with pytest.raises(ValueError, match=r"RemoteRhs is closed"):
         fun(0.0, y)
 

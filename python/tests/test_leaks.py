@@ -1,4 +1,5 @@
-"""No child process or descriptor outlives its peer: 200 spawn/call/close cycles."""
+"""No child process or descriptor outlives its peer: 200 spawn/call/close cycles, and cycles
+of PARTS calls, RemoteRhs and its refusals."""
 
 import gc
 
@@ -26,6 +27,29 @@ def test_spawn_call_close_cycles_leave_children_and_descriptors_flat(transport):
             assert peer.close() == 0
         else:
             del peer  # dropped without close: reaped all the same
+    gc.collect()
+    assert children() == kids
+    assert open_fds() == fds
+
+
+def test_parts_calls_remote_rhs_and_refusals_leave_children_and_descriptors_flat():
+    x = np.full(40, 8.0)
+
+    def cycle():
+        with peerpipe.Peer.spawn(rust_server("lorenz96", "pipe")) as peer:
+            peer.call_parts("rhs", 0.0, x, 8.0)
+            with pytest.raises(peerpipe.ShapeError):
+                peer.call_parts("rhs", 0.0, x, out=(np.empty(3),))
+        with peerpipe.RemoteRhs(rust_server("lorenz96", "pipe")) as rhs:
+            rhs(0.0, x, 8.0)
+        with pytest.raises(peerpipe.Unsupported):
+            peerpipe.RemoteRhs(rust_server("echo", "pipe"))  # refused: its server is reaped
+
+    cycle()
+    gc.collect()
+    fds, kids = open_fds(), children()
+    for _ in range(30):
+        cycle()
     gc.collect()
     assert children() == kids
     assert open_fds() == fds

@@ -378,12 +378,11 @@ fn parse_table(payload: &[u8], role: Role) -> std::result::Result<Parsed<'_>, Ta
             count: shape.count,
             dtype: shape.dtype,
         })?;
-        let past_end = TableFault::PastEnd { part, bytes, offset, payload: total };
-        let end = offset.checked_add(bytes).ok_or(past_end.clone())?;
-        let padded = end.checked_add(pad8(bytes)).ok_or(past_end.clone())?;
-        if padded > total {
-            return Err(past_end);
-        }
+        let padded = offset.checked_add(bytes).and_then(|end| end.checked_add(pad8(bytes)));
+        let Some(padded) = padded.filter(|&padded| padded <= total) else {
+            return Err(TableFault::PastEnd { part, bytes, offset, payload: total });
+        };
+        let end = padded - pad8(bytes);
         let padding = &payload[end as usize..padded as usize];
         if let Some(at) = padding.iter().position(|&b| b != 0) {
             return Err(TableFault::PartPadding { part, at, byte: padding[at] });
@@ -423,8 +422,9 @@ impl Table {
                 .map_err(|reason| Error::InvalidArgument { what: "function name", reason })?;
         }
         self.bytes.clear();
-        self.bytes.extend_from_slice(&[0; PREAMBLE_LEN]);
-        self.bytes[4..6].copy_from_slice(&(function.len() as u16).to_le_bytes());
+        let mut preamble = [0u8; PREAMBLE_LEN];
+        preamble[4..6].copy_from_slice(&(function.len() as u16).to_le_bytes());
+        self.bytes.extend_from_slice(&preamble);
         self.bytes.extend_from_slice(function.as_bytes());
         self.bytes.resize(self.bytes.len() + pad8(function.len() as u64) as usize, 0);
         let mut parts = 0usize;
@@ -446,10 +446,7 @@ impl Table {
                 .checked_add(pad8(bytes))
                 .and_then(|b| b.checked_add(self.parts_len))
                 .ok_or_else(too_long)?;
-            self.bytes.push(shape.dtype as u8);
-            self.bytes.extend_from_slice(&[0, 0, 0]);
-            self.bytes.extend_from_slice(&shape.cols.to_le_bytes());
-            self.bytes.extend_from_slice(&shape.count.to_le_bytes());
+            self.bytes.extend_from_slice(&descriptor_bytes(shape));
         }
         self.bytes[0..4].copy_from_slice(&(parts as u32).to_le_bytes());
         Ok(())
@@ -464,6 +461,28 @@ impl Table {
     pub fn payload_len(&self) -> u64 {
         self.bytes.len() as u64 + self.parts_len
     }
+}
+
+/// The 16 bytes of the descriptor of a part of `shape`.
+pub(crate) fn descriptor_bytes(shape: Shape) -> [u8; DESCRIPTOR_LEN] {
+    let mut bytes = [0u8; DESCRIPTOR_LEN];
+    bytes[0] = shape.dtype as u8;
+    bytes[4..8].copy_from_slice(&shape.cols.to_le_bytes());
+    bytes[8..16].copy_from_slice(&shape.count.to_le_bytes());
+    bytes
+}
+
+/// Whether `table` is the table of a reply (no name) with parts of exactly `shapes`.
+pub(crate) fn is_reply_table(
+    table: &[u8],
+    mut shapes: impl ExactSizeIterator<Item = Shape>,
+) -> bool {
+    let n = shapes.len();
+    table.len() == PREAMBLE_LEN + n * DESCRIPTOR_LEN
+        && table[..PREAMBLE_LEN] == [n as u8, (n >> 8) as u8, 0, 0, 0, 0, 0, 0]
+        && table[PREAMBLE_LEN..]
+            .chunks_exact(DESCRIPTOR_LEN)
+            .all(|d| shapes.next().is_some_and(|shape| d == descriptor_bytes(shape)))
 }
 
 /// The length of a PARTS payload with parts of `shapes` and no name: preamble, descriptors

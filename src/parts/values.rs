@@ -179,6 +179,17 @@ impl<'a> PartMut<'a> {
         Shape { dtype, count: self.len() as u64, cols: self.cols }
     }
 
+    /// The buffer's memory as bytes, to receive wire bytes straight into (what they mean on a
+    /// little-endian target only: elsewhere use [`PartMut::fill_from`]).
+    pub(crate) fn wire_bytes_mut(&mut self) -> &mut [u8] {
+        match &mut self.data {
+            DataMut::Bytes(v) => v,
+            DataMut::F32(v) => bytemuck::cast_slice_mut(v),
+            DataMut::F64(v) => bytemuck::cast_slice_mut(v),
+            DataMut::I64(v) => bytemuck::cast_slice_mut(v),
+        }
+    }
+
     /// Copies `part`'s values in, converting from little-endian on a big-endian target.
     ///
     /// # Errors
@@ -255,6 +266,14 @@ impl PartsOut {
 
     /// A new zeroed part of `shape`, as bytes.
     fn add(&mut self, shape: Shape) -> std::result::Result<&mut [u8], String> {
+        let bytes = self.add_unfilled(shape)?;
+        bytes.fill(0);
+        Ok(bytes)
+    }
+
+    /// A new part of `shape`, as bytes, for the caller to overwrite whole; the padding after
+    /// it is zero already.
+    fn add_unfilled(&mut self, shape: Shape) -> std::result::Result<&mut [u8], String> {
         if self.shapes.len() >= MAX_PARTS {
             return Err(format!("a reply has at most {MAX_PARTS} parts"));
         }
@@ -269,7 +288,9 @@ impl PartsOut {
             self.words.resize(self.used, 0);
         }
         let words = &mut self.words[start..self.used];
-        words.fill(0);
+        if let Some(last) = words.last_mut() {
+            *last = 0; // the padding, when the part does not fill its last word
+        }
         self.shapes.push(shape);
         Ok(&mut bytemuck::cast_slice_mut(words)[..bytes])
     }
@@ -304,7 +325,7 @@ impl PartsOut {
     /// As [`PartsOut::f64`].
     pub fn f32(&mut self, count: usize) -> std::result::Result<&mut [f32], String> {
         let bytes = self.add(Shape::vector(PartDtype::F32, count as u64))?;
-        Ok(bytemuck::cast_slice_mut(&mut bytes[..count * 4]))
+        Ok(bytemuck::cast_slice_mut(bytes))
     }
 
     /// A new part of `count` i64 values, zeroed, to fill.
@@ -330,7 +351,7 @@ impl PartsOut {
     /// As [`PartsOut::f64`].
     pub fn push(&mut self, part: Part<'_>) -> std::result::Result<(), String> {
         let shape = part.shape();
-        let bytes = self.add(shape)?;
+        let bytes = self.add_unfilled(shape)?;
         match part.data {
             Data::Bytes(v) => bytes.copy_from_slice(v),
             Data::F32(v) => bytes.copy_from_slice(bytemuck::cast_slice(v)),
@@ -346,7 +367,7 @@ impl PartsOut {
     /// As [`PartsOut::f64`].
     pub fn push_received(&mut self, part: &PartRef<'_>) -> std::result::Result<(), String> {
         let shape = part.shape();
-        let bytes = self.add(shape)?;
+        let bytes = self.add_unfilled(shape)?;
         bytes.copy_from_slice(part.bytes());
         if !NATIVE_IS_WIRE {
             swap_words(bytes, shape.dtype);

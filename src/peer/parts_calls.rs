@@ -2,9 +2,15 @@
 //! state and parameters out in one frame, a reply of its own shape back.
 
 use super::*;
-use crate::parts::{self, Parsed, Part, PartMut, Role, describe_shapes};
-use crate::transport::MAX_SEND_PIECES;
-use crate::zerocopy::AlignedBuf;
+use crate::parts::{self, Parsed, Part, PartDtype, PartMut, Role, Shape, describe_shapes};
+use crate::transport::{MAX_SCATTER, MAX_SEND_PIECES};
+use crate::zerocopy::{AlignedBuf, NATIVE_IS_WIRE};
+
+/// Most parts a reply lands straight in the caller's buffers with: 8 (its table, each part and
+/// each part's padding are [`MAX_SCATTER`] buffers).
+const SCATTER_PARTS: usize = (MAX_SCATTER - 1) / 2;
+/// The longest table of a reply of [`SCATTER_PARTS`] parts.
+const SCATTER_TABLE: usize = parts::PREAMBLE_LEN + SCATTER_PARTS * parts::DESCRIPTOR_LEN;
 
 const ZEROS: [u8; 8] = [0; 8];
 
@@ -136,22 +142,13 @@ impl Peer {
         let seq = self.next_seq;
         let header = Header::parts(seq, len).to_bytes();
         let deadline = Deadline::from_first_wait(self.options.timeout);
-        let mut pieces: [&[u8]; MAX_SEND_PIECES] = [&[]; MAX_SEND_PIECES];
-        pieces[0] = self.table.as_bytes();
-        let mut used = 1;
         let mut encode_ns = 0;
-        let mut zero_copy = true;
-        for part in inputs {
-            let Some(bytes) = part.wire_bytes() else {
-                zero_copy = false;
-                break;
-            };
-            pieces[used] = bytes;
-            pieces[used + 1] = &ZEROS[..parts::pad8(bytes.len() as u64) as usize];
-            used += 2;
-        }
-        let sent = if zero_copy {
-            self.transport.send_frame_pieces(&header, &pieces[..used], deadline)
+        let zero_copy = inputs.iter().all(|part| part.wire_bytes().is_some());
+        let sent = if zero_copy && inputs.len() <= SCATTER_PARTS {
+            // A few parts (the common case) without initialising room for the most.
+            self.send_pieces::<{ 1 + 2 * SCATTER_PARTS }>(&header, inputs, deadline)
+        } else if zero_copy {
+            self.send_pieces::<MAX_SEND_PIECES>(&header, inputs, deadline)
         } else {
             // A big-endian target: the numbers are encoded, all parts into one buffer.
             self.scratch.clear();
@@ -173,6 +170,26 @@ impl Peer {
         });
         self.next_seq += 1;
         Ok(seq)
+    }
+
+    /// Sends the table and `inputs` from the caller's memory, each part followed by its
+    /// padding, with room for `N` pieces.
+    fn send_pieces<const N: usize>(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        inputs: &[Part<'_>],
+        deadline: Deadline,
+    ) -> Result<()> {
+        let mut pieces: [&[u8]; N] = [&[]; N];
+        pieces[0] = self.table.as_bytes();
+        let mut used = 1;
+        for part in inputs {
+            let bytes = part.wire_bytes().expect("checked: a little-endian target");
+            pieces[used] = bytes;
+            pieces[used + 1] = &ZEROS[..parts::pad8(bytes.len() as u64) as usize];
+            used += 2;
+        }
+        self.transport.send_frame_pieces(header, &pieces[..used], deadline)
     }
 
     /// Receives the PARTS reply to the oldest request in flight (one sent with
@@ -208,6 +225,9 @@ impl Peer {
         deadline: Deadline,
     ) -> Result<Reply> {
         let (server_ns, decode_started) = match target {
+            PartsTarget::Into(outputs) if NATIVE_IS_WIRE && outputs.len() <= SCATTER_PARTS => {
+                self.recv_parts_scattered(pending.seq, outputs, deadline)?
+            }
             PartsTarget::Into(outputs) => {
                 // The reply's length as the caller expects it: the whole frame in one read.
                 let guess = parts::payload_len(outputs.iter().map(PartMut::shape)).unwrap_or(0);
@@ -228,6 +248,7 @@ impl Peer {
                 reply.len = 0;
                 let (len, aux) =
                     self.recv_parts_frame(pending.seq, &mut reply.frame, guess, deadline)?;
+                parts::parse(&reply.frame.as_bytes()[HEADER_LEN..][..len], Role::Reply)?;
                 reply.len = len;
                 (aux, Stamp::now())
             }
@@ -244,9 +265,80 @@ impl Peer {
         })
     }
 
+    /// The reply to `seq` read straight into `outputs` (a little-endian target, at most
+    /// [`SCATTER_PARTS`] parts): one `readv` puts its table in a buffer on the stack and each
+    /// part into its output, as a DATA reply lands in the caller's buffer; the table is then
+    /// compared with the one the outputs' shapes make. A reply of another length, or of
+    /// another table, takes the way of [`Peer::recv_parts_frame`].
+    fn recv_parts_scattered(
+        &mut self,
+        seq: u64,
+        outputs: &mut [PartMut<'_>],
+        deadline: Deadline,
+    ) -> Result<(u64, Stamp)> {
+        let table_len = parts::PREAMBLE_LEN + outputs.len() * parts::DESCRIPTOR_LEN;
+        let mut shapes = [Shape::vector(PartDtype::Bytes, 0); SCATTER_PARTS];
+        for (shape, output) in shapes.iter_mut().zip(outputs.iter()) {
+            *shape = output.shape();
+        }
+        let shapes = &shapes[..outputs.len()];
+        let mut table = [0u8; SCATTER_TABLE];
+        let mut pads = [[0u8; 8]; SCATTER_PARTS];
+        let mut bufs: [&mut [u8]; MAX_SCATTER] = Default::default();
+        let mut used = 1;
+        bufs[0] = &mut table[..table_len];
+        for (output, pad) in outputs.iter_mut().zip(pads.iter_mut()) {
+            let bytes = output.wire_bytes_mut();
+            let padding = parts::pad8(bytes.len() as u64) as usize;
+            bufs[used] = bytes;
+            bufs[used + 1] = &mut pad[..padding];
+            used += 2;
+        }
+        let received = self.transport.recv_frame_scattered(&mut bufs[..used], deadline)?;
+        let Received::Whole(raw) = received else {
+            let mut frame = std::mem::take(&mut self.parts_frame);
+            let result = self.finish_parts_frame(seq, received, &mut frame, deadline).and_then(
+                |(len, aux)| {
+                    let decode_started = Stamp::now();
+                    deliver(seq, &frame.as_bytes()[HEADER_LEN..][..len], outputs)?;
+                    Ok((aux, decode_started))
+                },
+            );
+            self.parts_frame = frame;
+            return result;
+        };
+        let decode_started = Stamp::now();
+        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
+        if header.seq != seq {
+            return Err(Error::SeqMismatch { expected: seq, found: header.seq });
+        }
+        if header.kind != Kind::Parts {
+            return Err(Error::UnexpectedKind {
+                expected: "a PARTS or ERROR reply",
+                found: header.kind,
+            });
+        }
+        let padded = bufs[1..used].chunks(2).all(|pair| pair[1].iter().all(|&b| b == 0));
+        if padded && parts::is_reply_table(bufs[0], shapes.iter().copied()) {
+            return Ok((header.aux, decode_started));
+        }
+        // As long as expected, but another table or nonzero padding: put the payload back
+        // together and judge it as any other reply.
+        let mut frame = std::mem::take(&mut self.parts_frame);
+        frame.resize(HEADER_LEN + header.payload_bytes()? as usize);
+        let mut at = HEADER_LEN;
+        for piece in &bufs[..used] {
+            frame.as_bytes_mut()[at..at + piece.len()].copy_from_slice(piece);
+            at += piece.len();
+        }
+        let result = deliver(seq, &frame.as_bytes()[HEADER_LEN..], outputs);
+        self.parts_frame = frame;
+        result.map(|()| (header.aux, decode_started))
+    }
+
     /// Reads the reply to `seq` into `frame` as on the wire (its payload at offset 32, 8-byte
-    /// aligned) and checks its part table; returns the payload's length and the server's
-    /// time. An ERROR reply is [`Error::Remote`].
+    /// aligned); returns the payload's length and the server's time. An ERROR reply is
+    /// [`Error::Remote`]. The part table is the caller's to check.
     fn recv_parts_frame(
         &mut self,
         seq: u64,
@@ -257,6 +349,18 @@ impl Peer {
         frame.resize(HEADER_LEN + guess + frame::padding_len(guess));
         let received =
             self.transport.recv_frame_contiguous(frame.as_bytes_mut(), guess, deadline)?;
+        self.finish_parts_frame(seq, received, frame, deadline)
+    }
+
+    /// What follows a guessed read of the reply to `seq`: the header's checks, an ERROR's
+    /// message, and the payload into `frame` when the guess did not already put it there.
+    fn finish_parts_frame(
+        &mut self,
+        seq: u64,
+        received: Received,
+        frame: &mut AlignedBuf,
+        deadline: Deadline,
+    ) -> Result<(usize, u64)> {
         let deadline = deadline.data_arrived();
         let max = self.options.max_frame_bytes;
         let (header, whole) = match received {
@@ -285,7 +389,6 @@ impl Peer {
             frame.resize(HEADER_LEN + len);
             self.transport.recv_payload(&mut frame.as_bytes_mut()[HEADER_LEN..], deadline)?;
         }
-        parts::parse(&frame.as_bytes()[HEADER_LEN..][..len], Role::Reply)?;
         Ok((len, header.aux))
     }
 }

@@ -57,7 +57,8 @@ pub use link::{Direction, Drain, Fill, Link};
 use link::{read_drained_via_chunk, write_filled_via_chunk};
 pub use pipe::PipeLink;
 pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
-use target::{Contiguous, FrameTarget, Split};
+pub use target::MAX_SCATTER;
+use target::{Contiguous, FrameTarget, Scatter, Split};
 pub use tcp::TcpLink;
 pub use wait::{AutoCounts, AutoWait, DEFAULT_SPIN_BUDGET, Wait, WaitSeen};
 
@@ -72,6 +73,10 @@ const ZERO_PADDING: [u8; 8] = [0; 8];
 /// Most pieces [`Transport::send_frame_pieces`] writes after a header: a PARTS table and
 /// each of [`crate::parts::MAX_PARTS`] parts with its padding.
 pub const MAX_SEND_PIECES: usize = 1 + 2 * crate::parts::MAX_PARTS;
+
+/// Pieces [`Transport::send_frame_pieces`] writes from a small array: a table and 8 parts with
+/// their padding.
+const FEW_PIECES: usize = 17;
 
 /// Pipe capacity requested by default: 1 MiB (Linux's default `pipe-max-size`).
 pub const DEFAULT_PIPE_CAPACITY: usize = 1 << 20;
@@ -284,13 +289,29 @@ impl Transport {
         pieces: &[&[u8]],
         deadline: Deadline,
     ) -> Result<()> {
-        if pieces.len() > MAX_SEND_PIECES {
-            return Err(Error::InvalidArgument {
+        match pieces.len() {
+            // A few parts (the common case) without initialising room for the most.
+            n if n <= FEW_PIECES => {
+                self.write_pieces::<{ FEW_PIECES + 2 }>(header, pieces, deadline)
+            }
+            n if n <= MAX_SEND_PIECES => {
+                self.write_pieces::<{ MAX_SEND_PIECES + 2 }>(header, pieces, deadline)
+            }
+            n => Err(Error::InvalidArgument {
                 what: "frame pieces",
-                reason: format!("{} pieces, at most {MAX_SEND_PIECES}", pieces.len()),
-            });
+                reason: format!("{n} pieces, at most {MAX_SEND_PIECES}"),
+            }),
         }
-        let mut slices = [IoSlice::new(&[]); MAX_SEND_PIECES + 2];
+    }
+
+    /// [`Transport::send_frame_pieces`] with room for `N - 2` pieces.
+    fn write_pieces<const N: usize>(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        pieces: &[&[u8]],
+        deadline: Deadline,
+    ) -> Result<()> {
+        let mut slices = [IoSlice::new(&[]); N];
         slices[0] = IoSlice::new(header);
         let mut len = 0;
         for (slot, piece) in slices[1..].iter_mut().zip(pieces) {
@@ -533,6 +554,29 @@ impl Transport {
             });
         }
         self.recv_guessed(&mut Contiguous { frame: &mut frame[..total], guess }, deadline)
+    }
+
+    /// Like [`Transport::recv_frame`], the guessed payload scattered over `payload`'s buffers
+    /// in order — a PARTS reply straight into the caller's buffers — its length their total.
+    ///
+    /// # Errors
+    /// As [`Transport::recv_frame`]; [`Error::InvalidArgument`] for more than [`MAX_SCATTER`]
+    /// buffers (nothing is read).
+    pub fn recv_frame_scattered(
+        &mut self,
+        payload: &mut [&mut [u8]],
+        deadline: Deadline,
+    ) -> Result<Received> {
+        if payload.len() > MAX_SCATTER {
+            return Err(Error::InvalidArgument {
+                what: "scattered payload",
+                reason: format!("{} buffers, at most {MAX_SCATTER}", payload.len()),
+            });
+        }
+        let guess = payload.iter().map(|b| b.len()).sum();
+        let pad = padding_len(guess);
+        let mut target = Scatter { header: [0; HEADER_LEN], payload, guess, padding: [0; 8], pad };
+        self.recv_guessed(&mut target, deadline)
     }
 
     /// The guessed read behind [`Transport::recv_frame`] and

@@ -89,3 +89,54 @@ impl FrameTarget for Contiguous<'_> {
         &self.frame[HEADER_LEN + self.guess..]
     }
 }
+
+/// Most buffers a payload is scattered over by [`Scatter`] (a PARTS reply of 8 parts: its
+/// table, then each part and its padding).
+pub const MAX_SCATTER: usize = 17;
+
+/// The header in its own buffer, then the payload scattered over several buffers in order
+/// (a PARTS reply straight into the caller's buffers), filled with `readv`.
+pub(super) struct Scatter<'a, 'b> {
+    pub(super) header: [u8; HEADER_LEN],
+    pub(super) payload: &'b mut [&'a mut [u8]],
+    pub(super) guess: usize,
+    pub(super) padding: [u8; 8],
+    pub(super) pad: usize,
+}
+
+impl FrameTarget for Scatter<'_, '_> {
+    fn guess(&self) -> usize {
+        self.guess
+    }
+
+    fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>> {
+        let n = self.payload.len();
+        let mut slices: [IoSliceMut<'_>; MAX_SCATTER + 2] =
+            std::array::from_fn(|_| IoSliceMut::new(&mut []));
+        slices[0] = IoSliceMut::new(&mut self.header);
+        for (slot, buf) in slices[1..].iter_mut().zip(self.payload.iter_mut()) {
+            *slot = IoSliceMut::new(buf);
+        }
+        slices[n + 1] = IoSliceMut::new(&mut self.padding[..self.pad]);
+        let mut rest: &mut [IoSliceMut<'_>] = &mut slices[..n + 2];
+        IoSliceMut::advance_slices(&mut rest, filled);
+        link.try_read(rest)
+    }
+
+    fn header(&self) -> [u8; HEADER_LEN] {
+        self.header
+    }
+
+    fn append_after_header(&self, extra: usize, out: &mut Vec<u8>) {
+        let mut left = extra;
+        for piece in self.payload.iter().map(|b| &**b).chain([&self.padding[..self.pad]]) {
+            let n = left.min(piece.len());
+            out.extend_from_slice(&piece[..n]);
+            left -= n;
+        }
+    }
+
+    fn padding(&self) -> &[u8] {
+        &self.padding[..self.pad]
+    }
+}

@@ -1,6 +1,7 @@
 /* Reaches every PP_E* code on purpose (PP_EPANIC and PP_EINTR excepted: only a bug in the
  * library can cause the one, no function of the C ABI is interruptible yet for the other; Rust
- * unit tests reach them through the guard and the kind table) and prints one line per case:
+ * unit tests reach them through the guard and the kind table; PP_ESHAPE and PP_EUNSUPPORTED
+ * are reached by tests/c/parts.c) and prints one line per case:
  *   LABEL CODE_NAME message
  * tests/errors.rs checks each line.
  *
@@ -29,6 +30,8 @@ static const char *name_of(int code) {
     case PP_EPANIC: return "PP_EPANIC";
     case PP_ENOTFOUND: return "PP_ENOTFOUND";
     case PP_EINTR: return "PP_EINTR";
+    case PP_ESHAPE: return "PP_ESHAPE";
+    case PP_EUNSUPPORTED: return "PP_EUNSUPPORTED";
     default: return "UNKNOWN";
     }
 }
@@ -143,6 +146,6 @@ int main(int argc, char **argv) {
     report("close-picky", pp_close(peer));
 
     pp_options_free(options);
-    for (int code = 0; code >= -12; code--) printf("strerror %d %s\n", code, pp_strerror(code));
+    for (int code = 0; code >= -14; code--) printf("strerror %d %s\n", code, pp_strerror(code));
     return 0;
 }
