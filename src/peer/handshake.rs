@@ -9,6 +9,13 @@ pub const OWN_HELLO_ECHOED: &str =
 /// The context of [`Error::PeerClosed`] when the server ends its output before a HELLO.
 const BEFORE_HELLO: &str = concat!("before sending HELLO; ", crate::process::speak_peerpipe!());
 
+/// The context of [`Error::PeerClosed`] when the server ended before reading this side's HELLO
+/// (the write met `EPIPE`) and had printed nothing.
+const BEFORE_READING_HELLO: &str = concat!(
+    "while sending, before reading our HELLO or sending one; ",
+    crate::process::speak_peerpipe!()
+);
+
 /// `error`, the failure to read the first header of `printed`, as the refusal of a program
 /// that is no server when `printed` does not open with the magic: a [`Error::BadHello`]
 /// that shows what it printed and says what a server is. A header that opens with the magic
@@ -99,7 +106,9 @@ impl Peer {
         let payload = &ours;
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
         let deadline = Deadline::after(self.options.timeout);
-        self.transport.send_frame(&header, payload, deadline)?;
+        if let Err(error) = self.transport.send_frame(&header, payload, deadline) {
+            return Err(self.ended_before_our_hello(error));
+        }
         // The clock of the calls' split is chosen (and calibrated) while the server answers,
         // not in the first call.
         clock::init();
@@ -147,6 +156,21 @@ impl Peer {
         }
         self.server_hello = hello;
         Ok(())
+    }
+
+    /// `error`, the failure to send this side's HELLO, said better when the program ended
+    /// without reading it: what it printed before it ended, read within a moment, shows
+    /// whether it was a server at all ([`not_a_server`]).
+    fn ended_before_our_hello(&mut self, error: Error) -> Error {
+        if !matches!(error, Error::PeerClosed { .. }) {
+            return error;
+        }
+        let moment = Deadline::after(Some(Duration::from_millis(100)));
+        match self.recv_hello_header(moment, None) {
+            Ok((_, 0)) => Error::PeerClosed { context: BEFORE_READING_HELLO },
+            Ok((raw, got)) => not_a_server(&raw[..got], error),
+            Err(_) => error,
+        }
     }
 
     /// Reads a control payload (bounded by [`frame::MAX_CONTROL_PAYLOAD`] in `Header::parse`)
