@@ -9,6 +9,10 @@ use std::time::Duration;
 use crate::parts::TableFault;
 use crate::wire::{Dtype, Kind};
 
+mod too_large;
+pub(crate) use too_large::RAISE_THE_CLIENTS_LIMIT;
+pub use too_large::RefusedBy;
+
 /// A specialised `Result` whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -90,15 +94,20 @@ pub enum Error {
         width: u64,
     },
 
-    /// The payload is larger than the receiver accepts.
+    /// The payload is larger than the receiver accepts. The message goes on to name the way
+    /// out on the side that refused it ([`RefusedBy::remedy`]).
     #[error(
-        "frame too large: payload of {payload_bytes} bytes exceeds max_frame_bytes {max_frame_bytes}"
+        "frame too large: payload of {payload_bytes} bytes exceeds max_frame_bytes \
+         {max_frame_bytes}{}",
+        refused_by.remedy()
     )]
     FrameTooLarge {
         /// The payload length the header announced.
         payload_bytes: u64,
         /// The receiver's limit.
         max_frame_bytes: u64,
+        /// Which side refused it, and so whose limit to raise.
+        refused_by: RefusedBy,
     },
 
     /// A padding byte after the payload was not zero.
@@ -404,8 +413,10 @@ impl Error {
     /// The kind of this error: what a caller branches on.
     ///
     /// ```
+    /// use peerpipe::error::RefusedBy;
     /// use peerpipe::{Error, ErrorKind};
-    /// let err = Error::FrameTooLarge { payload_bytes: 9, max_frame_bytes: 8 };
+    /// let err =
+    ///     Error::FrameTooLarge { payload_bytes: 9, max_frame_bytes: 8, refused_by: RefusedBy::Client };
     /// assert_eq!(err.kind(), ErrorKind::TooLarge);
     /// ```
     pub fn kind(&self) -> ErrorKind {

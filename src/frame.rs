@@ -15,7 +15,7 @@
 //!     24    8 aux      u64 LE, server nanoseconds in a reply, else 0
 //! ```
 
-use crate::error::{Error, Result};
+use crate::error::{Error, RefusedBy, Result};
 
 /// The four magic bytes that open every frame: ASCII `PEER`.
 pub const MAGIC: [u8; 4] = *b"PEER";
@@ -238,7 +238,9 @@ impl Header {
             Kind::Data | Kind::Bye | Kind::Parts => max_frame_bytes,
         };
         if payload_bytes > limit {
-            return Err(Error::FrameTooLarge { payload_bytes, max_frame_bytes: limit });
+            let refused_by =
+                if limit < max_frame_bytes { RefusedBy::ControlCap } else { RefusedBy::Receiver };
+            return Err(Error::FrameTooLarge { payload_bytes, max_frame_bytes: limit, refused_by });
         }
         Ok(header)
     }
@@ -312,8 +314,11 @@ pub fn decode_frame(input: &[u8], max_frame_bytes: u64) -> Result<(FrameRef<'_>,
     let header = Header::parse(header_bytes, max_frame_bytes)?;
     // Validated against max_frame_bytes above, so it fits in usize on every supported target.
     let payload_bytes = header.payload_bytes()?;
-    let payload_len = usize::try_from(payload_bytes)
-        .map_err(|_| Error::FrameTooLarge { payload_bytes, max_frame_bytes })?;
+    let payload_len = usize::try_from(payload_bytes).map_err(|_| Error::FrameTooLarge {
+        payload_bytes,
+        max_frame_bytes,
+        refused_by: RefusedBy::Receiver,
+    })?;
     let rest = &input[HEADER_LEN..];
     if rest.len() < payload_len {
         return Err(Error::Truncated {

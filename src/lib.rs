@@ -10,6 +10,7 @@
 #![doc = "[docs/USAGE.md#python]: crate::guide::usage#python"]
 #![doc = "[docs/USAGE.md#c-and-fortran]: crate::guide::usage#c-and-fortran"]
 #![doc = "[docs/USAGE.md#where-things-are]: crate::guide::usage#where-things-are"]
+#![doc = "[docs/WAITING.md]: crate::guide::waiting"]
 #![doc = "[docs/experiments/]: crate::guide"]
 #![doc = "[examples/custom_server.rs]: crate::server::Handler"]
 #![doc = "[examples/clients/]: crate::guide"]

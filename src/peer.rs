@@ -73,6 +73,7 @@ mod locate;
 mod options;
 mod parts_calls;
 mod spawn;
+pub use crate::process::SPEAK_PEERPIPE;
 use calls::Target;
 pub use calls::{CallTiming, Reply};
 use calls::{grow, retarget};
@@ -318,9 +319,10 @@ impl Peer {
         self.pending.clear();
         let Some(child) = self.child.as_mut() else { return error };
         // A dead server shows up as end of stream slightly before its exit status is
-        // available; give it a moment so the error can say how it ended.
+        // available, and a program that is no server (a bad HELLO) often ends right after
+        // what it printed; give it a moment so the error can say how it ended.
         let died_on_its_own = match error {
-            Error::PeerClosed { .. } | Error::Truncated { .. } => {
+            Error::PeerClosed { .. } | Error::Truncated { .. } | Error::BadHello { .. } => {
                 child.wait_timeout(Duration::from_millis(100)).ok().flatten()
             }
             _ => child.try_wait().ok().flatten(),

@@ -26,7 +26,24 @@ use nix::fcntl::OFlag;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// What a server is, said when a spawned program sends no HELLO or no tcp announcement: the
+/// literal behind [`SPEAK_PEERPIPE`], for the `&'static` contexts it ends.
+macro_rules! speak_peerpipe {
+    () => {
+        "the spawned program must speak peerpipe: `peer --role server`, a Python script \
+         calling `peerpipe.serve`, or a C program calling `pp_serve_stdio_f64`"
+    };
+}
+pub(crate) use speak_peerpipe;
+
+/// Why a spawn fails when the program printed something that is not a HELLO (or a tcp
+/// announcement), or ended before sending one: what a server is, and how to make one.
+pub const SPEAK_PEERPIPE: &str = speak_peerpipe!();
+
+/// The context of [`Error::PeerClosed`] when a tcp server ends before its announcement.
+const BEFORE_ANNOUNCING: &str = "before announcing its tcp address";
 use crate::transport::{
     DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, Deadline, ShmLink, Transport, TransportKind, Wait,
     tcp,
@@ -228,6 +245,24 @@ pub fn naming(error: crate::Error, server: &str) -> crate::Error {
     }
 }
 
+/// `error`, from reading a tcp announcement, with what a server is appended when the program
+/// printed something else first or nothing at all (a pipe server, which sends a frame
+/// instead, is already told apart, and told how to start for tcp).
+fn told_what_a_server_is(error: Error) -> Error {
+    match error {
+        Error::Corrupted { what: "tcp announcement", detail } if detail.starts_with("expected") => {
+            Error::Corrupted {
+                what: "tcp announcement",
+                detail: format!("{detail}; {SPEAK_PEERPIPE}"),
+            }
+        }
+        Error::PeerClosed { context: BEFORE_ANNOUNCING } => Error::PeerClosed {
+            context: concat!("before announcing its tcp address; ", speak_peerpipe!()),
+        },
+        other => other,
+    }
+}
+
 /// `exited with status 3` or `was killed by signal 9 (SIGKILL)`.
 pub fn describe_status(status: ExitStatus) -> String {
     if let Some(code) = status.code() {
@@ -274,6 +309,7 @@ impl ChildGuard {
     /// the process had exited by itself (within a moment, as its end of stream may arrive
     /// first), else `error` after terminating it. Always reaps.
     fn fail_setup(&mut self, error: crate::Error) -> crate::Error {
+        let error = told_what_a_server_is(error);
         let patience = match error {
             crate::Error::PeerClosed { .. } => Duration::from_millis(100),
             _ => Duration::ZERO,

@@ -530,9 +530,10 @@ impl Server<'_, '_> {
                 let client_max = self.client_max.unwrap_or(0);
                 if payload.len() as u64 > client_max {
                     Err(format!(
-                        "reply of {} bytes exceeds the client's max_frame_bytes {}",
+                        "reply of {} bytes exceeds the client's max_frame_bytes {}{}",
                         payload.len(),
-                        client_max
+                        client_max,
+                        crate::error::RAISE_THE_CLIENTS_LIMIT
                     ))
                 } else {
                     Ok((dtype, count, payload))
@@ -583,7 +584,8 @@ impl Server<'_, '_> {
         let client_max = self.client_max.unwrap_or(0);
         if len > client_max {
             return Ok(Err(format!(
-                "reply of {len} bytes exceeds the client's max_frame_bytes {client_max}"
+                "reply of {len} bytes exceeds the client's max_frame_bytes {client_max}{}",
+                crate::error::RAISE_THE_CLIENTS_LIMIT
             )));
         }
         let mut out = Header::parts(seq, len);
@@ -647,7 +649,7 @@ impl Server<'_, '_> {
     /// Validates a header; on a violation sends ERROR (seq from the raw bytes) and fails.
     fn parse(&mut self, raw: &[u8; HEADER_LEN]) -> Result<Header> {
         Header::parse(raw, self.options.max_frame_bytes)
-            .map_err(|e| self.violation(Header::raw_seq(raw), e))
+            .map_err(|e| self.violation(Header::raw_seq(raw), e.refused_by_server()))
     }
 
     /// Sends ERROR for a protocol violation (best effort) and returns the error to end with.

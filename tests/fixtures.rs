@@ -391,7 +391,7 @@ fn payload_above_max_frame_bytes_is_rejected_naming_both_sizes() {
     let fixture = include_bytes!("../fixtures/bad_too_large.bin");
     let err = reject(fixture);
     assert!(
-        matches!(err, Error::FrameTooLarge { payload_bytes: 1032, max_frame_bytes: 1024 }),
+        matches!(err, Error::FrameTooLarge { payload_bytes: 1032, max_frame_bytes: 1024, .. }),
         "{err:?}"
     );
 }

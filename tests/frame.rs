@@ -255,7 +255,7 @@ fn largest_f64_count_that_fits_is_only_too_large() {
     let count = u64::MAX / 8;
     let err = parse_err(&good(2, 2, count), LIMIT);
     assert!(
-        matches!(err, Error::FrameTooLarge { payload_bytes, max_frame_bytes: LIMIT }
+        matches!(err, Error::FrameTooLarge { payload_bytes, max_frame_bytes: LIMIT, .. }
             if payload_bytes == count * 8),
         "{err:?}"
     );
@@ -265,7 +265,7 @@ fn largest_f64_count_that_fits_is_only_too_large() {
 fn byte_payload_of_u64_max_does_not_overflow_but_is_too_large() {
     let err = parse_err(&good(2, 0, u64::MAX), LIMIT);
     assert!(
-        matches!(err, Error::FrameTooLarge { payload_bytes: u64::MAX, max_frame_bytes: LIMIT }),
+        matches!(err, Error::FrameTooLarge { payload_bytes: u64::MAX, max_frame_bytes: LIMIT, .. }),
         "{err:?}"
     );
 }
@@ -276,7 +276,7 @@ fn payload_exactly_at_max_frame_bytes_is_accepted_and_one_more_is_not() {
     assert!(Header::parse(&good(2, 0, LIMIT), LIMIT).is_ok());
     let err = parse_err(&good(2, 0, LIMIT + 1), LIMIT);
     assert!(
-        matches!(err, Error::FrameTooLarge { payload_bytes, max_frame_bytes: LIMIT }
+        matches!(err, Error::FrameTooLarge { payload_bytes, max_frame_bytes: LIMIT, .. }
             if payload_bytes == LIMIT + 1),
         "{err:?}"
     );
@@ -287,7 +287,7 @@ fn max_frame_bytes_zero_accepts_only_empty_payloads() {
     assert!(Header::parse(&good(2, 2, 0), 0).is_ok());
     assert!(Header::parse(&good(4, 0, 0), 0).is_ok());
     let err = parse_err(&good(2, 1, 1), 0);
-    assert!(matches!(err, Error::FrameTooLarge { payload_bytes: 4, max_frame_bytes: 0 }));
+    assert!(matches!(err, Error::FrameTooLarge { payload_bytes: 4, max_frame_bytes: 0, .. }));
 }
 
 #[test]
@@ -296,7 +296,7 @@ fn hello_and_error_payloads_are_capped_at_max_control_payload() {
         assert!(Header::parse(&good(kind, 0, MAX_CONTROL_PAYLOAD), u64::MAX).is_ok());
         let err = parse_err(&good(kind, 0, MAX_CONTROL_PAYLOAD + 1), u64::MAX);
         assert!(
-            matches!(err, Error::FrameTooLarge { payload_bytes, max_frame_bytes }
+            matches!(err, Error::FrameTooLarge { payload_bytes, max_frame_bytes, .. }
                 if payload_bytes == MAX_CONTROL_PAYLOAD + 1
                     && max_frame_bytes == MAX_CONTROL_PAYLOAD),
             "kind {kind}: {err:?}"
@@ -308,7 +308,7 @@ fn hello_and_error_payloads_are_capped_at_max_control_payload() {
 fn hello_is_also_held_to_a_smaller_max_frame_bytes() {
     let err = parse_err(&good(1, 0, 101), 100);
     assert!(
-        matches!(err, Error::FrameTooLarge { payload_bytes: 101, max_frame_bytes: 100 }),
+        matches!(err, Error::FrameTooLarge { payload_bytes: 101, max_frame_bytes: 100, .. }),
         "{err:?}"
     );
 }

@@ -185,8 +185,16 @@ fn a_server_that_hangs_after_hello_times_out_waiting_for_seq_1(kind: TransportKi
 }
 
 fn a_server_that_sends_garbage_is_bad_magic(kind: TransportKind) {
+    // Garbage where the HELLO is due: a program that is no server, shown what it printed.
     match misbehave(kind, "garbage") {
-        Error::BadMagic { found } => assert_eq!(&found, b"this"),
+        Error::BadHello { reason } => {
+            assert!(
+                reason.contains("sent \"this is not a frame of wire form\"… first"),
+                "{reason}"
+            );
+            assert!(reason.contains("bad magic: expected \"PEER\" (50 45 45 52)"), "{reason}");
+            assert!(reason.contains(peerpipe::peer::SPEAK_PEERPIPE), "{reason}");
+        }
         other => panic!("{other:?}"),
     }
 }

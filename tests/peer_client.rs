@@ -434,7 +434,11 @@ fn a_request_above_the_servers_limit_is_refused_before_sending_and_the_peer_stay
     let mut peer = spawn("echo", Options { max_frame_bytes: 1024, ..on(kind) });
     let big = vec![1.0; 129];
     match peer.call_f64(&big, &mut vec![0.0; 129]) {
-        Err(Error::FrameTooLarge { payload_bytes: 1032, max_frame_bytes: 1024 }) => {}
+        Err(Error::FrameTooLarge {
+            payload_bytes: 1032,
+            max_frame_bytes: 1024,
+            refused_by: peerpipe::error::RefusedBy::Client,
+        }) => {}
         other => panic!("{other:?}"),
     }
     let mut reply = [0.0; 128];

@@ -64,7 +64,7 @@ fn check_decode_contract(input: &[u8], max_frame_bytes: u64) -> Result<(), TestC
                 prop_assert_eq!((expected, got), (HEADER_LEN as u64, input.len() as u64));
             }
         }
-        Err(Error::FrameTooLarge { payload_bytes, max_frame_bytes: limit }) => {
+        Err(Error::FrameTooLarge { payload_bytes, max_frame_bytes: limit, .. }) => {
             prop_assert!(payload_bytes > limit);
             prop_assert!(limit <= max_frame_bytes);
         }

@@ -155,7 +155,8 @@ fn frame_larger_than_max_frame_bytes_gets_error_and_exit_2(kind: TransportKind) 
         true,
         &header,
         16,
-        "frame too large: payload of 1032 bytes exceeds max_frame_bytes 1024",
+        "frame too large: payload of 1032 bytes exceeds max_frame_bytes 1024, this server's \
+         limit: start the server with a larger one (`peer --role server --max-frame-bytes N`",
     );
 }
 
@@ -171,7 +172,15 @@ fn oversized_hello_gets_error_and_exit_2(kind: TransportKind) {
     let _watchdog = Watchdog::new(secs(20));
     // HELLO payloads are capped at 64 KiB whatever max_frame_bytes says.
     let header = raw_header(b"PEER", 1, 1, 0, 0, 0, 70_000, 0);
-    assert_violation(kind, &[], false, &header, 0, "frame too large");
+    assert_violation(
+        kind,
+        &[],
+        false,
+        &header,
+        0,
+        "frame too large: payload of 70000 bytes exceeds max_frame_bytes 65536, the cap on HELLO \
+         and ERROR payloads whatever max_frame_bytes is",
+    );
 }
 
 fn data_before_hello_gets_error_and_exit_2(kind: TransportKind) {

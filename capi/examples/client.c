@@ -3,7 +3,7 @@
  * of 500 doubles.
  *
  *   client [--transport pipe|shm-sem|shm-ring|tcp] [--dtype f64|f32|both] [--calls N] PROGRAM [ARGS...]
- *   client target/release/peer --role server --handler echo
+ *   client peer --role server --handler echo     (peer on PATH: cargo install --path cli)
  *
  * Exits 0 when every echo came back bit-exact, 1 when one did not, 2 on a peerpipe error
  * (its message on stderr).

@@ -2,8 +2,9 @@
  * peerpipe.h: the C ABI of peerpipe (libpeerpipe.so, libpeerpipe.a).
  *
  * Two processes exchange packed f64/f32 arrays over pipes or shared memory, in wire format
- * v1 (docs/PROTOCOL.md). A client spawns a server and calls it with arrays (pp_spawn,
- * pp_call_f64, pp_close); a server answers requests with a C function (pp_serve_stdio_f64).
+ * v1 (docs/PROTOCOL.md). A client spawns a server and calls it with arrays (pp_spawn_handler
+ * or pp_spawn, pp_call_f64, pp_close); a server answers requests with a C function
+ * (pp_serve_stdio_f64).
  * A call may also carry several typed parts to a function named on the server, and get back
  * a reply of its own shape (pp_call_parts: rhs(t, y, p) -> dy, jac(t, y, p) -> an n x n
  * matrix); a server serves such functions by name (pp_functions_add,
@@ -13,10 +14,13 @@
  * futex, pipe2, F_SETPIPE_SZ and vmsplice; building the library for another OS fails with a
  * compile_error.
  *
- * Build: cargo build --release -p peerpipe-capi  ->  target/release/libpeerpipe.{so,a}
- * Link:  cc -Icapi/include app.c -Ltarget/release -lpeerpipe -Wl,-rpath,$PWD/target/release
- *        (static: link target/release/libpeerpipe.a and add -lgcc_s -lutil -lrt -lpthread -lm
- *        -ldl -lc, as `cargo rustc -p peerpipe-capi --release -- --print native-static-libs`
+ * Build: cargo build --release -p peerpipe-capi puts libpeerpipe.{so,a} in release/ of
+ *        cargo's target directory: target/, or wherever CARGO_TARGET_DIR (or a cargo config)
+ *        puts it; `cargo metadata` says where (its "target_directory").
+ * Link:  cc -I capi/include app.c -L LIBDIR -lpeerpipe -Wl,-rpath,LIBDIR, LIBDIR being that
+ *        release/ directory: docs/USAGE.md ("C and Fortran") has the lines that ask cargo.
+ *        (static: link LIBDIR/libpeerpipe.a and add -lgcc_s -lutil -lrt -lpthread -lm -ldl
+ *        -lc, as `cargo rustc -p peerpipe-capi --release -- --print native-static-libs`
  *        lists.)
  *
  * Conventions, for every function below unless it says otherwise:
@@ -324,6 +328,26 @@ int pp_spawn_shell(const char *command_line, struct pp_peer **out);
 int pp_spawn_shell_with(const char *command_line,
                         const struct pp_options *options,
                         struct pp_peer **out);
+
+// Starts this library's `peer` binary as `peer --role server --handler HANDLER` (e.g.
+// "echo", "lorenz96"), with the options' wait strategy, frame limit and transport (NULL: the
+// defaults), and exchanges HELLOs. `peer` is found as the Rust and Python libraries find
+// it: the path in the environment variable `PEERPIPE_PEER`, else `peer` on `PATH` (where
+// `cargo install --path cli` in a peerpipe clone puts it) — so the program runs from any
+// directory, wherever cargo built the library.
+//
+// Ownership and SIGPIPE as `pp_spawn`.
+//
+// Returns `PP_OK`; `PP_EINVAL` when `handler` or `out` is NULL or `handler` is not UTF-8;
+// `PP_ENOTFOUND` when `peer` is in neither place (a `PEERPIPE_PEER` naming no executable
+// file counts as not there), `pp_last_error()` naming every place looked at and what was
+// wrong there; and the errors of `pp_spawn_with` (`PP_EEXITED` when `peer` has no such
+// handler, its message quoting what `peer` said).
+//
+// # Safety
+// `handler` is NULL or a NUL-terminated string; `options` is NULL or a live `pp_options`,
+// not changed during the call; `out` is NULL or points to writable storage for one pointer.
+int pp_spawn_handler(const char *handler, const struct pp_options *options, struct pp_peer **out);
 
 // Writes to `*pid` the process id of the peer's server: the process `pp_spawn*` started,
 // or, when that is a shell or wrapper, the server process below it that said HELLO (as the

@@ -172,6 +172,44 @@ pub unsafe extern "C" fn pp_spawn_shell_with(
     })
 }
 
+/// Starts this library's `peer` binary as `peer --role server --handler HANDLER` (e.g.
+/// "echo", "lorenz96"), with the options' wait strategy, frame limit and transport (NULL: the
+/// defaults), and exchanges HELLOs. `peer` is found as the Rust and Python libraries find
+/// it: the path in the environment variable `PEERPIPE_PEER`, else `peer` on `PATH` (where
+/// `cargo install --path cli` in a peerpipe clone puts it) — so the program runs from any
+/// directory, wherever cargo built the library.
+///
+/// Ownership and SIGPIPE as `pp_spawn`.
+///
+/// Returns `PP_OK`; `PP_EINVAL` when `handler` or `out` is NULL or `handler` is not UTF-8;
+/// `PP_ENOTFOUND` when `peer` is in neither place (a `PEERPIPE_PEER` naming no executable
+/// file counts as not there), `pp_last_error()` naming every place looked at and what was
+/// wrong there; and the errors of `pp_spawn_with` (`PP_EEXITED` when `peer` has no such
+/// handler, its message quoting what `peer` said).
+///
+/// # Safety
+/// `handler` is NULL or a NUL-terminated string; `options` is NULL or a live `pp_options`,
+/// not changed during the call; `out` is NULL or points to writable storage for one pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pp_spawn_handler(
+    handler: *const c_char,
+    options: *const pp_options,
+    out: *mut *mut pp_peer,
+) -> c_int {
+    guard(|| {
+        let out = clear_out(out)?;
+        // SAFETY: the caller guarantees NULL or a NUL-terminated string.
+        let handler = unsafe { ffi::c_str(handler, "handler") }?;
+        // SAFETY: the caller guarantees NULL or a live, unchanging pp_options.
+        let options = unsafe { pp_options::or_default(options) }.options;
+        ffi::ignore_sigpipe_if_default();
+        let peer = Peer::spawn_handler(handler, options)?;
+        // SAFETY: `out` was checked non-NULL by clear_out; the caller guarantees it writable.
+        unsafe { out.write(Box::into_raw(Box::new(pp_peer { peer }))) };
+        Ok(())
+    })
+}
+
 /// Refuses a NULL `out` and sets `*out` to NULL, so it is NULL on every failure after this.
 fn clear_out(out: *mut *mut pp_peer) -> Result<*mut *mut pp_peer, Failure> {
     if out.is_null() {

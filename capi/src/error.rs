@@ -254,7 +254,14 @@ mod tests {
             (Error::PeerClosed { context: "before replying" }, PP_ECLOSED),
             (Error::BadMagic { found: *b"garb" }, PP_EPROTO),
             (Error::Remote { seq: 1, message: "no".into() }, PP_EREMOTE),
-            (Error::FrameTooLarge { payload_bytes: 9, max_frame_bytes: 8 }, PP_ETOOLARGE),
+            (
+                Error::FrameTooLarge {
+                    payload_bytes: 9,
+                    max_frame_bytes: 8,
+                    refused_by: peerpipe::error::RefusedBy::Client,
+                },
+                PP_ETOOLARGE,
+            ),
             (Error::InvalidArgument { what: "wait strategy", reason: "r".into() }, PP_EINVAL),
             (Error::Io(std::io::Error::from(std::io::ErrorKind::NotFound)), PP_EIO),
             (

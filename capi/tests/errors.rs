@@ -73,7 +73,9 @@ fn every_error_code_is_reached_from_c_with_the_rust_message() {
     expect(
         "call-too-large",
         "PP_ETOOLARGE",
-        "frame too large: payload of 4000 bytes exceeds max_frame_bytes 64",
+        "frame too large: payload of 4000 bytes exceeds max_frame_bytes 64, the server's limit \
+         (from its HELLO); nothing was sent. Raise it on both sides: `Options::max_frame_bytes` \
+         in Rust, `max_frame_bytes=` in Python, `pp_options_set_max_frame_bytes` in C",
     );
     expect("call-small-after", "PP_OK", "");
     expect("close-small", "PP_OK", "");

@@ -7,7 +7,9 @@
 //!   skips them with a note instead of ending the run;
 //! - the report answers "what overhead will my callback cost?" in its first lines;
 //! - a missing `peer` binary names every place it was looked for;
-//! - a server that dies during the handshake is quoted from its stderr.
+//! - a server that dies during the handshake is quoted from its stderr;
+//! - a program that is no server is told what a server is, and shown what it printed;
+//! - a frame too large names the limit to raise, on the side that refused it.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -18,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Watchdog, peer_exe, read_on_thread, secs, wait_or_kill};
 use peerpipe::peer::OWN_HELLO_ECHOED;
-use peerpipe::{Error, Options, Peer};
+use peerpipe::{Error, Options, Peer, TransportKind};
 
 /// Runs `peer ARGS` with a deadline; returns (status, stdout, stderr).
 fn run_peer(args: &[&str], limit_secs: u64) -> (ExitStatus, String, String) {
@@ -337,4 +339,143 @@ fn srv_cpu_is_measured_under_spawn() {
         assert!(row.server_cpu_ns.is_finite() && row.server_cpu_ns > 0.0, "{row:?}");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+// ---- 7. An error names the way out -----------------------------------------------------------
+
+#[test]
+fn peer_spawn_of_a_program_that_is_no_server_says_what_a_server_is_and_shows_what_it_printed() {
+    let _watchdog = Watchdog::new(secs(60));
+    let (status, stdout, stderr) = run_peer(&["--spawn", "python3 -c 'print(1)'"], 40);
+    assert_eq!(status.code(), Some(2), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    for said in [
+        "it sent \"1\\n\" first, where a HELLO frame was due",
+        "the spawned program must speak peerpipe: `peer --role server`, a Python script \
+         calling `peerpipe.serve`, or a C program calling `pp_serve_stdio_f64`",
+    ] {
+        assert!(stderr.contains(said), "no `{said}` in:\n{stderr}");
+    }
+}
+
+#[test]
+fn a_program_that_is_no_server_is_told_what_a_server_is_over_every_transport() {
+    let _watchdog = Watchdog::new(secs(60));
+    for transport in [TransportKind::Pipe, TransportKind::ShmRing, TransportKind::Tcp] {
+        for line in ["printf 'hello, world\\n'", "true"] {
+            let options = Options { transport, ..quick_options() };
+            let err = Peer::spawn_shell(line, options).expect_err("not a server");
+            let text = err.to_string();
+            assert!(text.contains(peerpipe::peer::SPEAK_PEERPIPE), "{transport} {line}: {text}");
+            if transport == TransportKind::Pipe && line != "true" {
+                assert!(text.contains("sent \"hello, world\\n\" first"), "{text}");
+            }
+        }
+    }
+    // What is printed is shown up to a header's length, and said to go on.
+    let long = "printf 'NOT A PEERPIPE HEADER, JUST TEXT AND MORE'; exec sleep 5";
+    let err = Peer::spawn_shell(long, quick_options()).expect_err("not a server");
+    let text = err.to_string();
+    assert!(text.contains("sent \"NOT A PEERPIPE HEADER, JUST TEXT\"… first"), "{text}");
+    assert!(text.contains("bad magic: expected \"PEER\""), "{text}");
+    assert_eq!(err.kind(), peerpipe::ErrorKind::Protocol, "{text}");
+}
+
+/// A report of 1000 doubles per request, short enough for a test, with `extra` flags.
+fn report_of_1000_doubles(extra: &[&str]) -> (ExitStatus, String, String) {
+    let mut args = vec!["--sizes", "1000", "--dtype", "f64", "--path", "codec"];
+    args.extend(["--handler", "echo", "--wait", "block"]);
+    args.extend(SHORT);
+    args.extend(extra);
+    run_peer(&args, 120)
+}
+
+#[test]
+fn a_request_above_max_frame_bytes_names_the_flag_that_lets_it_through() {
+    let _watchdog = Watchdog::new(secs(240));
+    // 1000 doubles are 8000 bytes: above a limit of 4096, and through with 8000.
+    let (status, stdout, stderr) = report_of_1000_doubles(&["--max-frame-bytes", "4096"]);
+    assert_eq!(status.code(), Some(2), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    for said in [
+        "frame too large: payload of 8000 bytes exceeds max_frame_bytes 4096, the server's \
+         limit (from its HELLO); nothing was sent.",
+        "`--max-frame-bytes` for `peer`",
+        "`Options::max_frame_bytes` in Rust",
+        "`max_frame_bytes=` in Python",
+        "`pp_options_set_max_frame_bytes` in C",
+    ] {
+        assert!(stderr.contains(said), "no `{said}` in:\n{stderr}");
+    }
+    let (status, stdout, stderr) = report_of_1000_doubles(&["--max-frame-bytes", "8000"]);
+    assert!(status.success(), "{status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.lines().any(|l| l.trim_start().starts_with("f64 x 1000 ")), "{stdout}");
+}
+
+#[test]
+fn a_request_above_the_limit_of_a_server_started_by_a_command_names_the_servers_flag() {
+    let _watchdog = Watchdog::new(secs(60));
+    // The client accepts more than the server: the limit to raise is the server's.
+    let small_server = format!("{} --role server --handler echo --max-frame-bytes 64", peer_exe());
+    let mut peer = Peer::spawn_shell(&small_server, quick_options()).expect("spawn");
+    let err = peer.call_f64(&[1.0; 9], &mut [0.0; 9]).expect_err("72 bytes > 64");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "frame too large: payload of 72 bytes exceeds max_frame_bytes 64, the server's limit"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "a server started by a command of yours needs its own (`peer --role server \
+             --max-frame-bytes N`, `peerpipe.serve(..., max_frame_bytes=N)`)"
+        ),
+        "{text}"
+    );
+    assert_eq!(err.kind(), peerpipe::ErrorKind::TooLarge);
+    peer.call_f64(&[1.0; 8], &mut [0.0; 8]).expect("usable after a refusal before sending");
+    peer.close().expect("close");
+}
+
+/// A server whose every reply is 100 doubles, whatever the request.
+struct HundredDoubles([f64; 100]);
+
+impl peerpipe::server::Handler for HundredDoubles {
+    fn name(&self) -> &str {
+        "hundred"
+    }
+
+    fn handle<'a>(
+        &'a mut self,
+        _request: peerpipe::server::Request<'a>,
+    ) -> Result<peerpipe::server::Response<'a>, String> {
+        Ok(peerpipe::server::Response::F64(&self.0))
+    }
+}
+
+#[test]
+fn a_reply_above_the_clients_limit_is_an_error_reply_naming_the_clients_option() {
+    use peerpipe::server::{ServeOptions, serve};
+    let _watchdog = Watchdog::new(secs(60));
+    let (client, mut server) =
+        peerpipe::transport::Transport::pipe_pair(peerpipe::Wait::Block).expect("pipes");
+    let thread = std::thread::spawn(move || {
+        serve(&mut server, &mut HundredDoubles([0.5; 100]), &ServeOptions::default())
+    });
+    let mut peer =
+        Peer::connect(client, Options { max_frame_bytes: 400, ..quick_options() }).expect("HELLO");
+    let err = peer
+        .send(peerpipe::Values::F64(&[1.0]))
+        .and_then(|_| peer.recv(peerpipe::ValuesMut::F64(&mut [0.0; 100])).map(|_| ()));
+    let err = err.expect_err("800 bytes > 400");
+    assert_eq!(err.kind(), peerpipe::ErrorKind::Remote, "{err}");
+    assert!(
+        err.to_string().ends_with(
+            "reply of 800 bytes exceeds the client's max_frame_bytes 400; raise the client's \
+             limit: `Options::max_frame_bytes` in Rust, `max_frame_bytes=` in Python, \
+             `pp_options_set_max_frame_bytes` in C or `--max-frame-bytes` for `peer`"
+        ),
+        "{err}"
+    );
+    peer.close().expect("an ERROR reply leaves the peer usable");
+    thread.join().expect("server thread").expect("served");
 }

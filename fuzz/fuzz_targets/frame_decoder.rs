@@ -156,7 +156,7 @@ fn check_header_error(raw: &[u8; HEADER_LEN], max: u64, error: &Error) {
         Error::ReservedFlags { found } => assert!(found == raw[7] && found != 0),
         Error::MalformedControl { .. } => assert_ne!(raw[5], Kind::Data as u8),
         Error::LengthOverflow { count, width } => assert!(count.checked_mul(width).is_none()),
-        Error::FrameTooLarge { payload_bytes, max_frame_bytes } => {
+        Error::FrameTooLarge { payload_bytes, max_frame_bytes, .. } => {
             assert!(payload_bytes > max_frame_bytes && max_frame_bytes <= max)
         }
         _ => panic!("not a header error: {error:?}"),

@@ -58,13 +58,28 @@ pub(crate) fn contiguous<'a, T: Element>(
     }
 }
 
+/// What to do with an array of more than one dimension, by what the array is for: said after
+/// `… must be 1-D, got a 2-D array of shape (2, 3)`.
+pub(crate) mod one_d {
+    /// `Peer.call`'s `x`.
+    pub(crate) const REQUEST: &str = "a call sends one 1-D array: pass x.ravel() to send its \
+        values in order (and reshape the reply), or call once per row";
+    /// An `out` the reply is written into.
+    pub(crate) const OUT: &str = "the reply is written into one 1-D array: pass a 1-D out of \
+        the request's length";
+    /// What a Python handler returns.
+    pub(crate) const REPLY: &str = "return one 1-D array, e.g. result.ravel()";
+}
+
 /// The 1-D float64 or float32 numpy array `x`, or the error a user should see.
 pub(crate) enum Array<'py> {
     F64(Bound<'py, PyArray1<f64>>),
     F32(Bound<'py, PyArray1<f32>>),
 }
 
-pub(crate) fn array<'py>(x: &Bound<'py, PyAny>, what: &str) -> PyResult<Array<'py>> {
+/// `x` as an [`Array`]; `not_1d` (one of [`one_d`]) ends the error of an array of more
+/// dimensions, saying what to do instead.
+pub(crate) fn array<'py>(x: &Bound<'py, PyAny>, what: &str, not_1d: &str) -> PyResult<Array<'py>> {
     if let Ok(a) = x.cast::<PyArray1<f64>>() {
         return Ok(Array::F64(a.clone()));
     }
@@ -79,7 +94,7 @@ pub(crate) fn array<'py>(x: &Bound<'py, PyAny>, what: &str) -> PyResult<Array<'p
     };
     if untyped.ndim() != 1 {
         return Err(PyValueError::new_err(format!(
-            "{what} must be 1-D, got a {}-D array of shape ({})",
+            "{what} must be 1-D, got a {}-D array of shape ({}); {not_1d}",
             untyped.ndim(),
             untyped.shape().iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
         )));

@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::array::{Array, Element, array, borrow_error, contiguous};
+use crate::array::{Array, Element, array, borrow_error, contiguous, one_d};
 use crate::errors::{IntoPy, to_py};
 use crate::parts::{Held, HeldMut, hold, hold_out, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
@@ -161,7 +161,7 @@ impl PyPeer {
         wire: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.open()?;
-        let x = array(x, "x")?;
+        let x = array(x, "x", one_d::REQUEST)?;
         let narrow = match (wire, &x) {
             (None, _) | (Some("f64"), Array::F64(_)) | (Some("f32"), Array::F32(_)) => false,
             (Some("f32"), Array::F64(_)) => true,
@@ -183,7 +183,7 @@ impl PyPeer {
         // The reply has x's dtype (float64 for a narrowed call: widened back) and length.
         let out = match out {
             Some(out) => {
-                let checked = array(out, "out")?;
+                let checked = array(out, "out", one_d::OUT)?;
                 let len = match (&checked, &x) {
                     (Array::F64(o), Array::F64(_)) => o.len(),
                     (Array::F32(o), Array::F32(_)) => o.len(),

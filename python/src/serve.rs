@@ -17,7 +17,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::array::{Array, Element, array};
+use crate::array::{Array, Element, array, one_d};
 use crate::errors::IntoPy;
 use crate::parts::{Held, hold, to_numpy};
 
@@ -70,7 +70,9 @@ impl PyHandler {
             Dtype::F32 => self.invoke::<f32>(py, request)?,
             Dtype::Bytes => return Err(format!("{}: expected f64 or f32, found bytes", self.name)),
         };
-        match array(&reply, "the handler's reply").map_err(|e| format!("{}: {e}", self.name))? {
+        match array(&reply, "the handler's reply", one_d::REPLY)
+            .map_err(|e| format!("{}: {e}", self.name))?
+        {
             Array::F64(a) => copy_into(&a, &mut self.f64s).map(|()| Filled::F64),
             Array::F32(a) => copy_into(&a, &mut self.f32s).map(|()| Filled::F32),
         }

@@ -131,6 +131,12 @@ def test_a_python_handler_exception_is_a_remote_error_with_its_text():
             match=r"picky: TypeError: the handler's reply must be a 1-D numpy array.*got list",
         ):
             peer.call(np.ones(3))
+        with pytest.raises(
+            peerpipe.RemoteError,
+            match=r"picky: ValueError: the handler's reply must be 1-D, got a 2-D array of shape "
+            r"\(2, 3\); return one 1-D array, e\.g\. result\.ravel\(\)",
+        ):
+            peer.call(np.ones(6))
         assert peer.call(np.ones(2)).tolist() == [1.0, 1.0]
 
 
@@ -252,6 +258,26 @@ def test_bad_arrays_are_type_and_value_errors_with_clear_messages():
             peer.call(x, read_only)
         # Nothing was sent by any of these: the peer is still in step.
         assert peer.call(x).tolist() == [1.0] * 4
+
+
+def test_an_array_of_more_dimensions_is_refused_saying_what_to_pass_instead():
+    with peerpipe.Peer.spawn(rust_server("echo", "pipe")) as peer:
+        x = np.arange(6.0).reshape(2, 3)
+        with pytest.raises(
+            ValueError,
+            match=r"^x must be 1-D, got a 2-D array of shape \(2, 3\); a call sends one 1-D "
+            r"array: pass x\.ravel\(\) to send its values in order \(and reshape the reply\), "
+            r"or call once per row$",
+        ):
+            peer.call(x)
+        with pytest.raises(
+            ValueError,
+            match=r"^out must be 1-D, got a 2-D array of shape \(2, 3\); the reply is written "
+            r"into one 1-D array: pass a 1-D out of the request's length$",
+        ):
+            peer.call(x.ravel(), np.empty((2, 3)))
+        # What the message says to do works.
+        assert peer.call(x.ravel()).reshape(x.shape).tolist() == x.tolist()
 
 
 def test_a_closed_peer_raises_value_error():

@@ -85,6 +85,7 @@ impl Peer {
             return Err(Error::FrameTooLarge {
                 payload_bytes: wire_len as u64,
                 max_frame_bytes: self.server_hello.max_frame_bytes,
+                refused_by: crate::error::RefusedBy::Client,
             });
         }
         let seq = self.next_seq;

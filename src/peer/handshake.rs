@@ -6,6 +6,36 @@ use super::*;
 pub const OWN_HELLO_ECHOED: &str =
     "the peer sent back our own HELLO: is the command echoing its input, like cat?";
 
+/// The context of [`Error::PeerClosed`] when the server ends its output before a HELLO.
+const BEFORE_HELLO: &str = concat!("before sending HELLO; ", crate::process::speak_peerpipe!());
+
+/// The context of [`Error::PeerClosed`] when the server ended before reading this side's HELLO
+/// (the write met `EPIPE`) and had printed nothing.
+const BEFORE_READING_HELLO: &str = concat!(
+    "while sending, before reading our HELLO or sending one; ",
+    crate::process::speak_peerpipe!()
+);
+
+/// `error`, the failure to read the first header of `printed`, as the refusal of a program
+/// that is no server when `printed` does not open with the magic: a [`Error::BadHello`]
+/// that shows what it printed and says what a server is. A header that opens with the magic
+/// comes from a server, which broke the format or ended early: `error` as it is.
+fn not_a_server(printed: &[u8], error: Error) -> Error {
+    let opening = printed.len().min(frame::MAGIC.len());
+    if printed[..opening] == frame::MAGIC[..opening] {
+        return error;
+    }
+    let more = if printed.len() == HEADER_LEN { "…" } else { "" };
+    Error::BadHello {
+        reason: format!(
+            "the program is not a peerpipe server: it sent {:?}{more} first, where a \
+             HELLO frame was due ({error}); {}",
+            String::from_utf8_lossy(printed),
+            crate::process::SPEAK_PEERPIPE
+        ),
+    }
+}
+
 impl Peer {
     /// Talks to a server over an existing transport (e.g. one end of [`Transport::pair`]),
     /// exchanging HELLOs first.
@@ -40,18 +70,22 @@ impl Peer {
         result.map_err(|e| self.fail(e, "during the handshake"))
     }
 
-    /// The header of the server's HELLO by `deadline`; with `interrupted`, waited for in
-    /// slices of [`INTERRUPT_CHECK`] (a slice that ends with nothing read has consumed
-    /// nothing), asking `interrupted` between them.
+    /// The header of the server's HELLO by `deadline`, and how many of its bytes came before
+    /// the stream ended (all of them, or fewer: what a program that is no server printed);
+    /// with `interrupted`, waited for in slices of [`INTERRUPT_CHECK`] (a slice that ends
+    /// with nothing read has consumed nothing), asking `interrupted` between them.
     pub(super) fn recv_hello_header(
         &mut self,
         deadline: Deadline,
         interrupted: Option<&dyn Fn() -> bool>,
-    ) -> Result<Option<[u8; HEADER_LEN]>> {
-        let Some(interrupted) = interrupted else { return self.transport.recv_header(deadline) };
+    ) -> Result<([u8; HEADER_LEN], usize)> {
+        let mut raw = [0u8; HEADER_LEN];
+        let Some(interrupted) = interrupted else {
+            return self.transport.recv_exact(&mut raw, deadline).map(|got| (raw, got));
+        };
         loop {
             let slice = deadline.or_idle_until(Instant::now() + INTERRUPT_CHECK);
-            match self.transport.recv_header(slice) {
+            match self.transport.recv_exact(&mut raw, slice).map(|got| (raw, got)) {
                 Err(Error::Timeout { .. }) if !deadline.passed(Instant::now()) => {
                     if interrupted() {
                         return Err(Error::Interrupted { during: "while waiting for HELLO" });
@@ -72,15 +106,27 @@ impl Peer {
         let payload = &ours;
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
         let deadline = Deadline::after(self.options.timeout);
-        self.transport.send_frame(&header, payload, deadline)?;
+        if let Err(error) = self.transport.send_frame(&header, payload, deadline) {
+            return Err(self.ended_before_our_hello(error));
+        }
         // The clock of the calls' split is chosen (and calibrated) while the server answers,
         // not in the first call.
         clock::init();
-        let raw = self
+        let (raw, got) = self
             .recv_hello_header(deadline, interrupted)
-            .map_err(|e| retarget(e, "the server's HELLO"))?
-            .ok_or(Error::PeerClosed { context: "before sending HELLO" })?;
-        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
+            .map_err(|e| retarget(e, "the server's HELLO"))?;
+        if got == 0 {
+            return Err(Error::PeerClosed { context: BEFORE_HELLO });
+        }
+        let header = match got {
+            HEADER_LEN => Header::parse(&raw, self.options.max_frame_bytes),
+            _ => Err(Error::Truncated {
+                what: "header",
+                expected: HEADER_LEN as u64,
+                got: got as u64,
+            }),
+        };
+        let header = header.map_err(|e| not_a_server(&raw[..got], e))?;
         let payload = self.recv_control_payload(&header, deadline)?;
         match header.kind {
             Kind::Hello => {}
@@ -110,6 +156,21 @@ impl Peer {
         }
         self.server_hello = hello;
         Ok(())
+    }
+
+    /// `error`, the failure to send this side's HELLO, said better when the program ended
+    /// without reading it: what it printed before it ended, read within a moment, shows
+    /// whether it was a server at all ([`not_a_server`]).
+    fn ended_before_our_hello(&mut self, error: Error) -> Error {
+        if !matches!(error, Error::PeerClosed { .. }) {
+            return error;
+        }
+        let moment = Deadline::after(Some(Duration::from_millis(100)));
+        match self.recv_hello_header(moment, None) {
+            Ok((_, 0)) => Error::PeerClosed { context: BEFORE_READING_HELLO },
+            Ok((raw, got)) => not_a_server(&raw[..got], error),
+            Err(_) => error,
+        }
     }
 
     /// Reads a control payload (bounded by [`frame::MAX_CONTROL_PAYLOAD`] in `Header::parse`)

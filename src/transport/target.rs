@@ -90,7 +90,7 @@ impl FrameTarget for Contiguous<'_> {
     }
 }
 
-/// Most buffers a payload is scattered over by [`Scatter`] (a PARTS reply of 8 parts: its
+/// Most buffers a payload is scattered over by `Scatter` (a PARTS reply of 8 parts: its
 /// table, then each part and its padding).
 pub const MAX_SCATTER: usize = 17;
 

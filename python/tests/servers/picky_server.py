@@ -1,5 +1,5 @@
-"""Echoes arrays whose first element is not negative; raises ValueError for the others, and
-returns a list (not an array) for arrays of length 3."""
+"""Echoes arrays whose first element is not negative; raises ValueError for the others,
+returns a list (not an array) for arrays of length 3 and a 2-D array for arrays of length 6."""
 
 import numpy as np
 
@@ -11,6 +11,8 @@ def picky(x):
         raise ValueError(f"no negative numbers, got {x[0]}")
     if len(x) == 3:
         return x.tolist()
+    if len(x) == 6:
+        return x.reshape(2, 3)
     return np.asarray(x)
 
 

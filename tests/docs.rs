@@ -1,0 +1,124 @@
+//! The documents stay readable for someone new: the README short, with the table of waits and a
+//! link to the rules of `auto`; PERFORMANCE.md under 400 lines, its history in
+//! docs/experiments/; every document the README links also in the crate documentation; and
+//! nothing in the repository that speaks of how the work was done rather than of the product.
+
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn the_readme_is_at_most_150_lines_with_the_table_of_waits_and_a_link_to_the_rules() {
+    let readme = read("README.md");
+    let lines = readme.lines().count();
+    assert!(lines <= 150, "README.md has {lines} lines");
+    for kept in ["| `auto` (default) |", "| `block` |", "| `spin` |", "| `hybrid[:DUR]` |"] {
+        assert!(readme.contains(kept), "the README's table of waits lacks `{kept}`");
+    }
+    assert!(readme.contains("[docs/WAITING.md][docs/WAITING.md]"), "no link to docs/WAITING.md");
+    let waiting = read("docs/WAITING.md");
+    for rule in ["## The rules", "*hit*", "*wanted*", "*probe*", "moves its thread"] {
+        assert!(waiting.contains(rule), "docs/WAITING.md lacks `{rule}`");
+        assert!(!readme.contains(rule), "the README still carries the rule `{rule}`");
+    }
+}
+
+#[test]
+fn performance_md_is_at_most_400_lines() {
+    let lines = read("docs/PERFORMANCE.md").lines().count();
+    assert!(
+        lines <= 400,
+        "docs/PERFORMANCE.md has {lines} lines: move history to docs/experiments/"
+    );
+}
+
+/// `docs/NAME.md` for every top-level document the README links to.
+fn documents_the_readme_links() -> Vec<String> {
+    let readme = read("README.md");
+    let mut found: Vec<String> = readme
+        .match_indices("docs/")
+        .filter_map(|(at, _)| {
+            let name: String = readme[at + 5..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+                .collect();
+            name.ends_with(".md").then(|| format!("docs/{name}"))
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[test]
+fn every_document_the_readme_links_is_in_the_crate_documentation_under_its_label() {
+    let (guide, lib) = (read("src/guide.rs"), read("src/lib.rs"));
+    let linked = documents_the_readme_links();
+    assert!(linked.len() >= 6, "{linked:?}");
+    for doc in linked {
+        assert!(
+            Path::new(&repo().join(&doc)).is_file(),
+            "the README links {doc}, which is not there"
+        );
+        assert!(guide.contains(&format!("include_str!(\"../{doc}\")")), "src/guide.rs lacks {doc}");
+        assert!(lib.contains(&format!("[{doc}]: crate::guide::")), "src/lib.rs has no label {doc}");
+    }
+}
+
+/// What a document of the product does not say: the numbers of work items, notes of working
+/// sessions, the machine the work ran on. (Spelled in pieces, so that this file does not match.)
+fn words_of_the_work(text: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    for word in [["sess", "ion "].concat(), ["iss", "ue "].concat()] {
+        for (at, _) in lower.match_indices(&word) {
+            if lower[at + word.len()..].starts_with(|c: char| c.is_ascii_digit()) {
+                return Some(lower[at..(at + word.len() + 3).min(lower.len())].to_owned());
+            }
+        }
+    }
+    let vm = ["this", " vm"].concat();
+    lower.contains(&vm).then_some(vm)
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("a directory entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if path.is_dir() {
+            if !matches!(name, "target" | ".git" | "corpus" | "artifacts") {
+                walk(&path, files);
+            }
+        } else if ["md", "rs", "py", "pyi", "c", "h", "f90", "toml", "sh", "txt"]
+            .iter()
+            .any(|ext| name.ends_with(&format!(".{ext}")))
+        {
+            files.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_file_speaks_of_how_the_work_was_done() {
+    // The check itself: it finds each of the three, in any case, and not a bare word.
+    for said in
+        [["As in Sess", "ion 12"].concat(), ["iss", "ue 7"].concat(), ["This", " VM"].concat()]
+    {
+        assert!(words_of_the_work(&said).is_some(), "{said}");
+    }
+    assert_eq!(words_of_the_work("an issue, a session of ssh, a vmsplice"), None);
+    let mut files = Vec::new();
+    walk(&repo(), &mut files);
+    assert!(files.len() > 100, "found only {} files", files.len());
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        if let Some(found) = words_of_the_work(&text) {
+            panic!("{} says `{found}`", file.display());
+        }
+    }
+}
