@@ -38,6 +38,8 @@
 //!   spin, hybrid) with nanosecond deadlines.
 //! - [`peer`]: the client — spawns a server, HELLO, typed calls with per-call timing, BYE,
 //!   reaping.
+//! - [`launcher`]: launchers that relay stdio (`srun`), refused for anything but tcp on both
+//!   sides.
 //! - [`process`]: spawning a server on two pipes (or a pipe and a shared region); terminating
 //!   and reaping it.
 //! - [`interrupt`]: SIGINT, SIGTERM and SIGHUP as a flag that ends a report or a soak
@@ -88,6 +90,7 @@ pub mod frame;
 pub mod guide;
 pub mod handlers;
 pub mod interrupt;
+pub mod launcher;
 pub mod lorenz96;
 pub mod pairing;
 pub mod peer;

@@ -171,18 +171,22 @@ struct RunArgs {
     /// Transport: pipe, shm-sem (shared slots + semaphores), shm-ring (shared rings + futex
     /// wake-ups) or tcp (the server listens, announces a port and a token on stdout, and the
     /// frames go over TCP; with --spawn "ssh host peer --role server", ssh only starts and
-    /// authenticates). As a client, a comma-separated list to measure side by side [default:
-    /// pipe]. As a server [default: what its stdin is: the shared region a shm-sem or
+    /// authenticates; with --spawn "srun … peer --role server", the only transport srun can
+    /// start: it relays stdio, so pipes and shared memory through it are refused). As a
+    /// client, a comma-separated list to measure side by side [default: pipe]. As a server [default: what its stdin is: the shared region a shm-sem or
     /// shm-ring client hands over, else a pipe]: only tcp needs saying. A shared-memory server
     /// must be spawned by its client (it takes the region as its stdin), so it cannot run
     /// over ssh.
     #[arg(long, value_delimiter = ',', value_parser = parse_transport)]
     transport: Vec<TransportKind>,
 
-    /// Server with --transport tcp: the address to listen on, IP or IP:PORT [default: the
-    /// server-side address of $SSH_CONNECTION, else 127.0.0.1; a free port]. The server
-    /// announces the address and a one-time token on stdout, accepts the one connection that
-    /// presents the token within --timeout, and closes the listening socket.
+    /// Server with --transport tcp: where to listen, IP, IP:PORT, INTERFACE or INTERFACE:PORT
+    /// (an IPv6 address with a port in brackets; an interface's IPv4 address, else its first
+    /// IPv6 address that is not link-local) [default: under Slurm, the local address that routes to
+    /// $SLURM_LAUNCH_NODE_IPADDR; else the server-side address of $SSH_CONNECTION; else
+    /// 127.0.0.1; a free port]. The server announces the address and a one-time token on
+    /// stdout, accepts the one connection that presents the token within --timeout, and
+    /// closes the listening socket.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
 
