@@ -7,6 +7,7 @@
 
 pub mod leftovers;
 pub mod server;
+pub mod slurm;
 pub mod sshd;
 
 use std::fs;
