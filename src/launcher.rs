@@ -28,6 +28,10 @@ use crate::transport::TransportKind;
 /// Programs known to relay their task's stdin and stdout.
 pub const RELAYING_LAUNCHERS: &[&str] = &["srun"];
 
+/// Programs known to start the server elsewhere (another machine, a node of a cluster): the
+/// spawned process is the launcher, not the server.
+pub const REMOTE_LAUNCHERS: &[&str] = &["ssh", "srun"];
+
 /// The name of the process Slurm starts a step's tasks from.
 pub const SLURM_STEP_DAEMON: &str = "slurmstepd";
 
@@ -70,6 +74,22 @@ pub fn launched_program(command: &Command) -> Option<String> {
 fn base_name(program: &OsStr) -> String {
     let path = Path::new(program);
     path.file_name().unwrap_or(program).to_string_lossy().into_owned()
+}
+
+/// Whether `command` starts its server through a launcher ([`REMOTE_LAUNCHERS`]), so that the
+/// spawned process is not the server: stopping it (`SIGSTOP`) would not stop the server, and
+/// its CPU time is not the server's.
+///
+/// ```
+/// use std::process::Command;
+/// use peerpipe::launcher::starts_elsewhere;
+/// let mut shell = Command::new("sh");
+/// shell.args(["-c", "exec srun -w n1 peer --role server --raw-echo 8"]);
+/// assert!(starts_elsewhere(&shell));
+/// assert!(!starts_elsewhere(&Command::new("peer")));
+/// ```
+pub fn starts_elsewhere(command: &Command) -> bool {
+    launched_program(command).is_some_and(|program| REMOTE_LAUNCHERS.contains(&program.as_str()))
 }
 
 /// The client's check: `command` spawned as a server on `transport` must not run through a

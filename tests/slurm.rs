@@ -154,6 +154,8 @@ fn tcp_through_srun_reaches_a_server_on_the_other_node_without_listen_bit_for_bi
         let route = floor["route"].as_str().unwrap_or_default();
         assert!(route.starts_with("srun -w n1") && route.ends_with(" --transport tcp"), "{floor}");
     }
+    // The launchers are not stopped between bursts (that would not stop the servers).
+    assert!(!stderr.contains("got SIGCONT"), "srun was stopped and continued:\n{stderr}");
     let row = stdout.lines().find(|l| l.contains("echo") && l.contains("zero-copy"));
     println!("report through srun, {took:?}: {}", row.unwrap_or("(no row line)"));
     assert_nothing_left(&cluster);
