@@ -1,6 +1,8 @@
 //! The handlers `peer --role server` offers: [`Echo`], [`EchoRaw`], [`Lorenz96`] and
 //! [`Lorenz96F32`].
 
+use std::time::Duration;
+
 use crate::codec::{self, Values, ValuesMut};
 use crate::frame::Dtype;
 use crate::lorenz96;
@@ -128,5 +130,34 @@ impl Handler for Lorenz96F32 {
         codec::encode_into(Values::F64AsF32(&self.derivative), &mut self.encoded)
             .map_err(|e| e.to_string())?;
         Ok(Response::Wire { dtype: Dtype::F32, count: request.count, payload: &self.encoded })
+    }
+}
+
+/// Another handler, each reply delayed by a sleep of `sleep`: a server whose work runs
+/// elsewhere (another core, an accelerator, a solver it waits for) and holds no CPU of this
+/// machine meanwhile — where `peer --server-delay` busy-waits on one. `peer --role server
+/// --server-sleep DUR`. The sleep comes before the inner handler; the reply's server time
+/// includes it.
+#[derive(Debug)]
+pub struct Sleeping<H> {
+    inner: H,
+    sleep: Duration,
+}
+
+impl<H> Sleeping<H> {
+    /// `inner`, sleeping `sleep` before each request.
+    pub fn new(inner: H, sleep: Duration) -> Sleeping<H> {
+        Sleeping { inner, sleep }
+    }
+}
+
+impl<H: Handler> Handler for Sleeping<H> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        std::thread::sleep(self.sleep);
+        self.inner.handle(request)
     }
 }

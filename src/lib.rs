@@ -46,6 +46,8 @@
 //!   early, keeping what it measured (installed by the `peer` binary).
 //! - [`server`]: the loop that answers requests with any [`server::Handler`];
 //!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
+//! - [`fanout`]: many peers called together — every request sent before any reply is awaited,
+//!   each reply into the caller's buffer, one server's failure an error naming it.
 //! - [`rhs`]: a remote right-hand side for integrators — `eval(&state, &mut derivative)`.
 //! - [`baseline`]: the raw-bytes floor — the same pair of processes moving the same bytes
 //!   with plain `read`/`write` — that [`rhs`] and the report measure a round trip against.
@@ -86,6 +88,7 @@ pub mod baseline;
 pub mod clock;
 pub mod codec;
 pub mod error;
+pub mod fanout;
 pub mod frame;
 pub mod guide;
 pub mod handlers;

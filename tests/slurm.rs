@@ -16,10 +16,22 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
 use common::slurm::{Cluster, cluster_or_skip, netns_exists};
-use common::{Watchdog, peer_exe, read_on_thread, secs, serialize};
+use common::{Watchdog, bits64, peer_exe, pseudo_random_f64, read_on_thread, secs, serialize};
+use peerpipe::codec::{Values, ValuesMut};
+use peerpipe::fanout::Fanout;
 use peerpipe::rhs::RemoteRhs;
 use peerpipe::{ErrorKind, Options, Peer, TransportKind, lorenz96};
+
+/// Environment variable that makes `slurm_fanout_client_entry` a fan-out client: `srun`'s
+/// command prefix for the cluster (`env SLURM_CONF=… srun`).
+const CLIENT_SRUN_VAR: &str = "PEERPIPE_SLURM_FANOUT_SRUN";
+
+/// Environment variable naming the `peer` binary for that client.
+const CLIENT_PEER_VAR: &str = "PEERPIPE_SLURM_FANOUT_PEER";
 
 /// One cluster at a time: they share Slurm's ports inside their own namespaces, but two
 /// would compete for this machine's two cores and slow each other's start.
@@ -223,4 +235,152 @@ fn the_pipe_transport_through_srun_fails_within_2s_saying_to_use_tcp() {
         cluster.logs()
     );
     assert_nothing_left(&cluster);
+}
+
+/// Eight tcp servers started by `srun`, four on each node, each sleeping 1 ms per request (as
+/// if it computed elsewhere): `prefix` is `srun`'s command (`env SLURM_CONF=… srun`).
+fn eight_servers(prefix: &str, peer: &str) -> Vec<String> {
+    (0..8)
+        .map(|i| {
+            format!(
+                "{prefix} -w n{} -N1 -n1 {peer} --role server --transport tcp --server-sleep 1ms",
+                i / 4
+            )
+        })
+        .collect()
+}
+
+fn tcp_options(timeout: Duration) -> Options {
+    Options { transport: TransportKind::Tcp, timeout: Some(timeout), ..Options::default() }
+}
+
+/// One client, eight servers over both nodes: every gather bit for bit and about as long as
+/// the slowest server, not the sum; a server killed mid-run is an error naming it within the
+/// gather's deadline while the seven other replies are delivered; nothing is left behind.
+#[test]
+fn eight_servers_over_two_nodes_answer_a_scatter_together_and_a_killed_one_is_named() {
+    let _lock = serialize(&SLURM_LOCK);
+    let _watchdog = Watchdog::new(secs(180));
+    let Some(cluster) = cluster_or_skip() else { return };
+    let lines = eight_servers(&cluster.srun(), peer_exe());
+    let timeout = secs(5);
+    let (nodes, p50, failed, took) = cluster.on_n0(|| {
+        let mut fanout = Fanout::spawn_shell(&lines, tcp_options(timeout))
+            .unwrap_or_else(|e| panic!("eight servers through srun: {e}\n{}", cluster.logs()));
+        let pids: Vec<u32> = (0..8)
+            .map(|i| fanout.peer(i).and_then(|p| p.server_hello().pid).expect("a HELLO pid"))
+            .collect();
+        let nodes: Vec<usize> = pids
+            .iter()
+            .map(|&pid| (0..2).find(|&node| cluster.runs_on(pid, node)).unwrap_or(9))
+            .collect();
+        let request = pseudo_random_f64(500, 21);
+        let mut buffers = vec![vec![0.0; 500]; 8];
+        let mut elapsed = Vec::new();
+        for _ in 0..50 {
+            let mut outs: Vec<ValuesMut<'_>> =
+                buffers.iter_mut().map(|b| ValuesMut::F64(b)).collect();
+            let gathered = fanout.scatter(Values::F64(&request), &mut outs).expect("scatter");
+            let failures: Vec<String> = gathered.failures().map(|f| f.to_string()).collect();
+            assert!(failures.is_empty(), "{failures:?}");
+            assert!(buffers.iter().all(|b| bits64(b) == bits64(&request)), "bit for bit");
+            elapsed.push(gathered.elapsed_ns);
+        }
+        elapsed.sort_unstable();
+        let p50 = Duration::from_nanos(elapsed[elapsed.len() / 2]);
+        // Server 5, on n1, killed: the next gather names it and delivers the others.
+        kill(Pid::from_raw(pids[5] as i32), Signal::SIGKILL).expect("kill server 5");
+        let mut outs: Vec<ValuesMut<'_>> = buffers.iter_mut().map(|b| ValuesMut::F64(b)).collect();
+        let started = Instant::now();
+        let gathered = fanout.scatter(Values::F64(&request), &mut outs).expect("scatter");
+        let took = started.elapsed();
+        drop(outs);
+        let mut failed = Vec::new();
+        for (i, result) in gathered.results.iter().enumerate() {
+            match result {
+                Ok(_) => assert_eq!(bits64(&buffers[i]), bits64(&request), "server {i}"),
+                Err(e) => failed.push((e.index, e.server.clone(), e.to_string())),
+            }
+        }
+        let _ = fanout.close();
+        (nodes, p50, failed, took)
+    });
+    assert_eq!(nodes, [0, 0, 0, 0, 1, 1, 1, 1], "where the servers ran");
+    println!("8 servers over 2 nodes, 1 ms each, 500 f64 scattered: gather p50 {p50:?}");
+    assert!(p50 < Duration::from_millis(8), "the gathers took {p50:?}: one after another");
+    println!("the killed server: {failed:?} after {took:?}");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    let (index, server, text) = &failed[0];
+    assert_eq!((*index, server), (5, &lines[5]), "{text}");
+    assert!(text.starts_with("server 5 (`"), "{text}");
+    assert!(took < timeout + secs(2), "the error came after {took:?}");
+    assert_nothing_left(&cluster);
+}
+
+/// A fan-out client killed with SIGKILL mid-run (no code of it runs): its srun steps end and
+/// within 5 s no `peer` is left on either node and `squeue` is empty.
+#[test]
+fn a_fanout_client_killed_with_sigkill_leaves_nothing_on_the_nodes_or_in_the_queue() {
+    let _lock = serialize(&SLURM_LOCK);
+    let _watchdog = Watchdog::new(secs(180));
+    let Some(cluster) = cluster_or_skip() else { return };
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut command = cluster.command_on_n0(exe.to_str().expect("a UTF-8 path"));
+    command
+        .args(["slurm_fanout_client_entry", "--exact", "--nocapture", "-q"])
+        .env(CLIENT_SRUN_VAR, cluster.srun())
+        .env(CLIENT_PEER_VAR, peer_exe())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut client = command.spawn().expect("start the fan-out client");
+    let stderr = read_on_thread(client.stderr.take().expect("stderr"));
+    let stdout = read_on_thread(client.stdout.take().expect("stdout"));
+    let servers =
+        || -> usize { (0..2).map(|node| cluster.processes_on(node, "--role server").len()).sum() };
+    let until = Instant::now() + secs(60);
+    while servers() < 8 {
+        if let Ok(Some(status)) = client.try_wait() {
+            let err = stderr.join().unwrap_or_default();
+            panic!("the client ended ({status}) before its servers ran:\n{err}");
+        }
+        assert!(Instant::now() < until, "the eight servers never ran\n{}", cluster.logs());
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_millis(500)); // into the gathers
+    assert!(client.try_wait().expect("try_wait").is_none(), "the client is gathering");
+    client.kill().expect("SIGKILL the client");
+    let status = client.wait().expect("reap the client");
+    let killed_at = Instant::now();
+    let left = loop {
+        let peers: Vec<u32> =
+            (0..2).flat_map(|node| cluster.processes_on(node, peer_exe())).collect();
+        let queue = cluster.squeue();
+        if (peers.is_empty() && queue.is_empty()) || killed_at.elapsed() > secs(5) {
+            break (peers, queue);
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    let gone_after = killed_at.elapsed();
+    println!("client {status}; its servers and steps gone after {gone_after:?}");
+    let said = stdout.join().unwrap_or_default();
+    assert_eq!(left, (Vec::new(), String::new()), "left after 5 s\n{said}\n{}", cluster.logs());
+}
+
+/// Body of the fan-out client of the test above: returns at once in a normal test run; when
+/// started with [`CLIENT_SRUN_VAR`], spawns the eight servers and gathers until it is killed.
+#[test]
+fn slurm_fanout_client_entry() {
+    let Ok(srun) = std::env::var(CLIENT_SRUN_VAR) else { return };
+    let peer = std::env::var(CLIENT_PEER_VAR).expect("the peer binary");
+    let mut fanout =
+        Fanout::spawn_shell(&eight_servers(&srun, &peer), tcp_options(secs(10))).expect("spawn");
+    let request = pseudo_random_f64(500, 1);
+    let mut buffers = vec![vec![0.0; 500]; 8];
+    println!("gathering");
+    loop {
+        let mut outs: Vec<ValuesMut<'_>> = buffers.iter_mut().map(|b| ValuesMut::F64(b)).collect();
+        let gathered = fanout.scatter(Values::F64(&request), &mut outs).expect("scatter");
+        gathered.into_result().expect("every server answers");
+    }
 }

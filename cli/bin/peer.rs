@@ -233,6 +233,13 @@ struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
     server_delay: Option<Duration>,
 
+    /// Server: sleep DUR before answering each request, holding no CPU: a server whose work
+    /// runs elsewhere (another core, an accelerator), for measuring many servers called
+    /// together on a machine with fewer cores than servers. Unlike --server-delay it is not
+    /// exact: the sleep ends after DUR plus the kernel's timer slack and a wake-up.
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
+    server_sleep: Option<Duration>,
+
     /// Client: element counts per request [default: 1,8,500,1000,65536,1048576].
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
     sizes: Vec<usize>,
@@ -458,7 +465,13 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
         what: "handler",
         reason: format!("unknown handler {name:?}"),
     })?;
-    server::serve(&mut transport, &mut handler, &stdio.serve)?;
+    match args.server_sleep {
+        Some(sleep) => {
+            let mut sleeping = handlers::Sleeping::new(handler, sleep);
+            server::serve(&mut transport, &mut sleeping, &stdio.serve)?
+        }
+        None => server::serve(&mut transport, &mut handler, &stdio.serve)?,
+    };
     Ok(())
 }
 
@@ -489,6 +502,14 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         (None, None, true) => RowLength::Duration(measure::QUICK_ROW_DURATION),
         (None, None, false) => RowLength::Duration(measure::DEFAULT_ROW_DURATION),
     };
+    if args.server_sleep.is_some() {
+        return Err(Error::InvalidArgument {
+            what: "--server-sleep",
+            reason: "applies to a server (--role server); the report's own servers busy-wait \
+                     with --server-delay"
+                .into(),
+        });
+    }
     if args.spawn.is_some() && args.server_delay.is_some() {
         return Err(Error::InvalidArgument {
             what: "--server-delay",
