@@ -118,6 +118,20 @@ fn skip(why: &str) -> Option<Cluster> {
     None
 }
 
+/// `program`'s path ([`find_program`]), or its bare name when it is nowhere (the caller
+/// checked [`TOOLS`] first).
+fn tool(program: &str) -> PathBuf {
+    find_program(program).unwrap_or_else(|| PathBuf::from(program))
+}
+
+/// This process's `PATH` with `/usr/sbin` and `/sbin` after it, for the daemons and `ip`.
+fn path_with_sbin() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    dirs.extend(["/usr/sbin", "/sbin"].map(PathBuf::from));
+    std::env::join_paths(dirs).unwrap_or(path)
+}
+
 /// The path of `program` on `PATH`, or in `/usr/sbin` and `/sbin` (daemons, for a `PATH`
 /// without them).
 fn find_program(program: &str) -> Option<PathBuf> {
@@ -175,9 +189,9 @@ impl Cluster {
     /// `program args…` run in `n0`'s network namespace (`nsenter --net=…`, which execs it, so
     /// the child's pid is the program's), with `SLURM_CONF` set.
     pub fn command_on_n0(&self, program: &str) -> Command {
-        let mut command = Command::new("nsenter");
+        let mut command = Command::new(tool("nsenter"));
         command.arg(format!("--net={}", self.netns_path(0).display())).arg("--").arg(program);
-        command.env("SLURM_CONF", &self.conf);
+        command.env("SLURM_CONF", &self.conf).env("PATH", path_with_sbin());
         command
     }
 
@@ -277,7 +291,7 @@ impl Cluster {
             &["-n", n1, "link", "set", &v1, "up"],
         ];
         for args in steps {
-            let out = Command::new("ip").args(args).stdin(Stdio::null()).output();
+            let out = Command::new(tool("ip")).args(args).stdin(Stdio::null()).output();
             let out = out.map_err(|e| format!("cannot run ip: {e}"))?;
             if !out.status.success() {
                 return Err(format!(
@@ -332,14 +346,14 @@ impl Cluster {
     fn daemon(&mut self, name: &'static str, node: usize, argv: &[String], hostname: Option<&str>) {
         let out = fs::File::create(self.dir.join(format!("{}.out", name.replace(' ', "-"))))
             .expect("create a daemon's output file");
-        let mut command = Command::new("nsenter");
+        let mut command = Command::new(tool("nsenter"));
         command.arg(format!("--net={}", self.netns_path(node).display())).arg("--");
         if let Some(hostname) = hostname {
             // A UTS namespace of its own, named before the daemon starts.
             let line = format!("hostname {hostname} && exec \"$@\"");
             command.args(["unshare", "--uts", "sh", "-c", &line, "sh"]);
         }
-        command.args(argv).env("SLURM_CONF", &self.conf);
+        command.args(argv).env("SLURM_CONF", &self.conf).env("PATH", path_with_sbin());
         command.stdin(Stdio::null()).stdout(out.try_clone().expect("dup")).stderr(out);
         command.process_group(0);
         let child = command.spawn().unwrap_or_else(|e| panic!("start {name}: {e}"));
@@ -395,7 +409,7 @@ impl Cluster {
              NodeName=n1 NodeAddr={N1_ADDR} CPUs=8 RealMemory=1000 State=UNKNOWN\n\
              PartitionName=peerpipe Nodes=n0,n1 Default=YES MaxTime=INFINITE State=UP \
              OverSubscribe=YES\n",
-            host = host.trim(),
+            host = host.trim().split('.').next().unwrap_or_default(),
             socket = munge_socket.display(),
             d = self.dir.display(),
         )
@@ -417,6 +431,7 @@ impl Cluster {
         Command::new("sh")
             .arg("-c")
             .arg(script)
+            .env("PATH", path_with_sbin())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -466,7 +481,8 @@ impl Drop for Cluster {
             thread::sleep(Duration::from_millis(20));
         }
         for ns in &self.namespaces {
-            let _ = Command::new("ip").args(["netns", "del", ns]).stderr(Stdio::null()).status();
+            let _ =
+                Command::new(tool("ip")).args(["netns", "del", ns]).stderr(Stdio::null()).status();
         }
         if let Some(mut watcher) = self.watcher.take() {
             let _ = watcher.kill();
