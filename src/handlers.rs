@@ -73,12 +73,28 @@ impl Handler for EchoRaw {
     }
 }
 
-/// Replies with the Lorenz-96 derivative ([`lorenz96::rhs`], forcing 8.0) of an f64 state of
-/// at least 4 elements; anything else gets ERROR.
-#[derive(Debug, Default)]
+/// Replies with the Lorenz-96 derivative ([`lorenz96::rhs`], forcing 8.0 unless
+/// [`Lorenz96::with_forcing`] says otherwise) of an f64 state of at least 4 elements; anything
+/// else gets ERROR.
+#[derive(Debug)]
 pub struct Lorenz96 {
     state: Vec<f64>,
     derivative: Vec<f64>,
+    forcing: f64,
+}
+
+impl Default for Lorenz96 {
+    fn default() -> Lorenz96 {
+        Lorenz96::with_forcing(lorenz96::FORCING)
+    }
+}
+
+impl Lorenz96 {
+    /// The handler with its own forcing constant (`peer --role server --handler lorenz96
+    /// --forcing F`): one member of an ensemble.
+    pub fn with_forcing(forcing: f64) -> Lorenz96 {
+        Lorenz96 { state: Vec::new(), derivative: Vec::new(), forcing }
+    }
 }
 
 impl Handler for Lorenz96 {
@@ -96,7 +112,7 @@ impl Handler for Lorenz96 {
             }
         };
         resize_exact(&mut self.derivative, state.len(), 0.0);
-        lorenz96::rhs(state, lorenz96::FORCING, &mut self.derivative)
+        lorenz96::rhs(state, self.forcing, &mut self.derivative)
             .map_err(|e| format!("lorenz96: {e}"))?;
         Ok(Response::F64(&self.derivative))
     }

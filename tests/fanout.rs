@@ -11,7 +11,10 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use common::{Watchdog, bits64, f64_edges, is_our_child, peer_exe, pseudo_random_f64, secs};
+use common::{
+    Watchdog, bits64, example_exe, f64_edges, is_our_child, peer_exe, pseudo_random_f64, secs,
+    wait_or_kill,
+};
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::fanout::Fanout;
 use peerpipe::{Error, ErrorKind, Options, TransportKind};
@@ -196,4 +199,39 @@ fn server_sleep_is_a_server_flag_and_the_report_refuses_it() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("invalid --server-sleep: applies to a server"), "{stderr}");
+}
+
+/// `examples/ensemble.rs`: eight Lorenz-96 members with forcings 8.0 to 8.7, each on a server
+/// of its own (`--forcing`), called together every step, equal their local solves bit for bit.
+#[test]
+fn the_ensemble_example_matches_eight_local_solves_bit_for_bit() {
+    let _lock = common::serialize(&FANOUT_LOCK);
+    let _watchdog = Watchdog::new(secs(300));
+    let mut child = Command::new(example_exe("ensemble"))
+        .arg(peer_exe())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the ensemble example");
+    let stdout = common::read_on_thread(child.stdout.take().expect("stdout"));
+    let status = wait_or_kill(&mut child, secs(120), "the ensemble example");
+    let said = stdout.join().unwrap_or_default();
+    assert!(status.success(), "{status}\n{said}");
+    assert!(said.contains("\"identical\":true"), "{said}");
+}
+
+#[test]
+fn forcing_is_a_lorenz96_server_flag_and_is_refused_elsewhere() {
+    let run = |args: &[&str]| {
+        let out = Command::new(peer_exe()).args(args).output().expect("run peer");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, stderr) = run(&["--role", "server", "--handler", "echo", "--forcing", "8.5"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--forcing: applies to --handler lorenz96, not \"echo\""), "{stderr}");
+    let (code, stderr) = run(&["--role", "server", "--handler", "lorenz96", "--forcing", "inf"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("must be a finite number"), "{stderr}");
+    let (code, stderr) = run(&["--forcing", "8.5"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--forcing: applies to a server"), "{stderr}");
 }

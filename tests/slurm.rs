@@ -20,7 +20,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use common::slurm::{Cluster, cluster_or_skip, netns_exists};
-use common::{Watchdog, bits64, peer_exe, pseudo_random_f64, read_on_thread, secs, serialize};
+use common::{
+    Watchdog, bits64, example_exe, peer_exe, pseudo_random_f64, read_on_thread, secs, serialize,
+};
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::fanout::Fanout;
 use peerpipe::rhs::RemoteRhs;
@@ -314,6 +316,27 @@ fn eight_servers_over_two_nodes_answer_a_scatter_together_and_a_killed_one_is_na
     assert_eq!((*index, server), (5, &lines[5]), "{text}");
     assert!(text.starts_with("server 5 (`"), "{text}");
     assert!(took < timeout + secs(2), "the error came after {took:?}");
+    assert_nothing_left(&cluster);
+}
+
+/// `examples/ensemble.rs` over the cluster: eight Lorenz-96 members with their own forcings,
+/// on servers that `srun` starts on both nodes, match their local solves bit for bit.
+#[test]
+fn the_ensemble_example_over_both_nodes_matches_eight_local_solves_bit_for_bit() {
+    let _lock = serialize(&SLURM_LOCK);
+    let _watchdog = Watchdog::new(secs(300));
+    let example = example_exe("ensemble");
+    let Some(cluster) = cluster_or_skip() else { return };
+    let mut command = cluster.command_on_n0(&example);
+    command.args([peer_exe(), "srun -w n{node} -N1 -n1"]);
+    let (status, stdout, stderr, took) = run(command, secs(120));
+    println!("ensemble over both nodes, {took:?}: {}", stdout.lines().last().unwrap_or(""));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}\n{stdout}\n{stderr}\n{}",
+        cluster.logs()
+    );
+    assert!(stdout.contains("\"identical\":true"), "{stdout}");
     assert_nothing_left(&cluster);
 }
 

@@ -240,6 +240,11 @@ struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
     server_sleep: Option<Duration>,
 
+    /// Server with --handler lorenz96: the forcing constant F [default: 8.0], so that the
+    /// members of an ensemble can each have their own.
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    forcing: Option<f64>,
+
     /// Client: element counts per request [default: 1,8,500,1000,65536,1048576].
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
     sizes: Vec<usize>,
@@ -451,20 +456,16 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
             ..ServeOptions::default()
         },
     };
-    let (_, mut transport) = server::stdio_transport_with(&stdio)?;
-    if let Some(bytes) = args.raw_echo {
-        server::serve_raw_echo(&mut transport, bytes as usize)?;
-        return Ok(());
-    }
-    let name = match args.handler.as_slice() {
-        [] => "echo",
-        [name] => name.as_str(),
-        more => return Err(one_value_error("--handler", more.len())),
+    // The handler first: a bad --handler or --forcing fails before stdio is taken.
+    let handler = match args.raw_echo {
+        Some(_) => None,
+        None => Some(server_handler(args)?),
     };
-    let mut handler = handlers::by_name(name).ok_or_else(|| Error::InvalidArgument {
-        what: "handler",
-        reason: format!("unknown handler {name:?}"),
-    })?;
+    let (_, mut transport) = server::stdio_transport_with(&stdio)?;
+    let Some(mut handler) = handler else {
+        server::serve_raw_echo(&mut transport, args.raw_echo.unwrap_or_default() as usize)?;
+        return Ok(());
+    };
     match args.server_sleep {
         Some(sleep) => {
             let mut sleeping = handlers::Sleeping::new(handler, sleep);
@@ -473,6 +474,32 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
         None => server::serve(&mut transport, &mut handler, &stdio.serve)?,
     };
     Ok(())
+}
+
+/// The handler `--handler` names (echo by default), with `--forcing` for lorenz96.
+fn server_handler(args: &RunArgs) -> peerpipe::Result<Box<dyn server::Handler + Send>> {
+    let name = match args.handler.as_slice() {
+        [] => "echo",
+        [name] => name.as_str(),
+        more => return Err(one_value_error("--handler", more.len())),
+    };
+    match (args.forcing, name) {
+        (None, _) => handlers::by_name(name).ok_or_else(|| Error::InvalidArgument {
+            what: "handler",
+            reason: format!("unknown handler {name:?}"),
+        }),
+        (Some(forcing), "lorenz96") if forcing.is_finite() => {
+            Ok(Box::new(handlers::Lorenz96::with_forcing(forcing)))
+        }
+        (Some(forcing), "lorenz96") => Err(Error::InvalidArgument {
+            what: "--forcing",
+            reason: format!("must be a finite number, found {forcing}"),
+        }),
+        (Some(_), other) => Err(Error::InvalidArgument {
+            what: "--forcing",
+            reason: format!("applies to --handler lorenz96, not {other:?}"),
+        }),
+    }
 }
 
 fn one_value_error(flag: &'static str, found: usize) -> Error {
@@ -508,6 +535,12 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
             reason: "applies to a server (--role server); the report's own servers busy-wait \
                      with --server-delay"
                 .into(),
+        });
+    }
+    if args.forcing.is_some() {
+        return Err(Error::InvalidArgument {
+            what: "--forcing",
+            reason: "applies to a server (--role server --handler lorenz96)".into(),
         });
     }
     if args.spawn.is_some() && args.server_delay.is_some() {
