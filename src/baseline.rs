@@ -67,6 +67,8 @@ pub struct RawEcho {
     timeout: Option<Duration>,
     lend: bool,
     route: Option<String>,
+    /// The spawned process is a launcher (`ssh`, `srun`) that started the server elsewhere.
+    launched: bool,
 }
 
 impl RawEcho {
@@ -135,7 +137,10 @@ impl RawEcho {
         // the route's own (the `ssh` client), which is stopped between bursts and reaped,
         // rather than a shell that would keep the route's pipes open after it died.
         let command = crate::peer::checked_shell_command(&line)?;
-        RawEcho::spawn_command(command, Some(line), bytes, spawn, timeout)
+        let launched = crate::launcher::starts_elsewhere(&command);
+        let mut echo = RawEcho::spawn_command(command, Some(line), bytes, spawn, timeout)?;
+        echo.launched = launched;
+        Ok(echo)
     }
 
     fn spawn_command(
@@ -163,6 +168,7 @@ impl RawEcho {
             timeout,
             lend,
             route,
+            launched: false,
         })
     }
 
@@ -171,9 +177,17 @@ impl RawEcho {
         self.route.as_deref()
     }
 
-    /// The server's process id.
+    /// The spawned process's id: the server's, unless [`RawEcho::behind_launcher`].
     pub fn server_pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// True when the route's program is a launcher that started the server elsewhere (`ssh`,
+    /// `srun`: [`crate::launcher::starts_elsewhere`]): the spawned process is then not the
+    /// server, and stopping it would not stop the server (`srun` would only log every
+    /// `SIGCONT`, and could not answer Slurm while stopped).
+    pub fn behind_launcher(&self) -> bool {
+        self.launched
     }
 
     /// The server for error messages: `` `ROUTE` (pid N) `` or

@@ -1,6 +1,8 @@
 //! The handlers `peer --role server` offers: [`Echo`], [`EchoRaw`], [`Lorenz96`] and
 //! [`Lorenz96F32`].
 
+use std::time::Duration;
+
 use crate::codec::{self, Values, ValuesMut};
 use crate::frame::Dtype;
 use crate::lorenz96;
@@ -87,12 +89,28 @@ impl Handler for EchoRaw {
     }
 }
 
-/// Replies with the Lorenz-96 derivative ([`lorenz96::rhs`], forcing 8.0) of an f64 state of
-/// at least 4 elements; anything else gets ERROR.
-#[derive(Debug, Default)]
+/// Replies with the Lorenz-96 derivative ([`lorenz96::rhs`], forcing 8.0 unless
+/// [`Lorenz96::with_forcing`] says otherwise) of an f64 state of at least 4 elements; anything
+/// else gets ERROR.
+#[derive(Debug)]
 pub struct Lorenz96 {
     state: Vec<f64>,
     derivative: Vec<f64>,
+    forcing: f64,
+}
+
+impl Default for Lorenz96 {
+    fn default() -> Lorenz96 {
+        Lorenz96::with_forcing(lorenz96::FORCING)
+    }
+}
+
+impl Lorenz96 {
+    /// The handler with its own forcing constant (`peer --role server --handler lorenz96
+    /// --forcing F`): one member of an ensemble.
+    pub fn with_forcing(forcing: f64) -> Lorenz96 {
+        Lorenz96 { state: Vec::new(), derivative: Vec::new(), forcing }
+    }
 }
 
 impl Handler for Lorenz96 {
@@ -110,7 +128,7 @@ impl Handler for Lorenz96 {
             }
         };
         resize_exact(&mut self.derivative, state.len(), 0.0);
-        lorenz96::rhs(state, lorenz96::FORCING, &mut self.derivative)
+        lorenz96::rhs(state, self.forcing, &mut self.derivative)
             .map_err(|e| format!("lorenz96: {e}"))?;
         Ok(Response::F64(&self.derivative))
     }
@@ -175,5 +193,34 @@ impl Handler for Lorenz96F32 {
         codec::encode_into(Values::F64AsF32(&self.derivative), &mut self.encoded)
             .map_err(|e| e.to_string())?;
         Ok(Response::Wire { dtype: Dtype::F32, count: request.count, payload: &self.encoded })
+    }
+}
+
+/// Another handler, each reply delayed by a sleep of `sleep`: a server whose work runs
+/// elsewhere (another core, an accelerator, a solver it waits for) and holds no CPU of this
+/// machine meanwhile — where `peer --server-delay` busy-waits on one. `peer --role server
+/// --server-sleep DUR`. The sleep comes before the inner handler; the reply's server time
+/// includes it.
+#[derive(Debug)]
+pub struct Sleeping<H> {
+    inner: H,
+    sleep: Duration,
+}
+
+impl<H> Sleeping<H> {
+    /// `inner`, sleeping `sleep` before each request.
+    pub fn new(inner: H, sleep: Duration) -> Sleeping<H> {
+        Sleeping { inner, sleep }
+    }
+}
+
+impl<H: Handler> Handler for Sleeping<H> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        std::thread::sleep(self.sleep);
+        self.inner.handle(request)
     }
 }

@@ -41,12 +41,16 @@
 //!   spin, hybrid) with nanosecond deadlines.
 //! - [`peer`]: the client — spawns a server, HELLO, typed calls with per-call timing, BYE,
 //!   reaping.
+//! - [`launcher`]: launchers that relay stdio (`srun`), refused for anything but tcp on both
+//!   sides.
 //! - [`process`]: spawning a server on two pipes (or a pipe and a shared region); terminating
 //!   and reaping it.
 //! - [`interrupt`]: SIGINT, SIGTERM and SIGHUP as a flag that ends a report or a soak
 //!   early, keeping what it measured (installed by the `peer` binary).
 //! - [`server`]: the loop that answers requests with any [`server::Handler`];
 //!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
+//! - [`fanout`]: many peers called together — every request sent before any reply is awaited,
+//!   each reply into the caller's buffer, one server's failure an error naming it.
 //! - [`rhs`]: a remote right-hand side for integrators — `eval(&state, &mut derivative)`.
 //! - [`baseline`]: the raw-bytes floor — the same pair of processes moving the same bytes
 //!   with plain `read`/`write` — that [`rhs`] and the report measure a round trip against.
@@ -87,10 +91,12 @@ pub mod baseline;
 pub mod clock;
 pub mod codec;
 pub mod error;
+pub mod fanout;
 pub mod frame;
 pub mod guide;
 pub mod handlers;
 pub mod interrupt;
+pub mod launcher;
 pub mod lorenz96;
 pub mod pairing;
 pub mod parts;

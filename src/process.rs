@@ -97,9 +97,13 @@ impl Default for Spawn {
 ///   as the liveness channel. When that fails the child is terminated and reaped, and the
 ///   error says how it ended if it had exited.
 ///
+/// A pipe or shared-memory server through `srun`, which relays stdio, is refused before
+/// anything starts ([`crate::launcher::refuse_relayed_spawn`]).
+///
 /// # Errors
 /// [`crate::Error::Sys`] when the pipes or the region cannot be made;
-/// [`crate::Error::CannotStart`] naming the program when the command cannot be started.
+/// [`crate::Error::CannotStart`] naming the program when the command cannot be started;
+/// [`crate::Error::InvalidArgument`] for a transport other than tcp through `srun`.
 pub fn spawn_connected(command: Command, spawn: &Spawn) -> Result<(Transport, Child)> {
     spawn_connected_unless(command, spawn, None)
 }
@@ -112,6 +116,7 @@ fn spawn_connected_unless(
     spawn: &Spawn,
     interrupted: Option<&dyn Fn() -> bool>,
 ) -> Result<(Transport, Child)> {
+    crate::launcher::refuse_relayed_spawn(&command, spawn.transport)?;
     if TIED.with(Cell::get) > 0 {
         crate::sys::die_with_spawning_thread(&mut command);
     }

@@ -201,6 +201,12 @@ struct PairedFloor {
 /// Untimed round trips at the start of each floor burst, after the floor server was resumed.
 const FLOOR_SETTLE_ROUND_TRIPS: usize = 3;
 
+/// The floor's process when stopping it stops its server: not behind a launcher
+/// ([`RawEcho::behind_launcher`]).
+fn stoppable(echo: &RawEcho) -> Option<u32> {
+    (!echo.behind_launcher()).then(|| echo.server_pid())
+}
+
 impl PairedFloor {
     /// Records one call's overhead; after `every` calls, stops the derivative server, runs a
     /// floor burst and records the segment.
@@ -218,9 +224,14 @@ impl PairedFloor {
         if let Some(pid) = server_pid {
             pause(pid);
         }
-        resume(self.echo.server_pid());
+        let floor_pid = stoppable(&self.echo);
+        if let Some(pid) = floor_pid {
+            resume(pid);
+        }
         let burst = self.burst();
-        pause(self.echo.server_pid());
+        if let Some(pid) = floor_pid {
+            pause(pid);
+        }
         if let Some(pid) = server_pid {
             resume(pid);
         }
@@ -326,7 +337,9 @@ impl RemoteRhs {
                 ),
             });
         }
-        pause(echo.server_pid());
+        if let Some(pid) = stoppable(&echo) {
+            pause(pid);
+        }
         self.stats.segments.reserve(64);
         self.floor = Some(PairedFloor {
             echo,
@@ -499,7 +512,9 @@ impl RemoteRhs {
     pub fn close(self) -> Result<()> {
         let closed = self.peer.close().map(drop);
         if let Some(floor) = self.floor {
-            resume(floor.echo.server_pid());
+            if let Some(pid) = stoppable(&floor.echo) {
+                resume(pid);
+            }
             closed?;
             return floor.echo.close();
         }

@@ -264,7 +264,7 @@ pub fn stdio_transport_of(kind: TransportKind, wait: crate::transport::Wait) -> 
     let mut transport = match kind {
         TransportKind::Pipe => Transport::pipe(rx, tx, wait)?,
         TransportKind::Tcp => {
-            let listen = SocketAddr::new(tcp::default_listen_ip(), 0);
+            let listen = SocketAddr::new(tcp::default_listen_ip()?, 0);
             let deadline = Deadline::after(Some(DEFAULT_FRAME_TIMEOUT));
             Transport::new(tcp::listen_announce_accept(listen, rx, tx, deadline)?, wait)
         }
@@ -284,8 +284,10 @@ fn watch_parent(transport: &mut Transport) {
 }
 
 /// The server's side of `--transport tcp`: takes stdin and stdout as the control channel
-/// (as [`stdio_transport`] takes them), listens on `listen` (default: the server-side
-/// address of `$SSH_CONNECTION`, else 127.0.0.1; port 0 picks a free one), announces the
+/// (as [`stdio_transport`] takes them), listens on `listen` (default:
+/// [`tcp::default_listen_ip`] — under Slurm the local address that routes to the launch
+/// node, else the server-side address of `$SSH_CONNECTION`, else 127.0.0.1; port 0 picks a
+/// free one), announces the
 /// address and a fresh token on the channel, and accepts the one connection that presents
 /// the token before `timeout` (docs/PROTOCOL.md §14). Other connections are refused and
 /// reported on stderr; the listening socket is closed once the client is in, or at the
@@ -304,7 +306,10 @@ pub fn stdio_tcp_transport(
     let tx = io::stdout().as_fd().try_clone_to_owned()?;
     nix::unistd::dup2_stdout(io::stderr())?;
     nix::unistd::dup2_stdin(std::fs::File::open("/dev/null")?)?;
-    let listen = listen.unwrap_or_else(|| SocketAddr::new(tcp::default_listen_ip(), 0));
+    let listen = match listen {
+        Some(listen) => listen,
+        None => SocketAddr::new(tcp::default_listen_ip()?, 0),
+    };
     let link = tcp::listen_announce_accept(listen, rx, tx, Deadline::after(timeout))?;
     let mut transport = Transport::new(link, wait);
     watch_parent(&mut transport);
@@ -333,8 +338,9 @@ pub struct StdioOptions {
     pub transport: Option<TransportKind>,
     /// How this side waits.
     pub wait: crate::transport::Wait,
-    /// tcp only: the address to listen on; `None`: the server side of `$SSH_CONNECTION`, else
-    /// 127.0.0.1, on a free port.
+    /// tcp only: the address to listen on; `None`: [`tcp::default_listen_ip`] (under Slurm
+    /// the local address that routes to the launch node, else the server side of
+    /// `$SSH_CONNECTION`, else 127.0.0.1), on a free port.
     pub listen: Option<SocketAddr>,
     /// tcp only: how long the client has to connect; `None`: the frame timeout, or
     /// [`DEFAULT_FRAME_TIMEOUT`] when that is `None` (nothing listens without a deadline).
@@ -356,8 +362,10 @@ impl StdioOptions {
 /// once, at the start of a server process spawned by a peerpipe client.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when a listen address is given for another transport than tcp
-/// (checked before stdio is touched); otherwise those of [`stdio_transport_of`] and
+/// [`Error::InvalidArgument`] when a listen address is given for another transport than tcp,
+/// or when this process is a Slurm task (whose stdio srun relays) and the transport is not
+/// tcp ([`crate::launcher::refuse_relayed_stdio`]), both checked before stdio is touched;
+/// otherwise those of [`stdio_transport_of`] and
 /// [`stdio_tcp_transport`].
 pub fn stdio_transport_with(options: &StdioOptions) -> Result<(TransportKind, Transport)> {
     let kind = options.transport_kind();
@@ -367,6 +375,7 @@ pub fn stdio_transport_with(options: &StdioOptions) -> Result<(TransportKind, Tr
             reason: format!("only a tcp server listens, and this one serves {kind}"),
         });
     }
+    crate::launcher::refuse_relayed_stdio(kind)?;
     let transport = match kind {
         TransportKind::Tcp => {
             let timeout = options

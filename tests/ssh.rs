@@ -330,7 +330,7 @@ fn tcp_over_ssh_matches_the_local_lorenz96_bit_for_bit_and_its_report_runs() {
 }
 
 /// Every local `ssh` of a running report killed at once (the floor's and the row's, one
-/// stopped, one measured): the report ends within 5 s with an error naming the lost server,
+/// idle, one measured): the report ends within 5 s with an error naming the lost server,
 /// and leaves no local process, no remote one, and its stderr closed.
 #[test]
 fn killing_every_local_ssh_of_a_running_report_ends_it_naming_the_lost_server() {

@@ -171,18 +171,22 @@ struct RunArgs {
     /// Transport: pipe, shm-sem (shared slots + semaphores), shm-ring (shared rings + futex
     /// wake-ups) or tcp (the server listens, announces a port and a token on stdout, and the
     /// frames go over TCP; with --spawn "ssh host peer --role server", ssh only starts and
-    /// authenticates). As a client, a comma-separated list to measure side by side [default:
-    /// pipe]. As a server [default: what its stdin is: the shared region a shm-sem or
+    /// authenticates; with --spawn "srun … peer --role server", the only transport srun can
+    /// start: it relays stdio, so pipes and shared memory through it are refused). As a
+    /// client, a comma-separated list to measure side by side [default: pipe]. As a server [default: what its stdin is: the shared region a shm-sem or
     /// shm-ring client hands over, else a pipe]: only tcp needs saying. A shared-memory server
     /// must be spawned by its client (it takes the region as its stdin), so it cannot run
     /// over ssh.
     #[arg(long, value_delimiter = ',', value_parser = parse_transport)]
     transport: Vec<TransportKind>,
 
-    /// Server with --transport tcp: the address to listen on, IP or IP:PORT [default: the
-    /// server-side address of $SSH_CONNECTION, else 127.0.0.1; a free port]. The server
-    /// announces the address and a one-time token on stdout, accepts the one connection that
-    /// presents the token within --timeout, and closes the listening socket.
+    /// Server with --transport tcp: where to listen, IP, IP:PORT, INTERFACE or INTERFACE:PORT
+    /// (an IPv6 address with a port in brackets; an interface's IPv4 address, else its first
+    /// IPv6 address that is not link-local) [default: under Slurm, the local address that routes to
+    /// $SLURM_LAUNCH_NODE_IPADDR; else the server-side address of $SSH_CONNECTION; else
+    /// 127.0.0.1; a free port]. The server announces the address and a one-time token on
+    /// stdout, accepts the one connection that presents the token within --timeout, and
+    /// closes the listening socket.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
 
@@ -228,6 +232,18 @@ struct RunArgs {
     /// (not to the raw floors); with --spawn, give it to the server command instead.
     #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
     server_delay: Option<Duration>,
+
+    /// Server: sleep DUR before answering each request, holding no CPU: a server whose work
+    /// runs elsewhere (another core, an accelerator), for measuring many servers called
+    /// together on a machine with fewer cores than servers. Unlike --server-delay it is not
+    /// exact: the sleep ends after DUR plus the kernel's timer slack and a wake-up.
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
+    server_sleep: Option<Duration>,
+
+    /// Server with --handler lorenz96: the forcing constant F [default: 8.0], so that the
+    /// members of an ensemble can each have their own.
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    forcing: Option<f64>,
 
     /// Client: element counts per request [default: 1,8,500,1000,65536,1048576].
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
@@ -440,22 +456,50 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
             ..ServeOptions::default()
         },
     };
+    // The handler first: a bad --handler or --forcing fails before stdio is taken.
+    let handler = match args.raw_echo {
+        Some(_) => None,
+        None => Some(server_handler(args)?),
+    };
     let (_, mut transport) = server::stdio_transport_with(&stdio)?;
-    if let Some(bytes) = args.raw_echo {
-        server::serve_raw_echo(&mut transport, bytes as usize)?;
+    let Some(mut handler) = handler else {
+        server::serve_raw_echo(&mut transport, args.raw_echo.unwrap_or_default() as usize)?;
         return Ok(());
-    }
+    };
+    match args.server_sleep {
+        Some(sleep) => {
+            let mut sleeping = handlers::Sleeping::new(handler, sleep);
+            server::serve(&mut transport, &mut sleeping, &stdio.serve)?
+        }
+        None => server::serve(&mut transport, &mut handler, &stdio.serve)?,
+    };
+    Ok(())
+}
+
+/// The handler `--handler` names (echo by default), with `--forcing` for lorenz96.
+fn server_handler(args: &RunArgs) -> peerpipe::Result<Box<dyn server::Handler + Send>> {
     let name = match args.handler.as_slice() {
         [] => "echo",
         [name] => name.as_str(),
         more => return Err(one_value_error("--handler", more.len())),
     };
-    let mut handler = handlers::by_name(name).ok_or_else(|| Error::InvalidArgument {
-        what: "handler",
-        reason: format!("unknown handler {name:?}"),
-    })?;
-    server::serve(&mut transport, &mut handler, &stdio.serve)?;
-    Ok(())
+    match (args.forcing, name) {
+        (None, _) => handlers::by_name(name).ok_or_else(|| Error::InvalidArgument {
+            what: "handler",
+            reason: format!("unknown handler {name:?}"),
+        }),
+        (Some(forcing), "lorenz96") if forcing.is_finite() => {
+            Ok(Box::new(handlers::Lorenz96::with_forcing(forcing)))
+        }
+        (Some(forcing), "lorenz96") => Err(Error::InvalidArgument {
+            what: "--forcing",
+            reason: format!("must be a finite number, found {forcing}"),
+        }),
+        (Some(_), other) => Err(Error::InvalidArgument {
+            what: "--forcing",
+            reason: format!("applies to --handler lorenz96, not {other:?}"),
+        }),
+    }
 }
 
 fn one_value_error(flag: &'static str, found: usize) -> Error {
@@ -485,6 +529,20 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         (None, None, true) => RowLength::Duration(measure::QUICK_ROW_DURATION),
         (None, None, false) => RowLength::Duration(measure::DEFAULT_ROW_DURATION),
     };
+    if args.server_sleep.is_some() {
+        return Err(Error::InvalidArgument {
+            what: "--server-sleep",
+            reason: "applies to a server (--role server); the report's own servers busy-wait \
+                     with --server-delay"
+                .into(),
+        });
+    }
+    if args.forcing.is_some() {
+        return Err(Error::InvalidArgument {
+            what: "--forcing",
+            reason: "applies to a server (--role server --handler lorenz96)".into(),
+        });
+    }
     if args.spawn.is_some() && args.server_delay.is_some() {
         return Err(Error::InvalidArgument {
             what: "--server-delay",

@@ -388,9 +388,11 @@ def serve(
     ``transport=None`` serves what the spawning client chose (a pipe, or the shm-sem /
     shm-ring region it passed as stdin), so ``peer --spawn "python3 model.py" --transport
     shm-ring`` works unchanged. ``transport="tcp"`` must be said: stdin is then a pipe all
-    the same (the control channel, over ssh), and the server listens on the address of
-    ``$SSH_CONNECTION`` (else 127.0.0.1) -- or on ``listen`` ("IP", "IP:PORT" or
-    "[IPv6]:PORT"; ValueError for anything else, or without ``transport="tcp"``) --, announces
+    the same (the control channel, over ssh or srun), and the server listens, under Slurm, on
+    the local address that routes to ``$SLURM_LAUNCH_NODE_IPADDR``, else on the address of
+    ``$SSH_CONNECTION``, else on 127.0.0.1 -- or on ``listen`` ("IP", "IP:PORT",
+    "[IPv6]:PORT", "INTERFACE" or "INTERFACE:PORT"; ValueError for anything else, for an
+    interface that is not there, or without ``transport="tcp"``) --, announces
     it with a token on stdout, and serves the one client that connects with that token before
     ``frame_timeout`` (10 s when None: nothing listens without a deadline). ``name`` is
     announced in HELLO (default: the handler's __name__, else "python"). After the call

@@ -181,12 +181,22 @@ def test_a_python_server_over_tcp_listens_where_it_is_told():
         assert peer.call(np.arange(5.0)).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
+def test_a_python_server_over_tcp_listens_on_an_interface_named_by_the_user():
+    # The loopback interface by name: its IPv4 address, a free port.
+    with peerpipe.Peer.spawn(python_server("echo_server", "tcp", "lo"), transport="tcp") as peer:
+        assert peer.call(np.arange(3.0)).tolist() == [0.0, 1.0, 2.0]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"transport": "pipe", "listen": "127.0.0.1"}, r"listen is for transport='tcp'"),
         ({"listen": "127.0.0.1"}, r"listen is for transport='tcp'"),
-        ({"transport": "tcp", "listen": "localhost"}, r"expected IP, IP:PORT or \[IPv6\]:PORT"),
+        ({"transport": "tcp", "listen": "localhost"}, r"no interface named \"localhost\""),
+        (
+            {"transport": "tcp", "listen": "lo:http"},
+            r"expected IP, IP:PORT, \[IPv6\]:PORT, INTERFACE or INTERFACE:PORT",
+        ),
     ],
 )
 def test_serve_refuses_a_listen_address_it_cannot_use_before_touching_stdio(kwargs, message):

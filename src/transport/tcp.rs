@@ -10,6 +10,10 @@
 //! handshake is specified in docs/PROTOCOL.md §14.
 //!
 //! - [`listen_announce_accept`] is the server's half; [`connect_announced`] the client's.
+//! - `listen` (re-exported here) chooses the address the server listens on and announces:
+//!   `--listen` (an address or an interface), else the local address that routes to Slurm's
+//!   launch node, else the server side of ssh's connection, else loopback
+//!   ([`default_listen_ip`]).
 //! - [`TcpLink`] moves the bytes: non-blocking, `TCP_NODELAY`, vectored reads and writes,
 //!   `ppoll` on the socket and the control channel, so the wait strategies and nanosecond
 //!   deadlines of [`super::Transport`] apply unchanged.
@@ -30,6 +34,13 @@ use nix::poll::{PollFd, PollFlags, ppoll};
 use super::{Deadline, Direction, Link, TransportKind, timespec_for};
 use crate::error::{Error, Result};
 use crate::frame::MAGIC;
+
+mod listen;
+pub use listen::{
+    LaunchEnv, ListenSource, ListenSpec, SLURM_LAUNCH_VAR, SSH_CONNECTION_VAR, choose_listen_ip,
+    default_listen_ip, interface_address, local_address_towards, local_interface_addresses,
+    parse_listen,
+};
 
 /// Bytes of the token a client presents before its first frame.
 pub const TOKEN_LEN: usize = 16;
@@ -234,38 +245,6 @@ impl Link for TcpLink {
     fn set_capacity(&mut self, _bytes: usize) -> Result<usize> {
         Ok(0)
     }
-}
-
-/// Where the server listens when `--listen` is not given: the server-side address of the
-/// ssh connection that started it (the third field of `$SSH_CONNECTION`, the address the
-/// client reached this machine at), else 127.0.0.1.
-pub fn default_listen_ip() -> IpAddr {
-    std::env::var("SSH_CONNECTION")
-        .ok()
-        .and_then(|v| v.split_whitespace().nth(2).and_then(|ip| ip.parse().ok()))
-        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
-}
-
-/// Parses `--listen`: `IP`, `IP:PORT` or `[IPv6]:PORT`; the port is 0 (ephemeral) unless
-/// given.
-///
-/// ```
-/// use peerpipe::transport::tcp::parse_listen;
-/// assert_eq!(parse_listen("127.0.0.1").unwrap().to_string(), "127.0.0.1:0");
-/// assert_eq!(parse_listen("[::1]:7000").unwrap().to_string(), "[::1]:7000");
-/// assert!(parse_listen("localhost").is_err());
-/// ```
-///
-/// # Errors
-/// [`Error::InvalidArgument`] naming what was expected and found.
-pub fn parse_listen(text: &str) -> Result<SocketAddr> {
-    if let Ok(ip) = text.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, 0));
-    }
-    text.parse::<SocketAddr>().map_err(|_| Error::InvalidArgument {
-        what: "listen address",
-        reason: format!("expected IP, IP:PORT or [IPv6]:PORT, found {text:?}"),
-    })
 }
 
 /// A fresh random token from the kernel (`/dev/urandom`).
@@ -579,7 +558,16 @@ pub(crate) fn connect_announced_unless(
         return Err(deadline.error(format!("connecting to {addr}")));
     }
     let mut stream = TcpStream::connect_timeout(&addr, remaining).map_err(|e| {
-        Error::Io(io::Error::new(e.kind(), format!("connecting to the announced {addr}: {e}")))
+        let hint = if addr.ip().is_loopback() {
+            " (a server announces loopback when it was started neither by srun nor by ssh and \
+             no --listen was given: on another machine, give it --listen ADDRESS or INTERFACE)"
+        } else {
+            ""
+        };
+        Error::Io(io::Error::new(
+            e.kind(),
+            format!("connecting to the announced {addr}: {e}{hint}"),
+        ))
     })?;
     stream.set_nodelay(true)?;
     stream.write_all(&token)?;
@@ -638,6 +626,20 @@ mod tests {
         assert!(matches!(err, Error::Corrupted { what: "tcp announcement", .. }), "{text}");
         assert!(text.contains("serves its stdin and stdout, not tcp"), "{text}");
         assert!(text.contains("--transport tcp") && text.contains("transport=\"tcp\""), "{text}");
+    }
+
+    #[test]
+    fn a_refused_loopback_announcement_says_to_give_the_server_listen() {
+        // A port that was free a moment ago: nothing listens there now.
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap();
+        let (announce, mut server_stdout) = std::io::pipe().unwrap();
+        let (_server_stdin, control) = std::io::pipe().unwrap();
+        server_stdout.write_all(announcement(&port, &[1; TOKEN_LEN]).as_bytes()).unwrap();
+        let deadline = Deadline::after(Some(Duration::from_secs(5)));
+        let err = connect_announced(announce.into(), control.into(), deadline).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains(&format!("connecting to the announced {port}")), "{text}");
+        assert!(text.contains("give it --listen ADDRESS or INTERFACE"), "{text}");
     }
 
     #[test]

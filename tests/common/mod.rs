@@ -7,6 +7,7 @@
 
 pub mod leftovers;
 pub mod server;
+pub mod slurm;
 pub mod sshd;
 
 use std::fs;
@@ -42,13 +43,25 @@ pub fn peer_exe() -> &'static str {
     PEER.get_or_init(build_peer)
 }
 
+/// The example `name` of this package (`examples/NAME.rs`), built as [`peer_exe`] builds
+/// `peer`: `cargo build --example NAME` in this test binary's profile and target directory.
+pub fn example_exe(name: &str) -> String {
+    build(&["--example", name], &format!("examples/{name}"))
+}
+
 fn build_peer() -> String {
+    build(&["-p", "peerpipe-cli", "--bin", "peer"], "peer")
+}
+
+/// `cargo build --quiet ARGS` for this test binary's profile and target directory; returns
+/// the path of `OUTPUT` under the profile's directory.
+fn build(args: &[&str], output: &str) -> String {
     let exe = std::env::current_exe().expect("current_exe");
     // target/<profile>/deps/<test binary>
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
-    command.args(["build", "--quiet", "-p", "peerpipe-cli", "--bin", "peer"]);
+    command.args(["build", "--quiet"]).args(args);
     command.current_dir(env!("CARGO_MANIFEST_DIR"));
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") => {}
@@ -64,11 +77,11 @@ fn build_peer() -> String {
         command.env("CARGO_TARGET_DIR", target_dir);
     }
     let mut child = command.spawn().expect("run cargo build");
-    let status = wait_or_kill(&mut child, Duration::from_secs(900), "cargo build of peer");
-    assert!(status.success(), "cargo build -p peerpipe-cli --bin peer failed: {status}");
-    let peer = profile_dir.join("peer");
-    assert!(peer.is_file(), "{} missing after cargo build", peer.display());
-    peer.into_os_string().into_string().expect("a UTF-8 target directory")
+    let status = wait_or_kill(&mut child, Duration::from_secs(900), "cargo build");
+    assert!(status.success(), "cargo build {} failed: {status}", args.join(" "));
+    let built = profile_dir.join(output);
+    assert!(built.is_file(), "{} missing after cargo build", built.display());
+    built.into_os_string().into_string().expect("a UTF-8 target directory")
 }
 
 // ---------------------------------------------------------------------------------------------

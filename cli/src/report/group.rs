@@ -129,9 +129,13 @@ fn or_interrupted(error: peerpipe::Error) -> peerpipe::Error {
 }
 
 impl Processes {
+    /// The servers that are processes of ours, stopped between their bursts: not a floor
+    /// behind a launcher (`ssh`, `srun`), whose spawned process is not its server, nor a
+    /// handler server whose HELLO names a pid that is not ours.
     fn pids(&self) -> Vec<u32> {
         let peers = self.peers.iter().flatten().filter_map(Peer::server_pid);
-        self.echoes.iter().map(RawEcho::server_pid).chain(peers).collect()
+        let echoes = self.echoes.iter().filter(|e| !e.behind_launcher());
+        echoes.map(RawEcho::server_pid).chain(peers).collect()
     }
 
     /// Says BYE to every server and closes the floors, reporting the first error after trying
@@ -354,7 +358,10 @@ impl<'a> LiveGroup<'a> {
 
     fn server_pid(&self, member: usize) -> Option<u32> {
         match self.member(member) {
-            Member::Floor(i) => Some(self.processes.as_ref()?.echoes.get(i)?.server_pid()),
+            Member::Floor(i) => {
+                let echo = self.processes.as_ref()?.echoes.get(i)?;
+                (!echo.behind_launcher()).then(|| echo.server_pid())
+            }
             Member::Row(i) => self.row_peer(i)?.server_pid(),
         }
     }

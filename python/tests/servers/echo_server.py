@@ -1,6 +1,6 @@
 """A Python echo server: peerpipe.serve(lambda x: x) on whatever transport it was spawned with
 (a pipe or a shared region, found on stdin), or on the transport named by argv[1] ("tcp": it
-listens -- on argv[2] when given, an IP or IP:PORT -- announces its address on stdout and
+listens -- on argv[2] when given, an address or an interface -- announces its address on stdout and
 serves the client that connects)."""
 
 import sys
