@@ -393,13 +393,7 @@ impl RemoteRhs {
         args: &[f64],
         dydt: &mut [f64],
     ) -> Result<CallTiming> {
-        if y.len() != dydt.len() {
-            return Err(Error::LengthMismatch {
-                what: "derivative buffer",
-                expected: y.len() as u64,
-                found: dydt.len() as u64,
-            });
-        }
+        check_derivative_buffer(y, dydt)?;
         self.call_function(RHS_FUNCTION, t, Part::f64(y), args, PartMut::f64(dydt))
     }
 
@@ -421,13 +415,7 @@ impl RemoteRhs {
         args: &[f64],
         dydt: &mut [f64],
     ) -> Result<CallTiming> {
-        if y.len() != dydt.len() {
-            return Err(Error::LengthMismatch {
-                what: "derivative buffer",
-                expected: y.len() as u64,
-                found: dydt.len() as u64,
-            });
-        }
+        check_derivative_buffer(y, dydt)?;
         let states = Part::f64(y).matrix(columns)?;
         let out = PartMut::f64(dydt).matrix(columns)?;
         self.call_function(RHS_FUNCTION, t, states, args, out)
@@ -520,4 +508,16 @@ impl RemoteRhs {
         }
         closed
     }
+}
+
+/// A derivative buffer must be as long as the state.
+fn check_derivative_buffer(y: &[f64], dydt: &[f64]) -> Result<()> {
+    if y.len() == dydt.len() {
+        return Ok(());
+    }
+    Err(Error::LengthMismatch {
+        what: "derivative buffer",
+        expected: y.len() as u64,
+        found: dydt.len() as u64,
+    })
 }

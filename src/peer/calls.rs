@@ -41,6 +41,26 @@ pub(super) enum Target<'r, 'a> {
 }
 
 impl Peer {
+    /// After a request went out (`sent`): records it as in flight and returns its seq; after
+    /// a failure to send, ends the conversation naming the seq.
+    pub(super) fn sent(
+        &mut self,
+        sent: Result<()>,
+        seq: u64,
+        started: Stamp,
+        encode_ns: u64,
+        parts: bool,
+    ) -> Result<u64> {
+        if let Err(e) = sent {
+            let context = format!("while sending seq {seq}");
+            return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
+        }
+        let pending = Pending { seq, started, encode_ns, reply_deadline: None, parts };
+        self.pending.push_back(pending);
+        self.next_seq += 1;
+        Ok(seq)
+    }
+
     /// Refuses a request beyond the transport's limit of requests in flight.
     pub(super) fn check_room_in_flight(&self) -> Result<()> {
         match self.transport.max_frames_in_flight() {
@@ -110,19 +130,7 @@ impl Peer {
                 result
             };
             let sent = self.transport.send_frame_filled(&header, wire_len, &mut fill, deadline);
-            if let Err(e) = sent {
-                let context = format!("while sending seq {seq}");
-                return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
-            }
-            self.pending.push_back(Pending {
-                seq,
-                started,
-                encode_ns,
-                reply_deadline: None,
-                parts: false,
-            });
-            self.next_seq += 1;
-            return Ok(seq);
+            return self.sent(sent, seq, started, encode_ns, false);
         }
         let frame_len = HEADER_LEN + wire_len + frame::padding_len(wire_len);
         if zero_copy.is_none() {
@@ -143,19 +151,7 @@ impl Peer {
             Some(payload) => self.transport.send_frame(&header, payload, deadline),
             None => self.transport.send_bytes(&self.scratch[..frame_len], deadline),
         };
-        if let Err(e) = sent {
-            let context = format!("while sending seq {seq}");
-            return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
-        }
-        self.pending.push_back(Pending {
-            seq,
-            started,
-            encode_ns,
-            reply_deadline: None,
-            parts: false,
-        });
-        self.next_seq += 1;
-        Ok(seq)
+        self.sent(sent, seq, started, encode_ns, false)
     }
 
     /// Receives the reply to the oldest request in flight into `dst`, which fixes the dtype

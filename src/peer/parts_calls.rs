@@ -157,19 +157,7 @@ impl Peer {
             let pieces = [self.table.as_bytes(), &self.scratch[..]];
             self.transport.send_frame_pieces(&header, &pieces, deadline)
         };
-        if let Err(e) = sent {
-            let context = format!("while sending seq {seq}");
-            return Err(self.fail(retarget(e, &format!("room to send seq {seq}")), &context));
-        }
-        self.pending.push_back(Pending {
-            seq,
-            started,
-            encode_ns,
-            reply_deadline: None,
-            parts: true,
-        });
-        self.next_seq += 1;
-        Ok(seq)
+        self.sent(sent, seq, started, encode_ns, true)
     }
 
     /// Sends the table and `inputs` from the caller's memory, each part followed by its
