@@ -20,6 +20,7 @@ use std::thread;
 use std::time::Duration;
 
 use peerpipe::Error;
+use peerpipe::error::RefusedBy;
 use peerpipe::frame::{Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD, decode_frame};
 use peerpipe::handlers;
 use peerpipe::lorenz96;
@@ -264,7 +265,21 @@ fn next_header(rest: &[u8], max_frame_bytes: u64) -> Option<Result<Header, Reply
 }
 
 fn violation(seq: u64, error: Error) -> Reply {
-    Reply::Violation { seq, message: error.to_string(), tolerated: None }
+    // The server names its own limit in a frame too large (`--max-frame-bytes`).
+    Reply::Violation { seq, message: as_server_says(error).to_string(), tolerated: None }
+}
+
+/// `error` as the server reports it: a frame too large for the receiver's limit is one too
+/// large for the server's, whose message names the server's option.
+fn as_server_says(error: Error) -> Error {
+    match error {
+        Error::FrameTooLarge {
+            payload_bytes,
+            max_frame_bytes,
+            refused_by: RefusedBy::Receiver,
+        } => Error::FrameTooLarge { payload_bytes, max_frame_bytes, refused_by: RefusedBy::Server },
+        other => other,
+    }
 }
 
 /// What `handler` answers to a well-formed request, before the client's limit is applied:
@@ -363,7 +378,7 @@ pub fn predict(handler: &str, input: &[u8], max_frame_bytes: u64) -> Prediction 
                     && guessed
                     && let Err(read_first) = decode_frame(rest, max_frame_bytes)
                 {
-                    *tolerated = Some(read_first.to_string());
+                    *tolerated = Some(as_server_says(read_first).to_string());
                 }
                 prediction.replies.push(reply);
                 return prediction;
