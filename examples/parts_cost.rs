@@ -9,14 +9,13 @@
 //! cargo run --release --example parts_cost -- [--rounds 40] [--calls 2000] [--burst 1] [--placement free|same|split] [--wait auto]
 //! ```
 //!
-//! The server is this program (`--serve`): DATA is answered with a copy of the request's
-//! values, and the function `rhs` with a copy of its part 1 (the state): the same work on both
-//! sides, as a model writing its answer into a buffer. What the server does for the protocol
-//! (checking the part table, writing the reply's) is in its time (`server_ns`) and so in the
-//! round trip, not in the overhead (round trip − server time): the round trip is the figure
-//! to judge. A round is
-//! `--calls` pairs, after untimed warm-up calls; its figures are the p50 of each kind. Printed: per-round lines,
-//! then the median and range over rounds of PARTS − DATA, for the round trip and for the
+//! The server is this program (`--serve WAIT`, waiting as the client does): DATA is answered
+//! with a copy of the request's values, and the function `rhs` with a copy of its part 1 (the
+//! state): the same work on both sides, as a model writing its answer into a buffer. What the
+//! server does for the protocol (checking the part table, writing the reply's) is in its time
+//! (`server_ns`) and so in the round trip, not in the overhead (round trip − server time): the
+//! round trip is the figure to judge. A round is `--calls` pairs, after untimed warm-up calls;
+//! its figures are the p50 of each kind. Printed: per-round lines, then the median and range over rounds of PARTS − DATA, for the round trip and for the
 //! overhead (round trip − server time), and as a ratio. One JSON line ends the output.
 //!
 //! `--placement same` pins both processes to CPU 0, `split` the client to CPU 0 and the server
@@ -58,10 +57,12 @@ impl Handler for Server {
     }
 }
 
-fn serve() -> Result<()> {
+/// The server, waiting as the client does (`--serve WAIT`, given by the client).
+fn serve(wait: Wait) -> Result<()> {
     let functions = Functions::new("parts-cost")
         .with("rhs", |call, reply| reply.push(Part::f64(call.f64(1)?)))?;
-    serve_stdio(&mut Server { functions, copy: Vec::new() }, &StdioOptions::default())?;
+    let options = StdioOptions { wait, ..StdioOptions::default() };
+    serve_stdio(&mut Server { functions, copy: Vec::new() }, &options)?;
     Ok(())
 }
 
@@ -102,7 +103,8 @@ fn parse_args() -> std::result::Result<Args, String> {
 
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("--serve") {
-        if let Err(e) = serve() {
+        let wait = std::env::args().nth(2).map_or(Ok(Wait::default()), |w| w.parse());
+        if let Err(e) = wait.and_then(serve) {
             eprintln!("parts_cost --serve: error: {e}");
             std::process::exit(2);
         }
@@ -140,7 +142,7 @@ fn run(args: &Args) -> Result<()> {
         }
         _ => Command::new(&exe),
     };
-    command.arg("--serve");
+    command.args(["--serve", &args.wait.to_string()]);
     let options = Options { wait: args.wait, ..Options::default() };
     let mut peer = Peer::spawn(command, options)?;
     let t = [0.25];

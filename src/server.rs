@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::frame::{
     self, DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD,
 };
-use crate::parts::{self, Parsed, PartsOut, Role, Table, describe_shapes};
+use crate::parts::{self, Parsed, PartsOut, Role, describe_shapes};
 use crate::transport::{
     Deadline, LEND_MIN_BYTES, Received, ShmLink, Transport, TransportKind, tcp,
 };
@@ -422,7 +422,6 @@ pub fn serve<H: Handler + ?Sized>(
         request: AlignedBuf::new(),
         functions: Vec::new(),
         reply: PartsOut::new(),
-        table: Table::default(),
     };
     server.run(handler)
 }
@@ -437,7 +436,6 @@ struct Server<'t, 'o> {
     functions: Vec<String>,
     /// The parts of a PARTS reply, and its table (reused from request to request).
     reply: PartsOut,
-    table: Table,
 }
 
 impl Server<'_, '_> {
@@ -586,10 +584,7 @@ impl Server<'_, '_> {
         started: Stamp,
         deadline: Deadline,
     ) -> Result<std::result::Result<(), String>> {
-        if let Err(e) = self.table.write("", self.reply.shapes().iter().copied()) {
-            return Ok(Err(e.to_string()));
-        }
-        let len = self.table.payload_len();
+        let len = self.reply.payload_len();
         let client_max = self.client_max.unwrap_or(0);
         if len > client_max {
             return Ok(Err(format!(
@@ -599,7 +594,7 @@ impl Server<'_, '_> {
         }
         let mut out = Header::parts(seq, len);
         out.aux = started.elapsed_nanos();
-        let pieces = [self.table.as_bytes(), self.reply.wire_payload()];
+        let pieces = self.reply.wire_payload();
         self.transport.send_frame_pieces(&out.to_bytes(), &pieces, deadline)?;
         Ok(Ok(()))
     }

@@ -275,27 +275,51 @@ impl<'a> Parsed<'a> {
 
     /// Part `index`, `None` past the last.
     pub fn get(&self, index: usize) -> Option<PartRef<'a>> {
-        self.iter().nth(index)
+        if index >= self.parts {
+            return None;
+        }
+        // The parts before it only for their lengths: a function reading part 2 of 3 does
+        // not build parts 0 and 1.
+        let offset = (0..index).fold(self.values_start(), |offset, i| {
+            let shape = self.shape_of(i);
+            let len = shape.count as usize * shape.dtype.width() as usize;
+            offset + len + pad8(len as u64) as usize
+        });
+        Some(self.part_at(index, offset))
     }
 
     /// The parts in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = PartRef<'a>> + 'a {
-        let payload = self.payload;
-        let descriptors = self.descriptors;
-        let mut offset = descriptors + self.parts * DESCRIPTOR_LEN;
+        let parsed = *self;
+        let mut offset = parsed.values_start();
         (0..self.parts).map(move |i| {
-            let shape = descriptor(payload, descriptors + i * DESCRIPTOR_LEN, i)
-                .expect("descriptors were checked by parse");
-            let len = shape.count as usize * shape.dtype.width() as usize;
-            let bytes = &payload[offset..offset + len];
-            offset += len + pad8(len as u64) as usize;
-            PartRef { shape, bytes }
+            let part = parsed.part_at(i, offset);
+            offset += part.bytes.len() + pad8(part.bytes.len() as u64) as usize;
+            part
         })
     }
 
+    /// Where the first part's values start: after the table.
+    fn values_start(&self) -> usize {
+        self.descriptors + self.parts * DESCRIPTOR_LEN
+    }
+
+    /// The shape of part `index`, from a descriptor [`parse`] checked.
+    fn shape_of(&self, index: usize) -> Shape {
+        checked_shape(self.payload, self.descriptors + index * DESCRIPTOR_LEN)
+    }
+
+    /// Part `index`, whose values start at `offset`.
+    fn part_at(&self, index: usize, offset: usize) -> PartRef<'a> {
+        let shape = self.shape_of(index);
+        let len = shape.count as usize * shape.dtype.width() as usize;
+        PartRef { shape, bytes: &self.payload[offset..offset + len] }
+    }
+
     /// The shapes of the parts in order.
-    pub fn shapes(&self) -> impl ExactSizeIterator<Item = Shape> + 'a {
-        self.iter().map(|part| part.shape)
+    pub fn shapes(&self) -> impl ExactSizeIterator<Item = Shape> + Clone + 'a {
+        let parsed = *self;
+        (0..self.parts).map(move |i| parsed.shape_of(i))
     }
 }
 
@@ -311,9 +335,29 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
+/// Bytes 0–3 of a descriptor (dtype, flags, reserved) as the low half of its first word: a
+/// known dtype with zero flags and reserved bytes leaves no bit outside the dtype's two.
+const DTYPE_BITS: u64 = 0b11;
+const HEAD_BITS: u64 = 0xFFFF_FFFF;
+
+/// The shape in a descriptor whose fields [`descriptor`] accepted.
+fn checked_shape(payload: &[u8], at: usize) -> Shape {
+    let head = u64_at(payload, at);
+    let dtype = match head & DTYPE_BITS {
+        0 => PartDtype::Bytes,
+        1 => PartDtype::F32,
+        2 => PartDtype::F64,
+        _ => PartDtype::I64,
+    };
+    Shape { dtype, count: u64_at(payload, at + 8), cols: (head >> 32) as u32 }
+}
+
 /// The descriptor of part `part` at `at`, or the fault of its own fields (not of where the
 /// part ends).
 fn descriptor(payload: &[u8], at: usize, part: usize) -> std::result::Result<Shape, TableFault> {
+    if u64_at(payload, at) & HEAD_BITS & !DTYPE_BITS == 0 {
+        return Ok(checked_shape(payload, at));
+    }
     let found = payload[at];
     let dtype = PartDtype::from_byte(found).ok_or(TableFault::UnknownDtype { part, found })?;
     if payload[at + 1] != 0 {
@@ -341,15 +385,16 @@ fn parse_table(payload: &[u8], role: Role) -> std::result::Result<Parsed<'_>, Ta
     if payload.len() < PREAMBLE_LEN {
         return Err(TableFault::ShortPreamble { payload: total });
     }
-    let parts = u32_at(payload, 0);
+    let preamble = u64_at(payload, 0);
+    let parts = preamble as u32;
     if parts as usize > MAX_PARTS {
         return Err(TableFault::TooManyParts { parts });
     }
-    let name_len = u16_at(payload, 4);
+    let name_len = (preamble >> 32) as u16;
     if name_len as usize > MAX_NAME_LEN {
         return Err(TableFault::NameTooLong { len: name_len });
     }
-    let reserved = u16_at(payload, 6);
+    let reserved = (preamble >> 48) as u16;
     if reserved != 0 {
         return Err(TableFault::Reserved { found: reserved });
     }
@@ -407,6 +452,10 @@ pub struct Table {
     bytes: Vec<u8>,
     /// The payload length the parts add after the table, with their padding.
     parts_len: u64,
+    /// Whether `bytes` and `parts_len` are a whole table [`Table::write`] checked: a call
+    /// that repeats the last one's name and shapes (a solver's every call) then only
+    /// compares.
+    written: bool,
 }
 
 impl Table {
@@ -416,7 +465,35 @@ impl Table {
     /// # Errors
     /// [`Error::InvalidArgument`] when the name is not a valid function name, there are more
     /// than [`MAX_PARTS`] parts, or a part's length overflows; the table is then unspecified.
-    pub fn write(&mut self, function: &str, shapes: impl Iterator<Item = Shape>) -> Result<()> {
+    pub fn write(
+        &mut self,
+        function: &str,
+        shapes: impl ExactSizeIterator<Item = Shape> + Clone,
+    ) -> Result<()> {
+        if self.is(function, shapes.clone()) {
+            return Ok(());
+        }
+        self.written = false;
+        self.write_anew(function, shapes)?;
+        self.written = true;
+        Ok(())
+    }
+
+    /// Whether the table written last is the one of `function` with parts of `shapes`.
+    fn is(&self, function: &str, shapes: impl ExactSizeIterator<Item = Shape>) -> bool {
+        let name_end = PREAMBLE_LEN + function.len();
+        let descriptors = name_end + pad8(function.len() as u64) as usize;
+        self.written
+            && self.bytes.len() == descriptors + shapes.len() * DESCRIPTOR_LEN
+            && u16_at(&self.bytes, 4) as usize == function.len()
+            && &self.bytes[PREAMBLE_LEN..name_end] == function.as_bytes()
+            && self.bytes[descriptors..]
+                .chunks_exact(DESCRIPTOR_LEN)
+                .zip(shapes)
+                .all(|(d, shape)| u64_at(d, 0) == head_word(shape) && u64_at(d, 8) == shape.count)
+    }
+
+    fn write_anew(&mut self, function: &str, shapes: impl Iterator<Item = Shape>) -> Result<()> {
         if !function.is_empty() {
             super::check_function_name(function)
                 .map_err(|reason| Error::InvalidArgument { what: "function name", reason })?;
@@ -463,6 +540,12 @@ impl Table {
     }
 }
 
+/// The first 8 bytes of the descriptor of a part of `shape`, as a little-endian u64: dtype,
+/// flags and reserved bytes (zero), columns.
+fn head_word(shape: Shape) -> u64 {
+    shape.dtype as u64 | u64::from(shape.cols) << 32
+}
+
 /// The 16 bytes of the descriptor of a part of `shape`.
 pub(crate) fn descriptor_bytes(shape: Shape) -> [u8; DESCRIPTOR_LEN] {
     let mut bytes = [0u8; DESCRIPTOR_LEN];
@@ -480,9 +563,11 @@ pub(crate) fn is_reply_table(
     let n = shapes.len();
     table.len() == PREAMBLE_LEN + n * DESCRIPTOR_LEN
         && table[..PREAMBLE_LEN] == [n as u8, (n >> 8) as u8, 0, 0, 0, 0, 0, 0]
-        && table[PREAMBLE_LEN..]
-            .chunks_exact(DESCRIPTOR_LEN)
-            .all(|d| shapes.next().is_some_and(|shape| d == descriptor_bytes(shape)))
+        && table[PREAMBLE_LEN..].chunks_exact(DESCRIPTOR_LEN).all(|d| {
+            shapes.next().is_some_and(|shape| {
+                u64_at(d, 0) == head_word(shape) && u64_at(d, 8) == shape.count
+            })
+        })
 }
 
 /// The length of a PARTS payload with parts of `shapes` and no name: preamble, descriptors

@@ -163,7 +163,13 @@ fn parts_out_hands_out_zeroed_aligned_parts_and_reuses_its_memory() {
     out.f64(3).unwrap().copy_from_slice(&[1.0, 2.0, 3.0]);
     out.bytes(3).unwrap().copy_from_slice(b"xyz");
     out.f32(1).unwrap()[0] = 1.5;
-    assert_eq!(out.wire_payload().len(), 24 + 8 + 8);
+    let mut table = Table::default();
+    table.write("", out.shapes().iter().copied()).unwrap();
+    let expected_len = table.payload_len();
+    assert_eq!(out.payload_len(), expected_len);
+    let [reply_table, parts] = out.wire_payload();
+    assert_eq!(reply_table, table.as_bytes(), "the reply's own table is the one Table writes");
+    assert_eq!(parts.len(), 24 + 8 + 8);
     out.clear();
     assert_eq!(out.f64(2).unwrap(), [0.0, 0.0], "a new part is zeroed");
     for _ in 1..MAX_PARTS {

@@ -245,6 +245,9 @@ pub struct PartsOut {
     /// Words in use.
     used: usize,
     shapes: Vec<Shape>,
+    /// The reply's part table (no name), kept as parts are added: empty or preamble and
+    /// descriptors.
+    table: Vec<u8>,
 }
 
 impl PartsOut {
@@ -257,6 +260,7 @@ impl PartsOut {
     pub fn clear(&mut self) {
         self.used = 0;
         self.shapes.clear();
+        self.table.clear();
     }
 
     /// The shapes of the parts so far.
@@ -282,6 +286,12 @@ impl PartsOut {
             .and_then(|b| usize::try_from(b).ok())
             .filter(|&b| b <= isize::MAX as usize)
             .ok_or_else(|| format!("a part of {shape} is too large"))?;
+        if self.table.is_empty() {
+            self.table.extend_from_slice(&[0; super::PREAMBLE_LEN]);
+        }
+        self.table.extend_from_slice(&super::table::descriptor_bytes(shape));
+        let parts = self.shapes.len() as u32 + 1;
+        self.table[..4].copy_from_slice(&parts.to_le_bytes());
         let start = self.used;
         self.used += bytes.div_ceil(8);
         if self.words.len() < self.used {
@@ -375,10 +385,21 @@ impl PartsOut {
         Ok(())
     }
 
-    /// The parts in wire order with their padding, one contiguous run of bytes after the
-    /// table. Converts the values to little-endian in place on a big-endian target, so call
-    /// it once, right before sending.
-    pub(crate) fn wire_payload(&mut self) -> &[u8] {
+    /// The reply's part table: no name, a descriptor per part.
+    fn table(&self) -> &[u8] {
+        const NO_PARTS: &[u8] = &[0; super::PREAMBLE_LEN];
+        if self.table.is_empty() { NO_PARTS } else { &self.table }
+    }
+
+    /// The reply payload's length: the table and the parts with their padding.
+    pub(crate) fn payload_len(&self) -> u64 {
+        (self.table().len() + self.used * 8) as u64
+    }
+
+    /// The reply payload as two runs of bytes: its part table, then the parts in wire order
+    /// with their padding. Converts the values to little-endian in place on a big-endian
+    /// target, so call it once, right before sending.
+    pub(crate) fn wire_payload(&mut self) -> [&[u8]; 2] {
         if !NATIVE_IS_WIRE {
             let mut at = 0;
             for shape in &self.shapes {
@@ -388,7 +409,8 @@ impl PartsOut {
                 at += len.div_ceil(8);
             }
         }
-        bytemuck::cast_slice(&self.words[..self.used])
+        let table = if self.table.is_empty() { &[0; super::PREAMBLE_LEN][..] } else { &self.table };
+        [table, bytemuck::cast_slice(&self.words[..self.used])]
     }
 }
 

@@ -144,7 +144,10 @@ impl Peer {
         let deadline = Deadline::from_first_wait(self.options.timeout);
         let mut encode_ns = 0;
         let zero_copy = inputs.iter().all(|part| part.wire_bytes().is_some());
-        let sent = if zero_copy && inputs.len() <= SCATTER_PARTS {
+        let sent = if zero_copy && inputs.len() <= 3 {
+            // A solver's t, y and parameters: the smallest array.
+            self.send_pieces::<7>(&header, inputs, deadline)
+        } else if zero_copy && inputs.len() <= SCATTER_PARTS {
             // A few parts (the common case) without initialising room for the most.
             self.send_pieces::<{ 1 + 2 * SCATTER_PARTS }>(&header, inputs, deadline)
         } else if zero_copy {

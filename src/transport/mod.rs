@@ -77,6 +77,8 @@ pub const MAX_SEND_PIECES: usize = 1 + 2 * crate::parts::MAX_PARTS;
 /// Pieces [`Transport::send_frame_pieces`] writes from a small array: a table and 8 parts with
 /// their padding.
 const FEW_PIECES: usize = 17;
+/// Pieces of a table and up to three parts with their padding.
+const FEWEST_PIECES: usize = 7;
 
 /// Pipe capacity requested by default: 1 MiB (Linux's default `pipe-max-size`).
 pub const DEFAULT_PIPE_CAPACITY: usize = 1 << 20;
@@ -290,7 +292,11 @@ impl Transport {
         deadline: Deadline,
     ) -> Result<()> {
         match pieces.len() {
-            // A few parts (the common case) without initialising room for the most.
+            // A table and a part or three (a solver's call): the smallest array.
+            n if n <= FEWEST_PIECES => {
+                self.write_pieces::<{ FEWEST_PIECES + 2 }>(header, pieces, deadline)
+            }
+            // A few parts without initialising room for the most.
             n if n <= FEW_PIECES => {
                 self.write_pieces::<{ FEW_PIECES + 2 }>(header, pieces, deadline)
             }

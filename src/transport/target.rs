@@ -110,21 +110,12 @@ impl FrameTarget for Scatter<'_, '_> {
     }
 
     fn read_from(&mut self, link: &mut dyn Link, filled: usize) -> Result<Option<usize>> {
-        let n = self.payload.len();
-        let mut slices: [IoSliceMut<'_>; MAX_SCATTER + 2] =
-            std::array::from_fn(|_| IoSliceMut::new(&mut []));
-        slices[0] = IoSliceMut::new(&mut self.header);
-        for (slot, buf) in slices[1..].iter_mut().zip(self.payload.iter_mut()) {
-            *slot = IoSliceMut::new(buf);
+        if self.payload.len() <= FEW_BUFFERS {
+            // A reply of a part or two (the common case) without room for the most.
+            self.read_into::<{ FEW_BUFFERS + 2 }>(link, filled)
+        } else {
+            self.read_into::<{ MAX_SCATTER + 2 }>(link, filled)
         }
-        let mut used = n + 1;
-        if self.pad > 0 {
-            slices[used] = IoSliceMut::new(&mut self.padding[..self.pad]);
-            used += 1;
-        }
-        let mut rest: &mut [IoSliceMut<'_>] = &mut slices[..used];
-        IoSliceMut::advance_slices(&mut rest, filled);
-        link.try_read(rest)
     }
 
     fn header(&self) -> [u8; HEADER_LEN] {
@@ -142,5 +133,34 @@ impl FrameTarget for Scatter<'_, '_> {
 
     fn padding(&self) -> &[u8] {
         &self.padding[..self.pad]
+    }
+}
+
+/// Payload buffers [`Scatter`] reads into from a small array of `iovec`s: a table and up to
+/// two parts with their padding.
+const FEW_BUFFERS: usize = 5;
+
+impl Scatter<'_, '_> {
+    /// [`FrameTarget::read_from`] with room for `N` slices: the header, at most `N - 2`
+    /// payload buffers, the padding.
+    fn read_into<const N: usize>(
+        &mut self,
+        link: &mut dyn Link,
+        filled: usize,
+    ) -> Result<Option<usize>> {
+        let n = self.payload.len();
+        let mut slices: [IoSliceMut<'_>; N] = std::array::from_fn(|_| IoSliceMut::new(&mut []));
+        slices[0] = IoSliceMut::new(&mut self.header);
+        for (slot, buf) in slices[1..].iter_mut().zip(self.payload.iter_mut()) {
+            *slot = IoSliceMut::new(buf);
+        }
+        let mut used = n + 1;
+        if self.pad > 0 {
+            slices[used] = IoSliceMut::new(&mut self.padding[..self.pad]);
+            used += 1;
+        }
+        let mut rest: &mut [IoSliceMut<'_>] = &mut slices[..used];
+        IoSliceMut::advance_slices(&mut rest, filled);
+        link.try_read(rest)
     }
 }
