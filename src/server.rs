@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::frame::{
     self, DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD,
 };
-use crate::parts::{self, Parsed, PartsOut, Role, describe_shapes};
+use crate::parts::{ParseMemo, Parsed, PartsOut, Role, describe_shapes};
 use crate::transport::{
     Deadline, LEND_MIN_BYTES, Received, ShmLink, Transport, TransportKind, tcp,
 };
@@ -422,6 +422,7 @@ pub fn serve<H: Handler + ?Sized>(
         request: AlignedBuf::new(),
         functions: Vec::new(),
         reply: PartsOut::new(),
+        tables: ParseMemo::default(),
     };
     server.run(handler)
 }
@@ -436,6 +437,8 @@ struct Server<'t, 'o> {
     functions: Vec<String>,
     /// The parts of a PARTS reply, and its table (reused from request to request).
     reply: PartsOut,
+    /// The last request table accepted, for the next request that repeats it.
+    tables: ParseMemo,
 }
 
 impl Server<'_, '_> {
@@ -490,7 +493,7 @@ impl Server<'_, '_> {
             guess = len;
             if header.kind == Kind::Parts {
                 let payload = &self.request.as_bytes()[payload];
-                let parsed = match parts::parse(payload, Role::Request) {
+                let parsed = match self.tables.parse(payload, Role::Request) {
                     Ok(parsed) => parsed,
                     Err(e) => return Err(self.violation(header.seq, e)),
                 };

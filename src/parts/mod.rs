@@ -28,7 +28,7 @@ use std::fmt;
 mod table;
 mod values;
 
-pub(crate) use table::is_reply_table;
+pub(crate) use table::{ParseMemo, is_reply_table};
 pub use table::{Parsed, PartRef, Role, Table, TableFault, parse, payload_len};
 pub use values::{Part, PartMut, PartsOut};
 

@@ -445,6 +445,47 @@ fn parse_table(payload: &[u8], role: Role) -> std::result::Result<Parsed<'_>, Ta
     Ok(Parsed { payload, function, parts: parts as usize, descriptors })
 }
 
+/// The last table [`parse`] accepted, so that a request repeating it — a solver's every call
+/// — is recognised by comparing bytes instead of checked again. Only tables whose parts
+/// have no padding are kept: then the table's bytes and the payload's length decide
+/// everything [`parse`] checks. Its buffer grows to the largest table seen (at most
+/// 1,096 bytes) and is reused.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ParseMemo {
+    /// The table's bytes (preamble, name, descriptors); empty when nothing is kept.
+    table: Vec<u8>,
+    payload_len: usize,
+    role: Option<Role>,
+    parts: usize,
+    descriptors: usize,
+}
+
+impl ParseMemo {
+    /// As [`parse`], comparing with the table accepted last before checking anew.
+    pub(crate) fn parse<'a>(&mut self, payload: &'a [u8], role: Role) -> Result<Parsed<'a>> {
+        let known = !self.table.is_empty()
+            && self.role == Some(role)
+            && payload.len() == self.payload_len
+            && payload.get(..self.table.len()) == Some(&self.table[..]);
+        if known {
+            let name_len = u16_at(payload, 4) as usize;
+            let name = &payload[PREAMBLE_LEN..PREAMBLE_LEN + name_len];
+            let function = std::str::from_utf8(name).expect("checked when it was kept");
+            let (parts, descriptors) = (self.parts, self.descriptors);
+            return Ok(Parsed { payload, function, parts, descriptors });
+        }
+        self.table.clear();
+        let parsed = parse(payload, role)?;
+        if parsed.shapes().all(|shape| shape.byte_len().is_some_and(|b| b % 8 == 0)) {
+            self.table.extend_from_slice(&payload[..parsed.values_start()]);
+            self.payload_len = payload.len();
+            self.role = Some(role);
+            (self.parts, self.descriptors) = (parsed.parts, parsed.descriptors);
+        }
+        Ok(parsed)
+    }
+}
+
 /// A part table being written: preamble, name and descriptors, in a buffer reused from call
 /// to call (at most 1,096 bytes: no allocation once warm).
 #[derive(Clone, Debug, Default)]

@@ -178,3 +178,50 @@ fn parts_out_hands_out_zeroed_aligned_parts_and_reuses_its_memory() {
     assert!(out.f64(1).is_err(), "at most MAX_PARTS parts");
     assert!(out.f64_matrix(2, 0).is_err());
 }
+
+#[test]
+fn a_repeated_table_is_recognised_and_anything_else_is_checked_anew() {
+    let mut memo = ParseMemo::default();
+    let call = |t: f64, y: &[f64]| {
+        payload("rhs", &[(PartDtype::F64, 0, f64s(&[t])), (PartDtype::F64, 0, f64s(y))])
+    };
+    let first = call(0.5, &[1.0, 2.0]);
+    let view = memo.parse(&first, Role::Request).unwrap();
+    assert_eq!(view.get(1).unwrap().f64_view().unwrap(), [1.0, 2.0]);
+    // The same table with other values: the same view of the new values.
+    let second = call(1.5, &[3.0, -4.0]);
+    let view = memo.parse(&second, Role::Request).unwrap();
+    assert_eq!(view.function(), "rhs");
+    assert_eq!(view.len(), 2);
+    assert_eq!(view.get(0).unwrap().f64_view().unwrap(), [1.5]);
+    assert_eq!(view.get(1).unwrap().f64_view().unwrap(), [3.0, -4.0]);
+    // The same table bytes with more payload after them, or as a reply: checked anew.
+    let mut longer = second.clone();
+    longer.extend_from_slice(&[0; 8]);
+    assert!(matches!(
+        memo.parse(&longer, Role::Request),
+        Err(Error::BadPartTable(TableFault::Trailing { bytes: 8 }))
+    ));
+    memo.parse(&second, Role::Request).unwrap();
+    assert!(matches!(
+        memo.parse(&second, Role::Reply),
+        Err(Error::BadPartTable(TableFault::NamedReply { .. }))
+    ));
+    // A part with padding is never recognised: its padding is checked every time.
+    let odd = payload("obs", &[(PartDtype::F32, 0, 1.0f32.to_le_bytes().to_vec())]);
+    memo.parse(&odd, Role::Request).unwrap();
+    let mut dirty = odd.clone();
+    *dirty.last_mut().unwrap() = 1;
+    assert!(matches!(
+        memo.parse(&dirty, Role::Request),
+        Err(Error::BadPartTable(TableFault::PartPadding { .. }))
+    ));
+    // A table that differs in one byte of a descriptor: checked anew.
+    memo.parse(&second, Role::Request).unwrap();
+    let mut bad = second.clone();
+    bad[16 + 1] = 1; // flags of part 0
+    assert!(matches!(
+        memo.parse(&bad, Role::Request),
+        Err(Error::BadPartTable(TableFault::DescriptorFlags { part: 0, .. }))
+    ));
+}
