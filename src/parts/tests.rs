@@ -225,3 +225,54 @@ fn a_repeated_table_is_recognised_and_anything_else_is_checked_anew() {
         Err(Error::BadPartTable(TableFault::DescriptorFlags { part: 0, .. }))
     ));
 }
+
+/// A memo primed with a valid request gives, for every payload one byte or a few bytes of
+/// length away from it, exactly what a fresh check gives.
+#[test]
+fn the_memo_agrees_with_a_fresh_check_on_every_nearby_payload() {
+    let outcome = |result: crate::Result<Parsed<'_>>| format!("{result:?}");
+    let valids = [
+        payload(
+            "rhs",
+            &[
+                (PartDtype::F64, 0, f64s(&[0.5])),
+                (PartDtype::F64, 0, f64s(&[1.0; 5])),
+                (PartDtype::I64, 0, f64s(&[2.0; 2])),
+            ],
+        ),
+        payload("", &[(PartDtype::F64, 2, f64s(&[1.0; 4]))]),
+        payload(
+            "obs",
+            &[(PartDtype::F32, 0, [1.5f32; 3].iter().flat_map(|x| x.to_le_bytes()).collect())],
+        ),
+    ];
+    let mut checked = 0;
+    for valid in &valids {
+        let mut variants = Vec::new();
+        for at in 0..valid.len() {
+            for byte in [0, 1, 2, 3, 4, 0x2e, 0x41, 0x80, 0xff, valid[at].wrapping_add(1)] {
+                let mut bytes = valid.clone();
+                bytes[at] = byte;
+                variants.push(bytes);
+            }
+        }
+        for len in [0, 7, 8, valid.len() - 8, valid.len() - 1, valid.len() + 1, valid.len() + 8] {
+            let mut bytes = valid.clone();
+            bytes.resize(len, 0);
+            variants.push(bytes);
+        }
+        for role in [Role::Request, Role::Reply] {
+            for bytes in &variants {
+                let mut memo = ParseMemo::default();
+                let _ = memo.parse(valid, role);
+                assert_eq!(
+                    outcome(memo.parse(bytes, role)),
+                    outcome(parse(bytes, role)),
+                    "{bytes:?}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 2000, "{checked}");
+}
