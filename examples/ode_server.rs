@@ -74,9 +74,9 @@ fn rhs(
         let p = parameters(p, defaults)?;
         let k = columns(&call, y.len(), n)?;
         let out = if call.parts.get(1).and_then(|y| y.shape().rows()).is_some() {
-            reply.f64_matrix(n, k)?
+            reply.f64_matrix_to_overwrite(n, k)?
         } else {
-            reply.f64(n)?
+            reply.f64_to_overwrite(n)?
         };
         for j in 0..k {
             (0..n).for_each(|i| column[i] = y[i * k + j]);

@@ -145,7 +145,7 @@ impl Handler for Lorenz96 {
         if call.function.is_empty() {
             call.expect_parts(1)?;
             let state = call.f64(0)?;
-            let derivative = reply.f64(state.len())?;
+            let derivative = reply.f64_to_overwrite(state.len())?;
             return lorenz96::rhs(state, lorenz96::FORCING, derivative)
                 .map_err(|e| format!("lorenz96: {e}"));
         }
@@ -160,7 +160,7 @@ impl Handler for Lorenz96 {
                 ));
             }
         };
-        let derivative = reply.f64(state.len())?;
+        let derivative = reply.f64_to_overwrite(state.len())?;
         lorenz96::rhs(state, forcing, derivative).map_err(|e| format!("lorenz96 rhs: {e}"))
     }
 }

@@ -67,6 +67,16 @@ pub fn ode_parts<'a>(call: &Call<'a>) -> std::result::Result<(f64, &'a [f64], &'
             call.function
         ));
     }
+    // One walk over the parts when they are what a solver sends; the checks below name
+    // what was found otherwise.
+    let mut views = call.parts.iter().map(|part| part.f64_view());
+    if let (Some(Some(&[t])), Some(Some(y))) = (views.next(), views.next()) {
+        match views.next() {
+            None => return Ok((t, y, &[])),
+            Some(Some(params)) => return Ok((t, y, params)),
+            Some(None) => {}
+        }
+    }
     let t = call.f64(0)?;
     if t.len() != 1 {
         return Err(format!("{}: expected t as 1 f64, found {} values", call.function, t.len()));
@@ -520,4 +530,51 @@ fn check_derivative_buffer(y: &[f64], dydt: &[f64]) -> Result<()> {
         expected: y.len() as u64,
         found: dydt.len() as u64,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parts::{Role, Table};
+
+    /// `ode_parts` of a request calling `rhs` with `parts`.
+    fn ode(parts: &[Part<'_>]) -> std::result::Result<(f64, Vec<f64>, Vec<f64>), String> {
+        let mut table = Table::default();
+        table.write(RHS_FUNCTION, parts.iter().map(Part::shape)).unwrap();
+        let mut payload = table.as_bytes().to_vec();
+        for part in parts {
+            let mut bytes = Vec::new();
+            part.encode_into(&mut bytes);
+            payload.extend_from_slice(&bytes);
+            payload.resize(payload.len().next_multiple_of(8), 0);
+        }
+        let parts = crate::parts::parse(&payload, Role::Request).unwrap();
+        let call = Call { seq: 1, function: RHS_FUNCTION, parts };
+        ode_parts(&call).map(|(t, y, p)| (t, y.to_vec(), p.to_vec()))
+    }
+
+    #[test]
+    fn ode_parts_reads_t_y_and_args_and_names_what_else_it_found() {
+        let (t, y, p) = ([0.5], [1.0, 2.0], [3.0]);
+        assert_eq!(ode(&[Part::f64(&t), Part::f64(&y)]), Ok((0.5, y.to_vec(), vec![])));
+        let all = [Part::f64(&t), Part::f64(&y), Part::f64(&p)];
+        assert_eq!(ode(&all), Ok((0.5, y.to_vec(), p.to_vec())));
+        let (two, ints, narrow) = ([0.5, 1.0], [1i64], [1.0f32, 2.0]);
+        let refused = [
+            (vec![Part::f64(&t)], "expected the parts (t, y) or (t, y, args), found 1 parts"),
+            (vec![Part::f64(&two), Part::f64(&y)], "expected t as 1 f64, found 2 values"),
+            (vec![Part::i64(&ints), Part::f64(&y)], "expected part 0 of f64 values, found i64[1]"),
+            (
+                vec![Part::f64(&t), Part::f32(&narrow)],
+                "expected part 1 of f64 values, found f32[2]",
+            ),
+            (vec![Part::f64(&t), Part::f64(&y), Part::i64(&ints)], "expected part 2 of f64"),
+        ];
+        for (parts, message) in refused {
+            let error = ode(&parts).unwrap_err();
+            assert!(error.contains(message), "{error:?} should say {message:?}");
+        }
+        let four = [Part::f64(&t), Part::f64(&y), Part::f64(&p), Part::f64(&p)];
+        assert!(ode(&four).unwrap_err().contains("found 4 parts"));
+    }
 }

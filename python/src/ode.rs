@@ -106,10 +106,10 @@ fn ode_function(
             let result = result.try_readonly().map_err(|e| PyValueError::new_err(e.to_string()))?;
             let values = result.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
             let out = match expected[..] {
-                [n] => reply.f64(n),
+                [n] => reply.f64_to_overwrite(n),
                 // The Jacobian of no variables: no matrix part has 0 columns; a vector of none.
-                [_, 0] => reply.f64(0),
-                [rows, cols] => reply.f64_matrix(rows, cols),
+                [_, 0] => reply.f64_to_overwrite(0),
+                [rows, cols] => reply.f64_matrix_to_overwrite(rows, cols),
                 _ => unreachable!("1-D or 2-D"),
             };
             out.map_err(PyValueError::new_err)?.copy_from_slice(values);

@@ -276,3 +276,20 @@ fn the_memo_agrees_with_a_fresh_check_on_every_nearby_payload() {
     }
     assert!(checked > 2000, "{checked}");
 }
+
+#[test]
+fn parts_to_overwrite_have_their_shapes_and_are_sent_as_written() {
+    let mut out = PartsOut::new();
+    out.f64(3).unwrap().copy_from_slice(&[1.0, 2.0, 3.0]);
+    out.clear();
+    out.f64_to_overwrite(2).unwrap().copy_from_slice(&[7.0, 8.0]);
+    out.f64_matrix_to_overwrite(2, 2).unwrap().copy_from_slice(&[5.0; 4]);
+    assert_eq!(
+        out.shapes().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["f64[2]", "f64[2x2]"]
+    );
+    assert!(out.f64_matrix_to_overwrite(2, 0).is_err());
+    let [table, parts] = out.wire_payload();
+    assert_eq!(table.len(), 8 + 2 * 16);
+    assert_eq!(bytemuck::cast_slice::<u8, f64>(parts), [7.0, 8.0, 5.0, 5.0, 5.0, 5.0]);
+}

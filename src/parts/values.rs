@@ -329,6 +329,32 @@ impl PartsOut {
         Ok(bytemuck::cast_slice_mut(bytes))
     }
 
+    /// As [`PartsOut::f64`], but not zeroed: its values are unspecified (what earlier replies
+    /// left in this memory) — for a function that writes every element, such as a model's
+    /// derivative, it saves a pass over the part.
+    ///
+    /// # Errors
+    /// As [`PartsOut::f64`].
+    pub fn f64_to_overwrite(&mut self, count: usize) -> std::result::Result<&mut [f64], String> {
+        let bytes = self.add_unfilled(Shape::vector(PartDtype::F64, count as u64))?;
+        Ok(bytemuck::cast_slice_mut(bytes))
+    }
+
+    /// As [`PartsOut::f64_matrix`], but not zeroed (see [`PartsOut::f64_to_overwrite`]).
+    ///
+    /// # Errors
+    /// As [`PartsOut::f64_matrix`].
+    pub fn f64_matrix_to_overwrite(
+        &mut self,
+        rows: usize,
+        cols: usize,
+    ) -> std::result::Result<&mut [f64], String> {
+        let shape = Shape::matrix(PartDtype::F64, rows as u64, cols as u64)
+            .ok_or_else(|| format!("no {rows} x {cols} matrix: 1 to 2^32-1 columns"))?;
+        let bytes = self.add_unfilled(shape)?;
+        Ok(bytemuck::cast_slice_mut(bytes))
+    }
+
     /// A new part of `count` f32 values, zeroed, to fill.
     ///
     /// # Errors
