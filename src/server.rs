@@ -11,28 +11,24 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::clock::{self, Stamp};
-use crate::codec::{self, Values};
+use crate::codec;
 use crate::error::{Error, Result};
-use crate::frame::{
-    self, DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD,
-};
-use crate::parts::{ParseMemo, Parsed, PartsOut, Role, describe_shapes};
-use crate::transport::{
-    Deadline, LEND_MIN_BYTES, Received, ShmLink, Transport, TransportKind, tcp,
-};
+use crate::frame::{DEFAULT_MAX_FRAME_BYTES, Dtype, HEADER_LEN};
+use crate::parts::{Parsed, PartsOut, describe_shapes};
+use crate::transport::{Deadline, LEND_MIN_BYTES, ShmLink, Transport, TransportKind, tcp};
 
+mod conversation;
 mod functions;
-use crate::zerocopy::{self, AlignedBuf};
+mod session;
+use crate::zerocopy;
+use conversation::Conversation;
 pub use functions::{Function, Functions};
+pub use session::{Next, Session};
 
 /// How long the server waits for the client's HELLO, and for the rest of a frame once its
 /// header has arrived: 10 s. Between requests it waits without a deadline, ending at end of
 /// stream.
 pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long the server tries to deliver an ERROR before closing after a protocol violation.
-const ERROR_SEND_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A DATA request as the handler sees it. The payload is 8-byte aligned.
 #[derive(Clone, Copy, Debug)]
@@ -415,289 +411,7 @@ pub fn serve<H: Handler + ?Sized>(
     handler: &mut H,
     options: &ServeOptions,
 ) -> Result<ServeSummary> {
-    let mut server = Server {
-        transport,
-        options,
-        client_max: None,
-        request: AlignedBuf::new(),
-        functions: Vec::new(),
-        reply: PartsOut::new(),
-        tables: ParseMemo::default(),
-    };
-    server.run(handler)
-}
-
-struct Server<'t, 'o> {
-    transport: &'t mut Transport,
-    options: &'o ServeOptions,
-    /// The client's `max_frame_bytes`, once its HELLO has been read.
-    client_max: Option<u64>,
-    request: AlignedBuf,
-    /// The handler's functions, as its HELLO announced them.
-    functions: Vec<String>,
-    /// The parts of a PARTS reply, and its table (reused from request to request).
-    reply: PartsOut,
-    /// The last request table accepted, for the next request that repeats it.
-    tables: ParseMemo,
-}
-
-impl Server<'_, '_> {
-    fn run<H: Handler + ?Sized>(&mut self, handler: &mut H) -> Result<ServeSummary> {
-        self.functions = handler.functions();
-        self.handshake(handler.name())?;
-        let mut summary = ServeSummary { replies: 0, rejected: 0, ending: Ending::EndOfStream };
-        let mut encoded = Vec::new();
-        // Requests usually repeat their size: guess the last one's, so that the whole frame
-        // arrives in one read, laid out as on the wire in `self.request` (the payload at offset
-        // 32 stays 8-byte aligned).
-        let mut guess = 0;
-        loop {
-            let next = Deadline::once_data_arrives(self.options.frame_timeout);
-            self.request.resize(HEADER_LEN + guess + frame::padding_len(guess));
-            let received =
-                self.transport.recv_frame_contiguous(self.request.as_bytes_mut(), guess, next);
-            let (raw, payload_read) = match received {
-                Ok(Received::Whole(raw)) => (raw, true),
-                Ok(Received::Header(raw)) => (raw, false),
-                Ok(Received::End) => return Ok(summary),
-                Ok(Received::Broken(raw, e)) => {
-                    return Err(self.violation(Header::raw_seq(&raw), e));
-                }
-                Err(e) => return Err(self.violation(0, e)),
-            };
-            let started = Stamp::now();
-            let header = self.parse(&raw)?;
-            let deadline = Deadline::from_first_wait(self.options.frame_timeout);
-            match header.kind {
-                Kind::Data | Kind::Parts => {}
-                Kind::Bye => {
-                    let bye = Header::control(Kind::Bye, header.seq, 0).to_bytes();
-                    self.transport.send_frame(&bye, &[], deadline)?;
-                    summary.ending = Ending::Bye;
-                    return Ok(summary);
-                }
-                found => {
-                    let error = Error::UnexpectedKind { expected: "DATA or BYE", found };
-                    return Err(self.violation(header.seq, error));
-                }
-            }
-            let len = header.payload_bytes()? as usize;
-            let payload = HEADER_LEN..HEADER_LEN + len;
-            if !payload_read {
-                self.request.resize(payload.end);
-                let buffer = &mut self.request.as_bytes_mut()[payload.clone()];
-                if let Err(e) = self.transport.recv_payload(buffer, deadline) {
-                    return Err(self.violation(header.seq, e));
-                }
-            }
-            guess = len;
-            if header.kind == Kind::Parts {
-                let payload = &self.request.as_bytes()[payload];
-                let parsed = match self.tables.parse(payload, Role::Request) {
-                    Ok(parsed) => parsed,
-                    Err(e) => return Err(self.violation(header.seq, e)),
-                };
-                if !self.options.delay.is_zero() {
-                    spin_until(started, self.options.delay);
-                }
-                self.reply.clear();
-                let function = parsed.function();
-                let answered =
-                    if function.is_empty() || self.functions.iter().any(|f| f == function) {
-                        let call = Call { seq: header.seq, function, parts: parsed };
-                        handler.call(call, &mut self.reply)
-                    } else {
-                        Err(unknown_function(function, &self.functions))
-                    };
-                let answered = match answered {
-                    Ok(()) => self.send_parts(header.seq, started, deadline)?,
-                    Err(message) => Err(message),
-                };
-                match answered {
-                    Ok(()) => summary.replies += 1,
-                    Err(message) => {
-                        self.reject(header.seq, started, &message, deadline)?;
-                        summary.rejected += 1;
-                    }
-                }
-                continue;
-            }
-            let request = Request {
-                seq: header.seq,
-                dtype: header.dtype,
-                count: header.count,
-                payload: &self.request.as_bytes()[payload],
-            };
-            if !self.options.delay.is_zero() {
-                // Not even a look at the clock without a delay: it would cost every request.
-                spin_until(started, self.options.delay);
-            }
-            let reply = match handler.handle(request) {
-                Ok(response) => wire_form(response, &mut encoded),
-                Err(message) => Err(message),
-            };
-            let reply = reply.and_then(|(dtype, count, payload)| {
-                let client_max = self.client_max.unwrap_or(0);
-                if payload.len() as u64 > client_max {
-                    Err(format!(
-                        "reply of {} bytes exceeds the client's max_frame_bytes {}{}",
-                        payload.len(),
-                        client_max,
-                        crate::error::RAISE_THE_CLIENTS_LIMIT
-                    ))
-                } else {
-                    Ok((dtype, count, payload))
-                }
-            });
-            match reply {
-                Ok((dtype, count, payload)) => {
-                    let mut out = Header::data(header.seq, dtype, count);
-                    out.aux = started.elapsed_nanos();
-                    self.transport.send_frame(&out.to_bytes(), payload, deadline)?;
-                    summary.replies += 1;
-                }
-                Err(message) => {
-                    self.reject(header.seq, started, &message, deadline)?;
-                    summary.rejected += 1;
-                }
-            }
-        }
-    }
-
-    /// Answers request `seq` with ERROR (case A): `message`, cut to what the client accepts.
-    fn reject(
-        &mut self,
-        seq: u64,
-        started: Stamp,
-        message: &str,
-        deadline: Deadline,
-    ) -> Result<()> {
-        let message = truncate_message(message, self.error_limit());
-        let mut out = Header::control(Kind::Error, seq, message.len() as u64);
-        out.aux = started.elapsed_nanos();
-        self.transport.send_frame(&out.to_bytes(), message, deadline)
-    }
-
-    /// Sends the parts in `self.reply` as the PARTS reply to `seq`. The inner `Err` is the
-    /// message of an ERROR to send in its place, when the reply breaks what the client
-    /// accepts; the outer one a failure to send, which ends the conversation.
-    fn send_parts(
-        &mut self,
-        seq: u64,
-        started: Stamp,
-        deadline: Deadline,
-    ) -> Result<std::result::Result<(), String>> {
-        let len = self.reply.payload_len();
-        let client_max = self.client_max.unwrap_or(0);
-        if len > client_max {
-            return Ok(Err(format!(
-                "reply of {len} bytes exceeds the client's max_frame_bytes {client_max}{}",
-                crate::error::RAISE_THE_CLIENTS_LIMIT
-            )));
-        }
-        let mut out = Header::parts(seq, len);
-        out.aux = started.elapsed_nanos();
-        let pieces = self.reply.wire_payload();
-        self.transport.send_frame_pieces(&out.to_bytes(), &pieces, deadline)?;
-        Ok(Ok(()))
-    }
-
-    fn handshake(&mut self, handler_name: &str) -> Result<()> {
-        let deadline = Deadline::after(self.options.frame_timeout);
-        let hello = Hello {
-            functions: self.functions.clone(),
-            ..Hello::server(self.options.max_frame_bytes, handler_name)
-        };
-        let payload = hello.to_payload();
-        let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
-        self.transport.send_frame(&header, &payload, deadline)?;
-        // The clock of the replies' server time is chosen (and calibrated) while the client
-        // answers, not in the first request.
-        clock::init();
-        let raw = match self.transport.recv_header(deadline) {
-            Ok(Some(raw)) => raw,
-            Ok(None) => {
-                let error = Error::Truncated {
-                    what: "stream before HELLO",
-                    expected: HEADER_LEN as u64,
-                    got: 0,
-                };
-                return Err(self.violation(0, error));
-            }
-            Err(e) => return Err(self.violation(0, e)),
-        };
-        let header = self.parse(&raw)?;
-        if header.kind != Kind::Hello {
-            let error = Error::UnexpectedKind { expected: "HELLO", found: header.kind };
-            return Err(self.violation(header.seq, error));
-        }
-        let len = header.payload_bytes()? as usize;
-        self.request.resize(len);
-        let client_hello = self
-            .transport
-            .recv_payload(self.request.as_bytes_mut(), deadline)
-            .and_then(|()| Hello::parse(self.request.as_bytes()));
-        match client_hello {
-            Ok(hello) => {
-                self.client_max = Some(hello.max_frame_bytes);
-                Ok(())
-            }
-            Err(e) => Err(self.violation(header.seq, e)),
-        }
-    }
-
-    /// The longest ERROR payload the client accepts: its `max_frame_bytes` once its HELLO is
-    /// known, and never more than [`MAX_CONTROL_PAYLOAD`].
-    fn error_limit(&self) -> usize {
-        let client = self.client_max.unwrap_or(MAX_CONTROL_PAYLOAD);
-        client.min(MAX_CONTROL_PAYLOAD) as usize
-    }
-
-    /// Validates a header; on a violation sends ERROR (seq from the raw bytes) and fails.
-    fn parse(&mut self, raw: &[u8; HEADER_LEN]) -> Result<Header> {
-        Header::parse(raw, self.options.max_frame_bytes)
-            .map_err(|e| self.violation(Header::raw_seq(raw), e.refused_by_server()))
-    }
-
-    /// Sends ERROR for a protocol violation (best effort) and returns the error to end with.
-    fn violation(&mut self, seq: u64, error: Error) -> Error {
-        let text = error.to_string();
-        let message = truncate_message(&text, self.error_limit());
-        let header = Header::control(Kind::Error, seq, message.len() as u64).to_bytes();
-        let _ =
-            self.transport.send_frame(&header, message, Deadline::after(Some(ERROR_SEND_TIMEOUT)));
-        error
-    }
-}
-
-/// The (dtype, count, bytes) a response goes out as; encodes into `encoded` when the
-/// zero-copy path is unavailable.
-fn wire_form<'a>(
-    response: Response<'a>,
-    encoded: &'a mut Vec<u8>,
-) -> std::result::Result<(Dtype, u64, &'a [u8]), String> {
-    let values = match response {
-        Response::Bytes(bytes) => return Ok((Dtype::Bytes, bytes.len() as u64, bytes)),
-        Response::Wire { dtype, count, payload } => {
-            let expected = count.checked_mul(dtype.width());
-            if expected != Some(payload.len() as u64) {
-                return Err(format!(
-                    "handler bug: {count} × {dtype} needs {expected:?} bytes, got {}",
-                    payload.len()
-                ));
-            }
-            return Ok((dtype, count, payload));
-        }
-        Response::F64(v) => Values::F64(v),
-        Response::F32(v) => Values::F32(v),
-    };
-    let (dtype, count) = (values.wire_dtype(), values.len() as u64);
-    if let Some(bytes) = zerocopy::wire_bytes(values) {
-        return Ok((dtype, count, bytes));
-    }
-    zerocopy::resize_exact(encoded, values.wire_len(), 0);
-    codec::encode_into(values, encoded).map_err(|e| e.to_string())?;
-    Ok((dtype, count, encoded))
+    Conversation::new(transport, options).run(handler)
 }
 
 /// The message of the ERROR answering a call to a function the server does not serve.
@@ -709,27 +423,6 @@ pub(crate) fn unknown_function(function: &str, functions: &[String]) -> String {
         )
     } else {
         format!("unknown function {function:?}: this server has {}", functions.join(", "))
-    }
-}
-
-/// An ERROR payload cut to at most `max` bytes, at a character boundary.
-fn truncate_message(message: &str, max: usize) -> &[u8] {
-    if message.len() <= max {
-        return message.as_bytes();
-    }
-    let mut end = max;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    &message.as_bytes()[..end]
-}
-
-/// Busy-waits until `delay` after `start`, on the clock of the reply's server time: a sleep
-/// would add the timer slack and a wake-up to the delay.
-fn spin_until(start: Stamp, delay: Duration) {
-    let delay = delay.as_nanos().min(u128::from(u64::MAX)) as u64;
-    while start.elapsed_nanos() < delay {
-        std::hint::spin_loop();
     }
 }
 
