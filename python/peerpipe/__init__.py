@@ -7,6 +7,8 @@ The Python face of the Rust crate ``peerpipe`` (a binding, not a second implemen
   ``peer.call_parts("rhs", t, y, p)`` (several typed parts to a function by name).
 - :func:`serve` -- be the server: answer requests with a Python callable, and calls of
   functions by name (``functions={"observe": f}``).
+- :class:`Session` -- be the server with a loop of your own: receive a call, reply, then
+  compute, so that two coupled models step at the same time.
 - :class:`RemoteRhs` -- a right-hand side ``fun(t, y, *args)`` and its Jacobian
   ``jac(t, y, *args)`` for ``scipy.integrate.solve_ivp``, evaluated by a server process;
   :func:`serve_ode` serves SciPy's ``fun`` and ``jac`` as such a server.
@@ -35,6 +37,7 @@ from ._peerpipe import (
     TooLarge,
     Unsupported,
     __version__,
+    Session,
     serve,
     serve_ode,
 )
@@ -48,6 +51,7 @@ __all__ = [
     "ProtocolError",
     "RemoteError",
     "RemoteRhs",
+    "Session",
     "ShapeError",
     "Timeout",
     "TooLarge",

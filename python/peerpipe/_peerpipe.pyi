@@ -1,7 +1,7 @@
 """Type stubs of the native module peerpipe._peerpipe (re-exported by the peerpipe package)."""
 
 from os import PathLike
-from typing import Any, Callable, Dict, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -351,6 +351,57 @@ class RemoteRhs:
         """Says BYE and reaps the server; nothing when already closed."""
     def __enter__(self) -> "RemoteRhs": ...
     def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> bool: ...
+
+class Session:
+    """A server whose loop is yours: receive a call, reply, then compute -- so that two coupled
+    models step at the same time (the client computes while this side does)::
+
+        with peerpipe.Session(["exchange", "state"]) as session:
+            while (call := session.recv()) is not None:
+                function, parts = call
+                session.reply(mine[:1])  # the client goes on from here...
+                mine = step(mine, parts[0][0])  # ...while this side steps
+
+    Opened over this process's stdin and stdout (a server spawned by ``Peer.spawn``): the
+    HELLO announces ``functions`` and ``name``. One answer per call, in order: ``reply`` or
+    ``reject`` the call received last before the next ``recv`` (else ``ValueError``). DATA
+    requests and calls to functions not in ``functions`` are answered with ERROR by the session
+    itself. A context manager; the other options are ``serve``'s.
+    """
+
+    def __init__(
+        self,
+        functions: Sequence[str],
+        *,
+        name: str = "python",
+        transport: Optional[Transport] = None,
+        wait: str = "auto",
+        max_frame_bytes: Optional[int] = None,
+        frame_timeout: Optional[float] = 10.0,
+        listen: Optional[str] = None,
+    ) -> None: ...
+    def recv(self, timeout: Optional[float] = None) -> Optional[Tuple[str, Tuple[Any, ...]]]:
+        """The next call as ``(function, parts)``, each part a new numpy array (a float64
+        vector, a 2-D matrix, ...), or ``None`` once the client has said BYE or gone (see
+        ``ending``). ``timeout``: seconds to wait for a call, then ``peerpipe.Timeout``
+        (nothing is consumed; call again). The GIL is released while waiting; Ctrl-C raises
+        ``KeyboardInterrupt`` within about 100 ms."""
+    def reply(self, *parts: Any) -> None:
+        """Answers the call received last; each argument is one part (an array, a float, an
+        int or bytes, as in ``Peer.call_parts``). ``ValueError`` when no call waits for an
+        answer, or when the parts cannot make a reply (the client then gets ERROR saying so)."""
+    def reject(self, message: str) -> None:
+        """Answers the call received last with ERROR carrying ``message``; serving goes on."""
+    @property
+    def functions(self) -> List[str]:
+        """The functions announced in the HELLO."""
+    @property
+    def ending(self) -> Optional[str]:
+        """How the conversation ended: "bye", "end-of-stream", or None while it goes on."""
+    def close(self) -> None:
+        """Closes the session; the client sees the end of the stream. Idempotent."""
+    def __enter__(self) -> "Session": ...
+    def __exit__(self, *exc: Any) -> bool: ...
 
 def serve(
     handler: Union[Callable[[Any], Any], Callable[[Any, Any], Any], None] = None,

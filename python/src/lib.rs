@@ -34,6 +34,7 @@ mod parts;
 mod peer;
 mod rhs;
 mod serve;
+mod session;
 mod spawn;
 
 use errors::{
@@ -79,6 +80,7 @@ fn _peerpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(errors::_exception_for_kind, m)?)?;
     m.add_class::<peer::PyPeer>()?;
     m.add_class::<rhs::PyRemoteRhs>()?;
+    m.add_class::<session::PySession>()?;
     m.add_class::<peer::PyCallTiming>()?;
     m.add_function(wrap_pyfunction!(serve::serve, m)?)?;
     m.add_function(wrap_pyfunction!(ode::serve_ode, m)?)?;
