@@ -7,6 +7,7 @@ half and gets the server's, and the whole rod is checked bit for bit against the
 stepped in one process.
 
     python python/examples/heat_rod.py [--cells 100] [--steps 10000] [--blocks 10] [--wait auto]
+        [--placement free|same|split]
 
 Between blocks of steps it times as many ``ping`` calls (the same exchange, neither side
 computing), so that a step and the bare round trip meet the same machine states. Printed: the
@@ -17,6 +18,7 @@ the bare round trip; a JSON line ends the output. Exits 1 unless bit-identical.
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -81,6 +83,12 @@ def main():
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--blocks", type=int, default=10)
     parser.add_argument("--wait", default="auto")
+    parser.add_argument(
+        "--placement",
+        choices=["free", "same", "split"],
+        default="free",
+        help="same: both on CPU 0; split: this process on CPU 0, the server on CPU 1; free: the scheduler's choice",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cells < 2 or args.blocks < 1 or args.steps < args.blocks:
@@ -91,6 +99,10 @@ def main():
 
     n = args.cells
     server = [sys.executable, __file__, "--serve", "--cells", str(n), "--wait", args.wait]
+    if args.placement != "free":
+        os.sched_setaffinity(0, {0})
+    if args.placement == "split":
+        server = ["taskset", "-c", "1", *server]
     rod, theirs, edge = Rod(initial(0, n)), np.empty(1), np.empty(1)
     u = rod.u
     steps, exchanges, computes, pings = [], [], [], []
@@ -133,6 +145,7 @@ def main():
         "cells": n,
         "steps": args.steps,
         "wait": args.wait,
+        "placement": args.placement,
         "identical": identical,
         "step_p50_ns": int(statistics.median(steps)),
         "exchange_p50_ns": int(statistics.median(exchanges)),
@@ -147,7 +160,7 @@ def main():
     figures["within"] = figures["step_p50_ns"] <= bound
     f = figures
     print(
-        f"heat rod, 2 x {n} cells, {args.steps} steps (wait {args.wait}): bit-identical to one process: {identical}"
+        f"heat rod, 2 x {n} cells, {args.steps} steps ({args.placement}, wait {args.wait}): bit-identical to one process: {identical}"
     )
     print(
         f"  per step p50 {f['step_p50_ns']} ns: exchange {f['exchange_p50_ns']} ns "
