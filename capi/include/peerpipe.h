@@ -184,6 +184,15 @@ typedef struct pp_peer pp_peer;
 // The library then copies the parts into the reply it sends.
 typedef struct pp_reply pp_reply;
 
+// A server session over this process's stdin and stdout, driven by the caller: receive a
+// call with `pp_session_recv`, answer it with `pp_session_reply` + `pp_session_send` (or
+// `pp_session_reject`), then compute while the client does. Opaque; made by
+// `pp_session_open`, freed by `pp_session_free`.
+//
+// Thread-safety: a `pp_session` may be handed from one thread to another, but must not be
+// used by two threads at once.
+typedef struct pp_session pp_session;
+
 // Where the time of one round trip went, in nanoseconds.
 typedef struct pp_timing {
   // The whole call, from before sending to after the reply is in `out`.
@@ -839,6 +848,97 @@ int pp_serve_stdio_f32(pp_handler_f32 handler, void *user);
 // As `pp_serve_stdio_f32`; `options` is NULL or a live `pp_options`, not changed during the
 // call.
 int pp_serve_stdio_f32_with(const struct pp_options *options, pp_handler_f32 handler, void *user);
+
+// Opens a session over this process's stdin and stdout: sends the HELLO announcing `name`
+// and the `count` functions named in `functions` (`functions=exchange,state`), reads the
+// client's, and stores the session in `*out`. The process must have been started by a
+// peerpipe client; call it once per process (see `pp_serve_stdio_f64` for what it does to
+// stdin, stdout and SIGPIPE). `options` may be NULL (the defaults); otherwise as for
+// `pp_serve_stdio_functions`.
+//
+// Ownership: the caller owns `*out` and frees it with `pp_session_free`; the names are
+// copied.
+//
+// Returns `PP_OK`; `PP_EINVAL` when `name`, `functions` (with `count` > 0) or `out` is NULL,
+// or a name is not a function name or repeated (checked before stdio is touched); otherwise
+// the codes of the handshake (`PP_ETIMEDOUT`, `PP_EPROTO`, `PP_EIO`, ...).
+//
+// # Safety
+// `name` is NULL or a NUL-terminated string; `functions` is NULL or points to `count`
+// pointers, each NULL or a NUL-terminated string; `options` is NULL or a live `pp_options`;
+// `out` is NULL or points to writable storage for one pointer.
+int pp_session_open(const char *name,
+                    const char *const *functions,
+                    size_t count,
+                    const struct pp_options *options,
+                    struct pp_session **out);
+
+// Waits for the next call and stores it in `*call` — read it with `pp_call_count`,
+// `pp_call_part` and `pp_call_part_f64`, and `pp_session_function` names it — or NULL once
+// the client has said BYE or closed its end. The call and every pointer read from it are
+// valid until it is answered. Waits without a deadline between calls; the session itself
+// answers DATA requests and calls to functions it does not serve with ERROR.
+//
+// Returns `PP_OK`; `PP_EINVAL` when `session` or `call` is NULL, or the call received last
+// has not been answered (nothing is read); otherwise the codes of a broken conversation
+// (`PP_EPROTO`, `PP_ETIMEDOUT` inside a frame, `PP_EIO`), after which every later call
+// fails.
+//
+// # Safety
+// `session` is NULL or a live `pp_session` used by no other thread; `call` is NULL or
+// points to writable storage for one pointer.
+int pp_session_recv(struct pp_session *session, const struct pp_call **call);
+
+// The name of the function the call received last names ("" for the default function), a
+// NUL-terminated string owned by the session, valid until the next `pp_session_recv`; NULL,
+// with the reason in `pp_last_error()`, when `session` is NULL or no call waits for its
+// answer.
+//
+// # Safety
+// `session` is NULL or a live `pp_session` used by no other thread.
+const char *pp_session_function(struct pp_session *session);
+
+// The reply to the call received last, to fill with `pp_reply_f64`, `pp_reply_part` and the
+// other `pp_reply_*` functions (or to make an ERROR with `pp_reply_error`), then send with
+// `pp_session_send`. Empty when the call is received. NULL, with the reason in
+// `pp_last_error()`, when `session` is NULL or no call waits for its answer.
+//
+// # Safety
+// `session` is NULL or a live `pp_session` used by no other thread.
+struct pp_reply *pp_session_reply(struct pp_session *session);
+
+// Sends the reply made through `pp_session_reply` (no parts if none were made) as the
+// answer to the call received last; the client computes from here on, and so may this
+// side. When the reply is an ERROR (`pp_reply_error`, a part that could not be made) or
+// cannot be sent as made (too large for the client), the client gets ERROR with its
+// message and this returns `PP_EREMOTE` with it; the conversation goes on either way.
+//
+// Returns `PP_OK`; `PP_EINVAL` when `session` is NULL or no call waits for its answer;
+// `PP_EREMOTE` as said; otherwise the codes of a failure to send, which ends the
+// conversation.
+//
+// # Safety
+// `session` is NULL or a live `pp_session` used by no other thread.
+int pp_session_send(struct pp_session *session);
+
+// Answers the call received last with ERROR carrying `message` (copied; invalid UTF-8 is
+// replaced); the client gets `PP_EREMOTE` with it and the conversation goes on.
+//
+// Returns `PP_OK`; `PP_EINVAL` when `session` or `message` is NULL or no call waits for its
+// answer; otherwise the codes of a failure to send, which ends the conversation.
+//
+// # Safety
+// `session` is NULL or a live `pp_session` used by no other thread; `message` is NULL or a
+// NUL-terminated string.
+int pp_session_reject(struct pp_session *session, const char *message);
+
+// Frees a session made by `pp_session_open`; the client sees the end of the stream. NULL is
+// a no-op.
+//
+// # Safety
+// `session` is NULL or a `pp_session` from `pp_session_open` not freed before and used by
+// no other thread; it must not be used afterwards.
+void pp_session_free(struct pp_session *session);
 
 #ifdef __cplusplus
 }  // extern "C"

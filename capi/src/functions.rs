@@ -108,7 +108,49 @@ impl Bound {
     }
 }
 
+impl pp_call {
+    /// A call of `function`, pointing at no parts yet.
+    pub(crate) fn named(function: &str) -> pp_call {
+        pp_call {
+            function: function.to_owned(),
+            parts: NativeParts::default(),
+            failure: Cell::new(None),
+        }
+    }
+
+    /// Points at the parts of `call` (valid while its payload is), named as it is.
+    pub(crate) fn load(&mut self, call: &Call<'_>) {
+        self.function.clear();
+        self.function.push_str(call.function);
+        self.parts.load(&call.parts);
+        self.failure.set(None);
+    }
+
+    /// Points at no parts; returns the last accessor's failure.
+    pub(crate) fn unload(&mut self) -> Option<String> {
+        self.parts.clear();
+        self.failure.take()
+    }
+}
+
 impl pp_reply {
+    /// An empty reply of `function` (named in messages).
+    pub(crate) fn named(function: &str) -> pp_reply {
+        pp_reply {
+            function: function.to_owned(),
+            buffers: Vec::new(),
+            shapes: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Renames the reply for the call it answers and empties it.
+    pub(crate) fn start(&mut self, function: &str) {
+        self.function.clear();
+        self.function.push_str(function);
+        self.clear();
+    }
+
     fn clear(&mut self) {
         self.shapes.clear();
         self.error = None;
@@ -139,7 +181,7 @@ impl pp_reply {
     }
 
     /// The reply to send: the parts made, copied into `out`, or an ERROR's message.
-    fn finish(
+    pub(crate) fn finish(
         &mut self,
         code: c_int,
         failure: Option<String>,
@@ -254,21 +296,8 @@ pub unsafe extern "C" fn pp_functions_add(
         // SAFETY: the caller guarantees NULL or a NUL-terminated string.
         let name = unsafe { ffi::c_str(name, "name") }?;
         let function = function.ok_or_else(|| invalid("function", "is NULL"))?;
-        let mut bound = Bound {
-            function,
-            user,
-            call: pp_call {
-                function: name.to_owned(),
-                parts: NativeParts::default(),
-                failure: Cell::new(None),
-            },
-            reply: pp_reply {
-                function: name.to_owned(),
-                buffers: Vec::new(),
-                shapes: Vec::new(),
-                error: None,
-            },
-        };
+        let mut bound =
+            Bound { function, user, call: pp_call::named(name), reply: pp_reply::named(name) };
         functions.functions.add(name, move |call, out| bound.answer(call, out))?;
         Ok(())
     })

@@ -44,3 +44,4 @@ pub mod functions;
 pub mod options;
 pub mod parts;
 pub mod server;
+pub mod session;

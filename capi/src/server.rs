@@ -123,8 +123,14 @@ pub(crate) fn serve_stdio(
     handler: &mut dyn Handler,
 ) -> Result<(), crate::error::Failure> {
     ffi::ignore_sigpipe_if_default();
+    server::serve_stdio(handler, &stdio_options(options))?;
+    Ok(())
+}
+
+/// The crate's options of a stdio server from C's `options`.
+pub(crate) fn stdio_options(options: &pp_options) -> StdioOptions {
     let settings = &options.options;
-    let stdio = StdioOptions {
+    StdioOptions {
         transport: options.transport_chosen.then_some(settings.transport),
         wait: settings.wait,
         serve: ServeOptions {
@@ -133,9 +139,7 @@ pub(crate) fn serve_stdio(
             ..ServeOptions::default()
         },
         ..StdioOptions::default()
-    };
-    server::serve_stdio(handler, &stdio)?;
-    Ok(())
+    }
 }
 
 /// An element type a C handler can take: f64 or f32.
