@@ -715,7 +715,10 @@ fn the_waits_of_one_placement_are_measured_in_the_same_rounds() {
         // thousands, some reply is not there at the first poll.
         let round_trips = row.iterations;
         assert!((1..=round_trips).contains(&waits.waits()), "{waits:?} of {round_trips}");
-        assert!(waits.hits <= waits.spun && waits.probes <= waits.spun, "{waits:?}");
+        assert!(
+            waits.counts.hits <= waits.counts.spun && waits.counts.probes <= waits.counts.spun,
+            "{waits:?}"
+        );
     }
     let line =
         text.lines().find(|l| l.starts_with("client waits, f64 x 500 unpinned: ")).expect(&text);

@@ -1,6 +1,6 @@
 //! `peerpipe._peerpipe`: the Python binding of the `peerpipe` crate.
 //!
-//! A thin layer (STYLE.md §7): it converts arguments, calls the crate, and converts results
+//! A thin layer over the crate, never a second implementation: it converts arguments, calls the crate, and converts results
 //! and errors — nothing else. Arrays come in as numpy arrays and are lent to the crate as
 //! slices; replies land in the caller's `out` array without allocation. Every wait runs
 //! inside `Python::detach` so other threads run; a call's wait for its reply is cut into

@@ -370,14 +370,9 @@ impl PyRemoteRhs {
             d.set_item(format!("overhead_{key}_ns"), stats.overhead_quantile_ns(quantile))?;
             d.set_item(format!("round_trip_{key}_ns"), stats.round_trip_quantile_ns(quantile))?;
         }
-        d.set_item("wait_spun", counts.spun)?;
-        d.set_item("wait_hits", counts.hits)?;
-        d.set_item("wait_slept_at_once", counts.slept_at_once)?;
-        d.set_item("wait_probes", counts.probes)?;
-        d.set_item("wait_stopped_spinning", counts.stopped_spinning)?;
-        d.set_item("wait_contended", counts.contended)?;
-        d.set_item("wait_kept_asleep", counts.kept_asleep)?;
-        d.set_item("wait_dear_yields", counts.dear_yields)?;
+        for (name, value) in counts.fields() {
+            d.set_item(format!("wait_{name}"), value)?;
+        }
         d.set_item("wait_spinning", auto.is_spinning())?;
         d.set_item("wait_moves", rhs.peer().moves())?;
         Ok(d)

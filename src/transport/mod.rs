@@ -35,6 +35,7 @@
 //! [`Deadline`]s; `target` where a guessed frame is read to; `wait` the [`Wait`] strategies and
 //! what [`Wait::Auto`] learns; `pipe`, `shm` and `tcp` the links.
 
+mod auto_counts;
 mod deadline;
 mod kind;
 mod link;
@@ -51,6 +52,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::frame::{HEADER_LEN, Header, Kind, check_padding, padding_len};
 
+pub use auto_counts::AutoCounts;
 pub use deadline::{DEADLINE_SPIN, Deadline, INTERRUPT_CHECK, timespec_for};
 pub use kind::TransportKind;
 pub use link::{Direction, Drain, Fill, Link};
@@ -60,7 +62,7 @@ pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 pub use target::MAX_SCATTER;
 use target::{Contiguous, FrameTarget, Scatter, Split};
 pub use tcp::TcpLink;
-pub use wait::{AutoCounts, AutoWait, DEFAULT_SPIN_BUDGET, Wait, WaitSeen};
+pub use wait::{AutoWait, DEFAULT_SPIN_BUDGET, Wait, WaitSeen};
 
 /// Smallest zero-copy payload that [`crate::Peer::call`] lends to a pipe with `vmsplice`
 /// instead of copying it, and from which the raw floor does the same (see

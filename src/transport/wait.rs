@@ -60,6 +60,7 @@
 //! whose sleeps keep handing the core to its peer may move its thread to an idle CPU, where
 //! it spins again ([`super::placement`]).
 
+use super::auto_counts::AutoCounts;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -234,30 +235,6 @@ pub struct AutoWait {
     until_yield_probe: u32,
     yield_probe_interval: u32,
     counts: AutoCounts,
-}
-
-/// What the waits of one connection under [`Wait::Auto`] saw, counted since it started.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AutoCounts {
-    /// Waits that spun (probes included).
-    pub spun: u64,
-    /// Waits that spun and saw their data within the spin.
-    pub hits: u64,
-    /// Waits that did not spin: they yielded the CPU once (while yields pay) and slept if
-    /// their data had still not come.
-    pub slept_at_once: u64,
-    /// Probes: spins while the connection was sleeping.
-    pub probes: u64,
-    /// Switches from spinning to sleeping.
-    pub stopped_spinning: u64,
-    /// Waits whose spin ran out and whose yield ran another task first.
-    pub contended: u64,
-    /// Spins not started — a resumption by dear sleeps, or a probe — because the peer last
-    /// ran on this side's CPU.
-    pub kept_asleep: u64,
-    /// Waits that did not spin whose yield took longer than [`AUTO_CHEAP_SLEEP`]: it handed
-    /// the core to another task than the peer, and yielding stopped.
-    pub dear_yields: u64,
 }
 
 /// What one wait saw, for [`AutoWait::record`].

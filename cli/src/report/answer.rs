@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::budget::{self, Judgement, Overhead};
 use super::key::{Handler, RowId};
-use super::ratio::{self, PairedRatio};
+use super::ratio::{self, RatioVerdict};
 use super::{Placement, Report, Row, Skipped, Workload, format, render, waits};
 
 /// The handler whose server converts nothing: a lower bound, not the user's case.
@@ -48,12 +48,12 @@ pub struct Answer<'a> {
     /// Its overhead: what the budget is judged on.
     pub overhead: Overhead,
     /// Its paired ratio to the floor, resolved or not.
-    pub ratio: PairedRatio,
+    pub ratio: RatioVerdict,
 }
 
 impl<'a> Answer<'a> {
     fn of(row: &'a Row) -> Answer<'a> {
-        Answer { row, overhead: Overhead::of(row), ratio: PairedRatio::of(row) }
+        Answer { row, overhead: Overhead::of(row), ratio: RatioVerdict::of(row) }
     }
 
     /// The overhead judged against `budget_ns` at p50 and p99 ([`budget::judge`]); `None`
@@ -76,7 +76,7 @@ pub fn realistic<'a>(report: &'a Report, dtype: Workload, elements: u64) -> Opti
     let candidates = if converting.is_empty() { of_size().collect() } else { converting };
     let candidates = prefer(candidates, |r| r.id.wait == DEFAULT_WAIT);
     let candidates = prefer(candidates, |r| r.id.pin == UNPINNED);
-    let candidates = prefer(candidates, |r| PairedRatio::of(r).is_resolved());
+    let candidates = prefer(candidates, |r| RatioVerdict::of(r).is_resolved());
     candidates.into_iter().map(Answer::of).min_by_key(|a| (a.overhead.p50_ns, a.row.rtt_ns.p50))
 }
 
@@ -309,7 +309,7 @@ pub struct AnswerRecord {
     /// it; `null` when no budget was set.
     #[serde(default)]
     pub budget: Option<Judgement>,
-    /// True when the row's paired ratio is resolved ([`PairedRatio`]); false when no row the
+    /// True when the row's paired ratio is resolved ([`RatioVerdict`]); false when no row the
     /// answer could pick had a resolved ratio.
     #[serde(default)]
     pub ratio_resolved: bool,

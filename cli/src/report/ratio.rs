@@ -1,5 +1,5 @@
 //! Whether a row's paired ratio to its floor is a result or not yet: the one rule the answer,
-//! the table and the verdict apply before they print a ratio ([`PairedRatio::of`]).
+//! the table and the verdict apply before they print a ratio ([`RatioVerdict::of`]).
 //!
 //! A ratio is **resolved** when its 95 % interval lies within ±[`RESOLVED_WITHIN`] of its
 //! median and does not straddle 1.0× (the floor itself: such a row is neither faster nor
@@ -16,7 +16,7 @@ pub const RESOLVED_WITHIN: f64 = 0.25;
 
 /// What a row's paired ratio says (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum PairedRatio {
+pub enum RatioVerdict {
     /// The row has no ratio (no floor was measured for it).
     Missing,
     /// A result: the median, within [`RESOLVED_WITHIN`] of both ends of its interval, which
@@ -36,10 +36,10 @@ pub enum PairedRatio {
     },
 }
 
-impl PairedRatio {
-    /// The verdict on `row.ratio_to_baseline` with `row.ratio_ci`: [`PairedRatio::judge`].
-    pub fn of(row: &Row) -> PairedRatio {
-        PairedRatio::judge(row.ratio_to_baseline, row.ratio_ci)
+impl RatioVerdict {
+    /// The verdict on `row.ratio_to_baseline` with `row.ratio_ci`: [`RatioVerdict::judge`].
+    pub fn of(row: &Row) -> RatioVerdict {
+        RatioVerdict::judge(row.ratio_to_baseline, row.ratio_ci)
     }
 
     /// The verdict on a median and its interval. Unresolved when the interval is missing; when
@@ -50,17 +50,17 @@ impl PairedRatio {
     ///
     /// # Examples
     /// ```
-    /// use peerpipe_cli::report::ratio::PairedRatio;
-    /// assert!(PairedRatio::judge(Some(1.25), Some([1.2, 1.3])).is_resolved());
+    /// use peerpipe_cli::report::ratio::RatioVerdict;
+    /// assert!(RatioVerdict::judge(Some(1.25), Some([1.2, 1.3])).is_resolved());
     /// // Too wide: 1.64 is far above 1.25 × 0.21 (and the interval straddles 1.0).
-    /// assert!(!PairedRatio::judge(Some(0.21), Some([0.19, 1.64])).is_resolved());
+    /// assert!(!RatioVerdict::judge(Some(0.21), Some([0.19, 1.64])).is_resolved());
     /// // Narrow, but neither side of the floor: 0.98 < 1 < 1.04.
-    /// assert!(!PairedRatio::judge(Some(1.01), Some([0.98, 1.04])).is_resolved());
-    /// assert!(!PairedRatio::judge(Some(1.5), None).is_resolved());
-    /// assert_eq!(PairedRatio::judge(None, None), PairedRatio::Missing);
+    /// assert!(!RatioVerdict::judge(Some(1.01), Some([0.98, 1.04])).is_resolved());
+    /// assert!(!RatioVerdict::judge(Some(1.5), None).is_resolved());
+    /// assert_eq!(RatioVerdict::judge(None, None), RatioVerdict::Missing);
     /// ```
-    pub fn judge(median: Option<f64>, ci: Option<[f64; 2]>) -> PairedRatio {
-        let Some(median) = median else { return PairedRatio::Missing };
+    pub fn judge(median: Option<f64>, ci: Option<[f64; 2]>) -> RatioVerdict {
+        let Some(median) = median else { return RatioVerdict::Missing };
         let resolved = ci.filter(|&[lo, hi]| {
             let finite = median.is_finite() && lo.is_finite() && hi.is_finite() && median > 0.0;
             finite
@@ -71,26 +71,26 @@ impl PairedRatio {
                 && !(lo < 1.0 && 1.0 < hi)
         });
         match resolved {
-            Some(ci) => PairedRatio::Resolved { median, ci },
-            None => PairedRatio::Unresolved { median, ci },
+            Some(ci) => RatioVerdict::Resolved { median, ci },
+            None => RatioVerdict::Unresolved { median, ci },
         }
     }
 
-    /// True for [`PairedRatio::Resolved`].
+    /// True for [`RatioVerdict::Resolved`].
     pub fn is_resolved(&self) -> bool {
-        matches!(self, PairedRatio::Resolved { .. })
+        matches!(self, RatioVerdict::Resolved { .. })
     }
 
-    /// True for [`PairedRatio::Unresolved`].
+    /// True for [`RatioVerdict::Unresolved`].
     pub fn is_unresolved(&self) -> bool {
-        matches!(self, PairedRatio::Unresolved { .. })
+        matches!(self, RatioVerdict::Unresolved { .. })
     }
 
     /// The interval as the report prints it, `0.19-1.64`; `None` without one.
     pub fn interval_text(&self) -> Option<String> {
         match *self {
-            PairedRatio::Resolved { ci: [lo, hi], .. }
-            | PairedRatio::Unresolved { ci: Some([lo, hi]), .. } => {
+            RatioVerdict::Resolved { ci: [lo, hi], .. }
+            | RatioVerdict::Unresolved { ci: Some([lo, hi]), .. } => {
                 Some(format!("{}-{}", format::ratio_or_dash(lo), format::ratio_or_dash(hi)))
             }
             _ => None,
@@ -102,19 +102,19 @@ impl PairedRatio {
     ///
     /// # Examples
     /// ```
-    /// use peerpipe_cli::report::ratio::PairedRatio;
-    /// assert_eq!(PairedRatio::judge(Some(1.25), Some([1.2, 1.3])).text(), "1.25x [1.20-1.30]");
-    /// assert_eq!(PairedRatio::judge(Some(0.21), Some([0.19, 1.64])).text(), "unresolved [0.19-1.64]");
+    /// use peerpipe_cli::report::ratio::RatioVerdict;
+    /// assert_eq!(RatioVerdict::judge(Some(1.25), Some([1.2, 1.3])).text(), "1.25x [1.20-1.30]");
+    /// assert_eq!(RatioVerdict::judge(Some(0.21), Some([0.19, 1.64])).text(), "unresolved [0.19-1.64]");
     /// ```
     pub fn text(&self) -> String {
         match self {
-            PairedRatio::Missing => "-".to_owned(),
-            PairedRatio::Resolved { median, .. } => format!(
+            RatioVerdict::Missing => "-".to_owned(),
+            RatioVerdict::Resolved { median, .. } => format!(
                 "{}x [{}]",
                 format::ratio_or_dash(*median),
                 self.interval_text().unwrap_or_default()
             ),
-            PairedRatio::Unresolved { .. } => match self.interval_text() {
+            RatioVerdict::Unresolved { .. } => match self.interval_text() {
                 Some(interval) => format!("unresolved [{interval}]"),
                 None => "unresolved (no interval)".to_owned(),
             },
@@ -138,7 +138,7 @@ mod tests {
 
     #[test]
     fn the_interval_must_lie_within_a_quarter_of_the_median_on_both_sides() {
-        let judge = |lo, hi| PairedRatio::judge(Some(2.0), Some([lo, hi])).is_resolved();
+        let judge = |lo, hi| RatioVerdict::judge(Some(2.0), Some([lo, hi])).is_resolved();
         assert!(judge(1.5, 2.5), "exactly 0.75x and 1.25x the median");
         assert!(!judge(1.49, 2.0), "too low");
         assert!(!judge(2.0, 2.51), "too high");
@@ -146,10 +146,10 @@ mod tests {
 
     #[test]
     fn an_interval_across_the_floor_is_unresolved_however_narrow() {
-        assert!(!PairedRatio::judge(Some(1.0), Some([0.99, 1.01])).is_resolved());
+        assert!(!RatioVerdict::judge(Some(1.0), Some([0.99, 1.01])).is_resolved());
         // Touching 1.0 is on one side.
-        assert!(PairedRatio::judge(Some(1.02), Some([1.0, 1.04])).is_resolved());
-        assert!(PairedRatio::judge(Some(0.93), Some([0.90, 0.97])).is_resolved());
+        assert!(RatioVerdict::judge(Some(1.02), Some([1.0, 1.04])).is_resolved());
+        assert!(RatioVerdict::judge(Some(0.93), Some([0.90, 0.97])).is_resolved());
     }
 
     #[test]
@@ -163,10 +163,10 @@ mod tests {
             (1.05, Some([1.1, 1.0])),  // reversed
             (1.05, Some([1.06, 1.1])), // the median outside its own interval
         ] {
-            let judged = PairedRatio::judge(Some(median), ci);
+            let judged = RatioVerdict::judge(Some(median), ci);
             assert!(judged.is_unresolved(), "{median} {ci:?}: {judged:?}");
         }
-        assert_eq!(PairedRatio::judge(Some(1.5), None).text(), "unresolved (no interval)");
+        assert_eq!(RatioVerdict::judge(Some(1.5), None).text(), "unresolved (no interval)");
         assert!(
             unresolved_note("unresolved")
                 .contains("unresolved: a 95% interval wider than +-25% of the ratio")

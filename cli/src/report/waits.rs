@@ -8,7 +8,6 @@
 
 use peerpipe::Peer;
 use peerpipe::pairing::{PairedRatio, paired_ratio};
-#[cfg(doc)]
 use peerpipe::transport::AutoCounts;
 use serde::{Deserialize, Serialize};
 
@@ -77,69 +76,75 @@ impl WaitComparison<'_> {
 }
 
 /// What the client's waits under `auto` did over a row's timed round trips (the settle round
-/// trips before each burst left out): the counts of [`AutoCounts`], under the same names, and
-/// the moves of the client's thread to an idle CPU. A round trip whose reply was there at the
-/// first poll did not wait and is in none of them. The fields mirror [`AutoCounts`] because
-/// the library itself does not depend on serde; the names are the JSON's contract.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// trips before each burst left out): the counts of [`AutoCounts`], under its names in the
+/// JSON (`spun`, `hits`, ...), and the moves of the client's thread to an idle CPU (`moves`).
+/// A round trip whose reply was there at the first poll did not wait and is in none of them.
+/// A count missing from a report (one from before it was counted) reads as 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientWaits {
-    /// [`AutoCounts::spun`].
-    pub spun: u64,
-    /// [`AutoCounts::hits`].
-    pub hits: u64,
-    /// [`AutoCounts::slept_at_once`].
-    pub slept_at_once: u64,
-    /// [`AutoCounts::probes`].
-    pub probes: u64,
-    /// [`AutoCounts::stopped_spinning`].
-    pub stopped_spinning: u64,
-    /// [`AutoCounts::contended`].
-    pub contended: u64,
-    /// [`AutoCounts::kept_asleep`] (the peer is the server).
-    pub kept_asleep: u64,
-    /// [`AutoCounts::dear_yields`] (absent, and read as 0, in reports from before it was
-    /// counted).
-    #[serde(default)]
-    pub dear_yields: u64,
+    /// The counts of the waits.
+    pub counts: AutoCounts,
     /// Moves of the client's thread to an idle CPU ([`Peer::moves`]).
     pub moves: u64,
+}
+
+impl Serialize for ClientWaits {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(AutoCounts::NAMES.len() + 1))?;
+        for (name, value) in self.counts.fields() {
+            map.serialize_entry(name, &value)?;
+        }
+        map.serialize_entry("moves", &self.moves)?;
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ClientWaits {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Counts;
+        impl<'de> serde::de::Visitor<'de> for Counts {
+            type Value = ClientWaits;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the counts of the client's waits")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ClientWaits, A::Error> {
+                let mut waits = ClientWaits::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match (key.as_str(), waits.counts.field_mut(&key)) {
+                        ("moves", _) => waits.moves = map.next_value()?,
+                        (_, Some(count)) => *count = map.next_value()?,
+                        (_, None) => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(waits)
+            }
+        }
+        deserializer.deserialize_map(Counts)
+    }
 }
 
 impl ClientWaits {
     /// What `peer`'s waits have done since it started.
     pub fn of(peer: &Peer) -> ClientWaits {
-        let counts = peer.auto_wait().counts();
-        ClientWaits {
-            spun: counts.spun,
-            hits: counts.hits,
-            slept_at_once: counts.slept_at_once,
-            probes: counts.probes,
-            stopped_spinning: counts.stopped_spinning,
-            contended: counts.contended,
-            kept_asleep: counts.kept_asleep,
-            dear_yields: counts.dear_yields,
-            moves: peer.moves(),
-        }
+        ClientWaits { counts: peer.auto_wait().counts(), moves: peer.moves() }
     }
 
     /// Adds what happened between `before` and `after` (two [`ClientWaits::of`] the same
     /// peer, in that order).
     pub fn add_between(&mut self, before: &ClientWaits, after: &ClientWaits) {
-        let between = |a: u64, b: u64| b.saturating_sub(a);
-        self.spun += between(before.spun, after.spun);
-        self.hits += between(before.hits, after.hits);
-        self.slept_at_once += between(before.slept_at_once, after.slept_at_once);
-        self.probes += between(before.probes, after.probes);
-        self.stopped_spinning += between(before.stopped_spinning, after.stopped_spinning);
-        self.contended += between(before.contended, after.contended);
-        self.kept_asleep += between(before.kept_asleep, after.kept_asleep);
-        self.dear_yields += between(before.dear_yields, after.dear_yields);
-        self.moves += between(before.moves, after.moves);
+        self.counts.add(&before.counts.since(&after.counts));
+        self.moves += after.moves.saturating_sub(before.moves);
     }
 
     /// Waits in all: those that spun and those that did not.
     pub fn waits(&self) -> u64 {
-        self.spun + self.slept_at_once
+        self.counts.spun + self.counts.slept_at_once
     }
 
     /// What the report prints of them for a row of `round_trips` timed round trips, e.g.
@@ -163,9 +168,9 @@ impl ClientWaits {
              did not spin; {moves} to an idle CPU",
             waits,
             round_trips,
-            share(self.spun, waits),
-            share(self.hits, self.spun),
-            share(self.slept_at_once, waits),
+            share(self.counts.spun, waits),
+            share(self.counts.hits, self.counts.spun),
+            share(self.counts.slept_at_once, waits),
         )
     }
 }
@@ -261,34 +266,67 @@ mod tests {
 
     #[test]
     fn client_waits_add_what_happened_between_two_counts_and_print_shares_of_the_waits() {
+        let waits = |counts: AutoCounts, moves| ClientWaits { counts, moves };
         let before =
-            ClientWaits { spun: 10, hits: 9, slept_at_once: 5, moves: 1, ..Default::default() };
-        let after = ClientWaits {
-            spun: 30,
-            hits: 27,
-            slept_at_once: 65,
-            probes: 2,
-            moves: 1,
-            ..Default::default()
-        };
-        let mut waits = ClientWaits::default();
-        waits.add_between(&before, &after);
-        waits.add_between(&before, &after);
+            waits(AutoCounts { spun: 10, hits: 9, slept_at_once: 5, ..AutoCounts::default() }, 1);
+        let after = waits(
+            AutoCounts {
+                spun: 30,
+                hits: 27,
+                slept_at_once: 65,
+                probes: 2,
+                ..AutoCounts::default()
+            },
+            1,
+        );
+        let mut sum = ClientWaits::default();
+        sum.add_between(&before, &after);
+        sum.add_between(&before, &after);
         assert_eq!(
-            waits,
-            ClientWaits { spun: 40, hits: 36, slept_at_once: 120, probes: 4, ..Default::default() }
+            sum,
+            waits(
+                AutoCounts {
+                    spun: 40,
+                    hits: 36,
+                    slept_at_once: 120,
+                    probes: 4,
+                    ..AutoCounts::default()
+                },
+                0
+            )
         );
         assert_eq!(
-            waits.text(200),
+            sum.text(200),
             "160 of 200 round trips waited for the reply: 25 % spun (90 % of the spins caught \
              it), 75 % did not spin; 0 moves to an idle CPU"
         );
-        let moved = ClientWaits { slept_at_once: 3, moves: 1, ..Default::default() };
+        let moved = waits(AutoCounts { slept_at_once: 3, ..AutoCounts::default() }, 1);
         assert_eq!(
             moved.text(3),
             "3 of 3 round trips waited for the reply: 0 % spun (- of the spins caught it), 100 % \
              did not spin; 1 move to an idle CPU"
         );
+    }
+
+    #[test]
+    fn client_waits_keep_their_json_names_and_order_and_read_older_reports() {
+        let mut counts = AutoCounts::default();
+        for (i, name) in AutoCounts::NAMES.iter().enumerate() {
+            *counts.field_mut(name).unwrap() = i as u64 + 1;
+        }
+        let waits = ClientWaits { counts, moves: 9 };
+        let json = serde_json::to_string(&waits).unwrap();
+        assert_eq!(
+            json,
+            "{\"spun\":1,\"hits\":2,\"slept_at_once\":3,\"probes\":4,\"stopped_spinning\":5,\
+             \"contended\":6,\"kept_asleep\":7,\"dear_yields\":8,\"moves\":9}"
+        );
+        assert_eq!(serde_json::from_str::<ClientWaits>(&json).unwrap(), waits);
+        let older = "{\"spun\":1,\"hits\":2,\"slept_at_once\":3,\"probes\":4,\"stopped_spinning\":5,\
+                     \"contended\":6,\"kept_asleep\":7,\"moves\":9}";
+        let read: ClientWaits = serde_json::from_str(older).unwrap();
+        assert_eq!(read.counts.dear_yields, 0);
+        assert_eq!(read.counts.kept_asleep, 7);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use peerpipe::transport::{TransportKind, Wait};
 
-use crate::report::ratio::{self, PairedRatio};
+use crate::report::ratio::{self, RatioVerdict};
 use crate::report::{BaselineRow, Placement, Report, Row, Workload, format, states};
 
 use super::notes::{contention, machine_state, speed_change};
@@ -41,7 +41,7 @@ const TABLE_WIDTH: usize = 120;
 /// `echo-raw` first, then `echo`, then any other handler; `zero-copy` before `codec`. Times are
 /// p50 unless the column says otherwise, with units chosen per magnitude; CPU time that could
 /// not be measured (NaN) shows as `-`, and so does a ratio without a baseline. A ratio that is
-/// not a result ([`PairedRatio`]: its interval too wide, across 1.00x, or unknown) shows as
+/// not a result ([`RatioVerdict`]: its interval too wide, across 1.00x, or unknown) shows as
 /// `unres.` beside its interval, and a line under the legend says what that means. When the
 /// machine was in several states during the run ([`Machine::states`](crate::report::Machine::states)),
 /// each group's line (or, when it has no room left, a line under it) gives the 4 KiB round trip
@@ -103,7 +103,7 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         "floor p50 in the same round: what the row adds to moving its bytes raw. Both over the \
          rounds of the row's main state."
     )?;
-    if report.rows.iter().any(|r| PairedRatio::of(r).is_unresolved()) {
+    if report.rows.iter().any(|r| RatioVerdict::of(r).is_unresolved()) {
         writeln!(out, "{}", ratio::unresolved_note("unres. = unresolved"))?;
     }
     if !m.clock.is_empty() {
@@ -316,10 +316,10 @@ fn added_cell(row: &Row) -> String {
 /// The ratio column of a row: `1.25x`, `unres.` when the ratio is not a result (the interval
 /// column beside it still shows the interval), `-` without one.
 fn ratio_cell(row: &Row) -> String {
-    match PairedRatio::of(row) {
-        PairedRatio::Resolved { median, .. } => format!("{}x", format::ratio(median)),
-        PairedRatio::Unresolved { .. } => "unres.".to_owned(),
-        PairedRatio::Missing => "-".to_owned(),
+    match RatioVerdict::of(row) {
+        RatioVerdict::Resolved { median, .. } => format!("{}x", format::ratio(median)),
+        RatioVerdict::Unresolved { .. } => "unres.".to_owned(),
+        RatioVerdict::Missing => "-".to_owned(),
     }
 }
 

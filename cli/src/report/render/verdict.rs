@@ -10,7 +10,7 @@ use peerpipe::transport::{TransportKind, Wait};
 
 use crate::report::answer;
 use crate::report::key::Handler;
-use crate::report::ratio::PairedRatio;
+use crate::report::ratio::RatioVerdict;
 use crate::report::{Placement, Report, Row, Workload, format};
 
 use super::order::{Order, dtype_rank};
@@ -310,7 +310,7 @@ pub const BELOW_FLOOR: f64 = 0.95;
 /// Lists every row whose paired ratio is below [`BELOW_FLOOR`], with its interval and what the
 /// interval says: noise when it reaches the threshold, a row that really beat its floor when
 /// it does not (docs/PERFORMANCE.md, "Ratios below the floor", says what is known of why). An
-/// unresolved ratio ([`PairedRatio`]) is listed as such, not as a figure: its interval is too
+/// unresolved ratio ([`RatioVerdict`]) is listed as such, not as a figure: its interval is too
 /// wide, or missing, to say either.
 fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let below: Vec<&Row> = report
@@ -332,18 +332,18 @@ fn below_floor_notes(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         } else {
             format!(" {}", row.id.transport)
         };
-        let ratio = PairedRatio::of(row);
+        let ratio = RatioVerdict::of(row);
         let why = match ratio {
-            PairedRatio::Resolved { ci: [_, hi], .. } if hi >= BELOW_FLOOR => {
+            RatioVerdict::Resolved { ci: [_, hi], .. } if hi >= BELOW_FLOOR => {
                 format!("its interval reaches {BELOW_FLOOR:.2}, so this is the noise of the run")
             }
-            PairedRatio::Resolved { .. } => {
+            RatioVerdict::Resolved { .. } => {
                 "beyond the noise; see docs/PERFORMANCE.md, \"Ratios below the floor\"".to_owned()
             }
-            PairedRatio::Unresolved { ci: Some(_), .. } => {
+            RatioVerdict::Unresolved { ci: Some(_), .. } => {
                 "too wide to say whether it beat its floor".to_owned()
             }
-            PairedRatio::Unresolved { ci: None, .. } | PairedRatio::Missing => {
+            RatioVerdict::Unresolved { ci: None, .. } | RatioVerdict::Missing => {
                 "too few rounds to say".to_owned()
             }
         };

@@ -1,0 +1,103 @@
+//! [`AutoCounts`]: what the waits of one connection under [`Wait::Auto`](super::Wait::Auto)
+//! did. Its fields are listed once, here; the report's JSON, its table and Python's
+//! `RemoteRhs.stats()` are made from [`AutoCounts::fields`], under these names.
+
+/// Declares [`AutoCounts`] and the list of its fields from one list.
+macro_rules! auto_counts {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// What the waits of one connection under [`Wait::Auto`](super::Wait::Auto) saw,
+        /// counted since it started.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct AutoCounts {
+            $($(#[$doc])* pub $name: u64,)*
+        }
+
+        impl AutoCounts {
+            /// The names of the counts, in the order of [`AutoCounts::fields`].
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+
+            /// Every count with its name, in declaration order.
+            pub fn fields(&self) -> impl Iterator<Item = (&'static str, u64)> + use<> {
+                [$((stringify!($name), self.$name)),*].into_iter()
+            }
+
+            /// The count named `name`, to set; `None` for a name that is not one.
+            pub fn field_mut(&mut self, name: &str) -> Option<&mut u64> {
+                match name {
+                    $(stringify!($name) => Some(&mut self.$name),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+auto_counts! {
+    /// Waits that spun (probes included).
+    spun,
+    /// Waits that spun and saw their data within the spin.
+    hits,
+    /// Waits that did not spin: they yielded the CPU once (while yields pay) and slept if
+    /// their data had still not come.
+    slept_at_once,
+    /// Probes: spins while the connection was sleeping.
+    probes,
+    /// Switches from spinning to sleeping.
+    stopped_spinning,
+    /// Waits whose spin ran out and whose yield ran another task first.
+    contended,
+    /// Spins not started — a resumption by dear sleeps, or a probe — because the peer last
+    /// ran on this side's CPU.
+    kept_asleep,
+    /// Waits that did not spin whose yield took longer than
+    /// [`AUTO_CHEAP_SLEEP`](super::wait::AUTO_CHEAP_SLEEP): it handed the core to another task
+    /// than the peer, and yielding stopped.
+    dear_yields,
+}
+
+impl AutoCounts {
+    /// What was counted between `self` and `later` (two readings of one connection, in that
+    /// order), count by count; a count that went down reads 0.
+    pub fn since(&self, later: &AutoCounts) -> AutoCounts {
+        let mut between = AutoCounts::default();
+        for (name, before) in self.fields() {
+            let after = later.fields().find(|&(n, _)| n == name).map_or(0, |(_, v)| v);
+            *between.field_mut(name).expect("a name of the list") = after.saturating_sub(before);
+        }
+        between
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &AutoCounts) {
+        for (name, value) in other.fields() {
+            *self.field_mut(name).expect("a name of the list") += value;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_count_is_listed_once_and_set_by_its_name() {
+        let mut counts = AutoCounts::default();
+        for (i, name) in AutoCounts::NAMES.iter().enumerate() {
+            *counts.field_mut(name).unwrap() = i as u64 + 1;
+        }
+        let listed: Vec<_> = counts.fields().collect();
+        assert_eq!(listed.len(), AutoCounts::NAMES.len());
+        for (i, (name, value)) in listed.into_iter().enumerate() {
+            assert_eq!((name, value), (AutoCounts::NAMES[i], i as u64 + 1));
+        }
+        assert_eq!(counts.spun, 1);
+        assert_eq!(counts.dear_yields, AutoCounts::NAMES.len() as u64);
+        assert!(counts.field_mut("moves").is_none());
+        let later = AutoCounts { spun: 5, hits: 0, ..counts };
+        let between = counts.since(&later);
+        assert_eq!((between.spun, between.hits, between.probes), (4, 0, 0));
+        let mut sum = counts;
+        sum.add(&between);
+        assert_eq!(sum.spun, 5);
+    }
+}
