@@ -122,3 +122,47 @@ fn no_file_speaks_of_how_the_work_was_done() {
         }
     }
 }
+
+/// Every file and directory USAGE.md's "Where things are" names, in its table and in its "To
+/// add" list: a name is found from the repository's root, or in a directory named before it
+/// in the same row or item (`src/transport/` … `pipe.rs`), or in that directory's `src/`.
+#[test]
+fn the_map_of_usage_md_names_only_paths_that_exist() {
+    let usage = read("docs/USAGE.md");
+    let map = &usage[usage.find("## Where things are").expect("the map")..];
+    let is_path = |token: &str| {
+        !token.contains(' ')
+            && (token.ends_with('/')
+                || [".rs", ".md", ".py", ".sh", ".h", ".c", ".toml"]
+                    .iter()
+                    .any(|e| token.ends_with(e)))
+    };
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    // A table row is one line; an item of the list runs until the next item.
+    let mut entries: Vec<String> = Vec::new();
+    for line in map.lines() {
+        if line.starts_with("  ") && !entries.is_empty() {
+            entries.last_mut().unwrap().push_str(line);
+        } else {
+            entries.push(line.to_owned());
+        }
+    }
+    for entry in &entries {
+        let mut dirs: Vec<PathBuf> = vec![repo()];
+        for token in entry.split('`').skip(1).step_by(2).filter(|t| is_path(t)) {
+            let found = dirs
+                .iter()
+                .flat_map(|dir| [dir.join(token), dir.join("src").join(token)])
+                .find(|candidate| candidate.exists());
+            checked += 1;
+            match found {
+                Some(path) if path.is_dir() => dirs.push(path),
+                Some(_) => {}
+                None => missing.push(token.to_owned()),
+            }
+        }
+    }
+    assert!(missing.is_empty(), "USAGE.md's map names paths that do not exist: {missing:?}");
+    assert!(checked > 40, "only {checked} paths found in the map");
+}
