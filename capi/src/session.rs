@@ -34,6 +34,17 @@ pub struct pp_session {
 // session and is read only through it, by one thread at a time (the documented contract).
 unsafe impl Send for pp_session {}
 
+impl pp_session {
+    /// Refuses an answer, or a look at the call, when no call waits for its answer.
+    fn check_answering(&self) -> Result<(), crate::error::Failure> {
+        if self.answering {
+            Ok(())
+        } else {
+            Err(invalid("session", "no call waits for its answer: pp_session_recv one"))
+        }
+    }
+}
+
 /// Opens a session over this process's stdin and stdout: sends the HELLO announcing `name`
 /// and the `count` functions named in `functions` (`functions=exchange,state`), reads the
 /// client's, and stores the session in `*out`. The process must have been started by a
@@ -146,9 +157,7 @@ pub unsafe extern "C" fn pp_session_function(session: *mut pp_session) -> *const
     guard_or(std::ptr::null(), || {
         // SAFETY: the caller guarantees NULL or a live pp_session used by no one else.
         let s = unsafe { session.as_mut() }.ok_or_else(|| invalid("session", "is NULL"))?;
-        if !s.answering {
-            return Err(invalid("session", "no call waits for its answer: pp_session_recv one"));
-        }
+        s.check_answering()?;
         Ok(s.function.as_ptr())
     })
 }
@@ -165,9 +174,7 @@ pub unsafe extern "C" fn pp_session_reply(session: *mut pp_session) -> *mut pp_r
     guard_or(std::ptr::null_mut(), || {
         // SAFETY: the caller guarantees NULL or a live pp_session used by no one else.
         let s = unsafe { session.as_mut() }.ok_or_else(|| invalid("session", "is NULL"))?;
-        if !s.answering {
-            return Err(invalid("session", "no call waits for its answer: pp_session_recv one"));
-        }
+        s.check_answering()?;
         Ok(&mut s.reply as *mut pp_reply)
     })
 }
@@ -189,9 +196,7 @@ pub unsafe extern "C" fn pp_session_send(session: *mut pp_session) -> c_int {
     guard(|| {
         // SAFETY: the caller guarantees NULL or a live pp_session used by no one else.
         let s = unsafe { session.as_mut() }.ok_or_else(|| invalid("session", "is NULL"))?;
-        if !s.answering {
-            return Err(invalid("session", "no call waits for its answer: pp_session_recv one"));
-        }
+        s.check_answering()?;
         s.answering = false;
         let failure = s.call.unload();
         let reply = &mut s.reply;
@@ -219,9 +224,7 @@ pub unsafe extern "C" fn pp_session_reject(
         let s = unsafe { session.as_mut() }.ok_or_else(|| invalid("session", "is NULL"))?;
         // SAFETY: the caller guarantees NULL or a NUL-terminated string.
         let message = unsafe { ffi::c_bytes(message, "message") }?;
-        if !s.answering {
-            return Err(invalid("session", "no call waits for its answer: pp_session_recv one"));
-        }
+        s.check_answering()?;
         s.answering = false;
         s.call.unload();
         s.session.reject(&String::from_utf8_lossy(message))?;

@@ -323,9 +323,7 @@ impl PartsOut {
         rows: usize,
         cols: usize,
     ) -> std::result::Result<&mut [f64], String> {
-        let shape = Shape::matrix(PartDtype::F64, rows as u64, cols as u64)
-            .ok_or_else(|| format!("no {rows} x {cols} matrix: 1 to 2^32-1 columns"))?;
-        let bytes = self.add(shape)?;
+        let bytes = self.add(f64_matrix(rows, cols)?)?;
         Ok(bytemuck::cast_slice_mut(bytes))
     }
 
@@ -349,9 +347,7 @@ impl PartsOut {
         rows: usize,
         cols: usize,
     ) -> std::result::Result<&mut [f64], String> {
-        let shape = Shape::matrix(PartDtype::F64, rows as u64, cols as u64)
-            .ok_or_else(|| format!("no {rows} x {cols} matrix: 1 to 2^32-1 columns"))?;
-        let bytes = self.add_unfilled(shape)?;
+        let bytes = self.add_unfilled(f64_matrix(rows, cols)?)?;
         Ok(bytemuck::cast_slice_mut(bytes))
     }
 
@@ -438,6 +434,12 @@ impl PartsOut {
         let table = if self.table.is_empty() { &[0; super::PREAMBLE_LEN][..] } else { &self.table };
         [table, bytemuck::cast_slice(&self.words[..self.used])]
     }
+}
+
+/// The shape of a row-major `rows × cols` f64 matrix, or why there is none.
+fn f64_matrix(rows: usize, cols: usize) -> std::result::Result<Shape, String> {
+    Shape::matrix(PartDtype::F64, rows as u64, cols as u64)
+        .ok_or_else(|| format!("no {rows} x {cols} matrix: 1 to 2^32-1 columns"))
 }
 
 /// Reverses the bytes of every element of `dtype` in `bytes` (native ↔ little-endian on a
