@@ -2,8 +2,6 @@
 //! of a server process, served by the crate's stdio server; the options every Python server
 //! takes.
 
-use std::time::Duration;
-
 use numpy::{PyArray1, PyArrayMethods};
 use peerpipe::Wait;
 use peerpipe::codec;
@@ -294,14 +292,7 @@ pub(crate) fn stdio_options(
             )));
         }
     };
-    let frame_timeout = match frame_timeout {
-        None => None,
-        Some(secs) => Some(Duration::try_from_secs_f64(secs).map_err(|_| {
-            PyValueError::new_err(format!(
-                "frame_timeout must be non-negative seconds or None, got {secs}"
-            ))
-        })?),
-    };
+    let frame_timeout = crate::seconds(frame_timeout, "frame_timeout")?;
     let defaults = ServeOptions::default();
     Ok(StdioOptions {
         transport: transport.map(str::parse).transpose().py_err(py)?,

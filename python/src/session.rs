@@ -1,7 +1,7 @@
 //! `peerpipe.Session`: a server whose loop is the caller's — receive a call, reply, then
 //! compute — over the crate's [`Session`], for two models stepping together.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use peerpipe::server::{Ending, Next, Session};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -71,14 +71,7 @@ impl PySession {
         py: Python<'py>,
         timeout: Option<f64>,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let limit = match timeout {
-            None => None,
-            Some(secs) => Some(Duration::try_from_secs_f64(secs).map_err(|_| {
-                PyValueError::new_err(format!(
-                    "timeout must be non-negative seconds or None, got {secs}"
-                ))
-            })?),
-        };
+        let limit = crate::seconds(timeout, "timeout")?;
         let until = limit.map(|limit| Instant::now() + limit);
         let session = self.open()?;
         loop {

@@ -2,7 +2,6 @@
 //! and a handshake that Ctrl-C interrupts.
 
 use std::process::Command;
-use std::time::Duration;
 
 use peerpipe::{DataPath, Options, TransportKind, Wait};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
@@ -72,14 +71,7 @@ pub(crate) fn options(
     path: &str,
 ) -> PyResult<Options> {
     let parse = |e: peerpipe::Error| PyValueError::new_err(e.to_string());
-    let timeout = match timeout {
-        None => None,
-        Some(secs) => Some(Duration::try_from_secs_f64(secs).map_err(|_| {
-            PyValueError::new_err(format!(
-                "timeout must be a non-negative number of seconds or None, got {secs}"
-            ))
-        })?),
-    };
+    let timeout = crate::seconds(timeout, "timeout")?;
     let defaults = Options::default();
     Ok(Options {
         transport: transport.parse::<TransportKind>().map_err(parse)?,
