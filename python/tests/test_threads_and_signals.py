@@ -41,6 +41,9 @@ def test_other_threads_run_while_a_call_waits_for_a_slow_reply():
 def seconds_until_interrupted(action) -> float:
     """Runs `action` while a timer sends this process SIGINT (Ctrl-C) 0.3 s in, and returns the
     seconds until `action` raised KeyboardInterrupt; fails if it returned instead."""
+    # A run started in the background (`cmd &`, nohup) begins with SIGINT ignored, and Python
+    # then installs no handler of its own: Ctrl-C's handler is put in place for the test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     started = time.perf_counter()
@@ -50,6 +53,7 @@ def seconds_until_interrupted(action) -> float:
         return time.perf_counter() - started
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     raise AssertionError("it returned instead of being interrupted")
 
 
