@@ -7,6 +7,7 @@ The Python face of the Rust crate ``peerpipe`` (a binding, not a second implemen
   ``peer.call_parts("rhs", t, y, p)`` (several typed parts to a function by name).
 - :func:`serve` -- be the server: answer requests with a Python callable, and calls of
   functions by name (``functions={"observe": f}``).
+- :class:`Fanout` -- one client calling many servers together, each reply into its own buffer.
 - :class:`Session` -- be the server with a loop of your own: receive a call, reply, then
   compute, so that two coupled models step at the same time.
 - :class:`RemoteRhs` -- a right-hand side ``fun(t, y, *args)`` and its Jacobian
@@ -26,6 +27,7 @@ reaped). Ctrl-C during a spawn's handshake is seen as soon.
 from ._peerpipe import (
     CallTiming,
     Error,
+    Fanout,
     Interrupted,
     Peer,
     PeerExited,
@@ -45,6 +47,7 @@ from ._peerpipe import (
 __all__ = [
     "CallTiming",
     "Error",
+    "Fanout",
     "Interrupted",
     "Peer",
     "PeerExited",

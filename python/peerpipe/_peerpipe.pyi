@@ -352,6 +352,38 @@ class RemoteRhs:
     def __enter__(self) -> "RemoteRhs": ...
     def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> bool: ...
 
+class Fanout:
+    """Many servers called together: every request is sent before any reply is read, so N
+    servers that each take a millisecond answer a gather in about a millisecond, not N. Each
+    reply lands in its own buffer. One server's failure raises the exception of its error's
+    kind (``PeerExited``, ``Timeout``, ``RemoteError``, ...) with ``server_index``, ``server``
+    (its command) and ``failures`` (``(index, server, message)`` for every server that failed)
+    set, while the other servers' replies stand in ``out``. The GIL is released during a
+    gather, which the fan-out's ``timeout`` bounds (Ctrl-C is seen when it ends). A context
+    manager."""
+
+    @staticmethod
+    def spawn(
+        cmds: Sequence[Union[Sequence[str], str]],
+        *,
+        transport: Transport = "pipe",
+        wait: str = "auto",
+        timeout: Optional[float] = 10.0,
+        max_frame_bytes: Optional[int] = None,
+    ) -> "Fanout":
+        """Spawns one server per command (as ``Peer.spawn`` takes it); a failure terminates
+        the servers already started and names the one that failed."""
+    def __len__(self) -> int: ...
+    def scatter(self, x: F64, out: Any) -> Any:
+        """Sends ``x`` (1-D float64) to every server and gathers the replies into ``out``: a
+        float64 array of shape (N, len(x)) or a list of N arrays; returns ``out``."""
+    def call_each(self, xs: Sequence[F64], out: Any) -> Any:
+        """Sends ``xs[i]`` to server i and gathers the replies into ``out[i]``; returns ``out``."""
+    def close(self) -> None:
+        """Says BYE to every server and reaps it; nothing when already closed."""
+    def __enter__(self) -> "Fanout": ...
+    def __exit__(self, *exc: Any) -> bool: ...
+
 class Session:
     """A server whose loop is yours: receive a call, reply, then compute -- so that two coupled
     models step at the same time (the client computes while this side does)::

@@ -29,6 +29,7 @@ use pyo3::prelude::*;
 
 mod array;
 mod errors;
+mod fanout;
 mod ode;
 mod parts;
 mod peer;
@@ -95,6 +96,7 @@ fn _peerpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<peer::PyPeer>()?;
     m.add_class::<rhs::PyRemoteRhs>()?;
     m.add_class::<session::PySession>()?;
+    m.add_class::<fanout::PyFanout>()?;
     m.add_class::<peer::PyCallTiming>()?;
     m.add_function(wrap_pyfunction!(serve::serve, m)?)?;
     m.add_function(wrap_pyfunction!(ode::serve_ode, m)?)?;

@@ -1,0 +1,237 @@
+//! `peerpipe.Fanout`: one client calling many servers together, over the crate's
+//! [`Fanout`](peerpipe::fanout::Fanout).
+
+use std::sync::Mutex;
+
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use peerpipe::codec::{Values, ValuesMut};
+use peerpipe::fanout::{Fanout, ServerError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+
+use crate::errors::to_py;
+use crate::spawn::{command, options, spawn_interruptibly};
+
+/// Many servers called together (see `peerpipe.Fanout`).
+#[pyclass(name = "Fanout", module = "peerpipe")]
+pub(crate) struct PyFanout {
+    fanout: Mutex<Option<Fanout>>,
+}
+
+impl PyFanout {
+    fn open(&mut self) -> PyResult<&mut Fanout> {
+        let slot = self.fanout.get_mut().map_err(|_| PyValueError::new_err("fan-out is closed"))?;
+        slot.as_mut().ok_or_else(|| PyValueError::new_err("fan-out is closed"))
+    }
+}
+
+/// The exception of a server that failed, its class that of the crate's error, its message
+/// naming the server, with `server_index` and `server` set.
+fn server_failure(py: Python<'_>, failure: ServerError) -> PyErr {
+    let text = failure.to_string();
+    let ServerError { index, server, error } = failure;
+    let err = to_py(py, error);
+    let value = err.value(py);
+    // Setting attributes on a fresh exception cannot fail in practice; if it did, the
+    // exception of the right class is still raised.
+    let _ = value.setattr("server_index", index);
+    let _ = value.setattr("server", server);
+    if value.getattr("errno").is_err() {
+        let _ = value.setattr("args", (text,));
+    }
+    err
+}
+
+/// `out` as N writable, C-contiguous float64 buffers of `len` values: a 2-D (N, len) array,
+/// or a list or tuple of N 1-D arrays.
+fn reply_buffers<'py>(
+    out: &Bound<'py, PyAny>,
+    n: usize,
+) -> PyResult<Vec<numpy::PyReadwriteArrayDyn<'py, f64>>> {
+    let wrong = || {
+        PyTypeError::new_err(format!(
+            "out must be a float64 array of shape (N, len) or a list of N float64 arrays, N = {n}"
+        ))
+    };
+    let arrays: Vec<Bound<'py, PyArrayDyn<f64>>> = if let Ok(array) = out.cast::<PyArrayDyn<f64>>()
+    {
+        if array.ndim() != 2 || array.shape()[0] != n {
+            return Err(PyValueError::new_err(format!(
+                "out must have shape (N, len) with N = {n}, got {:?}",
+                array.shape()
+            )));
+        }
+        (0..n)
+            .map(|i| array.get_item(i).and_then(|row| Ok(row.cast_into::<PyArrayDyn<f64>>()?)))
+            .collect::<PyResult<_>>()?
+    } else if out.cast::<PyList>().is_ok() || out.cast::<PyTuple>().is_ok() {
+        out.try_iter()?
+            .map(|item| {
+                item.and_then(|item| item.cast_into::<PyArrayDyn<f64>>().map_err(|_| wrong()))
+            })
+            .collect::<PyResult<_>>()?
+    } else {
+        return Err(wrong());
+    };
+    if arrays.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "out must hold {n} arrays, got {}",
+            arrays.len()
+        )));
+    }
+    arrays
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let a =
+                a.try_readwrite().map_err(|e| PyValueError::new_err(format!("out[{i}]: {e}")))?;
+            if !a.is_c_contiguous() {
+                return Err(PyValueError::new_err(format!("out[{i}] must be C-contiguous")));
+            }
+            Ok(a)
+        })
+        .collect()
+}
+
+#[pymethods]
+impl PyFanout {
+    /// Spawns one server per command of `cmds` (each as `Peer.spawn` takes it) and exchanges
+    /// HELLOs with each; a failure terminates those already started and names the server.
+    #[staticmethod]
+    #[pyo3(signature = (cmds, *, transport="pipe", wait="auto", timeout=Some(10.0), max_frame_bytes=None))]
+    fn spawn(
+        py: Python<'_>,
+        cmds: &Bound<'_, PyAny>,
+        transport: &str,
+        wait: &str,
+        timeout: Option<f64>,
+        max_frame_bytes: Option<u64>,
+    ) -> PyResult<PyFanout> {
+        if cmds.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err("cmds must be a list of commands, one per server"));
+        }
+        let options = options(transport, wait, timeout, max_frame_bytes, "zero-copy")?;
+        let mut peers = Vec::new();
+        for (index, cmd) in cmds.try_iter()?.enumerate() {
+            let cmd = cmd?;
+            let name = match cmd.extract::<String>() {
+                Ok(line) => line,
+                Err(_) => {
+                    cmd.extract::<Vec<String>>().map(|argv| argv.join(" ")).unwrap_or_default()
+                }
+            };
+            match command(py, &cmd).and_then(|c| spawn_interruptibly(py, c, options.clone())) {
+                Ok(peer) => peers.push((name, peer)),
+                Err(e) => {
+                    // Dropping the peers started says BYE to each and reaps it.
+                    py.detach(move || drop(peers));
+                    let message = format!("server {index} (`{name}`): {}", e.value(py));
+                    let _ = e.value(py).setattr("args", (message,));
+                    return Err(e);
+                }
+            }
+        }
+        if peers.is_empty() {
+            return Err(PyValueError::new_err("cmds holds no command: a fan-out needs a server"));
+        }
+        let timeout = options.timeout;
+        Ok(PyFanout { fanout: Mutex::new(Some(Fanout::new(peers, timeout))) })
+    }
+
+    fn __len__(&mut self) -> PyResult<usize> {
+        Ok(self.open()?.len())
+    }
+
+    /// Sends `x` (1-D float64) to every server and gathers the replies into `out`.
+    fn scatter<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        out: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.open()?.len();
+        let xs = PyList::new(py, std::iter::repeat_n(x, n))?;
+        self.call_each(py, xs.as_any(), out)
+    }
+
+    /// Sends `xs[i]` to server i, all before any reply is read, and gathers the replies into
+    /// `out[i]`.
+    fn call_each<'py>(
+        &mut self,
+        py: Python<'py>,
+        xs: &Bound<'py, PyAny>,
+        out: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.open()?.len();
+        let inputs = xs
+            .try_iter()?
+            .enumerate()
+            .map(|(i, x)| {
+                let x = x?;
+                let array = x.cast::<PyArrayDyn<f64>>().map_err(|_| {
+                    PyTypeError::new_err(format!("xs[{i}] must be a float64 numpy array"))
+                })?;
+                if array.ndim() != 1 {
+                    return Err(PyValueError::new_err(format!("xs[{i}] must be 1-D")));
+                }
+                array.try_readonly().map_err(|e| PyValueError::new_err(format!("xs[{i}]: {e}")))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        if inputs.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "xs must hold {n} arrays, got {}",
+                inputs.len()
+            )));
+        }
+        let mut outputs = reply_buffers(out, n)?;
+        let requests = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                a.as_slice()
+                    .map(Values::F64)
+                    .map_err(|_| PyValueError::new_err(format!("xs[{i}] must be C-contiguous")))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let mut replies = outputs
+            .iter_mut()
+            .map(|a| {
+                a.as_slice_mut()
+                    .map(ValuesMut::F64)
+                    .map_err(|e| PyValueError::new_err(e.to_string()))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let fanout = self.open()?;
+        let gathered = py.detach(|| fanout.call_each(&requests, &mut replies));
+        let gathered = gathered.map_err(|e| to_py(py, e))?;
+        let mut failures = gathered.results.into_iter().filter_map(Result::err).collect::<Vec<_>>();
+        if failures.is_empty() {
+            return Ok(out.clone());
+        }
+        let all: Vec<(usize, String, String)> =
+            failures.iter().map(|f| (f.index, f.server.clone(), f.error.to_string())).collect();
+        let err = server_failure(py, failures.remove(0));
+        let _ = err.value(py).setattr("failures", all);
+        Err(err)
+    }
+
+    /// Says BYE to every server and reaps it; the first failure is raised, naming its server.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let taken = self.fanout.get_mut().ok().and_then(Option::take);
+        match taken {
+            None => Ok(()),
+            Some(fanout) => py.detach(|| fanout.close()).map_err(|f| server_failure(py, f)),
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*exc))]
+    fn __exit__(&mut self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        let closed = self.close(py);
+        crate::exit_after(closed, exc.get_item(0).ok().as_ref())
+    }
+}
