@@ -414,6 +414,14 @@ pub fn serve<H: Handler + ?Sized>(
     Conversation::new(transport, options).run(handler)
 }
 
+/// The message of the ERROR answering a DATA request to a server that serves only the
+/// functions named in `names` (joined with ", ").
+pub(crate) fn data_refused(names: &str) -> String {
+    format!(
+        "this server serves functions by name ({names}): call one with a PARTS request, not DATA"
+    )
+}
+
 /// The message of the ERROR answering a call to a function the server does not serve.
 pub(crate) fn unknown_function(function: &str, functions: &[String]) -> String {
     if functions.is_empty() {

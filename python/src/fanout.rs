@@ -29,17 +29,21 @@ impl PyFanout {
 /// The exception of a server that failed, its class that of the crate's error, its message
 /// naming the server, with `server_index` and `server` set.
 fn server_failure(py: Python<'_>, failure: ServerError) -> PyErr {
-    let text = failure.to_string();
     let ServerError { index, server, error } = failure;
-    let err = to_py(py, error);
+    name_server(py, to_py(py, error), index, server)
+}
+
+/// `err` about server `index` (command `server`): `server_index` and `server` set, and its
+/// message led by `server INDEX (`SERVER`): ` — unless it is an OSError, whose arguments are
+/// its errno and text. Setting attributes on a fresh exception cannot fail in practice; if it
+/// did, the exception of the right class is still raised.
+fn name_server(py: Python<'_>, err: PyErr, index: usize, server: String) -> PyErr {
     let value = err.value(py);
-    // Setting attributes on a fresh exception cannot fail in practice; if it did, the
-    // exception of the right class is still raised.
+    if value.getattr("errno").is_err() {
+        let _ = value.setattr("args", (format!("server {index} (`{server}`): {value}"),));
+    }
     let _ = value.setattr("server_index", index);
     let _ = value.setattr("server", server);
-    if value.getattr("errno").is_err() {
-        let _ = value.setattr("args", (text,));
-    }
     err
 }
 
@@ -126,9 +130,7 @@ impl PyFanout {
                 Err(e) => {
                     // Dropping the peers started says BYE to each and reaps it.
                     py.detach(move || drop(peers));
-                    let message = format!("server {index} (`{name}`): {}", e.value(py));
-                    let _ = e.value(py).setattr("args", (message,));
-                    return Err(e);
+                    return Err(name_server(py, e, index, name));
                 }
             }
         }

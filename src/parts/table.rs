@@ -531,7 +531,7 @@ impl Table {
             && self.bytes[descriptors..]
                 .chunks_exact(DESCRIPTOR_LEN)
                 .zip(shapes)
-                .all(|(d, shape)| u64_at(d, 0) == head_word(shape) && u64_at(d, 8) == shape.count)
+                .all(|(d, shape)| describes(d, shape))
     }
 
     fn write_anew(&mut self, function: &str, shapes: impl Iterator<Item = Shape>) -> Result<()> {
@@ -581,10 +581,11 @@ impl Table {
     }
 }
 
-/// The first 8 bytes of the descriptor of a part of `shape`, as a little-endian u64: dtype,
-/// flags and reserved bytes (zero), columns.
-fn head_word(shape: Shape) -> u64 {
-    shape.dtype as u64 | u64::from(shape.cols) << 32
+/// Whether the 16 bytes `descriptor` are those of a part of `shape`, compared as two
+/// little-endian words: dtype, flags and reserved bytes (zero), columns; then the count.
+fn describes(descriptor: &[u8], shape: Shape) -> bool {
+    u64_at(descriptor, 0) == shape.dtype as u64 | u64::from(shape.cols) << 32
+        && u64_at(descriptor, 8) == shape.count
 }
 
 /// The 16 bytes of the descriptor of a part of `shape`.
@@ -604,11 +605,9 @@ pub(crate) fn is_reply_table(
     let n = shapes.len();
     table.len() == PREAMBLE_LEN + n * DESCRIPTOR_LEN
         && table[..PREAMBLE_LEN] == [n as u8, (n >> 8) as u8, 0, 0, 0, 0, 0, 0]
-        && table[PREAMBLE_LEN..].chunks_exact(DESCRIPTOR_LEN).all(|d| {
-            shapes.next().is_some_and(|shape| {
-                u64_at(d, 0) == head_word(shape) && u64_at(d, 8) == shape.count
-            })
-        })
+        && table[PREAMBLE_LEN..]
+            .chunks_exact(DESCRIPTOR_LEN)
+            .all(|d| shapes.next().is_some_and(|shape| describes(d, shape)))
 }
 
 /// The length of a PARTS payload with parts of `shapes` and no name: preamble, descriptors

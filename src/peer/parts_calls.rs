@@ -9,6 +9,9 @@ use crate::zerocopy::{AlignedBuf, NATIVE_IS_WIRE};
 /// Most parts a reply lands straight in the caller's buffers with: 8 (its table, each part and
 /// each part's padding are [`MAX_SCATTER`] buffers).
 const SCATTER_PARTS: usize = (MAX_SCATTER - 1) / 2;
+/// The parts of a solver's call, `t`, `y` and the parameters: sent from the smallest array of
+/// pieces (a table, and each part with its padding).
+const SOLVER_PARTS: usize = 3;
 /// The longest table of a reply of [`SCATTER_PARTS`] parts.
 const SCATTER_TABLE: usize = parts::PREAMBLE_LEN + SCATTER_PARTS * parts::DESCRIPTOR_LEN;
 
@@ -144,9 +147,9 @@ impl Peer {
         let deadline = Deadline::from_first_wait(self.options.timeout);
         let mut encode_ns = 0;
         let zero_copy = inputs.iter().all(|part| part.wire_bytes().is_some());
-        let sent = if zero_copy && inputs.len() <= 3 {
+        let sent = if zero_copy && inputs.len() <= SOLVER_PARTS {
             // A solver's t, y and parameters: the smallest array.
-            self.send_pieces::<7>(&header, inputs, deadline)
+            self.send_pieces::<{ 1 + 2 * SOLVER_PARTS }>(&header, inputs, deadline)
         } else if zero_copy && inputs.len() <= SCATTER_PARTS {
             // A few parts (the common case) without initialising room for the most.
             self.send_pieces::<{ 1 + 2 * SCATTER_PARTS }>(&header, inputs, deadline)

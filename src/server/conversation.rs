@@ -87,13 +87,12 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
                         parse_request(request, tables, transport, client_max, seq, payload)?;
                     self.reply.clear();
                     let function = parsed.function();
-                    let answered =
-                        if function.is_empty() || self.functions.iter().any(|f| f == function) {
-                            let call = Call { seq, function, parts: parsed };
-                            handler.call(call, &mut self.reply)
-                        } else {
-                            Err(unknown_function(function, &self.functions))
-                        };
+                    let answered = match refusal(function, &self.functions) {
+                        None => {
+                            handler.call(Call { seq, function, parts: parsed }, &mut self.reply)
+                        }
+                        Some(message) => Err(message),
+                    };
                     let answered = match answered {
                         Ok(()) => self.send_parts(seq, started, deadline)?,
                         Err(message) => Err(message),
@@ -228,12 +227,7 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
         let transport = self.transport.borrow_mut();
         let (request, tables, client_max) = (&self.request, &mut self.tables, self.client_max);
         let parsed = parse_request(request, tables, transport, client_max, seq, payload)?;
-        let function = parsed.function();
-        if function.is_empty() || self.functions.iter().any(|f| f == function) {
-            Ok(None)
-        } else {
-            Ok(Some(unknown_function(function, &self.functions)))
-        }
+        Ok(refusal(parsed.function(), &self.functions))
     }
 
     /// The part table of the PARTS request `seq` at `payload`, checked (a violation is
@@ -338,6 +332,13 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
         send_violation(self.transport.borrow_mut(), self.client_max, seq, &text);
         error
     }
+}
+
+/// The message of the ERROR answering a call of `function` when it is not among `functions`
+/// (the default function, `""`, always is); `None` when it may be called.
+fn refusal(function: &str, functions: &[String]) -> Option<String> {
+    let served = function.is_empty() || functions.iter().any(|f| f == function);
+    (!served).then(|| unknown_function(function, functions))
 }
 
 /// The part table of the PARTS request `seq` at `payload` in `request`, checked through

@@ -118,10 +118,7 @@ impl Handler for Functions {
     }
 
     fn handle<'a>(&'a mut self, _: Request<'a>) -> std::result::Result<Response<'a>, String> {
-        Err(format!(
-            "this server serves functions by name ({}): call one with a PARTS request, not DATA",
-            self.names().join(", ")
-        ))
+        Err(super::data_refused(&self.names().join(", ")))
     }
 
     fn functions(&self) -> Vec<String> {

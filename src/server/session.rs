@@ -169,11 +169,7 @@ impl Session {
                 }
                 Incoming::Idle => return Ok(Next::Idle),
                 Incoming::Data { header, started, deadline, .. } => {
-                    let message = format!(
-                        "this server serves functions by name ({}): call one with a PARTS \
-                         request, not DATA",
-                        self.conversation.functions.join(", ")
-                    );
+                    let message = super::data_refused(&self.conversation.functions.join(", "));
                     self.answer_error(header.seq, started, &message, deadline)?;
                     continue;
                 }
