@@ -220,6 +220,9 @@ impl<H: Handler> Handler for Sleeping<H> {
     }
 
     fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        // A 1 µs timer slack, not Linux's default 50 µs: the sleep stands for work of about
+        // this length, not a length plus up to 50 µs.
+        crate::sys::tighten_timer_slack();
         std::thread::sleep(self.sleep);
         self.inner.handle(request)
     }

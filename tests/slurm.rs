@@ -35,6 +35,11 @@ const CLIENT_SRUN_VAR: &str = "PEERPIPE_SLURM_FANOUT_SRUN";
 /// Environment variable naming the `peer` binary for that client.
 const CLIENT_PEER_VAR: &str = "PEERPIPE_SLURM_FANOUT_PEER";
 
+/// Environment variable naming a Python that has the `peerpipe` package installed: without
+/// it the Python test here is skipped (`.ci/run` sets it to its venv's Python once it has
+/// built the package, and runs that test again).
+const PYTHON_VAR: &str = "PEERPIPE_PYTHON";
+
 /// One cluster at a time: they share Slurm's ports inside their own namespaces, but two
 /// would compete for this machine's two cores and slow each other's start.
 static SLURM_LOCK: Mutex<()> = Mutex::new(());
@@ -239,6 +244,67 @@ fn the_pipe_transport_through_srun_fails_within_2s_saying_to_use_tcp() {
     assert_nothing_left(&cluster);
 }
 
+/// Run by Python on `n0` with a `srun` line and `n1`'s namespace: `Peer.spawn` over tcp, no
+/// `--listen`; the server's HELLO pid is a process in `n1`'s namespace, and 500 and 65,536
+/// f64 come back bit for bit.
+const PYTHON_SPAWN: &str = r#"
+import os, sys
+import numpy as np
+import peerpipe
+line, n1 = sys.argv[1], sys.argv[2]
+with peerpipe.Peer.spawn(line, transport="tcp", timeout=20.0) as peer:
+    pid = peer.server_hello["pid"]
+    on_n1 = os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(n1).st_ino
+    for n in (500, 65536):
+        x = np.random.default_rng(n).standard_normal(n)
+        out = np.empty(n)
+        for _ in range(20):
+            peer.call(x, out)
+            assert out.tobytes() == x.tobytes(), f"{n} f64 differ"
+print(f"server on n1: {on_n1}; bit for bit")
+"#;
+
+/// From Python on `n0`: `Peer.spawn` of a tcp server through `srun` on `n1`, bit for bit, and
+/// `python/examples/ensemble.py` with its servers spread over both nodes, matching its eight
+/// local solves bit for bit; nothing left in the queue or on the nodes.
+#[test]
+fn python_spawns_through_srun_over_tcp_and_its_ensemble_runs_over_both_nodes() {
+    let Ok(python) = std::env::var(PYTHON_VAR) else {
+        println!("skipped: {PYTHON_VAR} is not set (.ci/run sets it once the package is built)");
+        return;
+    };
+    let _lock = serialize(&SLURM_LOCK);
+    let _watchdog = Watchdog::new(secs(300));
+    let Some(cluster) = cluster_or_skip() else { return };
+    let peer = peer_exe();
+    let line = format!("{} -w n1 -N1 -n1 {peer} --role server --transport tcp", cluster.srun());
+    let mut command = cluster.command_on_n0(&python);
+    command.args(["-c", PYTHON_SPAWN, &line]).arg(cluster.netns_path(1));
+    let (status, stdout, stderr, took) = run(command, secs(120));
+    println!("Peer.spawn through srun, {took:?}: {stdout}");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}\n{stdout}\n{stderr}\n{}",
+        cluster.logs()
+    );
+    assert!(stdout.contains("server on n1: True; bit for bit"), "{stdout}\n{stderr}");
+    assert_nothing_left(&cluster);
+
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/python/examples/ensemble.py");
+    let mut command = cluster.command_on_n0(&python);
+    command.args([example, "--launcher", &format!("{} -w n{{node}} -N1 -n1", cluster.srun())]);
+    command.env("PEERPIPE_PEER", peer);
+    let (status, stdout, stderr, took) = run(command, secs(180));
+    println!("ensemble.py over both nodes, {took:?}: {}", stdout.lines().last().unwrap_or(""));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}\n{stdout}\n{stderr}\n{}",
+        cluster.logs()
+    );
+    assert!(stdout.contains("\"identical\": true"), "{stdout}");
+    assert_nothing_left(&cluster);
+}
+
 /// Eight tcp servers started by `srun`, four on each node, each sleeping 1 ms per request (as
 /// if it computed elsewhere): `prefix` is `srun`'s command (`env SLURM_CONF=… srun`).
 fn eight_servers(prefix: &str, peer: &str) -> Vec<String> {
@@ -338,6 +404,33 @@ fn the_ensemble_example_over_both_nodes_matches_eight_local_solves_bit_for_bit()
     );
     assert!(stdout.contains("\"identical\":true"), "{stdout}");
     assert_nothing_left(&cluster);
+}
+
+/// `examples/gather.rs` over the cluster, for each wait: eight servers sleeping 1 ms, four on
+/// each node, gathered together and in turn with the same gather between threads of the
+/// client (the machine's floor); every reply bit for bit, the figures printed (`cargo test
+/// --release --test slurm gather -- --nocapture` for those of a release build).
+#[test]
+fn the_gather_example_over_both_nodes_measures_a_gather_beside_its_floor() {
+    let _lock = serialize(&SLURM_LOCK);
+    let _watchdog = Watchdog::new(secs(300));
+    let example = example_exe("gather");
+    let Some(cluster) = cluster_or_skip() else { return };
+    for wait in ["block", "auto"] {
+        let mut command = cluster.command_on_n0(&example);
+        let launcher = format!("{} -w n{{node}} -N1 -n1", cluster.srun());
+        command.args([peer_exe(), "--rounds", "5", "--wait", wait, "--launcher", &launcher]);
+        let (status, stdout, stderr, took) = run(command, secs(120));
+        let summary = stdout.lines().rev().nth(1).unwrap_or("");
+        println!("gather over both nodes, wait {wait}, {took:?}: {summary}");
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{status:?}\n{stdout}\n{stderr}\n{}",
+            cluster.logs()
+        );
+        assert!(stdout.contains("\"servers\":8,\"sleep_ns\":1000000"), "{stdout}");
+        assert_nothing_left(&cluster);
+    }
 }
 
 /// A fan-out client killed with SIGKILL mid-run (no code of it runs): its srun steps end and

@@ -242,11 +242,14 @@ class Peer:
         """Timing of the most recent successful call."""
     @property
     def server_hello(self) -> Dict[str, Any]:
-        """The server's HELLO: max_frame_bytes, handler and implementation (None if absent),
-        parts (it reads PARTS requests) and functions (the names it serves)."""
+        """The server's HELLO: max_frame_bytes, handler, implementation and pid (the server's
+        process id on its own machine; None if absent), parts (it reads PARTS requests) and
+        functions (the names it serves)."""
     @property
     def server_pid(self) -> Optional[int]:
-        """The server's process id."""
+        """The id of the local process that serves, when this peer spawned it and it can be
+        known; None for a server on another machine (through ssh or srun), whose own id is
+        ``server_hello["pid"]``."""
     @property
     def transport(self) -> Transport:
         """The transport in use."""
@@ -374,6 +377,10 @@ class Fanout:
         """Spawns one server per command (as ``Peer.spawn`` takes it); a failure terminates
         the servers already started and names the one that failed."""
     def __len__(self) -> int: ...
+    @property
+    def last_gather_ns(self) -> Optional[int]:
+        """Nanoseconds the last ``scatter`` or ``call_each`` took, from its first send to its
+        last reply (or failure); ``None`` before the first."""
     def scatter(self, x: F64, out: Any) -> Any:
         """Sends ``x`` (1-D float64) to every server and gathers the replies into ``out``: a
         float64 array of shape (N, len(x)) or a list of N arrays; returns ``out``."""

@@ -11,12 +11,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::errors::to_py;
-use crate::spawn::{command, options, spawn_interruptibly};
+use crate::spawn::{command, options, spawn_all_interruptibly};
 
 /// Many servers called together (see `peerpipe.Fanout`).
 #[pyclass(name = "Fanout", module = "peerpipe")]
 pub(crate) struct PyFanout {
     fanout: Mutex<Option<Fanout>>,
+    /// How long the last gather took, from its first send to its last reply or failure.
+    last_gather_ns: Option<u64>,
 }
 
 impl PyFanout {
@@ -100,8 +102,9 @@ fn reply_buffers<'py>(
 
 #[pymethods]
 impl PyFanout {
-    /// Spawns one server per command of `cmds` (each as `Peer.spawn` takes it) and exchanges
-    /// HELLOs with each; a failure terminates those already started and names the server.
+    /// Spawns one server per command of `cmds` (each as `Peer.spawn` takes it), all at once,
+    /// and exchanges HELLOs with each; a failure terminates those started and names the first
+    /// server that failed.
     #[staticmethod]
     #[pyo3(signature = (cmds, *, transport="pipe", wait="auto", timeout=Some(10.0), max_frame_bytes=None))]
     fn spawn(
@@ -116,7 +119,7 @@ impl PyFanout {
             return Err(PyTypeError::new_err("cmds must be a list of commands, one per server"));
         }
         let options = options(transport, wait, timeout, max_frame_bytes, "zero-copy")?;
-        let mut peers = Vec::new();
+        let (mut names, mut commands) = (Vec::new(), Vec::new());
         for (index, cmd) in cmds.try_iter()?.enumerate() {
             let cmd = cmd?;
             let name = match cmd.extract::<String>() {
@@ -125,20 +128,37 @@ impl PyFanout {
                     cmd.extract::<Vec<String>>().map(|argv| argv.join(" ")).unwrap_or_default()
                 }
             };
-            match command(py, &cmd).and_then(|c| spawn_interruptibly(py, c, options.clone())) {
+            commands.push(command(py, &cmd).map_err(|e| name_server(py, e, index, name.clone()))?);
+            names.push(name);
+        }
+        // All at once, so that slow starts (`srun`, `ssh`) overlap.
+        let spawned = spawn_all_interruptibly(py, commands, options.clone())?;
+        let mut peers = Vec::with_capacity(spawned.len());
+        let mut first_error = None;
+        for (index, (name, peer)) in names.into_iter().zip(spawned).enumerate() {
+            match peer {
                 Ok(peer) => peers.push((name, peer)),
-                Err(e) => {
-                    // Dropping the peers started says BYE to each and reaps it.
-                    py.detach(move || drop(peers));
-                    return Err(name_server(py, e, index, name));
-                }
+                Err(e) if first_error.is_none() => first_error = Some((index, name, e)),
+                Err(_) => {}
             }
+        }
+        if let Some((index, name, e)) = first_error {
+            // Dropping the peers started says BYE to each and reaps it.
+            py.detach(move || drop(peers));
+            return Err(name_server(py, e, index, name));
         }
         if peers.is_empty() {
             return Err(PyValueError::new_err("cmds holds no command: a fan-out needs a server"));
         }
         let timeout = options.timeout;
-        Ok(PyFanout { fanout: Mutex::new(Some(Fanout::new(peers, timeout))) })
+        Ok(PyFanout { fanout: Mutex::new(Some(Fanout::new(peers, timeout))), last_gather_ns: None })
+    }
+
+    /// Nanoseconds the last `scatter` or `call_each` took, from its first send to its last
+    /// reply (or failure); `None` before the first.
+    #[getter]
+    fn last_gather_ns(&self) -> Option<u64> {
+        self.last_gather_ns
     }
 
     fn __len__(&mut self) -> PyResult<usize> {
@@ -207,6 +227,7 @@ impl PyFanout {
         let fanout = self.open()?;
         let gathered = py.detach(|| fanout.call_each(&requests, &mut replies));
         let gathered = gathered.map_err(|e| to_py(py, e))?;
+        self.last_gather_ns = Some(gathered.elapsed_ns);
         let mut failures = gathered.results.into_iter().filter_map(Result::err).collect::<Vec<_>>();
         if failures.is_empty() {
             return Ok(out.clone());

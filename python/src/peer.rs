@@ -304,12 +304,14 @@ impl PyPeer {
         hello.set_item("max_frame_bytes", self.hello.max_frame_bytes)?;
         hello.set_item("handler", self.hello.handler.clone())?;
         hello.set_item("implementation", self.hello.implementation.clone())?;
+        hello.set_item("pid", self.hello.pid)?;
         hello.set_item("parts", self.hello.parts)?;
         hello.set_item("functions", self.hello.functions.clone())?;
         Ok(hello)
     }
 
-    /// The server's process id.
+    /// The id of the local process that serves (see `Peer::server_pid`); `None` for a server
+    /// on another machine, whose own pid is its HELLO's `pid`.
     #[getter]
     fn server_pid(&self) -> Option<u32> {
         self.pid

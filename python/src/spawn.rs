@@ -22,44 +22,81 @@ pub(crate) fn spawn_interruptibly(
     command: Command,
     options: peerpipe::Options,
 ) -> PyResult<peerpipe::Peer> {
+    let mut spawned = spawn_all_interruptibly(py, vec![command], options)?;
+    spawned.pop().expect("one result per command")
+}
+
+/// [`spawn_interruptibly`] for several commands at once, each on a thread of its own, so that
+/// slow starts (`srun`, `ssh`) overlap: one result per command, in order. Ctrl-C (the `Err`)
+/// gives up on all of them, and every server already started is terminated and reaped.
+pub(crate) fn spawn_all_interruptibly(
+    py: Python<'_>,
+    commands: Vec<Command>,
+    options: peerpipe::Options,
+) -> PyResult<Vec<PyResult<peerpipe::Peer>>> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::mpsc::{RecvTimeoutError, channel};
     let (sender, receiver) = channel();
     let give_up = Arc::new(AtomicBool::new(false));
-    let asked = Arc::clone(&give_up);
-    std::thread::Builder::new()
-        .name("peerpipe spawn".into())
-        .spawn(move || {
+    let n = commands.len();
+    for (index, command) in commands.into_iter().enumerate() {
+        let (asked, tell, options) = (Arc::clone(&give_up), sender.clone(), options.clone());
+        let started = std::thread::Builder::new().name("peerpipe spawn".into()).spawn(move || {
             let interrupted = || asked.load(Ordering::Relaxed);
             let spawned = peerpipe::Peer::spawn_interruptible(command, options, &interrupted);
             // Nobody left to receive it (interrupted, and tired of waiting): dropping the
             // peer reaps the server.
-            let _ = sender.send(spawned);
-        })
-        .map_err(|e| PyOSError::new_err(format!("could not start the spawning thread: {e}")))?;
+            let _ = tell.send((index, spawned));
+        });
+        if let Err(e) = started {
+            // Those started so far give up and reap what they started.
+            give_up.store(true, Ordering::Relaxed);
+            drop(sender);
+            py.detach(move || while receiver.recv_timeout(REAP_WAIT).is_ok() {});
+            return Err(PyOSError::new_err(format!("could not start a spawning thread: {e}")));
+        }
+    }
+    drop(sender);
+    let mut results: Vec<Option<peerpipe::Result<peerpipe::Peer>>> = (0..n).map(|_| None).collect();
     let mut receiver = receiver;
-    loop {
+    let mut missing = n;
+    while missing > 0 {
         // The receiver travels into the GIL-free closure and back (it is Send, not Sync).
         let (got, back) = py.detach(move || (receiver.recv_timeout(SLICE), receiver));
         receiver = back;
         match got {
-            Ok(result) => return result.py_err(py),
+            Ok((index, result)) => {
+                results[index] = Some(result);
+                missing -= 1;
+            }
             Err(RecvTimeoutError::Timeout) => {
                 if let Err(interrupt) = py.check_signals() {
                     give_up.store(true, Ordering::Relaxed);
-                    // The spawn sees it within INTERRUPT_CHECK and reaps its server; a peer
-                    // made meanwhile is dropped here, without the GIL (closing it says BYE
-                    // and waits for the server to exit), which reaps it as well.
-                    py.detach(move || drop(receiver.recv_timeout(REAP_WAIT)));
+                    // Each spawn sees it within INTERRUPT_CHECK and reaps its server; the
+                    // peers made meanwhile are dropped here, without the GIL (closing one
+                    // says BYE and waits for its server to exit), which reaps them as well.
+                    py.detach(move || {
+                        drop(results);
+                        let until = std::time::Instant::now() + REAP_WAIT;
+                        while missing > 0 {
+                            let left = until.saturating_duration_since(std::time::Instant::now());
+                            if receiver.recv_timeout(left).is_err() {
+                                break;
+                            }
+                            missing -= 1;
+                        }
+                    });
                     return Err(interrupt);
                 }
             }
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(PyRuntimeError::new_err("the spawning thread ended without a result"));
+                let ended = "a spawning thread ended without a result";
+                return Err(PyRuntimeError::new_err(ended));
             }
         }
     }
+    Ok(results.into_iter().map(|result| result.expect("every spawn answered").py_err(py)).collect())
 }
 
 /// The crate's options from the keyword arguments every constructor takes.

@@ -1,12 +1,16 @@
 """peerpipe.Fanout: one client calling many servers together, each reply into its own buffer,
 one server's failure an exception naming it while the others' replies stand."""
 
+import json
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import children, python_server
+from conftest import children, peer_exe, python_server
 
 import peerpipe
 
@@ -69,3 +73,46 @@ def test_bad_arguments_are_refused_before_anything_is_sent():
         out = np.zeros((2, 4))
         fanout.scatter(x, out)  # still usable
         assert out.tolist() == [[1.0] * 4] * 2
+
+
+def test_the_ensemble_example_matches_eight_local_solves_bit_for_bit():
+    before = children()
+    env = dict(os.environ, PEERPIPE_PEER=peer_exe())
+    example = Path(__file__).resolve().parents[1] / "examples" / "ensemble.py"
+    result = subprocess.run(
+        [sys.executable, str(example), "--steps", "50", "--n", "100"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert summary["identical"] is True, result.stdout
+    assert (summary["members"], summary["steps"], summary["n"]) == (8, 50, 100)
+    assert summary["gather_p50_ns"] > 0
+    assert children() == before
+
+
+def test_last_gather_ns_times_each_gather():
+    with peerpipe.Fanout.spawn(echo_servers(2)) as fanout:
+        assert fanout.last_gather_ns is None
+        fanout.scatter(np.arange(4.0), np.zeros((2, 4)))
+        first = fanout.last_gather_ns
+        assert isinstance(first, int) and first > 0
+
+
+def test_servers_are_spawned_all_at_once(tmp_path):
+    # Each server starts only once all four have begun: spawned one after another, the
+    # first would wait for the others until its handshake timed out.
+    started = tmp_path / "started"
+    started.touch()
+    line = (
+        f"echo x >> {started}; "
+        f'while [ "$(wc -l < {started})" -lt 4 ]; do sleep 0.01; done; '
+        f"exec {peer_exe()} --role server"
+    )
+    with peerpipe.Fanout.spawn([line] * 4, timeout=5.0) as fanout:
+        out = np.zeros((4, 3))
+        fanout.scatter(np.arange(3.0), out)
+        assert out.tolist() == [[0.0, 1.0, 2.0]] * 4
