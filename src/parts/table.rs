@@ -193,13 +193,31 @@ impl fmt::Display for TableFault {
 
 /// A PARTS payload whose table passed every check: the function named and the parts, each
 /// an 8-byte-aligned slice of the payload. Borrowed; nothing is copied.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Parsed<'a> {
     payload: &'a [u8],
     function: &'a str,
     parts: usize,
     /// Offset of the first descriptor.
     descriptors: usize,
+    /// Every part's shape and offset, when a [`ParseMemo`] has them; else empty, and a part
+    /// is found from the descriptors.
+    slots: &'a [Slot],
+}
+
+impl std::fmt::Debug for Parsed<'_> {
+    /// The function and each part (shape and bytes), however they were found.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<_> = (0..self.parts).filter_map(|i| self.get(i)).collect();
+        f.debug_struct("Parsed").field("function", &self.function).field("parts", &parts).finish()
+    }
+}
+
+/// Where a part of a checked payload is: its shape, and the offset of its first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    shape: Shape,
+    offset: usize,
 }
 
 /// One part of a [`Parsed`] payload.
@@ -275,6 +293,10 @@ impl<'a> Parsed<'a> {
 
     /// Part `index`, `None` past the last.
     pub fn get(&self, index: usize) -> Option<PartRef<'a>> {
+        if let Some(&Slot { shape, offset }) = self.slots.get(index) {
+            let len = shape.count as usize * shape.dtype.width() as usize;
+            return Some(PartRef { shape, bytes: &self.payload[offset..offset + len] });
+        }
         if index >= self.parts {
             return None;
         }
@@ -442,7 +464,7 @@ fn parse_table(payload: &[u8], role: Role) -> std::result::Result<Parsed<'_>, Ta
     if role == Role::Reply && !function.is_empty() {
         return Err(TableFault::NamedReply { name: function.to_owned() });
     }
-    Ok(Parsed { payload, function, parts: parts as usize, descriptors })
+    Ok(Parsed { payload, function, parts: parts as usize, descriptors, slots: &[] })
 }
 
 /// The last table [`parse`] accepted, so that a request repeating it — a solver's every call
@@ -454,6 +476,10 @@ fn parse_table(payload: &[u8], role: Role) -> std::result::Result<Parsed<'_>, Ta
 pub(crate) struct ParseMemo {
     /// The table's bytes (preamble, name, descriptors); empty when nothing is kept.
     table: Vec<u8>,
+    /// The function the table names, checked when it was kept: a repeat borrows it.
+    function: String,
+    /// The parts of the payload checked last (kept or not), in order.
+    slots: Vec<Slot>,
     payload_len: usize,
     role: Option<Role>,
     parts: usize,
@@ -461,27 +487,36 @@ pub(crate) struct ParseMemo {
 }
 
 impl ParseMemo {
-    /// As [`parse`], comparing with the table accepted last before checking anew.
-    pub(crate) fn parse<'a>(&mut self, payload: &'a [u8], role: Role) -> Result<Parsed<'a>> {
+    /// As [`parse`], comparing with the table accepted last before checking anew. The view
+    /// borrows the memo too: a repeated table's function name is the one kept.
+    pub(crate) fn parse<'a>(&'a mut self, payload: &'a [u8], role: Role) -> Result<Parsed<'a>> {
         let known = !self.table.is_empty()
             && self.role == Some(role)
             && payload.len() == self.payload_len
             && payload.get(..self.table.len()) == Some(&self.table[..]);
         if known {
-            let name_len = u16_at(payload, 4) as usize;
-            let name = &payload[PREAMBLE_LEN..PREAMBLE_LEN + name_len];
-            let function = std::str::from_utf8(name).expect("checked when it was kept");
-            let (parts, descriptors) = (self.parts, self.descriptors);
-            return Ok(Parsed { payload, function, parts, descriptors });
+            let (function, parts, descriptors) = (&self.function[..], self.parts, self.descriptors);
+            let slots = &self.slots[..];
+            return Ok(Parsed { payload, function, parts, descriptors, slots });
         }
         self.table.clear();
-        let parsed = parse(payload, role)?;
+        let mut parsed = parse(payload, role)?;
+        self.slots.clear();
+        let mut offset = parsed.values_start();
+        for shape in parsed.shapes() {
+            self.slots.push(Slot { shape, offset });
+            let len = shape.count as usize * shape.dtype.width() as usize;
+            offset += len + pad8(len as u64) as usize;
+        }
         if parsed.shapes().all(|shape| shape.byte_len().is_some_and(|b| b % 8 == 0)) {
             self.table.extend_from_slice(&payload[..parsed.values_start()]);
+            self.function.clear();
+            self.function.push_str(parsed.function);
             self.payload_len = payload.len();
             self.role = Some(role);
             (self.parts, self.descriptors) = (parsed.parts, parsed.descriptors);
         }
+        parsed.slots = &self.slots;
         Ok(parsed)
     }
 }

@@ -245,8 +245,9 @@ pub struct PartsOut {
     /// Words in use.
     used: usize,
     shapes: Vec<Shape>,
-    /// The reply's part table (no name), kept as parts are added: empty or preamble and
-    /// descriptors.
+    /// The reply's part table (no name): preamble and descriptors, those of the parts so far
+    /// first. Kept from reply to reply, so that a reply of the last one's shapes rewrites it
+    /// in place.
     table: Vec<u8>,
 }
 
@@ -260,7 +261,6 @@ impl PartsOut {
     pub fn clear(&mut self) {
         self.used = 0;
         self.shapes.clear();
-        self.table.clear();
     }
 
     /// The shapes of the parts so far.
@@ -286,10 +286,12 @@ impl PartsOut {
             .and_then(|b| usize::try_from(b).ok())
             .filter(|&b| b <= isize::MAX as usize)
             .ok_or_else(|| format!("a part of {shape} is too large"))?;
-        if self.table.is_empty() {
-            self.table.extend_from_slice(&[0; super::PREAMBLE_LEN]);
+        let at = super::PREAMBLE_LEN + self.shapes.len() * super::DESCRIPTOR_LEN;
+        if self.table.len() < at + super::DESCRIPTOR_LEN {
+            self.table.resize(at + super::DESCRIPTOR_LEN, 0);
         }
-        self.table.extend_from_slice(&super::table::descriptor_bytes(shape));
+        let descriptor = super::table::descriptor_bytes(shape);
+        self.table[at..at + super::DESCRIPTOR_LEN].copy_from_slice(&descriptor);
         let parts = self.shapes.len() as u32 + 1;
         self.table[..4].copy_from_slice(&parts.to_le_bytes());
         let start = self.used;
@@ -410,7 +412,10 @@ impl PartsOut {
     /// The reply's part table: no name, a descriptor per part.
     fn table(&self) -> &[u8] {
         const NO_PARTS: &[u8] = &[0; super::PREAMBLE_LEN];
-        if self.table.is_empty() { NO_PARTS } else { &self.table }
+        match self.shapes.len() {
+            0 => NO_PARTS,
+            n => &self.table[..super::PREAMBLE_LEN + n * super::DESCRIPTOR_LEN],
+        }
     }
 
     /// The reply payload's length: the table and the parts with their padding.
@@ -431,7 +436,7 @@ impl PartsOut {
                 at += len.div_ceil(8);
             }
         }
-        let table = if self.table.is_empty() { &[0; super::PREAMBLE_LEN][..] } else { &self.table };
+        let table = self.table();
         [table, bytemuck::cast_slice(&self.words[..self.used])]
     }
 }

@@ -345,7 +345,7 @@ fn refusal(function: &str, functions: &[String]) -> Option<String> {
 /// `tables`; a violation is answered with ERROR on `transport` and returned.
 fn parse_request<'a>(
     request: &'a AlignedBuf,
-    tables: &mut ParseMemo,
+    tables: &'a mut ParseMemo,
     transport: &mut Transport,
     client_max: Option<u64>,
     seq: u64,
