@@ -42,8 +42,11 @@ if ! "$python" -c 'import numpy, scipy, peerpipe' 2>/dev/null; then
         "install them (pip install numpy scipy ./python) or set PYTHON" >&2
     exit 2
 fi
-cargo build --release --quiet --bin peer
-export PEERPIPE_PEER=$PWD/target/release/peer
+# PEER=path/to/peer measures another build's server (an A/B against a release).
+if [ -z "${PEER:-}" ]; then
+    cargo build --release --quiet --bin peer
+fi
+export PEERPIPE_PEER=${PEER:-$PWD/target/release/peer}
 out=$(mktemp -d)
 busy=
 cleanup() {

@@ -14,6 +14,7 @@
 # outside the main state.
 #
 #   bash benches/waits.sh [RUNS]        # default 3 runs of each setting; ~40 s a run
+#   PEER=path/to/peer bash benches/waits.sh [RUNS]   # another build (an A/B against a release)
 #
 # The targets it checks (docs/PERFORMANCE.md, "Waiting where programs run"):
 #   same (quiet and --load 1): auto p50 <= 1.3x block's
@@ -23,8 +24,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
-cargo build --release --quiet --bin peer
-peer=target/release/peer
+if [ -z "${PEER:-}" ]; then
+    cargo build --release --quiet --bin peer
+fi
+peer=${PEER:-target/release/peer}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

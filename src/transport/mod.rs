@@ -793,7 +793,30 @@ impl Transport {
         let near_deadline = at.is_some_and(|at| at.duration_since(now) <= DEADLINE_SPIN);
         let keep_spinning =
             near_deadline || spin.budget.is_none_or(|budget| now.duration_since(started) < budget);
-        if keep_spinning {
+        if keep_spinning && !spin.yielded {
+            let spun = now.duration_since(started);
+            if spin.yields
+                && !near_deadline
+                && spun >= wait::AUTO_SPIN_YIELD_EVERY * (spin.spin_yields + 1)
+            {
+                // Every so often in a long spin, a look whether another task wants this core:
+                // one that does (the peer on this core, another process) ends the spin, which
+                // would hold the core from it, as a spin whose final yield ran another task.
+                spin.spin_yields += 1;
+                let before = Instant::now();
+                std::thread::yield_now(); // sched_yield(2) on Linux
+                let took = before.elapsed();
+                if took > wait::AUTO_YIELD_RAN_ANOTHER {
+                    spin.yielded = true;
+                    spin.contended = true;
+                    spin.dear_yield = took > wait::AUTO_CHEAP_SLEEP;
+                }
+                return Ok(());
+            }
+            std::hint::spin_loop();
+            return Ok(());
+        }
+        if keep_spinning && near_deadline {
             std::hint::spin_loop();
             return Ok(());
         }
@@ -878,6 +901,8 @@ struct Spinning {
     dear_yield: bool,
     slept: bool,
     polls: u32,
+    /// Yields so far in the middle of this wait's spin (see [`wait::AUTO_SPIN_YIELD_EVERY`]).
+    spin_yields: u32,
 }
 
 #[cfg(test)]

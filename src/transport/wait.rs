@@ -15,7 +15,9 @@
 //!   the spin runs out, it
 //!   yields the CPU once (`sched_yield`): if that runs another task first, the core is
 //!   *contended* — wanted by the peer itself when the two share it, or by other work. Then it
-//!   sleeps. Data caught within the spin, uncontended, is a *hit*; so is a wait whose spin
+//!   sleeps. A long spin yields on the way too, every [`AUTO_SPIN_YIELD_EVERY`]: one that runs
+//!   another task ends the spin there, contended, instead of holding the core from that task
+//!   to the end of the budget (many servers of one client on few cores). Data caught within the spin, uncontended, is a *hit*; so is a wait whose spin
 //!   harmed no one and whose sleep turned out *dear* (longer than [`AUTO_CHEAP_SLEEP`]): the
 //!   peer runs elsewhere and was merely slow or asleep, and sleeping only added a wake-up.
 //!   Anything else — the yield ran another task, the sleep was cheap, or the spin overran its
@@ -82,6 +84,13 @@ pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 /// through one makes both wake-ups go away. A wake-up on another CPU of a small virtual
 /// machine took 300–400 µs in its slow state.
 pub const AUTO_MAX_SPIN_BUDGET: Duration = Duration::from_micros(500);
+
+/// How often a spin of [`Wait::Auto`] yields the CPU to see whether another task wants it:
+/// every 20 µs. One that does — the peer on this core, or one of many servers on few cores —
+/// ends the spin, which would otherwise hold the core from it to the end of its budget. Where
+/// nothing else wants the core, the yield returns at once (well under a microsecond), and a
+/// spin that catches its data within 20 µs, as on two idle cores, never yields.
+pub const AUTO_SPIN_YIELD_EVERY: Duration = Duration::from_micros(20);
 
 /// Misses in a row after which [`Wait::Auto`] stops spinning: 2, so that one unlucky wait (an
 /// interrupt, a page fault on the peer's side) does not give up spinning, but a peer that
