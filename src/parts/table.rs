@@ -557,13 +557,22 @@ impl Table {
 
     /// Whether the table written last is the one of `function` with parts of `shapes`.
     fn is(&self, function: &str, shapes: impl ExactSizeIterator<Item = Shape>) -> bool {
-        let name_end = PREAMBLE_LEN + function.len();
-        let descriptors = name_end + pad8(function.len() as u64) as usize;
-        self.written
-            && self.bytes.len() == descriptors + shapes.len() * DESCRIPTOR_LEN
-            && u16_at(&self.bytes, 4) as usize == function.len()
-            && &self.bytes[PREAMBLE_LEN..name_end] == function.as_bytes()
-            && self.bytes[descriptors..]
+        if !self.written {
+            return false;
+        }
+        let name = function.as_bytes();
+        let descriptors = PREAMBLE_LEN + name.len().next_multiple_of(8);
+        // The name's length is in the preamble and the descriptors' count in the table's
+        // length: comparing the name's bytes where they stand and the length checks both.
+        let (Some(head), Some(described)) =
+            (self.bytes.get(..descriptors), self.bytes.get(descriptors..))
+        else {
+            return false;
+        };
+        described.len() == shapes.len() * DESCRIPTOR_LEN
+            && u16::from_le_bytes([head[4], head[5]]) as usize == name.len()
+            && head[PREAMBLE_LEN..PREAMBLE_LEN + name.len()] == *name
+            && described
                 .chunks_exact(DESCRIPTOR_LEN)
                 .zip(shapes)
                 .all(|(d, shape)| describes(d, shape))

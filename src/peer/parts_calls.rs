@@ -1,6 +1,8 @@
 //! Calls of several typed parts to functions by name (docs/PROTOCOL.md §15): the time, a
 //! state and parameters out in one frame, a reply of its own shape back.
 
+use std::io::IoSlice;
+
 use super::*;
 use crate::parts::{self, Parsed, Part, PartDtype, PartMut, Role, Shape, describe_shapes};
 use crate::transport::{MAX_SCATTER, MAX_SEND_PIECES};
@@ -149,12 +151,12 @@ impl Peer {
         let zero_copy = inputs.iter().all(|part| part.wire_bytes().is_some());
         let sent = if zero_copy && inputs.len() <= SOLVER_PARTS {
             // A solver's t, y and parameters: the smallest array.
-            self.send_pieces::<{ 1 + 2 * SOLVER_PARTS }>(&header, inputs, deadline)
+            self.send_pieces::<{ 2 + 2 * SOLVER_PARTS }>(&header, inputs, deadline)
         } else if zero_copy && inputs.len() <= SCATTER_PARTS {
             // A few parts (the common case) without initialising room for the most.
-            self.send_pieces::<{ 1 + 2 * SCATTER_PARTS }>(&header, inputs, deadline)
+            self.send_pieces::<{ 2 + 2 * SCATTER_PARTS }>(&header, inputs, deadline)
         } else if zero_copy {
-            self.send_pieces::<MAX_SEND_PIECES>(&header, inputs, deadline)
+            self.send_pieces::<{ 1 + MAX_SEND_PIECES }>(&header, inputs, deadline)
         } else {
             // A big-endian target: the numbers are encoded, all parts into one buffer.
             self.scratch.clear();
@@ -166,29 +168,32 @@ impl Peer {
         self.sent(sent, seq, started, encode_ns, true)
     }
 
-    /// Sends the table and `inputs` from the caller's memory, each part followed by its
-    /// padding, with room for `N` pieces.
+    /// Sends the header, the table and `inputs` from the caller's memory, each part followed
+    /// by its padding, from an array of `N` `iovec`s (the header, the table, and two per part
+    /// at most). A PARTS payload needs no padding of its own: the table and every part are
+    /// whole words.
     fn send_pieces<const N: usize>(
         &mut self,
         header: &[u8; HEADER_LEN],
         inputs: &[Part<'_>],
         deadline: Deadline,
     ) -> Result<()> {
-        let mut pieces: [&[u8]; N] = [&[]; N];
-        pieces[0] = self.table.as_bytes();
-        let mut used = 1;
+        let mut slices = [IoSlice::new(&[]); N];
+        slices[0] = IoSlice::new(header);
+        slices[1] = IoSlice::new(self.table.as_bytes());
+        let mut used = 2;
         for part in inputs {
             let bytes = part.wire_bytes().expect("checked: a little-endian target");
-            pieces[used] = bytes;
+            slices[used] = IoSlice::new(bytes);
             used += 1;
             // An empty slice still costs the kernel a segment: padding only where there is.
             let padding = parts::pad8(bytes.len() as u64) as usize;
             if padding > 0 {
-                pieces[used] = &ZEROS[..padding];
+                slices[used] = IoSlice::new(&ZEROS[..padding]);
                 used += 1;
             }
         }
-        self.transport.send_frame_pieces(header, &pieces[..used], deadline)
+        self.transport.send_frame_slices(&mut slices[..used], deadline)
     }
 
     /// Receives the PARTS reply to the oldest request in flight (one sent with

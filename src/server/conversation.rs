@@ -3,6 +3,7 @@
 //! [`Session`](super::Session) with the user's own loop; both answer every request the same.
 
 use std::borrow::{Borrow, BorrowMut};
+use std::io::IoSlice;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -270,8 +271,11 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
         }
         let mut out = Header::parts(seq, len);
         out.aux = started.elapsed_nanos();
-        let pieces = self.reply.wire_payload();
-        self.transport.borrow_mut().send_frame_pieces(&out.to_bytes(), &pieces, deadline)?;
+        let header = out.to_bytes();
+        let [table, parts] = self.reply.wire_payload();
+        // A PARTS payload is whole words: no padding after it.
+        let mut slices = [IoSlice::new(&header), IoSlice::new(table), IoSlice::new(parts)];
+        self.transport.borrow_mut().send_frame_slices(&mut slices, deadline)?;
         Ok(Ok(()))
     }
 

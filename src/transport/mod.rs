@@ -312,6 +312,20 @@ impl Transport {
         }
     }
 
+    /// Writes one frame already laid out as `slices` — its header first, its padding (if any)
+    /// last — in one vectored write where the link takes it whole: for a caller that builds
+    /// the `iovec` array itself, with no second array to copy it into.
+    ///
+    /// # Errors
+    /// As [`Transport::send_frame`].
+    pub(crate) fn send_frame_slices(
+        &mut self,
+        slices: &mut [IoSlice<'_>],
+        deadline: Deadline,
+    ) -> Result<()> {
+        self.write_all(slices, deadline, false)
+    }
+
     /// [`Transport::send_frame_pieces`] with room for `N - 2` pieces.
     fn write_pieces<const N: usize>(
         &mut self,

@@ -160,7 +160,9 @@ impl Scatter<'_, '_> {
             used += 1;
         }
         let mut rest: &mut [IoSliceMut<'_>] = &mut slices[..used];
-        IoSliceMut::advance_slices(&mut rest, filled);
+        if filled > 0 {
+            IoSliceMut::advance_slices(&mut rest, filled);
+        }
         link.try_read(rest)
     }
 }
