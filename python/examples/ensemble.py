@@ -12,46 +12,27 @@ replaced by the member's index and ``{node}`` by the index modulo 2: a launcher 
 announces an address the client can reach (docs/USAGE.md, "On a cluster"). Every member takes
 ``--steps`` forward-Euler steps (dt = 0.01) of n = ``--n`` from the same nudged state; forcing
 8.0, 8.1, ..., 8.7. The local right-hand side evaluates the server's formula in the server's
-order (see lorenz96_solve_ivp.py), so both compute the same bits. Exits 0 only when every
+order (lorenz96.py), so both compute the same bits. Exits 0 only when every
 trajectory matches its local solve bit for bit; the last line printed is one JSON object.
 """
 
 import argparse
 import json
-import os
 import shlex
-import shutil
 import sys
 
 import numpy as np
 
 import peerpipe
+from lorenz96 import F, find_peer, rhs
 
 MEMBERS = 8
 DT = 0.01
-F = 8.0
 
 
 def forcing(member):
     """The forcing of `member`: 8.0, 8.1, ... (as examples/ensemble.rs computes it)."""
     return F + 0.1 * member
-
-
-def local_rhs(x, f):
-    """The server's Lorenz-96, in the server's evaluation order."""
-    d = np.subtract(np.roll(x, -1), np.roll(x, 2))  # x[i+1] - x[i-2]
-    np.multiply(d, np.roll(x, 1), out=d)  # (...) * x[i-1]
-    np.subtract(d, x, out=d)  # (...) - x[i]
-    np.add(d, f, out=d)  # (...) + F
-    return d
-
-
-def find_peer():
-    path = os.environ.get("PEERPIPE_PEER") or shutil.which("peer")
-    for candidate in (path, "target/release/peer", "target/debug/peer"):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    sys.exit("no peer binary: build it (cargo build --release) or set PEERPIPE_PEER")
 
 
 def server_lines(peer, launcher):
@@ -92,7 +73,7 @@ def main():
             gathers.append(fanout.last_gather_ns)
             for m in range(MEMBERS):
                 remote[m] += DT * d_remote[m]
-                local[m] += DT * local_rhs(local[m], forcing(m))
+                local[m] += DT * rhs(local[m], forcing(m))
                 same = remote[m].view(np.uint64) == local[m].view(np.uint64)
                 if first_difference is None and not same.all():
                     first_difference = (m, step)

@@ -15,16 +15,11 @@ BDF, a stiff solver, estimates its Jacobian by finite differences: n calls in a 
 little numpy work between them, a pattern in which the scheduler tends to put the two
 processes on one core.
 
-The server's formula (src/lorenz96.rs, docs/PROTOCOL.md):
-    d[i] = (x[(i+1) % n] - x[(i-2) % n]) * x[(i-1) % n] - x[i] + F
-evaluated left to right in binary64 with no fused multiply-add. numpy evaluates each of those
-four operations as its own elementwise IEEE operation, in that order, so both sides compute
-the same bits.
+The local right-hand side evaluates the server's formula in the server's order
+(lorenz96.py), so both sides compute the same bits.
 """
 
 import argparse
-import os
-import shutil
 import sys
 import time
 
@@ -32,25 +27,12 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 import peerpipe
-
-F = 8.0
+from lorenz96 import F, find_peer, rhs
 
 
 def local_rhs(t, x, forcing=F):
-    """The server's Lorenz-96, in the server's evaluation order."""
-    d = np.subtract(np.roll(x, -1), np.roll(x, 2))  # x[i+1] - x[i-2]
-    np.multiply(d, np.roll(x, 1), out=d)  # (...) * x[i-1]
-    np.subtract(d, x, out=d)  # (...) - x[i]
-    np.add(d, forcing, out=d)  # (...) + F
-    return d
-
-
-def find_peer():
-    path = os.environ.get("PEERPIPE_PEER") or shutil.which("peer")
-    for candidate in (path, "target/release/peer", "target/debug/peer"):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    sys.exit("no peer binary: build it (cargo build --release) or set PEERPIPE_PEER")
+    """The server's Lorenz-96 (lorenz96.py), as solve_ivp calls it."""
+    return rhs(x, forcing)
 
 
 def main():
