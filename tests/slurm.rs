@@ -71,6 +71,31 @@ fn run(mut command: Command, limit: Duration) -> (Option<ExitStatus>, String, St
     (status, stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default(), took)
 }
 
+/// Runs `command` (made by [`Cluster::command_on_n0`]) with a deadline, prints how long it
+/// took with the line of its output `shown` picks, and fails the test with its output and the
+/// daemons' logs unless it exited 0. Returns its stdout.
+fn run_to_success(
+    cluster: &Cluster,
+    command: Command,
+    limit: Duration,
+    what: &str,
+    shown: impl Fn(&str) -> &str,
+) -> String {
+    let (status, stdout, stderr, took) = run(command, limit);
+    println!("{what}, {took:?}: {}", shown(&stdout));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{what}: {status:?}\n{stdout}\n{stderr}\n{}",
+        cluster.logs()
+    );
+    stdout
+}
+
+/// The last line of `text`.
+fn last_line(text: &str) -> &str {
+    text.lines().last().unwrap_or("")
+}
+
 /// Nothing of a run is left: no job or step in the queue, no `peer` on either node.
 fn assert_nothing_left(cluster: &Cluster) {
     assert_eq!(cluster.wait_queue_empty(secs(10)), "", "jobs left in squeue");
@@ -280,27 +305,16 @@ fn python_spawns_through_srun_over_tcp_and_its_ensemble_runs_over_both_nodes() {
     let line = format!("{} -w n1 -N1 -n1 {peer} --role server --transport tcp", cluster.srun());
     let mut command = cluster.command_on_n0(&python);
     command.args(["-c", PYTHON_SPAWN, &line]).arg(cluster.netns_path(1));
-    let (status, stdout, stderr, took) = run(command, secs(120));
-    println!("Peer.spawn through srun, {took:?}: {stdout}");
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "{status:?}\n{stdout}\n{stderr}\n{}",
-        cluster.logs()
-    );
-    assert!(stdout.contains("server on n1: True; bit for bit"), "{stdout}\n{stderr}");
+    let stdout = run_to_success(&cluster, command, secs(120), "Peer.spawn through srun", last_line);
+    assert!(stdout.contains("server on n1: True; bit for bit"), "{stdout}");
     assert_nothing_left(&cluster);
 
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/python/examples/ensemble.py");
     let mut command = cluster.command_on_n0(&python);
     command.args([example, "--launcher", &format!("{} -w n{{node}} -N1 -n1", cluster.srun())]);
     command.env("PEERPIPE_PEER", peer);
-    let (status, stdout, stderr, took) = run(command, secs(180));
-    println!("ensemble.py over both nodes, {took:?}: {}", stdout.lines().last().unwrap_or(""));
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "{status:?}\n{stdout}\n{stderr}\n{}",
-        cluster.logs()
-    );
+    let stdout =
+        run_to_success(&cluster, command, secs(180), "ensemble.py over both nodes", last_line);
     assert!(stdout.contains("\"identical\": true"), "{stdout}");
     assert_nothing_left(&cluster);
 }
@@ -395,13 +409,8 @@ fn the_ensemble_example_over_both_nodes_matches_eight_local_solves_bit_for_bit()
     let Some(cluster) = cluster_or_skip() else { return };
     let mut command = cluster.command_on_n0(&example);
     command.args([peer_exe(), "srun -w n{node} -N1 -n1"]);
-    let (status, stdout, stderr, took) = run(command, secs(120));
-    println!("ensemble over both nodes, {took:?}: {}", stdout.lines().last().unwrap_or(""));
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "{status:?}\n{stdout}\n{stderr}\n{}",
-        cluster.logs()
-    );
+    let stdout =
+        run_to_success(&cluster, command, secs(120), "ensemble over both nodes", last_line);
     assert!(stdout.contains("\"identical\":true"), "{stdout}");
     assert_nothing_left(&cluster);
 }
@@ -420,14 +429,10 @@ fn the_gather_example_over_both_nodes_measures_a_gather_beside_its_floor() {
         let mut command = cluster.command_on_n0(&example);
         let launcher = format!("{} -w n{{node}} -N1 -n1", cluster.srun());
         command.args([peer_exe(), "--rounds", "5", "--wait", wait, "--launcher", &launcher]);
-        let (status, stdout, stderr, took) = run(command, secs(120));
-        let summary = stdout.lines().rev().nth(1).unwrap_or("");
-        println!("gather over both nodes, wait {wait}, {took:?}: {summary}");
-        assert!(
-            status.is_some_and(|s| s.success()),
-            "{status:?}\n{stdout}\n{stderr}\n{}",
-            cluster.logs()
-        );
+        let what = format!("gather over both nodes, wait {wait}");
+        let stdout = run_to_success(&cluster, command, secs(120), &what, |out| {
+            out.lines().rev().nth(1).unwrap_or("")
+        });
         assert!(stdout.contains("\"servers\":8,\"sleep_ns\":1000000"), "{stdout}");
         assert_nothing_left(&cluster);
     }
