@@ -229,9 +229,19 @@ impl Peer {
         deadline: Deadline,
     ) -> Result<Reply> {
         let (server_ns, decode_started) = match target {
-            PartsTarget::Into(outputs) if NATIVE_IS_WIRE && outputs.len() <= SCATTER_PARTS => {
-                self.recv_parts_scattered(pending.seq, outputs, deadline)?
-            }
+            // One part (a solver's derivative): the smallest arrays.
+            PartsTarget::Into(outputs) if NATIVE_IS_WIRE && outputs.len() == 1 => self
+                .recv_parts_scattered::<1, { parts::PREAMBLE_LEN + parts::DESCRIPTOR_LEN }, 3>(
+                    pending.seq,
+                    outputs,
+                    deadline,
+                )?,
+            PartsTarget::Into(outputs) if NATIVE_IS_WIRE && outputs.len() <= SCATTER_PARTS => self
+                .recv_parts_scattered::<SCATTER_PARTS, SCATTER_TABLE, MAX_SCATTER>(
+                    pending.seq,
+                    outputs,
+                    deadline,
+                )?,
             PartsTarget::Into(outputs) => {
                 // The reply's length as the caller expects it: the whole frame in one read.
                 let guess = parts::payload_len(outputs.iter().map(PartMut::shape)).unwrap_or(0);
@@ -274,22 +284,25 @@ impl Peer {
     /// part into its output, as a DATA reply lands in the caller's buffer; the table is then
     /// compared with the one the outputs' shapes make. A reply of another length, or of
     /// another table, takes the way of [`Peer::recv_parts_frame`].
-    fn recv_parts_scattered(
+    ///
+    /// For at most `P` outputs, its arrays on the stack sized for them: `T` bytes of table
+    /// and `B` buffers (the table, and each part with its padding).
+    fn recv_parts_scattered<const P: usize, const T: usize, const B: usize>(
         &mut self,
         seq: u64,
         outputs: &mut [PartMut<'_>],
         deadline: Deadline,
     ) -> Result<(u64, Stamp)> {
         let table_len = parts::PREAMBLE_LEN + outputs.len() * parts::DESCRIPTOR_LEN;
-        let mut shapes = [Shape::vector(PartDtype::Bytes, 0); SCATTER_PARTS];
+        let mut shapes = [Shape::vector(PartDtype::Bytes, 0); P];
         for (shape, output) in shapes.iter_mut().zip(outputs.iter()) {
             *shape = output.shape();
         }
         let shapes = &shapes[..outputs.len()];
-        let mut table = [0u8; SCATTER_TABLE];
-        let mut pads = [[0u8; 8]; SCATTER_PARTS];
-        let mut is_pad = [false; MAX_SCATTER];
-        let mut bufs: [&mut [u8]; MAX_SCATTER] = Default::default();
+        let mut table = [0u8; T];
+        let mut pads = [[0u8; 8]; P];
+        let mut is_pad = [false; B];
+        let mut bufs: [&mut [u8]; B] = std::array::from_fn(|_| <&mut [u8]>::default());
         let mut used = 1;
         bufs[0] = &mut table[..table_len];
         for (output, pad) in outputs.iter_mut().zip(pads.iter_mut()) {
