@@ -136,6 +136,12 @@
 // values it points to.
 typedef struct pp_call pp_call;
 
+// Many servers called together: every request is sent before any reply is awaited, so N
+// servers that each take a millisecond answer in about a millisecond, not N. Made by
+// `pp_fanout_spawn_shell`, freed by `pp_fanout_close`. Opaque; not to be used from two threads
+// at once.
+typedef struct pp_fanout pp_fanout;
+
 // Functions a server serves by name, announced in its HELLO (`functions=rhs,jac`). Opaque:
 // a Rust `Box` holding the crate's `Functions`. Made by `pp_functions_new`, filled by
 // `pp_functions_add`, served by `pp_serve_stdio_functions`, freed by `pp_functions_free`.
@@ -453,6 +459,74 @@ const char *pp_last_error(void);
 //
 // Never NULL, never to be freed, valid for the life of the process; thread-safe.
 const char *pp_strerror(int code);
+
+// Starts one server per command line of `lines` (`n` of them, each as `pp_spawn_shell_with`
+// takes it: `srun -w node1 peer --role server --transport tcp`, say) all at once, each on a
+// thread of its own so that slow starts overlap, and exchanges HELLOs with each. The
+// options' timeout (NULL options: the defaults, 10 s) is then every gather's deadline.
+//
+// Ownership: on success `*out` holds a new fan-out the caller frees with `pp_fanout_close`;
+// on failure `*out` is NULL and every server that did start has been terminated and reaped.
+//
+// Returns `PP_OK`; `PP_EINVAL` when `lines` or `out` is NULL, `n` is 0, a line is NULL or not
+// UTF-8; otherwise the code of the first server that could not be started, `pp_last_error()`
+// naming its index and command line (as `pp_spawn_shell_with` would fail for it).
+//
+// # Safety
+// `lines` is NULL or points to `n` pointers, each NULL or a NUL-terminated string; `options`
+// is NULL or a live `pp_options`, not changed during the call; `out` is NULL or points to
+// writable storage for one pointer.
+int pp_fanout_spawn_shell(const char *const *lines,
+                          size_t n,
+                          const struct pp_options *options,
+                          struct pp_fanout **out);
+
+// The number of servers of `fanout`; 0 for NULL.
+//
+// # Safety
+// `fanout` is NULL or a live fan-out not in use by another thread.
+size_t pp_fanout_len(const struct pp_fanout *fanout);
+
+// Sends `in[i]` (`n_in[i]` doubles) to server `i`, every request before any reply is
+// awaited, then receives server `i`'s reply into `out[i]` (`out_len[i]` doubles, the length
+// its reply must have), for every server of `fanout`. One deadline, the options' timeout,
+// counts from the start for the whole gather.
+//
+// `results` (NULL: not wanted) receives each server's own code: `PP_OK`, or what failed for
+// that server (`PP_EEXITED` for one that died, `PP_ETIMEDOUT`, `PP_EREMOTE`, ...). A server's
+// failure leaves the other replies delivered in their buffers; the contents of a failed
+// server's `out[i]` are unspecified, and a server that failed is gone for later gathers.
+//
+// Returns `PP_OK` when every server answered; else the code of the first server that failed,
+// `pp_last_error()` naming its index and command line. `PP_EINVAL` (nothing sent) when
+// `fanout`, `in`, `n_in`, `out` or `out_len` is NULL, a buffer is NULL with a nonzero
+// length, or an `out` buffer overlaps another buffer.
+//
+// # Safety
+// `fanout` is NULL or a live fan-out not in use by another thread; `in`, `n_in`, `out`,
+// `out_len` are NULL or each point to `pp_fanout_len(fanout)` elements; each `in[i]` is NULL
+// or points to `n_in[i]` readable doubles and each `out[i]` to `out_len[i]` writable doubles;
+// `results` is NULL or
+// points to `pp_fanout_len(fanout)` writable ints. The buffers are used only during the call.
+int pp_fanout_call_each_f64(struct pp_fanout *fanout,
+                            const double *const *in,
+                            const size_t *n_in,
+                            double *const *out,
+                            const size_t *out_len,
+                            int *results);
+
+// Says BYE to every server, waits for each to exit and reaps it, and frees `fanout` — all
+// of them even when one fails. NULL is a no-op returning `PP_OK`.
+//
+// Ownership: `fanout` is freed whatever the return code; do not use it again.
+//
+// Returns `PP_OK`, or the code of the first server that did not close cleanly,
+// `pp_last_error()` naming it.
+//
+// # Safety
+// `fanout` is NULL or a live fan-out from `pp_fanout_spawn_shell`, not in use by another
+// thread and not closed before.
+int pp_fanout_close(struct pp_fanout *fanout);
 
 // Makes a server of no functions yet, announcing `handler=NAME` in its HELLO, and stores it
 // in `*out`.

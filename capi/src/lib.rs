@@ -39,6 +39,7 @@ compile_error!(
 
 pub mod client;
 pub mod error;
+pub mod fanout;
 mod ffi;
 pub mod functions;
 pub mod options;
