@@ -374,8 +374,9 @@ class Fanout:
         timeout: Optional[float] = 10.0,
         max_frame_bytes: Optional[int] = None,
     ) -> "Fanout":
-        """Spawns one server per command (as ``Peer.spawn`` takes it); a failure terminates
-        the servers already started and names the one that failed."""
+        """Spawns one server per command (as ``Peer.spawn`` takes it), all at once, so that
+        slow starts (``srun``, ``ssh``) overlap; a failure terminates the servers that did
+        start and names the first one that failed."""
     def __len__(self) -> int: ...
     @property
     def last_gather_ns(self) -> Optional[int]:
