@@ -147,7 +147,7 @@ impl Peer {
     }
 
     /// Moves of this side's thread to an idle CPU, off a core shared with the server (see
-    /// [`crate::transport::placement`]; the server moves off the client's core the same way).
+    /// docs/WAITING.md; the server moves off the client's core the same way).
     pub fn moves(&self) -> u64 {
         self.transport.moves()
     }

@@ -49,9 +49,9 @@ auto_counts! {
     /// Spins not started — a resumption by dear sleeps, or a probe — because the peer last
     /// ran on this side's CPU.
     kept_asleep,
-    /// Waits that did not spin whose yield took longer than
-    /// [`AUTO_CHEAP_SLEEP`](super::wait::AUTO_CHEAP_SLEEP): it handed the core to another task
-    /// than the peer, and yielding stopped.
+    /// Waits that did not spin whose yield took longer than 20 µs (handing the core to a peer
+    /// that shares it takes less): it handed the core to another task than the peer, and
+    /// yielding stopped.
     dear_yields,
 }
 

@@ -24,7 +24,7 @@
 //! - [`Wait::Spin`] retries without sleeping, burning its core;
 //! - [`Wait::Hybrid`] spins for a budget, then blocks;
 //! - [`Wait::Auto`], the default, spins while spinning pays and blocks while it does not,
-//!   learned per connection ([`wait`] says how).
+//!   learned per connection (docs/WAITING.md says how).
 //!
 //! A frame goes out as one vectored write of header, payload and padding; the payload can be
 //! the caller's own memory. A frame comes in as the header, then the payload read straight
@@ -40,11 +40,11 @@ mod deadline;
 mod kind;
 mod link;
 pub mod pipe;
-pub mod placement;
+pub(crate) mod placement;
 pub mod shm;
 mod target;
 pub mod tcp;
-pub mod wait;
+pub(crate) mod wait;
 
 use std::io::{IoSlice, IoSliceMut};
 use std::time::{Duration, Instant};
@@ -62,7 +62,8 @@ pub use shm::{DEFAULT_SHM_CAPACITY, ShmLink};
 pub use target::MAX_SCATTER;
 use target::{Contiguous, FrameTarget, Scatter, Split};
 pub use tcp::TcpLink;
-pub use wait::{AutoWait, DEFAULT_SPIN_BUDGET, Wait, WaitSeen};
+pub(crate) use wait::{AutoWait, WaitSeen};
+pub use wait::{DEFAULT_SPIN_BUDGET, Wait};
 
 /// Smallest zero-copy payload that [`crate::Peer::call`] lends to a pipe with `vmsplice`
 /// instead of copying it, and from which the raw floor does the same (see
@@ -209,15 +210,13 @@ impl Transport {
         self.auto = AutoWait::default();
     }
 
-    /// Under [`Wait::Auto`], watches where the peer (process `peer_pid`) runs
-    /// ([`placement::PeerWatch`]):
+    /// Under [`Wait::Auto`], watches where the peer (process `peer_pid`) runs:
     ///
-    /// - while the two may run on one CPU only, the same one, no wait spins
-    ///   ([`placement::Confinement`]);
+    /// - while the two may run on one CPU only, the same one, no wait spins;
     /// - spinning does not resume on the strength of dear sleeps or a probe while the peer
-    ///   last ran on this side's CPU ([`AutoWait::wants_peer_check`]);
+    ///   last ran on this side's CPU;
     /// - once this side's sleeps show the two handing one core to each other, it moves its
-    ///   thread to an idle CPU and spins there ([`placement`] says when and how).
+    ///   thread to an idle CPU and spins there (docs/WAITING.md says when and how).
     ///
     /// `Peer` asks it for the client's side, and a server started on stdio for its parent.
     /// Under [`Wait::Auto`] the peer's `/proc/PID/stat` is kept open from now until the
@@ -788,8 +787,8 @@ impl Transport {
                             }
                             if self.auto.wants_peer_check() {
                                 match peer.shares_core() {
-                                    Some(true) => self.auto.peer_shares_core(),
-                                    _ => self.auto.peer_elsewhere(),
+                                    Some(true) => self.auto.saw_peer_on_this_core(),
+                                    _ => self.auto.saw_peer_elsewhere(),
                                 }
                             }
                         }

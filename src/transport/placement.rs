@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 
 mod os;
 mod watch;
-pub use os::{CONFINED_RECHECK, CONFINEMENT_RECHECK, Confinement, Os, confined_together, crowded};
+pub use os::{Confinement, Os, crowded};
 pub use watch::PeerWatch;
 
 /// Hand-overs in a row after which a side looks whether to move: 4. One cheap sleep may be a

@@ -488,7 +488,7 @@ impl AutoWait {
 
     /// Whether the next wait would spin on the strength of dear sleeps or a due probe alone,
     /// so that the caller should first look where the peer last ran, and say what it saw:
-    /// [`AutoWait::peer_shares_core`] or [`AutoWait::peer_elsewhere`].
+    /// [`AutoWait::saw_peer_on_this_core`] or [`AutoWait::saw_peer_elsewhere`].
     pub fn wants_peer_check(&self) -> bool {
         !self.confined
             && ((self.spinning && self.unconfirmed) || (!self.spinning && self.until_probe == 0))
@@ -497,7 +497,7 @@ impl AutoWait {
     /// The peer last ran on this side's CPU: a spin would only keep it from running. Spinning
     /// resumed by dear sleeps stops again (and takes twice as many next time, as after a
     /// resumption that missed); a due probe is put off (twice as far).
-    pub fn peer_shares_core(&mut self) {
+    pub fn saw_peer_on_this_core(&mut self) {
         self.counts.kept_asleep += 1;
         if self.spinning {
             self.spinning = false;
@@ -514,7 +514,7 @@ impl AutoWait {
     }
 
     /// The peer last ran on another CPU, or where it ran is unknown: spin as planned.
-    pub fn peer_elsewhere(&mut self) {
+    pub fn saw_peer_elsewhere(&mut self) {
         self.unconfirmed = false;
     }
 

@@ -1,3 +1,4 @@
+use super::os::{CONFINED_RECHECK, CONFINEMENT_RECHECK, confined_together};
 use super::*;
 
 /// A scripted machine: this thread on `here`, the peer on `peer` (runnable or not), `others`

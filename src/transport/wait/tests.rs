@@ -337,7 +337,7 @@ fn run_looking(auto: &mut AutoWait, partner: Partner, shares_core: bool, waits: 
     let mut spun = 0;
     for _ in 0..waits {
         if auto.wants_peer_check() {
-            if shares_core { auto.peer_shares_core() } else { auto.peer_elsewhere() }
+            if shares_core { auto.saw_peer_on_this_core() } else { auto.saw_peer_elsewhere() }
         }
         let seen = partner.wait(auto.budget());
         auto.record(seen);
