@@ -101,7 +101,8 @@ pub unsafe extern "C" fn pp_spawn_with(
     out: *mut *mut pp_peer,
 ) -> c_int {
     guard(|| {
-        let out = clear_out(out)?;
+        // SAFETY: the caller guarantees `out` NULL or writable.
+        let out = unsafe { ffi::clear_out(out) }?;
         if argv.is_null() {
             return Err(invalid("argv", "is NULL"));
         }
@@ -157,7 +158,8 @@ pub unsafe extern "C" fn pp_spawn_shell_with(
     out: *mut *mut pp_peer,
 ) -> c_int {
     guard(|| {
-        let out = clear_out(out)?;
+        // SAFETY: the caller guarantees `out` NULL or writable.
+        let out = unsafe { ffi::clear_out(out) }?;
         // SAFETY: the caller guarantees NULL or a NUL-terminated string.
         let line = unsafe { ffi::c_os_str(command_line, "command_line") }?;
         let line = line.to_str().ok_or_else(|| invalid("command_line", "is not UTF-8"))?;
@@ -197,7 +199,8 @@ pub unsafe extern "C" fn pp_spawn_handler(
     out: *mut *mut pp_peer,
 ) -> c_int {
     guard(|| {
-        let out = clear_out(out)?;
+        // SAFETY: the caller guarantees `out` NULL or writable.
+        let out = unsafe { ffi::clear_out(out) }?;
         // SAFETY: the caller guarantees NULL or a NUL-terminated string.
         let handler = unsafe { ffi::c_str(handler, "handler") }?;
         // SAFETY: the caller guarantees NULL or a live, unchanging pp_options.
@@ -208,16 +211,6 @@ pub unsafe extern "C" fn pp_spawn_handler(
         unsafe { out.write(Box::into_raw(Box::new(pp_peer { peer }))) };
         Ok(())
     })
-}
-
-/// Refuses a NULL `out` and sets `*out` to NULL, so it is NULL on every failure after this.
-fn clear_out(out: *mut *mut pp_peer) -> Result<*mut *mut pp_peer, Failure> {
-    if out.is_null() {
-        return Err(invalid("out", "is NULL"));
-    }
-    // SAFETY: non-NULL; every caller's contract makes it writable storage for one pointer.
-    unsafe { out.write(std::ptr::null_mut()) };
-    Ok(out)
 }
 
 /// Writes to `*pid` the process id of the peer's server: the process `pp_spawn*` started,

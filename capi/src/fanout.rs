@@ -43,27 +43,18 @@ pub unsafe extern "C" fn pp_fanout_spawn_shell(
     out: *mut *mut pp_fanout,
 ) -> c_int {
     guard(|| {
-        if out.is_null() {
-            return Err(invalid("out", "is NULL"));
-        }
-        // SAFETY: non-NULL, and per the caller writable.
-        unsafe { out.write(std::ptr::null_mut()) };
+        // SAFETY: the caller guarantees `out` NULL or writable.
+        let out = unsafe { ffi::clear_out(out) }?;
         if n == 0 {
             return Err(invalid("n", "is 0: a fan-out needs a server"));
         }
-        // SAFETY: the caller guarantees `lines` NULL or `n` readable pointers.
-        let pointers = unsafe { ffi::slice(lines, n, "lines") }?;
-        let mut texts = Vec::with_capacity(n);
-        for (i, &line) in pointers.iter().enumerate() {
-            let what = format!("lines[{i}]");
-            // SAFETY: the caller guarantees each NULL or a NUL-terminated string.
-            texts.push(unsafe { ffi::c_str(line, &what) }?.to_owned());
-        }
+        // SAFETY: the caller guarantees `lines` NULL or `n` pointers, each NULL or a string.
+        let texts = unsafe { ffi::c_strs(lines, n, "lines") }?;
         // SAFETY: the caller guarantees NULL or a live, unchanging pp_options.
         let options = unsafe { pp_options::or_default(options) }.options;
         ffi::ignore_sigpipe_if_default();
         let fanout = Fanout::spawn_shell(&texts, options)?;
-        // SAFETY: checked non-NULL above; the caller guarantees it writable.
+        // SAFETY: `out` was checked non-NULL by clear_out; the caller guarantees it writable.
         unsafe { out.write(Box::into_raw(Box::new(pp_fanout { fanout }))) };
         Ok(())
     })

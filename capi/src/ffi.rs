@@ -132,6 +132,41 @@ pub(crate) fn check_disjoint<T>(
     Ok(())
 }
 
+/// `out`, checked non-NULL, after writing NULL to `*out`: what a constructor's `out` holds
+/// when it fails.
+///
+/// # Safety
+/// `out` is NULL or points to writable storage for one pointer.
+pub(crate) unsafe fn clear_out<T>(out: *mut *mut T) -> Result<*mut *mut T, Failure> {
+    if out.is_null() {
+        return Err(invalid("out", "is NULL"));
+    }
+    // SAFETY: non-NULL, and per the caller writable storage for one pointer.
+    unsafe { out.write(std::ptr::null_mut()) };
+    Ok(out)
+}
+
+/// `n` NUL-terminated UTF-8 strings at `ptrs` (an array of C strings), each named
+/// `what[i]` in an error.
+///
+/// # Safety
+/// `ptrs` is NULL or points to `n` pointers, each NULL or a NUL-terminated string; all stay
+/// valid for `'a`.
+pub(crate) unsafe fn c_strs<'a>(
+    ptrs: *const *const c_char,
+    n: usize,
+    what: &str,
+) -> Result<Vec<&'a str>, Failure> {
+    // SAFETY: the caller guarantees NULL or `n` readable pointers.
+    let pointers = unsafe { slice(ptrs, n, what) }?;
+    let mut strings = Vec::with_capacity(n);
+    for (i, &pointer) in pointers.iter().enumerate() {
+        // SAFETY: the caller guarantees each NULL or a NUL-terminated string.
+        strings.push(unsafe { c_str(pointer, &format!("{what}[{i}]")) }?);
+    }
+    Ok(strings)
+}
+
 /// A NUL-terminated C string as bytes (any encoding).
 ///
 /// # Safety

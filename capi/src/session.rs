@@ -74,13 +74,8 @@ pub unsafe extern "C" fn pp_session_open(
     guard(|| {
         // SAFETY: the caller guarantees NULL or a NUL-terminated string.
         let name = unsafe { ffi::c_str(name, "name") }?;
-        // SAFETY: the caller guarantees NULL or `count` pointers.
-        let pointers = unsafe { ffi::slice(functions, count, "functions") }?;
-        let mut names = Vec::with_capacity(count);
-        for (i, &pointer) in pointers.iter().enumerate() {
-            // SAFETY: the caller guarantees each NULL or a NUL-terminated string.
-            names.push(unsafe { ffi::c_str(pointer, &format!("functions[{i}]")) }?);
-        }
+        // SAFETY: the caller guarantees NULL or `count` pointers, each NULL or a string.
+        let names = unsafe { ffi::c_strs(functions, count, "functions") }?;
         if out.is_null() {
             return Err(invalid("out", "is NULL"));
         }
