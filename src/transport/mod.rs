@@ -80,8 +80,6 @@ pub const MAX_SEND_PIECES: usize = 1 + 2 * crate::parts::MAX_PARTS;
 /// Pieces [`Transport::send_frame_pieces`] writes from a small array: a table and 8 parts with
 /// their padding.
 const FEW_PIECES: usize = 17;
-/// Pieces of a table and up to three parts with their padding.
-const FEWEST_PIECES: usize = 7;
 
 /// Pipe capacity requested by default: 1 MiB (Linux's default `pipe-max-size`).
 pub const DEFAULT_PIPE_CAPACITY: usize = 1 << 20;
@@ -293,10 +291,6 @@ impl Transport {
         deadline: Deadline,
     ) -> Result<()> {
         match pieces.len() {
-            // A table and a part or three (a solver's call): the smallest array.
-            n if n <= FEWEST_PIECES => {
-                self.write_pieces::<{ FEWEST_PIECES + 2 }>(header, pieces, deadline)
-            }
             // A few parts without initialising room for the most.
             n if n <= FEW_PIECES => {
                 self.write_pieces::<{ FEW_PIECES + 2 }>(header, pieces, deadline)
@@ -804,10 +798,11 @@ impl Transport {
         // The last stretch before a deadline is spun in every strategy, so that the deadline
         // is kept to within a poll rather than a timer's slack and a wake-up.
         let near_deadline = at.is_some_and(|at| at.duration_since(now) <= DEADLINE_SPIN);
+        let spun = now.duration_since(started);
+        // A spin ends at its budget, or at a yield that ran another task.
         let keep_spinning =
-            near_deadline || spin.budget.is_none_or(|budget| now.duration_since(started) < budget);
-        if keep_spinning && !spin.yielded {
-            let spun = now.duration_since(started);
+            near_deadline || (!spin.yielded && spin.budget.is_none_or(|budget| spun < budget));
+        if keep_spinning {
             if spin.yields
                 && !near_deadline
                 && spun >= wait::AUTO_SPIN_YIELD_EVERY * (spin.spin_yields + 1)
@@ -816,21 +811,13 @@ impl Transport {
                 // one that does (the peer on this core, another process) ends the spin, which
                 // would hold the core from it, as a spin whose final yield ran another task.
                 spin.spin_yields += 1;
-                let before = Instant::now();
-                std::thread::yield_now(); // sched_yield(2) on Linux
-                let took = before.elapsed();
-                if took > wait::AUTO_YIELD_RAN_ANOTHER {
-                    spin.yielded = true;
-                    spin.contended = true;
-                    spin.dear_yield = took > wait::AUTO_CHEAP_SLEEP;
+                let (ran_another, dear) = yield_cpu();
+                if ran_another {
+                    (spin.yielded, spin.contended, spin.dear_yield) = (true, true, dear);
                 }
-                return Ok(());
+            } else {
+                std::hint::spin_loop();
             }
-            std::hint::spin_loop();
-            return Ok(());
-        }
-        if keep_spinning && near_deadline {
-            std::hint::spin_loop();
             return Ok(());
         }
         if spin.yields && !spin.yielded {
@@ -838,11 +825,7 @@ impl Transport {
             // once, and see whether someone did (the peer, when the two share this core: it
             // then usually answers before the yield returns), then poll again.
             spin.yielded = true;
-            let before = Instant::now();
-            std::thread::yield_now(); // sched_yield(2) on Linux
-            let took = before.elapsed();
-            spin.contended = took > wait::AUTO_YIELD_RAN_ANOTHER;
-            spin.dear_yield = took > wait::AUTO_CHEAP_SLEEP;
+            (spin.contended, spin.dear_yield) = yield_cpu();
             return Ok(());
         }
         if at.is_some() {
@@ -916,6 +899,16 @@ struct Spinning {
     polls: u32,
     /// Yields so far in the middle of this wait's spin (see [`wait::AUTO_SPIN_YIELD_EVERY`]).
     spin_yields: u32,
+}
+
+/// Yields the CPU once (`sched_yield`): whether that ran another task first (it took longer
+/// than [`wait::AUTO_YIELD_RAN_ANOTHER`]), and whether it took longer than a cheap sleep
+/// ([`wait::AUTO_CHEAP_SLEEP`]: the core went to another task than the peer).
+fn yield_cpu() -> (bool, bool) {
+    let before = Instant::now();
+    std::thread::yield_now(); // sched_yield(2) on Linux
+    let took = before.elapsed();
+    (took > wait::AUTO_YIELD_RAN_ANOTHER, took > wait::AUTO_CHEAP_SLEEP)
 }
 
 #[cfg(test)]
