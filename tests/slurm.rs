@@ -473,15 +473,7 @@ fn a_fanout_client_killed_with_sigkill_leaves_nothing_on_the_nodes_or_in_the_que
     client.kill().expect("SIGKILL the client");
     let status = client.wait().expect("reap the client");
     let killed_at = Instant::now();
-    let left = loop {
-        let peers: Vec<u32> =
-            (0..2).flat_map(|node| cluster.processes_on(node, peer_exe())).collect();
-        let queue = cluster.squeue();
-        if (peers.is_empty() && queue.is_empty()) || killed_at.elapsed() > secs(5) {
-            break (peers, queue);
-        }
-        thread::sleep(Duration::from_millis(50));
-    };
+    let left = cluster.wait_nothing_left(peer_exe(), secs(5));
     let gone_after = killed_at.elapsed();
     println!("client {status}; its servers and steps gone after {gone_after:?}");
     let said = stdout.join().unwrap_or_default();

@@ -19,22 +19,7 @@ mod sshd {
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
-use std::thread;
-use std::time::{Duration, Instant};
-
-/// Waits up to `limit` for no `peer` process to be left on either node and the queue to be
-/// empty; returns what is left.
-fn left_after(cluster: &slurm::Cluster, peer: &str, limit: Duration) -> (Vec<u32>, String) {
-    let until = Instant::now() + limit;
-    loop {
-        let peers: Vec<u32> = (0..2).flat_map(|node| cluster.processes_on(node, peer)).collect();
-        let queue = cluster.squeue();
-        if (peers.is_empty() && queue.is_empty()) || Instant::now() >= until {
-            return (peers, queue);
-        }
-        thread::sleep(Duration::from_millis(100));
-    }
-}
+use std::time::Duration;
 
 #[test]
 fn c_spawns_a_tcp_server_through_srun_on_the_other_node_and_echoes_bit_for_bit() {
@@ -83,6 +68,6 @@ fn c_spawns_a_tcp_server_through_srun_on_the_other_node_and_echoes_bit_for_bit()
     assert_eq!(on_n1.len(), 1, "one server on n1: {on_n1:?}");
     assert!(on_n0.is_empty(), "no server on n0: {on_n0:?}");
     assert!(out.contains("bit for bit"), "{out}{err}");
-    let left = left_after(&cluster, peer, Duration::from_secs(10));
+    let left = cluster.wait_nothing_left(peer, Duration::from_secs(10));
     assert_eq!(left, (Vec::new(), String::new()), "left behind\n{}", cluster.logs());
 }

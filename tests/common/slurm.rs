@@ -257,6 +257,21 @@ impl Cluster {
         }
     }
 
+    /// Waits up to `limit` for no process whose command line contains `needle` to be left on
+    /// either node and the queue to be empty (polling every 50 ms); returns what is left.
+    pub fn wait_nothing_left(&self, needle: &str, limit: Duration) -> (Vec<u32>, String) {
+        let until = Instant::now() + limit;
+        loop {
+            let processes: Vec<u32> =
+                (0..2).flat_map(|node| self.processes_on(node, needle)).collect();
+            let queue = self.squeue();
+            if (processes.is_empty() && queue.is_empty()) || Instant::now() >= until {
+                return (processes, queue);
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The daemons' logs, for failure messages.
     pub fn logs(&self) -> String {
         let mut text = String::new();
