@@ -220,6 +220,13 @@ pub(crate) struct Slot {
     offset: usize,
 }
 
+impl Slot {
+    /// The part's length in bytes, without padding (its shape was checked: no overflow).
+    fn len(&self) -> usize {
+        self.shape.count as usize * self.shape.dtype.width() as usize
+    }
+}
+
 /// One part of a [`Parsed`] payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PartRef<'a> {
@@ -293,32 +300,34 @@ impl<'a> Parsed<'a> {
 
     /// Part `index`, `None` past the last.
     pub fn get(&self, index: usize) -> Option<PartRef<'a>> {
-        if let Some(&Slot { shape, offset }) = self.slots.get(index) {
-            let len = shape.count as usize * shape.dtype.width() as usize;
-            return Some(PartRef { shape, bytes: &self.payload[offset..offset + len] });
-        }
-        if index >= self.parts {
-            return None;
-        }
-        // The parts before it only for their lengths: a function reading part 2 of 3 does
-        // not build parts 0 and 1.
-        let offset = (0..index).fold(self.values_start(), |offset, i| {
-            let shape = self.shape_of(i);
-            let len = shape.count as usize * shape.dtype.width() as usize;
-            offset + len + pad8(len as u64) as usize
-        });
-        Some(self.part_at(index, offset))
+        // From a memo, at once; else the parts before it only for their lengths: a function
+        // reading part 2 of 3 does not build parts 0 and 1.
+        let slot = self.slots.get(index).copied().or_else(|| self.located().nth(index))?;
+        Some(self.part(slot))
     }
 
     /// The parts in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = PartRef<'a>> + 'a {
         let parsed = *self;
-        let mut offset = parsed.values_start();
-        (0..self.parts).map(move |i| {
-            let part = parsed.part_at(i, offset);
-            offset += part.bytes.len() + pad8(part.bytes.len() as u64) as usize;
-            part
+        self.located().map(move |slot| parsed.part(slot))
+    }
+
+    /// Where each part is, walking the descriptors: each part's values start after the one
+    /// before and its padding.
+    fn located(&self) -> impl ExactSizeIterator<Item = Slot> + 'a {
+        let mut offset = self.values_start();
+        self.shapes().map(move |shape| {
+            let slot = Slot { shape, offset };
+            let len = slot.len();
+            offset += len + pad8(len as u64) as usize;
+            slot
         })
+    }
+
+    /// The part at `slot`.
+    fn part(&self, slot: Slot) -> PartRef<'a> {
+        let bytes = &self.payload[slot.offset..slot.offset + slot.len()];
+        PartRef { shape: slot.shape, bytes }
     }
 
     /// Where the first part's values start: after the table.
@@ -329,13 +338,6 @@ impl<'a> Parsed<'a> {
     /// The shape of part `index`, from a descriptor [`parse`] checked.
     fn shape_of(&self, index: usize) -> Shape {
         checked_shape(self.payload, self.descriptors + index * DESCRIPTOR_LEN)
-    }
-
-    /// Part `index`, whose values start at `offset`.
-    fn part_at(&self, index: usize, offset: usize) -> PartRef<'a> {
-        let shape = self.shape_of(index);
-        let len = shape.count as usize * shape.dtype.width() as usize;
-        PartRef { shape, bytes: &self.payload[offset..offset + len] }
     }
 
     /// The shapes of the parts in order.
@@ -502,12 +504,7 @@ impl ParseMemo {
         self.table.clear();
         let mut parsed = parse(payload, role)?;
         self.slots.clear();
-        let mut offset = parsed.values_start();
-        for shape in parsed.shapes() {
-            self.slots.push(Slot { shape, offset });
-            let len = shape.count as usize * shape.dtype.width() as usize;
-            offset += len + pad8(len as u64) as usize;
-        }
+        self.slots.extend(parsed.located());
         if parsed.shapes().all(|shape| shape.byte_len().is_some_and(|b| b % 8 == 0)) {
             self.table.extend_from_slice(&payload[..parsed.values_start()]);
             self.function.clear();
