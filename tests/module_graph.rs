@@ -1,0 +1,630 @@
+//! No two modules of `src/` or `cli/src` use each other, directly or through a chain.
+//!
+//! A module is one `.rs` file (`mod.rs` and `lib.rs` name their folder's module); an inline
+//! `mod x { .. }` belongs to its file. Module A uses module B when a path written in A — in a
+//! `use` tree, a type, an expression, a pattern, a macro's name or its tokens — names an item
+//! that B defines. A path is resolved the way the compiler does, from `crate::`, `super::`,
+//! `self::` or a name in scope (defined in the module, imported, or brought by a glob `use`),
+//! segment by segment through every `use` and `pub use`, to the file that defines the item
+//! (or, for an item a macro writes, the file the path led to). So a name that a parent only
+//! re-exports from a child is the child's: a `mod.rs` that declares its submodules and hands
+//! their items on (a face) is not what its children use. Neither `mod x;` nor a path that ends
+//! at a module (`use crate::frame;`) is a use; the items named through it are. Paths into other
+//! crates (std, the dependencies, `peerpipe` from the CLI) are no uses. Test code — modules
+//! named `tests` and items under `#[cfg(test)]` — is left out.
+//!
+//! The files are found by following the `mod` declarations from the crate's `lib.rs`. The
+//! cycles are the strongly connected components of the graph of uses (Tarjan); each is
+//! reported as its loops `a -> b -> a`, with the names that tie each use, so that whoever
+//! breaks it sees what to move.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use proc_macro2::{Spacing, TokenStream, TokenTree};
+use syn::visit::{self, Visit};
+use syn::{Attribute, ImplItem, Item, UseTree};
+
+// ---------------------------------------------------------------------------------------------
+// The crate's modules: what each defines, imports and names.
+
+/// One crate: its files, its modules (index 0 is the root) and every path its code writes.
+struct Crate {
+    /// Each file's module name (`peer::calls`; `lib` for the root).
+    files: Vec<String>,
+    modules: Vec<Module>,
+    /// Every path written in the code: the module it is written in and its segments.
+    paths: Vec<(usize, Vec<String>)>,
+}
+
+/// One module: a file, or an inline `mod x { .. }` of a file.
+#[derive(Default)]
+struct Module {
+    file: usize,
+    parent: Option<usize>,
+    children: BTreeMap<String, usize>,
+    defined: BTreeSet<String>,
+    /// Local name -> the path it stands for, as written in this module.
+    imported: BTreeMap<String, Vec<String>>,
+    /// The paths of `use ..::*`, as written in this module.
+    globs: Vec<Vec<String>>,
+}
+
+/// Reads a source file by its path; `None` when there is none.
+type Read<'a> = &'a dyn Fn(&Path) -> Option<String>;
+
+impl Crate {
+    /// The crate whose root is `lib.rs` in `dir`, with every module its `mod` lines declare.
+    fn load(dir: &Path, read: Read) -> Crate {
+        let mut krate = Crate { files: Vec::new(), modules: Vec::new(), paths: Vec::new() };
+        krate.add_file(&dir.join("lib.rs"), dir, Vec::new(), None, read);
+        krate
+    }
+
+    /// Adds the module of `file`, whose submodules' files are in `children_dir`.
+    fn add_file(
+        &mut self,
+        file: &Path,
+        children_dir: &Path,
+        name: Vec<String>,
+        parent: Option<usize>,
+        read: Read,
+    ) -> usize {
+        let text = read(file).unwrap_or_else(|| panic!("{} is not there", file.display()));
+        let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        self.files.push(if name.is_empty() { "lib".to_owned() } else { name.join("::") });
+        let module = self.modules.len();
+        self.modules.push(Module { file: self.files.len() - 1, parent, ..Module::default() });
+        self.add_items(module, &parsed.items, children_dir, &name, read);
+        module
+    }
+
+    fn add_items(
+        &mut self,
+        module: usize,
+        items: &[Item],
+        dir: &Path,
+        name: &[String],
+        read: Read,
+    ) {
+        for item in items.iter().filter(|item| !is_test_only(item_attrs(item))) {
+            match item {
+                Item::Mod(declared) if declared.ident == "tests" => {}
+                Item::Mod(declared) => {
+                    let child_name = [name, &[declared.ident.to_string()]].concat();
+                    let child_dir = dir.join(declared.ident.to_string());
+                    let child = match &declared.content {
+                        Some((_, inline)) => {
+                            let file = self.modules[module].file;
+                            let child = self.modules.len();
+                            let parent = Some(module);
+                            self.modules.push(Module { file, parent, ..Module::default() });
+                            self.add_items(child, inline, &child_dir, &child_name, read);
+                            child
+                        }
+                        None => {
+                            let file = child_file(dir, &declared.ident.to_string(), read);
+                            self.add_file(&file, &child_dir, child_name, Some(module), read)
+                        }
+                    };
+                    self.modules[module].children.insert(declared.ident.to_string(), child);
+                }
+                _ => {
+                    if let Some(defined) = item_name(item) {
+                        self.modules[module].defined.insert(defined);
+                    }
+                    let mut found = Found::default();
+                    found.visit_item(item);
+                    self.take(module, found);
+                }
+            }
+        }
+    }
+
+    /// Records what a walk over one item of `module` found.
+    fn take(&mut self, module: usize, found: Found) {
+        let target = &mut self.modules[module];
+        target.imported.extend(found.imported);
+        target.globs.extend(found.globs);
+        self.paths.extend(found.paths.into_iter().map(|path| (module, path)));
+    }
+}
+
+/// The file of submodule `name` declared by a module whose submodules live in `dir`.
+fn child_file(dir: &Path, name: &str, read: Read) -> PathBuf {
+    let flat = dir.join(format!("{name}.rs"));
+    let folder = dir.join(name).join("mod.rs");
+    if read(&flat).is_some() { flat } else { folder }
+}
+
+/// The name an item defines in its module's namespace, if it defines one.
+fn item_name(item: &Item) -> Option<String> {
+    let ident = match item {
+        Item::Const(i) => &i.ident,
+        Item::Enum(i) => &i.ident,
+        Item::Fn(i) => &i.sig.ident,
+        Item::Macro(i) => i.ident.as_ref()?,
+        Item::Static(i) => &i.ident,
+        Item::Struct(i) => &i.ident,
+        Item::Trait(i) => &i.ident,
+        Item::TraitAlias(i) => &i.ident,
+        Item::Type(i) => &i.ident,
+        Item::Union(i) => &i.ident,
+        _ => return None,
+    };
+    Some(ident.to_string())
+}
+
+fn item_attrs(item: &Item) -> &[Attribute] {
+    match item {
+        Item::Const(i) => &i.attrs,
+        Item::Enum(i) => &i.attrs,
+        Item::ExternCrate(i) => &i.attrs,
+        Item::Fn(i) => &i.attrs,
+        Item::ForeignMod(i) => &i.attrs,
+        Item::Impl(i) => &i.attrs,
+        Item::Macro(i) => &i.attrs,
+        Item::Mod(i) => &i.attrs,
+        Item::Static(i) => &i.attrs,
+        Item::Struct(i) => &i.attrs,
+        Item::Trait(i) => &i.attrs,
+        Item::TraitAlias(i) => &i.attrs,
+        Item::Type(i) => &i.attrs,
+        Item::Union(i) => &i.attrs,
+        Item::Use(i) => &i.attrs,
+        _ => &[],
+    }
+}
+
+fn impl_item_attrs(item: &ImplItem) -> &[Attribute] {
+    match item {
+        ImplItem::Const(i) => &i.attrs,
+        ImplItem::Fn(i) => &i.attrs,
+        ImplItem::Type(i) => &i.attrs,
+        ImplItem::Macro(i) => &i.attrs,
+        _ => &[],
+    }
+}
+
+/// `#[cfg(test)]`.
+fn is_test_only(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr.meta.require_list().is_ok_and(|list| list.tokens.to_string() == "test")
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The paths one item writes.
+
+/// What a walk over an item found: the paths it writes and the names its `use`s bring.
+#[derive(Default)]
+struct Found {
+    paths: Vec<Vec<String>>,
+    imported: Vec<(String, Vec<String>)>,
+    globs: Vec<Vec<String>>,
+}
+
+impl Found {
+    fn add_use(&mut self, prefix: &[String], tree: &UseTree) {
+        let under = |ident: &syn::Ident| -> Vec<String> {
+            if ident == "self" { prefix.to_vec() } else { [prefix, &[ident.to_string()]].concat() }
+        };
+        match tree {
+            UseTree::Path(path) => self.add_use(&under(&path.ident), &path.tree),
+            UseTree::Name(name) => {
+                let path = under(&name.ident);
+                self.imported.push((path.last().cloned().unwrap_or_default(), path.clone()));
+                self.paths.push(path);
+            }
+            UseTree::Rename(rename) => {
+                let path = under(&rename.ident);
+                if rename.rename != "_" {
+                    self.imported.push((rename.rename.to_string(), path.clone()));
+                }
+                self.paths.push(path);
+            }
+            UseTree::Glob(_) => self.globs.push(prefix.to_vec()),
+            UseTree::Group(group) => group.items.iter().for_each(|tree| self.add_use(prefix, tree)),
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Found {
+    fn visit_item(&mut self, item: &'ast Item) {
+        if !is_test_only(item_attrs(item)) {
+            visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_impl_item(&mut self, item: &'ast ImplItem) {
+        if !is_test_only(impl_item_attrs(item)) {
+            visit::visit_impl_item(self, item);
+        }
+    }
+
+    /// A module inside a function body is not followed.
+    fn visit_item_mod(&mut self, _: &'ast syn::ItemMod) {}
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        // `use ::name` names another crate: no prefix that resolves.
+        let prefix = if item.leading_colon.is_some() { vec!["::".to_owned()] } else { vec![] };
+        self.add_use(&prefix, &item.tree);
+    }
+
+    /// Attributes (derives, docs, `cfg`) name no item of the crate.
+    fn visit_attribute(&mut self, _: &'ast Attribute) {}
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        if path.leading_colon.is_none() {
+            self.paths.push(path.segments.iter().map(|s| s.ident.to_string()).collect());
+        }
+        visit::visit_path(self, path);
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.visit_path(&mac.path);
+        paths_in_tokens(mac.tokens.clone(), &mut self.paths);
+    }
+}
+
+/// Every `a::b::c` (and lone `a`) in a macro's tokens, except a field or method after `.`, a
+/// path after a leading `::` and a macro variable `$x` (but `$crate::` is `crate::`).
+fn paths_in_tokens(tokens: TokenStream, paths: &mut Vec<Vec<String>>) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let punct = |at: usize, c: char| matches!(tokens.get(at), Some(TokenTree::Punct(p)) if p.as_char() == c);
+    let colons = |at: usize| {
+        matches!(tokens.get(at), Some(TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == Spacing::Joint)
+            && punct(at + 1, ':')
+    };
+    let mut at = 0;
+    while at < tokens.len() {
+        match &tokens[at] {
+            TokenTree::Group(group) => paths_in_tokens(group.stream(), paths),
+            TokenTree::Ident(ident) => {
+                let after = |c| at > 0 && punct(at - 1, c);
+                let written = !after('.') && !after(':') && (!after('$') || ident == "crate");
+                let mut path = vec![ident.to_string()];
+                while colons(at + 1) {
+                    let Some(TokenTree::Ident(next)) = tokens.get(at + 3) else { break };
+                    path.push(next.to_string());
+                    at += 3;
+                }
+                if written {
+                    paths.push(path);
+                }
+            }
+            TokenTree::Punct(_) | TokenTree::Literal(_) => {}
+        }
+        at += 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolution: from a path to the file that defines what it names.
+
+/// What a path names: a module, or an item of a module (by its name).
+#[derive(Clone)]
+enum Target {
+    Module(usize),
+    Item(usize, String),
+}
+
+impl Crate {
+    /// What `path`, written in `module`, names; `None` for a path into another crate (or a
+    /// local variable).
+    fn resolve(
+        &self,
+        module: usize,
+        path: &[String],
+        seen: &mut Vec<(usize, String)>,
+    ) -> Option<Target> {
+        let (first, rest) = path.split_first()?;
+        let mut at = self.step(module, first, seen, None)?;
+        for segment in rest {
+            // After an item (an enum's variant, an associated item) the item's file stays.
+            let Target::Module(inside) = at else { break };
+            let fallback = Target::Item(inside, segment.clone());
+            at = self.step(inside, segment, seen, Some(fallback))?;
+        }
+        Some(at)
+    }
+
+    /// `name` looked up in `module` (`crate`, `super` and `self` relative to it); `or` when the
+    /// module has no such name.
+    fn step(
+        &self,
+        module: usize,
+        name: &str,
+        seen: &mut Vec<(usize, String)>,
+        or: Option<Target>,
+    ) -> Option<Target> {
+        match name {
+            "crate" => Some(Target::Module(0)),
+            "super" => self.modules[module].parent.map(Target::Module),
+            "self" => Some(Target::Module(module)),
+            _ => self.lookup(module, name, seen).or(or),
+        }
+    }
+
+    /// `name` in `module`'s namespace: a child module, an item it defines, a name it imports
+    /// (followed to where that is defined) or one that a glob of it brings.
+    fn lookup(&self, module: usize, name: &str, seen: &mut Vec<(usize, String)>) -> Option<Target> {
+        let here = &self.modules[module];
+        if let Some(&child) = here.children.get(name) {
+            return Some(Target::Module(child));
+        }
+        if here.defined.contains(name) {
+            return Some(Target::Item(module, name.to_owned()));
+        }
+        let key = (module, name.to_owned());
+        if seen.contains(&key) {
+            return None;
+        }
+        seen.push(key);
+        let found = match here.imported.get(name) {
+            Some(path) => self.resolve(module, path, seen),
+            None => here.globs.iter().find_map(|glob| match self.resolve(module, glob, seen)? {
+                Target::Module(from) => self.lookup(from, name, seen),
+                Target::Item(..) => None,
+            }),
+        };
+        seen.pop();
+        found
+    }
+
+    /// Who uses whom: (file, file) -> the names the first takes from the second.
+    fn uses(&self) -> BTreeMap<(usize, usize), BTreeSet<String>> {
+        let mut uses: BTreeMap<(usize, usize), BTreeSet<String>> = BTreeMap::new();
+        for (module, path) in &self.paths {
+            if let Some(Target::Item(defining, name)) = self.resolve(*module, path, &mut Vec::new())
+            {
+                let (user, used) = (self.modules[*module].file, self.modules[defining].file);
+                if user != used {
+                    uses.entry((user, used)).or_default().insert(name);
+                }
+            }
+        }
+        uses
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cycles: strongly connected components, each told as its loops.
+
+/// The strongly connected components of more than one file (Tarjan), each sorted.
+fn cycles(files: usize, uses: &BTreeMap<(usize, usize), BTreeSet<String>>) -> Vec<Vec<usize>> {
+    struct Tarjan<'a> {
+        next: Vec<Vec<usize>>,
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        stack: Vec<usize>,
+        on_stack: Vec<bool>,
+        counter: usize,
+        found: &'a mut Vec<Vec<usize>>,
+    }
+    impl Tarjan<'_> {
+        fn visit(&mut self, v: usize) {
+            self.index[v] = Some(self.counter);
+            self.low[v] = self.counter;
+            self.counter += 1;
+            self.stack.push(v);
+            self.on_stack[v] = true;
+            for w in self.next[v].clone() {
+                match self.index[w] {
+                    None => {
+                        self.visit(w);
+                        self.low[v] = self.low[v].min(self.low[w]);
+                    }
+                    Some(index) if self.on_stack[w] => self.low[v] = self.low[v].min(index),
+                    Some(_) => {}
+                }
+            }
+            if Some(self.low[v]) == self.index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort_unstable();
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut next = vec![Vec::new(); files];
+    for &(user, used) in uses.keys() {
+        next[user].push(used);
+    }
+    let mut found = Vec::new();
+    let mut tarjan = Tarjan {
+        next,
+        index: vec![None; files],
+        low: vec![0; files],
+        stack: Vec::new(),
+        on_stack: vec![false; files],
+        counter: 0,
+        found: &mut found,
+    };
+    for v in 0..files {
+        if tarjan.index[v].is_none() {
+            tarjan.visit(v);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The loops of one component: for each use `a -> b` inside it, the shortest way back from `b`
+/// to `a`; each loop once, starting at its first file.
+fn loops(
+    component: &[usize],
+    uses: &BTreeMap<(usize, usize), BTreeSet<String>>,
+) -> Vec<Vec<usize>> {
+    let inside = |(a, b): &(usize, usize)| component.contains(a) && component.contains(b);
+    let mut found = BTreeSet::new();
+    for &(a, b) in uses.keys().filter(|edge| inside(edge)) {
+        let mut back: BTreeMap<usize, usize> = BTreeMap::from([(b, b)]);
+        let mut queue = VecDeque::from([b]);
+        while let Some(v) = queue.pop_front() {
+            if v == a {
+                break;
+            }
+            for &(_, w) in uses.keys().filter(|edge| edge.0 == v && inside(edge)) {
+                if let std::collections::btree_map::Entry::Vacant(entry) = back.entry(w) {
+                    entry.insert(v);
+                    queue.push_back(w);
+                }
+            }
+        }
+        let mut path = vec![a];
+        while *path.last().unwrap() != b {
+            path.push(back[path.last().unwrap()]);
+        }
+        path.push(a);
+        path.reverse(); // a -> b -> .. -> a
+        path.pop();
+        let start = (0..path.len()).min_by_key(|&i| path[i]).unwrap();
+        path.rotate_left(start);
+        found.insert(path);
+    }
+    let mut found: Vec<_> = found.into_iter().collect();
+    found.sort_by_key(|path| path.len());
+    found
+}
+
+/// Every cycle of the crate in `dir`, told for someone who will break it; empty when none.
+fn cycles_of(dir: &Path, read: Read) -> String {
+    let krate = Crate::load(dir, read);
+    let uses = krate.uses();
+    let name = |file: usize| krate.files[file].as_str();
+    let mut told = String::new();
+    for component in cycles(krate.files.len(), &uses) {
+        let names: Vec<_> = component.iter().map(|&f| name(f)).collect();
+        told += &format!("\n  {{{}}}\n", names.join(", "));
+        for path in loops(&component, &uses) {
+            let walk: Vec<_> = path.iter().chain(&path[..1]).map(|&f| name(f)).collect();
+            told += &format!("    {}\n", walk.join(" -> "));
+        }
+        told += "    where\n";
+        for ((a, b), tie) in
+            uses.iter().filter(|((a, b), _)| component.contains(a) && component.contains(b))
+        {
+            let tie: Vec<_> = tie.iter().map(String::as_str).collect();
+            told += &format!("      {} -> {}: {}\n", name(*a), name(*b), tie.join(", "));
+        }
+    }
+    told
+}
+
+fn on_disk(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+fn assert_no_cycles(source: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(source);
+    let told = cycles_of(&dir, &on_disk);
+    assert!(
+        told.is_empty(),
+        "modules of {source} use each other (a -> b: the names a takes from b); move what they \
+         share down, or import it from the file that defines it:\n{told}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rule over the crates.
+
+#[test]
+fn no_two_modules_of_the_library_use_each_other() {
+    assert_no_cycles("src");
+}
+
+#[test]
+fn no_two_modules_of_the_cli_use_each_other() {
+    assert_no_cycles("cli/src");
+}
+
+#[test]
+fn no_two_modules_of_the_c_abi_use_each_other() {
+    assert_no_cycles("capi/src");
+}
+
+/// Reported, not asserted: the binding's modules still share the root's helpers (`cargo test
+/// --test module_graph -- --nocapture` shows them).
+#[test]
+fn the_cycles_of_the_python_binding_are_reported() {
+    let told = cycles_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("python/src"), &on_disk);
+    if !told.is_empty() {
+        eprintln!("modules of python/src that use each other:\n{told}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checker itself, on small crates written here.
+
+fn cycles_in(files: &[(&str, &str)]) -> String {
+    let files: BTreeMap<PathBuf, String> =
+        files.iter().map(|(path, text)| (Path::new("x").join(path), text.to_string())).collect();
+    cycles_of(Path::new("x"), &|path: &Path| files.get(path).cloned())
+}
+
+#[test]
+fn a_face_that_hands_on_its_childrens_items_is_no_cycle() {
+    let told = cycles_in(&[
+        ("lib.rs", "mod a; pub use a::Y;"),
+        ("a/mod.rs", "mod x; mod y; pub use x::X; pub use y::Y;"),
+        ("a/x.rs", "pub struct X;"),
+        ("a/y.rs", "use super::*; pub struct Y(X); fn f() -> crate::a::X { super::X }"),
+    ]);
+    assert_eq!(told, "");
+}
+
+#[test]
+fn a_child_using_what_its_parent_defines_is_a_cycle_named_with_its_ties() {
+    let told = cycles_in(&[
+        ("lib.rs", "mod a;"),
+        ("a.rs", "mod y; pub use y::Y; pub struct P; fn f(y: Y) {}"),
+        ("a/y.rs", "use super::*; pub struct Y; impl P { fn g() {} }"),
+    ]);
+    assert!(told.contains("{a, a::y}\n    a -> a::y -> a\n"), "{told}");
+    assert!(told.contains("      a -> a::y: Y\n      a::y -> a: P\n"), "{told}");
+}
+
+#[test]
+fn a_re_export_of_the_root_ties_to_the_definition_and_a_use_of_the_root_itself_is_a_use() {
+    let told = cycles_in(&[
+        ("lib.rs", "mod e; mod p; pub use e::E;"),
+        ("e.rs", "pub struct E; fn f() { crate::p::run(); }"),
+        ("p.rs", "pub fn run() -> crate::E { todo!() }"),
+    ]);
+    assert!(told.contains("{e, p}\n    e -> p -> e\n"), "{told}");
+    assert!(!told.contains("lib"), "the root only hands `E` on: {told}");
+    let told = cycles_in(&[
+        ("lib.rs", "mod p; pub fn top() { p::run() }"),
+        ("p.rs", "pub fn run() { crate::top() }"),
+    ]);
+    assert!(told.contains("{lib, p}\n    lib -> p -> lib\n"), "{told}");
+}
+
+#[test]
+fn tests_other_crates_and_macro_tokens_are_read_as_the_compiler_would() {
+    let told = cycles_in(&[
+        ("lib.rs", "mod a; mod b; #[cfg(test)] mod tests;"),
+        ("a.rs", "pub const A: u8 = 1; pub fn f() { assert!(matches!(2, crate::b::B)); }"),
+        (
+            "b.rs",
+            "pub const B: u8 = 2; #[cfg(test)] fn t() { crate::a::f(); } fn g() { std::a::A; }",
+        ),
+    ]);
+    assert_eq!(told, "", "a test-only use, and `std::a` (not `crate::a`), tie nothing");
+    let told = cycles_in(&[
+        ("lib.rs", "mod a; mod b;"),
+        ("a.rs", "pub const A: u8 = 1; pub fn f() { assert!(matches!(2, crate::b::B)); }"),
+        ("b.rs", "pub const B: u8 = 2; fn g() { println!(\"{}\", super::a::A); }"),
+    ]);
+    assert!(told.contains("a -> b: B\n      b -> a: A\n"), "{told}");
+}
