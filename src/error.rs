@@ -480,6 +480,23 @@ impl Error {
                 | Error::ShapeMismatch { .. }
         )
     }
+
+    /// This error as a server reports it: a frame too large for this side's own limit is one
+    /// too large for the server's ([`RefusedBy::Server`]); any other error is unchanged.
+    pub(crate) fn refused_by_server(self) -> Error {
+        match self {
+            Error::FrameTooLarge {
+                payload_bytes,
+                max_frame_bytes,
+                refused_by: RefusedBy::Receiver,
+            } => Error::FrameTooLarge {
+                payload_bytes,
+                max_frame_bytes,
+                refused_by: RefusedBy::Server,
+            },
+            other => other,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -508,5 +525,23 @@ mod tests {
             start(libc::ENOENT).to_string(),
             "cannot start \"pear\": No such file or directory (os error 2)"
         );
+    }
+
+    #[test]
+    fn a_server_reports_its_own_limit_and_leaves_the_fixed_cap_alone() {
+        let too_large =
+            |refused_by| Error::FrameTooLarge { payload_bytes: 9, max_frame_bytes: 8, refused_by };
+        for (before, after) in [
+            (RefusedBy::Receiver, RefusedBy::Server),
+            (RefusedBy::ControlCap, RefusedBy::ControlCap),
+            (RefusedBy::Client, RefusedBy::Client),
+        ] {
+            match too_large(before).refused_by_server() {
+                Error::FrameTooLarge { refused_by, .. } => assert_eq!(refused_by, after),
+                other => panic!("{other:?}"),
+            }
+        }
+        let other = Error::BadMagic { found: *b"XEER" }.refused_by_server();
+        assert!(matches!(other, Error::BadMagic { .. }), "{other:?}");
     }
 }

@@ -1,10 +1,10 @@
-//! Where a frame too large was refused, and the way out that [`Error::FrameTooLarge`]'s
-//! message names for it: the limit to raise is not the same one on each side.
+//! Where a frame too large was refused, and the way out that the message of
+//! [`Error::FrameTooLarge`](super::Error::FrameTooLarge) names for it: the limit to raise is not
+//! the same one on each side.
 
-use super::Error;
-
-/// Which side refused a frame too large for it, so that [`Error::FrameTooLarge`] can name the
-/// limit to raise where the reader of the message can raise it.
+/// Which side refused a frame too large for it, so that
+/// [`Error::FrameTooLarge`](super::Error::FrameTooLarge) can name the limit to raise where the
+/// reader of the message can raise it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RefusedBy {
@@ -75,28 +75,10 @@ pub(crate) const RAISE_THE_CLIENTS_LIMIT: &str = "; raise the client's limit: \
     `Options::max_frame_bytes` in Rust, `max_frame_bytes=` in Python, \
     `pp_options_set_max_frame_bytes` in C or `--max-frame-bytes` for `peer`";
 
-impl Error {
-    /// This error as a server reports it: a frame too large for this side's own limit is one
-    /// too large for the server's ([`RefusedBy::Server`]); any other error is unchanged.
-    pub(crate) fn refused_by_server(self) -> Error {
-        match self {
-            Error::FrameTooLarge {
-                payload_bytes,
-                max_frame_bytes,
-                refused_by: RefusedBy::Receiver,
-            } => Error::FrameTooLarge {
-                payload_bytes,
-                max_frame_bytes,
-                refused_by: RefusedBy::Server,
-            },
-            other => other,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     fn text(refused_by: RefusedBy) -> String {
         Error::FrameTooLarge { payload_bytes: 9, max_frame_bytes: 8, refused_by }.to_string()
@@ -140,23 +122,5 @@ mod tests {
         }
         assert!(!text(RefusedBy::Server).contains("`Options::max_frame_bytes`"));
         assert!(!text(RefusedBy::ControlCap).contains("--max-frame-bytes"));
-    }
-
-    #[test]
-    fn a_server_reports_its_own_limit_and_leaves_the_fixed_cap_alone() {
-        let too_large =
-            |refused_by| Error::FrameTooLarge { payload_bytes: 9, max_frame_bytes: 8, refused_by };
-        for (before, after) in [
-            (RefusedBy::Receiver, RefusedBy::Server),
-            (RefusedBy::ControlCap, RefusedBy::ControlCap),
-            (RefusedBy::Client, RefusedBy::Client),
-        ] {
-            match too_large(before).refused_by_server() {
-                Error::FrameTooLarge { refused_by, .. } => assert_eq!(refused_by, after),
-                other => panic!("{other:?}"),
-            }
-        }
-        let other = Error::BadMagic { found: *b"XEER" }.refused_by_server();
-        assert!(matches!(other, Error::BadMagic { .. }), "{other:?}");
     }
 }

@@ -1,8 +1,9 @@
 //! A caller's values as parts: [`Part`] to send, [`PartMut`] to receive into, and
 //! [`PartsOut`], the reusable buffer a server's function writes its reply into.
 
+use super::layout::{MAX_PARTS, pad8};
+use super::shape::{PartDtype, Shape};
 use super::table::PartRef;
-use super::{MAX_PARTS, PartDtype, Shape, pad8};
 use crate::error::{Error, Result};
 use crate::zerocopy::NATIVE_IS_WIRE;
 
