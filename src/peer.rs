@@ -11,11 +11,14 @@
 //! terminated (SIGTERM, then SIGKILL after a grace period) and reaped, so no orphan or zombie
 //! is left behind; if it had already died, the error says how.
 //!
-//! One concern per file: `locate` finds the `peer` binary ([`find_peer_binary`]); `options`
-//! holds the settings ([`Options`], [`DataPath`]); `spawn` starts servers by the one spawn
-//! rule ([`argv_command`], [`checked_shell_command`], the `Peer::spawn*` constructors);
-//! `handshake` exchanges HELLOs; `calls` sends and receives ([`Peer::call`], [`CallTiming`]).
-//! This file holds the [`Peer`] itself, its accessors, and its ending (BYE, reaping).
+//! One concern per file: `conversation` is what a [`Peer`] is made of; `locate` finds the
+//! `peer` binary ([`find_peer_binary`]); `options` holds the settings ([`Options`],
+//! [`DataPath`]); `spawn` starts servers by the one spawn rule ([`argv_command`],
+//! [`checked_shell_command`], the `Peer::spawn*` constructors); `handshake` exchanges HELLOs;
+//! `calls` sends and receives DATA ([`Peer::call`]), `parts_calls` PARTS
+//! ([`Peer::call_parts`]); `reply` is what a reply is received into and what it tells
+//! ([`Reply`], [`CallTiming`]); `stderr_tail` and `words` keep what the server last wrote
+//! and said. This file holds the peer's accessors and its ending (BYE, reaping).
 //!
 //! ```
 //! use std::thread;
@@ -50,83 +53,41 @@ use crate::clock::{self, Stamp};
 use crate::codec::{self, Values, ValuesMut};
 use crate::error::{Error, Result};
 use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, HEADER_LEN, Header, Hello, Kind};
-pub use crate::process::describe_status;
 use crate::process::{ChildGuard, Spawn, spawn_with_transport};
-pub use crate::transport::INTERRUPT_CHECK;
+pub use crate::process::{SPEAK_PEERPIPE, describe_status};
 use crate::transport::{
     DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, Deadline, Received, Transport, TransportKind, Wait,
 };
+pub use crate::transport::{INTERRUPT_CHECK, LEND_MIN_BYTES};
 use crate::zerocopy;
 
-mod stderr_tail;
-mod words;
-use stderr_tail::StderrTail;
-use words::LastWords;
-
-/// Default timeout for the handshake and for each reply: 10 s.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-pub use crate::transport::LEND_MIN_BYTES;
-
 mod calls;
+mod conversation;
 mod handshake;
 mod locate;
 mod options;
 mod parts_calls;
+mod reply;
 mod spawn;
-pub use crate::process::SPEAK_PEERPIPE;
-use calls::Target;
-pub use calls::{CallTiming, Reply};
+mod stderr_tail;
+mod words;
+
 use calls::{grow, retarget};
+pub use conversation::Peer;
+use conversation::{Pending, State};
 pub use handshake::OWN_HELLO_ECHOED;
 pub use locate::{PEER_ENV, find_peer_binary};
 use locate::{cannot_start, executable};
-pub use options::{DataPath, Options};
-pub use parts_calls::{PartsReply, PartsTarget};
+pub use options::{DEFAULT_TIMEOUT, DataPath, Options};
+use reply::Target;
+pub use reply::{CallTiming, PartsReply, PartsTarget, Reply};
 use spawn::is_descendant;
 pub use spawn::{argv_command, checked_shell_command, shell_command};
+use stderr_tail::StderrTail;
+use words::LastWords;
 
 /// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
 pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
-
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    seq: u64,
-    started: Stamp,
-    encode_ns: u64,
-    /// The deadline of [`Peer::recv_for`]'s waits for this reply, from the first of them.
-    reply_deadline: Option<Deadline>,
-    /// A PARTS request (its reply is received with [`Peer::recv_parts`]), not DATA.
-    parts: bool,
-}
-
-/// A conversation with a server.
-#[derive(Debug)]
-pub struct Peer {
-    transport: Transport,
-    child: Option<ChildGuard>,
-    /// The spawned server's stderr, when captured ([`Options::capture_stderr`]).
-    stderr: Option<StderrTail>,
-    options: Options,
-    server_hello: Hello,
-    next_seq: u64,
-    pending: VecDeque<Pending>,
-    scratch: Vec<u8>,
-    state: State,
-    /// The server's last ERROR reply, appended to the error that ends the conversation.
-    said: LastWords,
-    /// The part table of the PARTS request being sent (reused).
-    table: crate::parts::Table,
-    /// A PARTS reply as it arrived, before its parts are copied out (reused).
-    parts_frame: crate::zerocopy::AlignedBuf,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum State {
-    Open,
-    /// Ended by an error, whose message every later call repeats.
-    Failed(String),
-    Closed,
-}
 
 impl Peer {
     /// The server's HELLO: its frame limit, handler and implementation.

@@ -2,44 +2,6 @@
 
 use super::*;
 
-/// Where the time of one round trip went, in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CallTiming {
-    /// Client: converting the request into wire bytes; 0 on the zero-copy path, which converts
-    /// nothing (and is not timed, so that no clock read sits on its critical path).
-    pub encode_ns: u64,
-    /// Client: converting the reply from wire bytes; 0 on the zero-copy path of a
-    /// little-endian machine (a big-endian one swaps the bytes in place, and that is timed).
-    pub decode_ns: u64,
-    /// Server: from reading the request header to writing the reply (the reply's `aux`).
-    pub server_ns: u64,
-    /// The whole call, from before encoding to after decoding.
-    pub round_trip_ns: u64,
-}
-
-impl CallTiming {
-    /// Moving bytes and waiting: round trip − encode − decode − server time (never negative).
-    pub fn transfer_ns(&self) -> u64 {
-        self.round_trip_ns.saturating_sub(self.encode_ns + self.decode_ns + self.server_ns)
-    }
-}
-
-/// A received reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reply {
-    /// The seq of the request it answers.
-    pub seq: u64,
-    /// Where the time went.
-    pub timing: CallTiming,
-}
-
-/// What a reply is received into: DATA into one buffer, PARTS into a [`PartsTarget`].
-#[derive(Debug)]
-pub(super) enum Target<'r, 'a> {
-    Data(ValuesMut<'a>),
-    Parts(PartsTarget<'r, 'a>),
-}
-
 impl Peer {
     /// After a request went out (`sent`): records it as in flight and returns its seq; after
     /// a failure to send, ends the conversation naming the seq.

@@ -2,6 +2,8 @@
 
 use super::*;
 
+/// Default timeout for the handshake and for each reply: 10 s.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How payloads get from the caller's slice onto the wire and back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DataPath {

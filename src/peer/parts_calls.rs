@@ -4,7 +4,7 @@
 use std::io::IoSlice;
 
 use super::*;
-use crate::parts::{self, Parsed, Part, PartDtype, PartMut, Role, Shape, describe_shapes};
+use crate::parts::{self, Part, PartDtype, PartMut, Role, Shape, describe_shapes};
 use crate::transport::{MAX_SCATTER, MAX_SEND_PIECES};
 use crate::zerocopy::{AlignedBuf, NATIVE_IS_WIRE};
 
@@ -18,43 +18,6 @@ const SOLVER_PARTS: usize = 3;
 const SCATTER_TABLE: usize = parts::PREAMBLE_LEN + SCATTER_PARTS * parts::DESCRIPTOR_LEN;
 
 const ZEROS: [u8; 8] = [0; 8];
-
-/// A PARTS reply whatever its shape, received into a buffer kept from call to call (no
-/// allocation once it has held a reply as large). See [`Peer::call_parts_any`].
-#[derive(Clone, Debug, Default)]
-pub struct PartsReply {
-    frame: AlignedBuf,
-    len: usize,
-}
-
-impl PartsReply {
-    /// An empty reply.
-    pub fn new() -> PartsReply {
-        PartsReply::default()
-    }
-
-    /// The reply's parts (none before the first reply), each 8-byte aligned, so
-    /// [`crate::parts::PartRef::f64_view`] views it in place.
-    pub fn parts(&self) -> Parsed<'_> {
-        // Checked when it was received; before any reply (len 0), a reply of no parts.
-        const NO_PARTS: &[u8] = &[0; parts::PREAMBLE_LEN];
-        let payload = match self.len {
-            0 => NO_PARTS,
-            len => &self.frame.as_bytes()[HEADER_LEN..][..len],
-        };
-        parts::parse(payload, Role::Reply).expect("a received reply's table was checked")
-    }
-}
-
-/// Where a PARTS reply goes: into the caller's buffers, whose shapes it must have, or into
-/// a [`PartsReply`] whatever its shape.
-#[derive(Debug)]
-pub enum PartsTarget<'r, 'a> {
-    /// The caller's buffers, one per part, in order.
-    Into(&'r mut [PartMut<'a>]),
-    /// Any shape.
-    Any(&'r mut PartsReply),
-}
 
 impl Peer {
     /// True when the server reads PARTS requests (its HELLO says `parts=1`).
