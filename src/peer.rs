@@ -42,24 +42,14 @@
 //! # Ok::<(), peerpipe::Error>(())
 //! ```
 
-use std::collections::VecDeque;
-use std::fmt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
-use std::str::FromStr;
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
-use crate::clock::{self, Stamp};
-use crate::codec::{self, Values, ValuesMut};
 use crate::error::{Error, Result};
-use crate::frame::{self, DEFAULT_MAX_FRAME_BYTES, HEADER_LEN, Header, Hello, Kind};
-use crate::process::{ChildGuard, Spawn, spawn_with_transport};
+use crate::frame::{Header, Hello, Kind};
 pub use crate::process::{SPEAK_PEERPIPE, describe_status};
-use crate::transport::{
-    DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, Deadline, Received, Transport, TransportKind, Wait,
-};
+use crate::transport::{Deadline, TransportKind};
 pub use crate::transport::{INTERRUPT_CHECK, LEND_MIN_BYTES};
-use crate::zerocopy;
 
 mod calls;
 mod conversation;
@@ -74,17 +64,13 @@ mod words;
 
 use calls::{grow, retarget};
 pub use conversation::Peer;
-use conversation::{Pending, State};
+use conversation::State;
 pub use handshake::OWN_HELLO_ECHOED;
 pub use locate::{PEER_ENV, find_peer_binary};
-use locate::{cannot_start, executable};
 pub use options::{DEFAULT_TIMEOUT, DataPath, Options};
-use reply::Target;
 pub use reply::{CallTiming, PartsReply, PartsTarget, Reply};
 use spawn::is_descendant;
 pub use spawn::{argv_command, checked_shell_command, shell_command};
-use stderr_tail::StderrTail;
-use words::LastWords;
 
 /// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
 pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
@@ -113,8 +99,8 @@ impl Peer {
         self.transport.moves()
     }
 
-    /// What this side's [`Wait::Auto`] has learned of the connection, and what its waits saw
-    /// (unused with another wait strategy).
+    /// What this side's [`Wait::Auto`](crate::Wait::Auto) has learned of the connection, and
+    /// what its waits saw (unused with another wait strategy).
     pub fn auto_wait(&self) -> &crate::transport::AutoWait {
         self.transport.auto_wait()
     }
@@ -326,7 +312,11 @@ const STDERR_GRACE: Duration = Duration::from_millis(100);
 
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
+    use crate::codec::{Values, ValuesMut};
+    use crate::transport::{Transport, Wait};
 
     #[test]
     fn a_fourth_request_in_flight_over_shm_sem_is_refused_and_the_peer_stays_usable() {

@@ -101,15 +101,15 @@ impl Default for Spawn {
 /// anything starts ([`crate::launcher::refuse_relayed_spawn`]).
 ///
 /// # Errors
-/// [`crate::Error::Sys`] when the pipes or the region cannot be made;
-/// [`crate::Error::CannotStart`] naming the program when the command cannot be started;
-/// [`crate::Error::InvalidArgument`] for a transport other than tcp through `srun`.
+/// [`Error::Sys`] when the pipes or the region cannot be made;
+/// [`Error::CannotStart`] naming the program when the command cannot be started;
+/// [`Error::InvalidArgument`] for a transport other than tcp through `srun`.
 pub fn spawn_connected(command: Command, spawn: &Spawn) -> Result<(Transport, Child)> {
     spawn_connected_unless(command, spawn, None)
 }
 
 /// [`spawn_connected`]; with `interrupted`, the wait for a tcp server's announcement asks it
-/// every [`crate::transport::INTERRUPT_CHECK`] and ends in [`crate::Error::Interrupted`] (the
+/// every [`crate::transport::INTERRUPT_CHECK`] and ends in [`Error::Interrupted`] (the
 /// child terminated and reaped) once it says yes.
 fn spawn_connected_unless(
     mut command: Command,
@@ -161,9 +161,9 @@ fn spawn_connected_unless(
 }
 
 /// Starts `command`, or says which program could not be started and why
-/// ([`crate::Error::CannotStart`]).
+/// ([`Error::CannotStart`]).
 pub(crate) fn start(command: &mut Command) -> Result<Child> {
-    command.spawn().map_err(|source| crate::Error::CannotStart {
+    command.spawn().map_err(|source| Error::CannotStart {
         program: command.get_program().to_string_lossy().into_owned(),
         source,
     })
@@ -223,10 +223,10 @@ pub fn resume(pid: u32) {
     let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
 }
 
-/// [`crate::Error::PeerExited`] for a process that ended with `status`, noticed while doing
+/// [`Error::PeerExited`] for a process that ended with `status`, noticed while doing
 /// `context`: the status in words and as a number.
-pub(crate) fn exited(status: ExitStatus, context: String) -> crate::Error {
-    crate::Error::PeerExited {
+pub(crate) fn exited(status: ExitStatus, context: String) -> Error {
+    Error::PeerExited {
         status: describe_status(status),
         context,
         code: status.code(),
@@ -235,10 +235,9 @@ pub(crate) fn exited(status: ExitStatus, context: String) -> crate::Error {
 }
 
 /// `error` with `server` (which process it was about) added where the error has room for
-/// it: after what a [`crate::Error::Timeout`] waited for, or after the context of a
-/// [`crate::Error::PeerExited`]; other errors are returned as they are.
-pub fn naming(error: crate::Error, server: &str) -> crate::Error {
-    use crate::Error;
+/// it: after what a [`Error::Timeout`] waited for, or after the context of a
+/// [`Error::PeerExited`]; other errors are returned as they are.
+pub fn naming(error: Error, server: &str) -> Error {
     match error {
         Error::Timeout { waiting_for, after } => {
             Error::Timeout { waiting_for: format!("{waiting_for} from {server}"), after }
@@ -310,13 +309,13 @@ impl ChildGuard {
         }
     }
 
-    /// The error of a failed tcp set-up: [`crate::Error::PeerExited`] naming `error` when
+    /// The error of a failed tcp set-up: [`Error::PeerExited`] naming `error` when
     /// the process had exited by itself (within a moment, as its end of stream may arrive
     /// first), else `error` after terminating it. Always reaps.
-    fn fail_setup(&mut self, error: crate::Error) -> crate::Error {
+    fn fail_setup(&mut self, error: Error) -> Error {
         let error = told_what_a_server_is(error);
         let patience = match error {
-            crate::Error::PeerClosed { .. } => Duration::from_millis(100),
+            Error::PeerClosed { .. } => Duration::from_millis(100),
             _ => Duration::ZERO,
         };
         match self.wait_timeout(patience) {

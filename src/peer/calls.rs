@@ -1,6 +1,16 @@
 //! The typed calls — send, receive (by a deadline or in slices), call — and their timing.
 
-use super::*;
+use std::time::{Duration, Instant};
+
+use super::conversation::{Peer, Pending};
+use super::options::DataPath;
+use super::reply::{CallTiming, Reply, Target};
+use crate::clock::Stamp;
+use crate::codec::{self, Values, ValuesMut};
+use crate::error::{Error, Result};
+use crate::frame::{self, HEADER_LEN, Header, Kind};
+use crate::transport::{Deadline, LEND_MIN_BYTES, Received, TransportKind};
+use crate::zerocopy;
 
 impl Peer {
     /// After a request went out (`sent`): records it as in flight and returns its seq; after
@@ -135,9 +145,9 @@ impl Peer {
     /// within `patience`: the request stays in flight and the peer untouched, so the caller
     /// can wait again — in slices, checking for an interrupt in between, as the Python binding
     /// does for Ctrl-C. A reply that has started arriving is read to its end. The timeout of
-    /// [`Options::timeout`] counts from the first of these waits for the reply, as a
-    /// [`Peer::recv`]'s counts from its start; once it has passed, the error (and the server's
-    /// termination) are those of [`Peer::recv`].
+    /// [`Options::timeout`](super::Options::timeout) counts from the first of these waits for
+    /// the reply, as a [`Peer::recv`]'s counts from its start; once it has passed, the error
+    /// (and the server's termination) are those of [`Peer::recv`].
     ///
     /// # Errors
     /// As [`Peer::recv`].

@@ -1,6 +1,17 @@
 //! The handshake: this side's HELLO out, the server's HELLO in, checked.
 
-use super::*;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use super::calls::{grow, retarget};
+use super::conversation::{Peer, State};
+use super::options::Options;
+use super::words::LastWords;
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::frame::{self, HEADER_LEN, Header, Hello, Kind};
+use crate::process::ChildGuard;
+use crate::transport::{Deadline, INTERRUPT_CHECK, Transport};
 
 /// Why a handshake fails when the peer's HELLO is byte for byte the one this side sent.
 pub const OWN_HELLO_ECHOED: &str =

@@ -1,6 +1,8 @@
 //! Locating the `peer` binary: an explicit path as given, else `$PEERPIPE_PEER`, else `PATH`.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
 
 /// The environment variable naming the `peer` binary, looked at by [`find_peer_binary`].
 pub const PEER_ENV: &str = "PEERPIPE_PEER";

@@ -1,9 +1,16 @@
 //! A peer's settings: [`Options`], and the [`DataPath`] of payloads.
 
-use super::*;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::frame::DEFAULT_MAX_FRAME_BYTES;
+use crate::transport::{DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, TransportKind, Wait};
 
 /// Default timeout for the handshake and for each reply: 10 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How payloads get from the caller's slice onto the wire and back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DataPath {
@@ -45,7 +52,7 @@ impl FromStr for DataPath {
     }
 }
 
-/// Settings of a [`Peer`].
+/// Settings of a [`Peer`](super::Peer).
 #[derive(Clone, Debug)]
 pub struct Options {
     /// How to wait for replies and for room in the pipe. Default: [`Wait::Auto`].
@@ -58,7 +65,8 @@ pub struct Options {
     pub pipe_capacity: Option<usize>,
     /// Transport to spawn servers on. Default: pipe. A shared-memory transport hands the
     /// server the region as its stdin, so the server must be started with the same
-    /// `--transport` (as [`Peer::spawn_server`] does); it cannot cross machines.
+    /// `--transport` (as [`Peer::spawn_server`](super::Peer::spawn_server) does); it cannot
+    /// cross machines.
     pub transport: TransportKind,
     /// Bytes per direction of a shared-memory transport. Default: 1 MiB
     /// ([`DEFAULT_SHM_CAPACITY`]).

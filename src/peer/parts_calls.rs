@@ -2,10 +2,15 @@
 //! state and parameters out in one frame, a reply of its own shape back.
 
 use std::io::IoSlice;
+use std::time::Duration;
 
-use super::*;
+use super::conversation::{Peer, Pending};
+use super::reply::{CallTiming, PartsReply, PartsTarget, Reply, Target};
+use crate::clock::Stamp;
+use crate::error::{Error, Result};
+use crate::frame::{self, HEADER_LEN, Header, Kind};
 use crate::parts::{self, Part, PartDtype, PartMut, Role, Shape, describe_shapes};
-use crate::transport::{MAX_SCATTER, MAX_SEND_PIECES};
+use crate::transport::{Deadline, MAX_SCATTER, MAX_SEND_PIECES, Received};
 use crate::zerocopy::{AlignedBuf, NATIVE_IS_WIRE};
 
 /// Most parts a reply lands straight in the caller's buffers with: 8 (its table, each part and

@@ -1,7 +1,15 @@
 //! Spawning a server: the one rule for argument lists and shell command lines, and the
 //! `Peer::spawn*` constructors.
 
-use super::*;
+use std::path::Path;
+use std::process::Command;
+
+use super::conversation::Peer;
+use super::locate::{cannot_start, executable, find_peer_binary};
+use super::options::Options;
+use super::stderr_tail::StderrTail;
+use crate::error::{Error, Result};
+use crate::process::{Spawn, spawn_with_transport};
 
 /// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`] and `peer --spawn` run a server command.
 ///
@@ -139,8 +147,9 @@ impl Peer {
 
     /// [`Peer::spawn`] for a caller that must react to an interrupt (Ctrl-C) while a server
     /// starts: the waits for a tcp server's announcement and for the server's HELLO are cut
-    /// into slices of [`INTERRUPT_CHECK`], and `interrupted()` is asked between them. Once it
-    /// says yes, the server is terminated and reaped, and [`Error::Interrupted`] returned.
+    /// into slices of [`INTERRUPT_CHECK`](crate::transport::INTERRUPT_CHECK), and
+    /// `interrupted()` is asked between them. Once it says yes, the server is terminated and
+    /// reaped, and [`Error::Interrupted`] returned.
     ///
     /// ```
     /// # use std::process::Command;

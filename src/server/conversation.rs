@@ -7,9 +7,9 @@ use std::io::IoSlice;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use super::{
-    Call, Ending, Handler, Request, Response, ServeOptions, ServeSummary, unknown_function,
-};
+use super::functions::unknown_function;
+use super::handler::{Call, Handler, Request, Response};
+use super::options::{Ending, ServeOptions, ServeSummary};
 use crate::clock::{self, Stamp};
 use crate::codec::{self, Values};
 use crate::error::{Error, Result};

@@ -1,7 +1,7 @@
 //! [`Functions`]: a handler that serves several functions by name — `rhs`, `jac`, `observe`
 //! — each a closure over a PARTS request's parts that writes the reply's parts.
 
-use super::{Call, Handler, Request, Response};
+use super::handler::{Call, Handler, Request, Response};
 use crate::error::{Error, Result};
 use crate::parts::{MAX_FUNCTIONS, PartsOut, check_function_name};
 
@@ -134,5 +134,25 @@ impl Handler for Functions {
             )),
             None => Err(super::unknown_function(call.function, &self.functions())),
         }
+    }
+}
+
+/// The message of the ERROR answering a DATA request to a server that serves only the
+/// functions named in `names` (joined with ", ").
+pub(crate) fn data_refused(names: &str) -> String {
+    format!(
+        "this server serves functions by name ({names}): call one with a PARTS request, not DATA"
+    )
+}
+
+/// The message of the ERROR answering a call to a function the server does not serve.
+pub(crate) fn unknown_function(function: &str, functions: &[String]) -> String {
+    if functions.is_empty() {
+        format!(
+            "unknown function {function:?}: this server serves no functions by name, only its \
+             default function (a PARTS request that names none)"
+        )
+    } else {
+        format!("unknown function {function:?}: this server has {}", functions.join(", "))
     }
 }

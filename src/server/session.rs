@@ -34,7 +34,9 @@
 use std::time::Instant;
 
 use super::conversation::{Conversation, Incoming};
-use super::{Call, Ending, ServeOptions, StdioOptions, stdio_transport_with};
+use super::handler::Call;
+use super::options::{Ending, ServeOptions};
+use super::stdio::{StdioOptions, stdio_transport_with};
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::parts::{MAX_FUNCTIONS, Part, PartsOut, check_function_name};
