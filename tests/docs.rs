@@ -1,7 +1,9 @@
 //! The documents stay readable for someone new: the README short, with the table of waits and a
 //! link to the rules of `auto`; PERFORMANCE.md under 400 lines, its history in
-//! docs/experiments/; every document the README links also in the crate documentation; and
-//! nothing in the repository that speaks of how the work was done rather than of the product.
+//! docs/experiments/; every document the README links also in the crate documentation; the map
+//! of USAGE.md ("Where things are") naming only paths that exist, and every file and folder of
+//! `src/`; and nothing in the repository that speaks of how the work was done rather than of
+//! the product.
 
 use std::path::{Path, PathBuf};
 
@@ -123,11 +125,15 @@ fn no_file_speaks_of_how_the_work_was_done() {
     }
 }
 
-/// Every file and directory USAGE.md's "Where things are" names, in its table and in its "To
-/// add" list: a name is found from the repository's root, or in a directory named before it
+/// The folders of the repository whose every backticked path in the map is a path.
+const ROOTS: [&str; 9] =
+    ["src/", "cli/", "capi/", "python/", "docs/", "examples/", "tests/", "benches/", "fuzz/"];
+
+/// Every path USAGE.md's "Where things are" names, in its table and in its "To add" list,
+/// found or not: a backticked name that starts with one of [`ROOTS`], or ends with `/` or a
+/// file's extension. It is found from the repository's root, or in a directory named before it
 /// in the same row or item (`src/transport/` … `pipe.rs`), or in that directory's `src/`.
-#[test]
-fn the_map_of_usage_md_names_only_paths_that_exist() {
+fn paths_the_map_names() -> (Vec<PathBuf>, Vec<String>) {
     let usage = read("docs/USAGE.md");
     let map = &usage[usage.find("## Where things are").expect("the map")..];
     let is_path = |token: &str| {
@@ -137,8 +143,6 @@ fn the_map_of_usage_md_names_only_paths_that_exist() {
                     .iter()
                     .any(|e| token.ends_with(e)))
     };
-    let mut checked = 0;
-    let mut missing = Vec::new();
     // A table row is one line; an item of the list runs until the next item.
     let mut entries: Vec<String> = Vec::new();
     for line in map.lines() {
@@ -148,21 +152,71 @@ fn the_map_of_usage_md_names_only_paths_that_exist() {
             entries.push(line.to_owned());
         }
     }
+    let (mut found, mut missing) = (Vec::new(), Vec::new());
     for entry in &entries {
         let mut dirs: Vec<PathBuf> = vec![repo()];
-        for token in entry.split('`').skip(1).step_by(2).filter(|t| is_path(t)) {
-            let found = dirs
+        for token in entry.split('`').skip(1).step_by(2) {
+            if !ROOTS.iter().any(|root| token.starts_with(root)) && !is_path(token) {
+                continue;
+            }
+            let path = dirs
                 .iter()
                 .flat_map(|dir| [dir.join(token), dir.join("src").join(token)])
                 .find(|candidate| candidate.exists());
-            checked += 1;
-            match found {
-                Some(path) if path.is_dir() => dirs.push(path),
-                Some(_) => {}
+            match path {
+                Some(path) => {
+                    if path.is_dir() {
+                        dirs.push(path.clone());
+                    }
+                    found.push(path);
+                }
                 None => missing.push(token.to_owned()),
             }
         }
     }
+    (found, missing)
+}
+
+#[test]
+fn the_map_of_usage_md_names_only_paths_that_exist() {
+    let (found, missing) = paths_the_map_names();
     assert!(missing.is_empty(), "USAGE.md's map names paths that do not exist: {missing:?}");
-    assert!(checked > 40, "only {checked} paths found in the map");
+    assert!(found.len() > 40, "only {} paths found in the map", found.len());
+}
+
+/// Every `.rs` file directly under `src/` and every folder under `src/`, at any depth.
+fn files_and_folders_of_src() -> Vec<PathBuf> {
+    fn folders(dir: &Path, into: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                into.push(path.clone());
+                folders(&path, into);
+            }
+        }
+    }
+    let src = repo().join("src");
+    let mut all: Vec<PathBuf> = std::fs::read_dir(&src)
+        .expect("src/")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    folders(&src, &mut all);
+    all.sort();
+    all
+}
+
+#[test]
+fn the_map_of_usage_md_names_every_file_and_folder_of_src() {
+    let (found, _) = paths_the_map_names();
+    let unnamed: Vec<String> = files_and_folders_of_src()
+        .into_iter()
+        .filter(|path| !found.contains(path))
+        .map(|path| path.strip_prefix(repo()).unwrap_or(&path).display().to_string())
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "USAGE.md's \"Where things are\" does not name {unnamed:?}: give each a line (a folder \
+         may be named inside its parent's row, as `src/transport/` … `shm/`)"
+    );
 }
