@@ -18,6 +18,7 @@
 //! reported as its loops `a -> b -> a`, with the names that tie each use, so that whoever
 //! breaks it sees what to move.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
@@ -79,6 +80,8 @@ impl Crate {
         module
     }
 
+    /// Adds what `items` of `module` define, import and name, and the submodules they declare
+    /// (whose files are in `dir`).
     fn add_items(
         &mut self,
         module: usize,
@@ -91,22 +94,7 @@ impl Crate {
             match item {
                 Item::Mod(declared) if declared.ident == "tests" => {}
                 Item::Mod(declared) => {
-                    let child_name = [name, &[declared.ident.to_string()]].concat();
-                    let child_dir = dir.join(declared.ident.to_string());
-                    let child = match &declared.content {
-                        Some((_, inline)) => {
-                            let file = self.modules[module].file;
-                            let child = self.modules.len();
-                            let parent = Some(module);
-                            self.modules.push(Module { file, parent, ..Module::default() });
-                            self.add_items(child, inline, &child_dir, &child_name, read);
-                            child
-                        }
-                        None => {
-                            let file = child_file(dir, &declared.ident.to_string(), read);
-                            self.add_file(&file, &child_dir, child_name, Some(module), read)
-                        }
-                    };
+                    let child = self.add_submodule(module, declared, dir, name, read);
                     self.modules[module].children.insert(declared.ident.to_string(), child);
                 }
                 _ => {
@@ -119,6 +107,30 @@ impl Crate {
                 }
             }
         }
+    }
+
+    /// Adds the submodule that `declared` declares: inline, a module of the same file; else the
+    /// file `dir/x.rs` or `dir/x/mod.rs`.
+    fn add_submodule(
+        &mut self,
+        module: usize,
+        declared: &syn::ItemMod,
+        dir: &Path,
+        name: &[String],
+        read: Read,
+    ) -> usize {
+        let ident = declared.ident.to_string();
+        let (child_name, child_dir) =
+            ([name, std::slice::from_ref(&ident)].concat(), dir.join(&ident));
+        let Some((_, inline)) = &declared.content else {
+            let file = child_file(dir, &ident, read);
+            return self.add_file(&file, &child_dir, child_name, Some(module), read);
+        };
+        let child = self.modules.len();
+        let file = self.modules[module].file;
+        self.modules.push(Module { file, parent: Some(module), ..Module::default() });
+        self.add_items(child, inline, &child_dir, &child_name, read);
+        child
     }
 
     /// Records what a walk over one item of `module` found.
@@ -303,6 +315,12 @@ fn paths_in_tokens(tokens: TokenStream, paths: &mut Vec<Vec<String>>) {
 // ---------------------------------------------------------------------------------------------
 // Resolution: from a path to the file that defines what it names.
 
+/// Who uses whom: (file, file) -> the names the first takes from the second.
+type Uses = BTreeMap<(usize, usize), BTreeSet<String>>;
+
+/// The names being looked up (module, name), so that a loop of imports ends.
+type Seen = Vec<(usize, String)>;
+
 /// What a path names: a module, or an item of a module (by its name).
 #[derive(Clone)]
 enum Target {
@@ -313,12 +331,7 @@ enum Target {
 impl Crate {
     /// What `path`, written in `module`, names; `None` for a path into another crate (or a
     /// local variable).
-    fn resolve(
-        &self,
-        module: usize,
-        path: &[String],
-        seen: &mut Vec<(usize, String)>,
-    ) -> Option<Target> {
+    fn resolve(&self, module: usize, path: &[String], seen: &mut Seen) -> Option<Target> {
         let (first, rest) = path.split_first()?;
         let mut at = self.step(module, first, seen, None)?;
         for segment in rest {
@@ -336,7 +349,7 @@ impl Crate {
         &self,
         module: usize,
         name: &str,
-        seen: &mut Vec<(usize, String)>,
+        seen: &mut Seen,
         or: Option<Target>,
     ) -> Option<Target> {
         match name {
@@ -349,7 +362,7 @@ impl Crate {
 
     /// `name` in `module`'s namespace: a child module, an item it defines, a name it imports
     /// (followed to where that is defined) or one that a glob of it brings.
-    fn lookup(&self, module: usize, name: &str, seen: &mut Vec<(usize, String)>) -> Option<Target> {
+    fn lookup(&self, module: usize, name: &str, seen: &mut Seen) -> Option<Target> {
         let here = &self.modules[module];
         if let Some(&child) = here.children.get(name) {
             return Some(Target::Module(child));
@@ -374,8 +387,8 @@ impl Crate {
     }
 
     /// Who uses whom: (file, file) -> the names the first takes from the second.
-    fn uses(&self) -> BTreeMap<(usize, usize), BTreeSet<String>> {
-        let mut uses: BTreeMap<(usize, usize), BTreeSet<String>> = BTreeMap::new();
+    fn uses(&self) -> Uses {
+        let mut uses = Uses::new();
         for (module, path) in &self.paths {
             if let Some(Target::Item(defining, name)) = self.resolve(*module, path, &mut Vec::new())
             {
@@ -392,50 +405,53 @@ impl Crate {
 // ---------------------------------------------------------------------------------------------
 // Cycles: strongly connected components, each told as its loops.
 
-/// The strongly connected components of more than one file (Tarjan), each sorted.
-fn cycles(files: usize, uses: &BTreeMap<(usize, usize), BTreeSet<String>>) -> Vec<Vec<usize>> {
-    struct Tarjan<'a> {
-        next: Vec<Vec<usize>>,
-        index: Vec<Option<usize>>,
-        low: Vec<usize>,
-        stack: Vec<usize>,
-        on_stack: Vec<bool>,
-        counter: usize,
-        found: &'a mut Vec<Vec<usize>>,
-    }
-    impl Tarjan<'_> {
-        fn visit(&mut self, v: usize) {
-            self.index[v] = Some(self.counter);
-            self.low[v] = self.counter;
-            self.counter += 1;
-            self.stack.push(v);
-            self.on_stack[v] = true;
-            for w in self.next[v].clone() {
-                match self.index[w] {
-                    None => {
-                        self.visit(w);
-                        self.low[v] = self.low[v].min(self.low[w]);
-                    }
-                    Some(index) if self.on_stack[w] => self.low[v] = self.low[v].min(index),
-                    Some(_) => {}
+/// Tarjan's walk: each file's index in the walk, the lowest index it reaches, the stack.
+struct Tarjan<'a> {
+    next: Vec<Vec<usize>>,
+    index: Vec<Option<usize>>,
+    low: Vec<usize>,
+    stack: Vec<usize>,
+    on_stack: Vec<bool>,
+    counter: usize,
+    found: &'a mut Vec<Vec<usize>>,
+}
+
+impl Tarjan<'_> {
+    fn visit(&mut self, v: usize) {
+        self.index[v] = Some(self.counter);
+        self.low[v] = self.counter;
+        self.counter += 1;
+        self.stack.push(v);
+        self.on_stack[v] = true;
+        for w in self.next[v].clone() {
+            match self.index[w] {
+                None => {
+                    self.visit(w);
+                    self.low[v] = self.low[v].min(self.low[w]);
+                }
+                Some(index) if self.on_stack[w] => self.low[v] = self.low[v].min(index),
+                Some(_) => {}
+            }
+        }
+        if Some(self.low[v]) == self.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = self.stack.pop() {
+                self.on_stack[w] = false;
+                component.push(w);
+                if w == v {
+                    break;
                 }
             }
-            if Some(self.low[v]) == self.index[v] {
-                let mut component = Vec::new();
-                while let Some(w) = self.stack.pop() {
-                    self.on_stack[w] = false;
-                    component.push(w);
-                    if w == v {
-                        break;
-                    }
-                }
-                if component.len() > 1 {
-                    component.sort_unstable();
-                    self.found.push(component);
-                }
+            if component.len() > 1 {
+                component.sort_unstable();
+                self.found.push(component);
             }
         }
     }
+}
+
+/// The strongly connected components of more than one file (Tarjan), each sorted.
+fn cycles(files: usize, uses: &Uses) -> Vec<Vec<usize>> {
     let mut next = vec![Vec::new(); files];
     for &(user, used) in uses.keys() {
         next[user].push(used);
@@ -461,10 +477,7 @@ fn cycles(files: usize, uses: &BTreeMap<(usize, usize), BTreeSet<String>>) -> Ve
 
 /// The loops of one component: for each use `a -> b` inside it, the shortest way back from `b`
 /// to `a`; each loop once, starting at its first file.
-fn loops(
-    component: &[usize],
-    uses: &BTreeMap<(usize, usize), BTreeSet<String>>,
-) -> Vec<Vec<usize>> {
+fn loops(component: &[usize], uses: &Uses) -> Vec<Vec<usize>> {
     let inside = |(a, b): &(usize, usize)| component.contains(a) && component.contains(b);
     let mut found = BTreeSet::new();
     for &(a, b) in uses.keys().filter(|edge| inside(edge)) {
@@ -475,7 +488,7 @@ fn loops(
                 break;
             }
             for &(_, w) in uses.keys().filter(|edge| edge.0 == v && inside(edge)) {
-                if let std::collections::btree_map::Entry::Vacant(entry) = back.entry(w) {
+                if let Entry::Vacant(entry) = back.entry(w) {
                     entry.insert(v);
                     queue.push_back(w);
                 }
