@@ -203,6 +203,8 @@ pub struct Parsed<'a> {
     /// Every part's shape and offset, when a [`ParseMemo`] has them; else empty, and a part
     /// is found from the descriptors.
     slots: &'a [Slot],
+    /// True when a [`ParseMemo`] recognised the table as the one it accepted last.
+    repeated: bool,
 }
 
 impl std::fmt::Debug for Parsed<'_> {
@@ -302,8 +304,17 @@ impl<'a> Parsed<'a> {
     pub fn get(&self, index: usize) -> Option<PartRef<'a>> {
         // From a memo, at once; else the parts before it only for their lengths: a function
         // reading part 2 of 3 does not build parts 0 and 1.
-        let slot = self.slots.get(index).copied().or_else(|| self.located().nth(index))?;
-        Some(self.part(slot))
+        match self.slots.get(index) {
+            Some(&slot) => Some(self.part(slot)),
+            None => self.located().nth(index).map(|slot| self.part(slot)),
+        }
+    }
+
+    /// True when the table is the one the [`ParseMemo`] that parsed it accepted last: the
+    /// same function and shapes as the payload before (whatever was concluded from those
+    /// still holds).
+    pub(crate) fn repeated(&self) -> bool {
+        self.repeated
     }
 
     /// The parts in order.
@@ -466,7 +477,14 @@ fn parse_table(payload: &[u8], role: Role) -> std::result::Result<Parsed<'_>, Ta
     if role == Role::Reply && !function.is_empty() {
         return Err(TableFault::NamedReply { name: function.to_owned() });
     }
-    Ok(Parsed { payload, function, parts: parts as usize, descriptors, slots: &[] })
+    Ok(Parsed {
+        payload,
+        function,
+        parts: parts as usize,
+        descriptors,
+        slots: &[],
+        repeated: false,
+    })
 }
 
 /// The last table [`parse`] accepted, so that a request repeating it — a solver's every call
@@ -499,7 +517,7 @@ impl ParseMemo {
         if known {
             let (function, parts, descriptors) = (&self.function[..], self.parts, self.descriptors);
             let slots = &self.slots[..];
-            return Ok(Parsed { payload, function, parts, descriptors, slots });
+            return Ok(Parsed { payload, function, parts, descriptors, slots, repeated: true });
         }
         self.table.clear();
         let mut parsed = parse(payload, role)?;
