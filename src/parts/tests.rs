@@ -193,6 +193,10 @@ fn a_repeated_table_is_recognised_and_anything_else_is_checked_anew() {
     let second = call(1.5, &[3.0, -4.0]);
     let view = memo.parse(&second, Role::Request).unwrap();
     assert!(view.repeated(), "recognised, and said to be");
+    // The memo's places are those a walk over the descriptors finds, part by part.
+    let walked = parse(&second, Role::Request).unwrap();
+    assert!(view.iter().eq(walked.iter()));
+    assert_eq!((view.iter().len(), view.get(2), walked.get(2)), (2, None, None));
     assert_eq!(view.function(), "rhs");
     assert_eq!(view.len(), 2);
     assert_eq!(view.get(0).unwrap().f64_view().unwrap(), [1.5]);
