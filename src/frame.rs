@@ -117,7 +117,11 @@ impl Header {
     /// [`Error::LengthOverflow`] when the product does not fit in a `u64`.
     pub fn payload_bytes(&self) -> Result<u64> {
         let width = self.dtype.width();
-        self.count.checked_mul(width).ok_or(Error::LengthOverflow { count: self.count, width })
+        // Not `ok_or`: it builds the error, and drops it, on every call (of every frame).
+        match self.count.checked_mul(width) {
+            Some(bytes) => Ok(bytes),
+            None => Err(Error::LengthOverflow { count: self.count, width }),
+        }
     }
 
     /// Serialises the header into its 32 wire bytes.

@@ -85,6 +85,9 @@ fn a_session_refuses_out_of_turn_answers_and_answers_what_it_does_not_serve() {
     let unknown =
         peer.call_parts("g", &[Part::f64(&[1.0])], &mut [PartMut::f64(&mut out)]).unwrap_err();
     assert!(unknown.to_string().contains("unknown function \"g\": this server has f"), "{unknown}");
+    // The same table again (the session keeps the last one it accepted): refused again.
+    let again = peer.call_parts("g", &[Part::f64(&[1.0])], &mut [PartMut::f64(&mut out)]);
+    assert!(again.unwrap_err().to_string().contains("unknown function \"g\""));
     let reply = peer.call_parts("f", &[], &mut [PartMut::f64(&mut out)]).unwrap_err();
     assert!(reply.to_string().contains("at most"), "{reply}");
     let rejected = peer.call_parts("f", &[], &mut [PartMut::f64(&mut out)]).unwrap_err();

@@ -222,6 +222,9 @@ fn an_unknown_function_is_an_error_naming_the_servers_and_the_conversation_goes_
         ),
         "{err}"
     );
+    // The same table again (the server keeps the last one it accepted): refused again.
+    let again = peer.call_parts("obsrve", &[Part::f64(&[1.0])], &mut [PartMut::f64(&mut out)]);
+    assert_eq!(again.unwrap_err().kind(), ErrorKind::Remote);
     // A DATA request to a server of functions is refused the same way.
     let err = peer.call_f64(&[1.0], &mut [0.0]).unwrap_err();
     assert!(err.to_string().contains("call one with a PARTS request"), "{err}");
@@ -237,7 +240,7 @@ fn an_unknown_function_is_an_error_naming_the_servers_and_the_conversation_goes_
     peer.call_parts("observe", &[Part::f64(&[2.0])], &mut [PartMut::f64(&mut out)]).unwrap();
     peer.close().expect("close");
     let summary = server.join().unwrap().expect("serve");
-    assert_eq!((summary.replies, summary.rejected), (2, 3));
+    assert_eq!((summary.replies, summary.rejected), (2, 4));
 }
 
 /// A server that speaks only v1: its HELLO announces no `parts=1`, and it echoes DATA.

@@ -24,7 +24,8 @@ use peerpipe::parts::{Part, PartDtype, PartMut, PartRef};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyType};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple, PyType};
+use smallvec::SmallVec;
 
 use crate::array::borrow_error;
 
@@ -123,6 +124,23 @@ impl Held<'_> {
             Held::Owned(v) => Ok(Part::bytes(v)),
         }
     }
+}
+
+/// The parts of one call or reply, without an allocation for up to four (a solver's `t`, `y`
+/// and parameters).
+pub(crate) type Few<T> = SmallVec<[T; 4]>;
+
+/// Every value of `values` held as a part ([`hold`]); `what(i)` names value `i` in errors.
+pub(crate) fn hold_all<'py>(
+    values: &Bound<'py, PyTuple>,
+    what: &dyn Fn(usize) -> String,
+) -> PyResult<Few<Held<'py>>> {
+    values.iter().enumerate().map(|(i, value)| hold(&value, &|| what(i))).collect()
+}
+
+/// The parts of `held`, borrowing from it.
+pub(crate) fn parts_of<'a>(held: &'a [Held<'_>]) -> PyResult<Few<Part<'a>>> {
+    held.iter().map(Held::part).collect()
 }
 
 /// `value` as a part (see the module's table); `what` names it in errors ("part 2").

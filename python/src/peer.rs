@@ -13,7 +13,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::array::{Array, Element, array, borrow_error, contiguous, one_d};
 use crate::errors::{IntoPy, to_py};
-use crate::parts::{Held, HeldMut, hold, hold_out, to_numpy};
+use crate::parts::{Few, HeldMut, hold_all, hold_out, parts_of, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
 use crate::{SLICE, exit_after};
 
@@ -230,12 +230,8 @@ impl PyPeer {
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         self.open()?;
-        let held = parts
-            .iter()
-            .enumerate()
-            .map(|(i, part)| hold(&part, &|| format!("part {i}")))
-            .collect::<PyResult<Vec<_>>>()?;
-        let inputs = held.iter().map(Held::part).collect::<PyResult<Vec<_>>>()?;
+        let held = hold_all(parts, &|i| format!("part {i}"))?;
+        let inputs = parts_of(&held)?;
         let Some(out) = out else {
             let mut reply = std::mem::take(&mut self.reply);
             let called = self.converse(py, |peer, first| {
@@ -267,9 +263,9 @@ impl PyPeer {
             .iter()
             .enumerate()
             .map(|(i, o)| hold_out(&o, &|| format!("out[{i}]")))
-            .collect::<PyResult<Vec<_>>>()?;
+            .collect::<PyResult<Few<_>>>()?;
         let mut targets =
-            held_out.iter_mut().map(HeldMut::part_mut).collect::<PyResult<Vec<_>>>()?;
+            held_out.iter_mut().map(HeldMut::part_mut).collect::<PyResult<Few<_>>>()?;
         self.converse(py, |peer, first| {
             if first {
                 peer.send_parts(function, &inputs)?;

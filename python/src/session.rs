@@ -10,7 +10,7 @@ use pyo3::types::{PyString, PyTuple};
 
 use crate::SLICE;
 use crate::errors::IntoPy;
-use crate::parts::{hold, to_numpy};
+use crate::parts::{hold_all, parts_of, to_numpy};
 use crate::serve::stdio_options;
 
 /// A server session over this process's stdin and stdout (see `peerpipe.Session`).
@@ -106,12 +106,8 @@ impl PySession {
     /// float, an int or bytes, as in `Peer.call_parts`).
     #[pyo3(signature = (*parts))]
     fn reply(&mut self, py: Python<'_>, parts: &Bound<'_, PyTuple>) -> PyResult<()> {
-        let held = parts
-            .iter()
-            .enumerate()
-            .map(|(i, part)| hold(&part, &|| format!("part {i} of the reply")))
-            .collect::<PyResult<Vec<_>>>()?;
-        let parts = held.iter().map(|h| h.part()).collect::<PyResult<Vec<_>>>()?;
+        let held = hold_all(parts, &|i| format!("part {i} of the reply"))?;
+        let parts = parts_of(&held)?;
         let session = self.open()?;
         py.detach(|| session.reply(&parts)).py_err(py)
     }

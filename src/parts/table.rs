@@ -27,6 +27,8 @@ pub struct Parsed<'a> {
     /// Every part's shape and offset, when a [`ParseMemo`] has them; else empty, and a part
     /// is found from the descriptors.
     slots: &'a [Slot],
+    /// True when a [`ParseMemo`] recognised the table as the one it accepted last.
+    repeated: bool,
 }
 
 impl std::fmt::Debug for Parsed<'_> {
@@ -124,10 +126,14 @@ impl<'a> Parsed<'a> {
 
     /// Part `index`, `None` past the last.
     pub fn get(&self, index: usize) -> Option<PartRef<'a>> {
-        // From a memo, at once; else the parts before it only for their lengths: a function
-        // reading part 2 of 3 does not build parts 0 and 1.
-        let slot = self.slots.get(index).copied().or_else(|| self.located().nth(index))?;
-        Some(self.part(slot))
+        self.located().nth(index).map(|slot| self.part(slot))
+    }
+
+    /// True when the table is the one the [`ParseMemo`] that parsed it accepted last: the
+    /// same function and shapes as the payload before (whatever was concluded from those
+    /// still holds).
+    pub(crate) fn repeated(&self) -> bool {
+        self.repeated
     }
 
     /// The parts in order.
@@ -136,16 +142,10 @@ impl<'a> Parsed<'a> {
         self.located().map(move |slot| parsed.part(slot))
     }
 
-    /// Where each part is, walking the descriptors: each part's values start after the one
-    /// before and its padding.
-    fn located(&self) -> impl ExactSizeIterator<Item = Slot> + 'a {
-        let mut offset = self.values_start();
-        self.shapes().map(move |shape| {
-            let slot = Slot { shape, offset };
-            let len = slot.len();
-            offset += len + pad8(len as u64) as usize;
-            slot
-        })
+    /// Where each part is: from the memo that parsed the payload, when it has them; else
+    /// walking the descriptors.
+    fn located(&self) -> Located<'a> {
+        Located { parsed: *self, next: 0, offset: self.values_start() }
     }
 
     /// The part at `slot`.
@@ -170,6 +170,55 @@ impl<'a> Parsed<'a> {
         (0..self.parts).map(move |i| parsed.shape_of(i))
     }
 }
+
+/// Where each part of a [`Parsed`] payload is, in order (see [`Parsed::located`]).
+struct Located<'a> {
+    parsed: Parsed<'a>,
+    /// The next part's index.
+    next: usize,
+    /// The next part's offset, walking the descriptors: each part's values start after the
+    /// one before and its padding.
+    offset: usize,
+}
+
+impl Iterator for Located<'_> {
+    type Item = Slot;
+
+    fn next(&mut self) -> Option<Slot> {
+        let index = self.next;
+        if index == self.parsed.parts {
+            return None;
+        }
+        self.next += 1;
+        if let Some(&slot) = self.parsed.slots.get(index) {
+            return Some(slot);
+        }
+        let slot = Slot { shape: self.parsed.shape_of(index), offset: self.offset };
+        self.offset += slot.len() + pad8(slot.len() as u64) as usize;
+        Some(slot)
+    }
+
+    fn nth(&mut self, n: usize) -> Option<Slot> {
+        // From a memo, at once; else the parts before it only for their lengths: a function
+        // reading part 2 of 3 does not build parts 0 and 1.
+        let index = self.next.saturating_add(n);
+        if let Some(&slot) = self.parsed.slots.get(index) {
+            self.next = index + 1;
+            return Some(slot);
+        }
+        for _ in 0..n {
+            self.next()?;
+        }
+        self.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.parsed.parts - self.next;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for Located<'_> {}
 
 fn u16_at(bytes: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([bytes[at], bytes[at + 1]])
@@ -290,7 +339,14 @@ fn parse_table(payload: &[u8], role: Role) -> std::result::Result<Parsed<'_>, Ta
     if role == Role::Reply && !function.is_empty() {
         return Err(TableFault::NamedReply { name: function.to_owned() });
     }
-    Ok(Parsed { payload, function, parts: parts as usize, descriptors, slots: &[] })
+    Ok(Parsed {
+        payload,
+        function,
+        parts: parts as usize,
+        descriptors,
+        slots: &[],
+        repeated: false,
+    })
 }
 
 /// The last table [`parse`] accepted, so that a request repeating it — a solver's every call
@@ -323,7 +379,7 @@ impl ParseMemo {
         if known {
             let (function, parts, descriptors) = (&self.function[..], self.parts, self.descriptors);
             let slots = &self.slots[..];
-            return Ok(Parsed { payload, function, parts, descriptors, slots });
+            return Ok(Parsed { payload, function, parts, descriptors, slots, repeated: true });
         }
         self.table.clear();
         let mut parsed = parse(payload, role)?;

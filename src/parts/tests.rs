@@ -188,9 +188,15 @@ fn a_repeated_table_is_recognised_and_anything_else_is_checked_anew() {
     let first = call(0.5, &[1.0, 2.0]);
     let view = memo.parse(&first, Role::Request).unwrap();
     assert_eq!(view.get(1).unwrap().f64_view().unwrap(), [1.0, 2.0]);
+    assert!(!view.repeated());
     // The same table with other values: the same view of the new values.
     let second = call(1.5, &[3.0, -4.0]);
     let view = memo.parse(&second, Role::Request).unwrap();
+    assert!(view.repeated(), "recognised, and said to be");
+    // The memo's places are those a walk over the descriptors finds, part by part.
+    let walked = parse(&second, Role::Request).unwrap();
+    assert!(view.iter().eq(walked.iter()));
+    assert_eq!((view.iter().len(), view.get(2), walked.get(2)), (2, None, None));
     assert_eq!(view.function(), "rhs");
     assert_eq!(view.len(), 2);
     assert_eq!(view.get(0).unwrap().f64_view().unwrap(), [1.5]);
@@ -202,7 +208,7 @@ fn a_repeated_table_is_recognised_and_anything_else_is_checked_anew() {
         memo.parse(&longer, Role::Request),
         Err(Error::BadPartTable(TableFault::Trailing { bytes: 8 }))
     ));
-    memo.parse(&second, Role::Request).unwrap();
+    assert!(!memo.parse(&second, Role::Request).unwrap().repeated(), "after another table");
     assert!(matches!(
         memo.parse(&second, Role::Reply),
         Err(Error::BadPartTable(TableFault::NamedReply { .. }))

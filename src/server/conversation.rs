@@ -39,6 +39,9 @@ pub(super) struct Conversation<T, O> {
     pub(super) reply: PartsOut,
     /// The last request table accepted, for the next request that repeats it.
     tables: ParseMemo,
+    /// Whether the function of the last request was served: a request repeating its table
+    /// calls the same function, and is not looked up again.
+    served: bool,
 }
 
 /// A request read whole, its header checked: where its payload lies in the request buffer.
@@ -64,6 +67,7 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
             functions: Vec::new(),
             reply: PartsOut::new(),
             tables: ParseMemo::default(),
+            served: false,
         }
     }
 
@@ -88,7 +92,7 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
                         parse_request(request, tables, transport, client_max, seq, payload)?;
                     self.reply.clear();
                     let function = parsed.function();
-                    let answered = match refusal(function, &self.functions) {
+                    let answered = match refusal(&parsed, &self.functions, &mut self.served) {
                         None => {
                             handler.call(Call { seq, function, parts: parsed }, &mut self.reply)
                         }
@@ -228,7 +232,7 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
         let transport = self.transport.borrow_mut();
         let (request, tables, client_max) = (&self.request, &mut self.tables, self.client_max);
         let parsed = parse_request(request, tables, transport, client_max, seq, payload)?;
-        Ok(refusal(parsed.function(), &self.functions))
+        Ok(refusal(&parsed, &self.functions, &mut self.served))
     }
 
     /// The part table of the PARTS request `seq` at `payload`, checked (a violation is
@@ -338,11 +342,15 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
     }
 }
 
-/// The message of the ERROR answering a call of `function` when it is not among `functions`
-/// (the default function, `""`, always is); `None` when it may be called.
-fn refusal(function: &str, functions: &[String]) -> Option<String> {
-    let served = function.is_empty() || functions.iter().any(|f| f == function);
-    (!served).then(|| unknown_function(function, functions))
+/// The message of the ERROR answering a call of `parsed`'s function when it is not among
+/// `functions` (the default function, `""`, always is), `None` when it may be called. `served` keeps the answer for the next request:
+/// one repeating the table (a solver's every call) names the same function.
+fn refusal(parsed: &Parsed<'_>, functions: &[String], served: &mut bool) -> Option<String> {
+    let function = parsed.function();
+    *served = (parsed.repeated() && *served)
+        || function.is_empty()
+        || functions.iter().any(|f| f == function);
+    (!*served).then(|| unknown_function(function, functions))
 }
 
 /// The part table of the PARTS request `seq` at `payload` in `request`, checked through
