@@ -255,6 +255,6 @@ impl PyFanout {
     #[pyo3(signature = (*exc))]
     fn __exit__(&mut self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
         let closed = self.close(py);
-        crate::exit_after(closed, exc.get_item(0).ok().as_ref())
+        crate::boundary::exit_after(closed, exc.get_item(0).ok().as_ref())
     }
 }

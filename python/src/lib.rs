@@ -4,13 +4,15 @@
 //! and errors — nothing else. Arrays come in as numpy arrays and are lent to the crate as
 //! slices; replies land in the caller's `out` array without allocation. Every wait runs
 //! inside `Python::detach` so other threads run; a call's wait for its reply is cut into
-//! slices of at most [`SLICE`] (`Peer::recv_for`, `Peer::recv_parts_for`), with
+//! slices of at most [`boundary::SLICE`] (`Peer::recv_for`, `Peer::recv_parts_for`), with
 //! `Python::check_signals` between them,
 //! so Ctrl-C is seen within ~100 ms; a spawn's handshake runs on a thread of its own, waited
 //! for the same way (`spawn::spawn_interruptibly`). Rust errors become the exceptions created
 //! once in `errors`, chosen by the error's kind, with the crate's message unchanged. Nothing
 //! here panics across the boundary (pyo3 turns a panic into `PanicException` all the same).
 //!
+//! - `boundary`: what every class shares — how long a wait runs with the GIL released,
+//!   seconds as a `Duration`, what `__exit__` returns;
 //! - `errors`: the exceptions and the one table from `peerpipe::ErrorKind` to them;
 //! - `array`: numpy arrays at the boundary, and `Element` (f64, f32), over which every path
 //!   that moves arrays is written once;
@@ -23,11 +25,10 @@
 //! - `serve`: `serve`, Python callables as the handler and the functions by name of the
 //!   crate's stdio server; `ode`: `serve_ode`, SciPy's `fun` and `jac` served as `rhs`, `jac`.
 
-use std::time::Duration;
-
 use pyo3::prelude::*;
 
 mod array;
+mod boundary;
 mod errors;
 mod fanout;
 mod ode;
@@ -42,40 +43,6 @@ use errors::{
     Error, Interrupted, PeerExited, ProtocolError, RemoteError, ShapeError, TooLarge, Unsupported,
     timeout_type,
 };
-
-/// Longest a call waits with the GIL released before it checks for signals (Ctrl-C).
-pub(crate) const SLICE: Duration = Duration::from_millis(100);
-
-/// Longest an interrupted spawn waits for its server to be terminated and reaped before
-/// `KeyboardInterrupt` goes on regardless: the give-up check (`INTERRUPT_CHECK`, 50 ms) plus
-/// a server's grace to exit after SIGTERM (`TERM_GRACE`, 200 ms), with room to spare.
-pub(crate) const REAP_WAIT: Duration = Duration::from_secs(2);
-
-/// `seconds` as a `Duration` (`None`: none), or a `ValueError` naming `what` when it is
-/// negative, not a number or too large.
-pub(crate) fn seconds(seconds: Option<f64>, what: &str) -> PyResult<Option<Duration>> {
-    seconds
-        .map(|secs| {
-            Duration::try_from_secs_f64(secs).map_err(|_| {
-                pyo3::exceptions::PyValueError::new_err(format!(
-                    "{what} must be a non-negative number of seconds or None, got {secs}"
-                ))
-            })
-        })
-        .transpose()
-}
-
-/// What `__exit__` returns after closing: `False` (the exception, if any, goes on), or the
-/// failure to close when no exception is on its way out (one that is wins over it).
-pub(crate) fn exit_after<T>(
-    closed: PyResult<T>,
-    exc_type: Option<&Bound<'_, PyAny>>,
-) -> PyResult<bool> {
-    if exc_type.is_none_or(|t| t.is_none()) {
-        closed?;
-    }
-    Ok(false)
-}
 
 /// The native part of the `peerpipe` package.
 #[pymodule]

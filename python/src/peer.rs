@@ -12,10 +12,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::array::{Array, Element, array, borrow_error, contiguous, one_d};
+use crate::boundary::{SLICE, exit_after};
 use crate::errors::{IntoPy, to_py};
 use crate::parts::{Few, HeldMut, hold_all, hold_out, parts_of, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
-use crate::{SLICE, exit_after};
 
 /// `subprocess`'s convention: the exit code, or minus the signal that killed it.
 pub(crate) fn returncode(status: ExitStatus) -> Option<i32> {

@@ -15,8 +15,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyTuple, PyType};
 
 use crate::array::borrow_error;
+use crate::boundary::exit_after;
 use crate::errors::{IntoPy, to_py, unsupported};
-use crate::exit_after;
 use crate::parts::{Elements, shape_text};
 use crate::peer::PyCallTiming;
 use crate::spawn::{command, options, spawn_interruptibly};

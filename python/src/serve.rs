@@ -292,7 +292,7 @@ pub(crate) fn stdio_options(
             )));
         }
     };
-    let frame_timeout = crate::seconds(frame_timeout, "frame_timeout")?;
+    let frame_timeout = crate::boundary::seconds(frame_timeout, "frame_timeout")?;
     let defaults = ServeOptions::default();
     Ok(StdioOptions {
         transport: transport.map(str::parse).transpose().py_err(py)?,

@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
-use crate::SLICE;
+use crate::boundary::SLICE;
 use crate::errors::IntoPy;
 use crate::parts::{hold_all, parts_of, to_numpy};
 use crate::serve::stdio_options;
@@ -71,7 +71,7 @@ impl PySession {
         py: Python<'py>,
         timeout: Option<f64>,
     ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let limit = crate::seconds(timeout, "timeout")?;
+        let limit = crate::boundary::seconds(timeout, "timeout")?;
         let until = limit.map(|limit| Instant::now() + limit);
         let session = self.open()?;
         loop {

@@ -8,8 +8,8 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
+use crate::boundary::{REAP_WAIT, SLICE};
 use crate::errors::IntoPy;
-use crate::{REAP_WAIT, SLICE};
 
 /// Spawns `command` and exchanges HELLOs ([`peerpipe::Peer::spawn_interruptible`]) on a
 /// thread of its own while this thread, with the GIL released, waits for it in slices of
@@ -108,7 +108,7 @@ pub(crate) fn options(
     path: &str,
 ) -> PyResult<Options> {
     let parse = |e: peerpipe::Error| PyValueError::new_err(e.to_string());
-    let timeout = crate::seconds(timeout, "timeout")?;
+    let timeout = crate::boundary::seconds(timeout, "timeout")?;
     let defaults = Options::default();
     Ok(Options {
         transport: transport.parse::<TransportKind>().map_err(parse)?,
