@@ -17,7 +17,7 @@ use peerpipe::units::parse_duration;
 use peerpipe::{Error, handlers};
 use peerpipe_cli::report::compare::{self, Thresholds};
 use peerpipe_cli::report::measure::{self, Plan, RowLength};
-use peerpipe_cli::report::{Placement, Workload, answer, export, placement, render, sync};
+use peerpipe_cli::report::{Placement, Workload, export, placement, render, sync};
 
 /// Exchange packed f64/f32 arrays with another process over pipes, and see where every
 /// microsecond of a round trip goes.
@@ -638,10 +638,10 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         export::write_svg(&report, path)?;
     }
     let mut out = io::stdout().lock();
-    answer::answer(&report, &mut out)?;
+    render::answer(&report, &mut out)?;
     writeln!(out)?;
     render::table(&report, &mut out)?;
-    answer::skipped(&report, &mut out)?;
+    render::skipped(&report, &mut out)?;
     writeln!(out)?;
     render::verdict(&report, &mut out)?;
     if !report.sync_costs.is_empty() {

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use peerpipe_cli::report::compare::{self, Mode, Thresholds};
 use peerpipe_cli::report::sync::SyncCost;
-use peerpipe_cli::report::{BaselineRow, Report, Row, Skipped, answer, export, render, sync};
+use peerpipe_cli::report::{BaselineRow, Report, Row, Skipped, export, render, sync};
 use peerpipe_cli::soak;
 use reports::{base, row, sample, with_probes};
 
@@ -76,10 +76,10 @@ fn written(
 /// the synchronisation costs, as `run_report` writes them.
 fn printed(report: &Report) -> String {
     let mut out = Vec::new();
-    answer::answer(report, &mut out).unwrap();
+    render::answer(report, &mut out).unwrap();
     writeln!(out).unwrap();
     render::table(report, &mut out).unwrap();
-    answer::skipped(report, &mut out).unwrap();
+    render::skipped(report, &mut out).unwrap();
     writeln!(out).unwrap();
     render::verdict(report, &mut out).unwrap();
     if !report.sync_costs.is_empty() {

@@ -12,7 +12,8 @@ use peerpipe::pairing::{Burst, Schedule};
 use peerpipe::peer::{DataPath, Options};
 use peerpipe::transport::{DEFAULT_SPIN_BUDGET, TransportKind, Wait};
 
-use super::{ConfigRecord, Placement, Workload};
+use super::key::{Placement, Workload};
+use super::model::ConfigRecord;
 
 /// Element counts measured by default.
 pub const DEFAULT_SIZES: [usize; 6] = [1, 8, 500, 1000, 65_536, 1_048_576];
