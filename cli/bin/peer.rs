@@ -16,8 +16,9 @@ use peerpipe::transport::{DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, Transport
 use peerpipe::units::parse_duration;
 use peerpipe::{Error, handlers};
 use peerpipe_cli::report::compare::{self, Thresholds};
-use peerpipe_cli::report::measure::{self, Plan, RowLength};
-use peerpipe_cli::report::{Placement, Workload, answer, export, placement, render, sync};
+use peerpipe_cli::report::measure;
+use peerpipe_cli::report::plan::PlanRequest;
+use peerpipe_cli::report::{Placement, Workload, export, render, sync};
 
 /// Exchange packed f64/f32 arrays with another process over pipes, and see where every
 /// microsecond of a round trip goes.
@@ -510,25 +511,6 @@ fn one_value_error(flag: &'static str, found: usize) -> Error {
 }
 
 fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
-    let or_default = |given: &[usize], default: &[usize]| {
-        if given.is_empty() { default.to_vec() } else { given.to_vec() }
-    };
-    let sizes = if args.quick {
-        or_default(&args.sizes, &measure::QUICK_SIZES)
-    } else {
-        or_default(&args.sizes, &measure::DEFAULT_SIZES)
-    };
-    let workloads = match (args.dtype.is_empty(), args.quick) {
-        (false, _) => args.dtype.clone(),
-        (true, true) => vec![Workload::F64],
-        (true, false) => Workload::ALL.to_vec(),
-    };
-    let length = match (args.iters, args.duration, args.quick) {
-        (Some(n), _, _) => RowLength::Iterations(n),
-        (None, Some(d), _) => RowLength::Duration(d),
-        (None, None, true) => RowLength::Duration(measure::QUICK_ROW_DURATION),
-        (None, None, false) => RowLength::Duration(measure::DEFAULT_ROW_DURATION),
-    };
     if args.server_sleep.is_some() {
         return Err(Error::InvalidArgument {
             what: "--server-sleep",
@@ -543,56 +525,24 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
             reason: "applies to a server (--role server --handler lorenz96)".into(),
         });
     }
-    if args.spawn.is_some() && args.server_delay.is_some() {
-        return Err(Error::InvalidArgument {
-            what: "--server-delay",
-            reason: "applies to the servers this binary spawns; with --spawn, pass \
-                     --server-delay to the server command itself"
-                .into(),
-        });
-    }
-    let plan = Plan {
-        peer_exe: std::env::current_exe()?,
-        spawn: args.spawn.clone(),
-        spawn_floor: measure::floor_route(args.spawn.as_deref(), args.spawn_floor.as_deref()),
-        server_delay: args.server_delay.unwrap_or_default(),
-        sizes,
-        workloads,
-        paths: if args.path.is_empty() {
-            vec![DataPath::ZeroCopy, DataPath::Codec]
-        } else {
-            args.path.clone()
-        },
-        handlers: if args.handler.is_empty() {
-            vec!["echo-raw".to_owned(), "echo".to_owned()]
-        } else {
-            args.handler.clone()
-        },
-        waits: match (args.wait.is_empty(), args.quick) {
-            (false, _) => Some(args.wait.clone()),
-            (true, true) => Some(vec![Wait::default()]),
-            (true, false) => None,
-        },
-        pins: if args.pin.is_empty() {
-            vec![placement::default_placement()]
-        } else {
-            args.pin.clone()
-        },
-        // With no --pin, the default wait is measured as a program gets it: unpinned.
-        default_wait_pins: args.pin.is_empty().then(|| vec![Placement::Free]),
-        length,
+    let plan = PlanRequest {
+        quick: args.quick,
+        sizes: args.sizes.clone(),
+        workloads: args.dtype.clone(),
+        paths: args.path.clone(),
+        handlers: args.handler.clone(),
+        waits: args.wait.clone(),
+        pins: args.pin.clone(),
+        transports: args.transport.clone(),
+        iterations: args.iters,
+        duration: args.duration,
         warmup: args.warmup,
-        rounds: args.rounds.unwrap_or(if args.quick {
-            measure::QUICK_ROUNDS
-        } else {
-            measure::DEFAULT_ROUNDS
-        }),
-        generations: args.generations.unwrap_or(if args.quick {
-            measure::QUICK_GENERATIONS
-        } else {
-            measure::DEFAULT_GENERATIONS
-        }),
-        order_seed: args.seed.unwrap_or_else(peerpipe_cli::soak::seed_from_clock),
+        rounds: args.rounds,
+        generations: args.generations,
+        seed: args.seed,
+        spawn: args.spawn.clone(),
+        spawn_floor: args.spawn_floor.clone(),
+        server_delay: args.server_delay,
         options: Options {
             timeout: Some(args.timeout),
             max_frame_bytes: args.max_frame_bytes,
@@ -600,15 +550,11 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
             shm_capacity: args.shm_size,
             ..Options::default()
         },
-        transports: if args.transport.is_empty() {
-            vec![TransportKind::Pipe]
-        } else {
-            args.transport.clone()
-        },
         sync_operations: args.sync_ops,
         budget: args.budget,
         load: args.load,
-    };
+    }
+    .plan(std::env::current_exe()?)?;
     peerpipe::interrupt::install()?;
     if args.sync_costs {
         let costs = measure::measure_sync_costs(&plan)?;
@@ -638,10 +584,10 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         export::write_svg(&report, path)?;
     }
     let mut out = io::stdout().lock();
-    answer::answer(&report, &mut out)?;
+    render::answer(&report, &mut out)?;
     writeln!(out)?;
     render::table(&report, &mut out)?;
-    answer::skipped(&report, &mut out)?;
+    render::skipped(&report, &mut out)?;
     writeln!(out)?;
     render::verdict(&report, &mut out)?;
     if !report.sync_costs.is_empty() {

@@ -639,7 +639,7 @@ fn rounds_are_probed_with_every_placement_and_groups_no_longer() {
         assert!(rounds.iter().all(|r| r.state.is_some()), "{rounds:?}");
     }
     let probed = |row: &&Row| row.rounds.iter().any(|r| r.probe_ns.is_some());
-    assert!(report.rows.iter().filter(probed).all(|row| !row.state_figures().is_empty()));
+    assert!(report.rows.iter().filter(probed).all(|row| !states::figures(&row.rounds).is_empty()));
     fs::remove_dir_all(dir).ok();
 }
 

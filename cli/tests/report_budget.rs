@@ -82,7 +82,7 @@ fn three_outcomes() -> Report {
 #[test]
 fn the_answer_and_the_verdict_give_the_same_overhead_and_budget_result_for_every_size() {
     let report = three_outcomes();
-    let answered = text_of(|out| answer::answer(&report, out));
+    let answered = text_of(|out| render::answer(&report, out));
     let verdict = text_of(|out| render::verdict(&report, out));
     let sizes = verdict_by_size(&verdict);
     assert_eq!(sizes.len(), 3, "{verdict}");
@@ -124,7 +124,7 @@ fn the_answer_and_the_verdict_give_the_same_overhead_and_budget_result_for_every
 #[test]
 fn a_row_whose_p99_misses_the_budget_says_so_in_the_answer_and_the_verdict() {
     let report = three_outcomes();
-    let answered = text_of(|out| answer::answer(&report, out));
+    let answered = text_of(|out| render::answer(&report, out));
     let line = answer_line(&answered, "f32 x 65536");
     assert_eq!(line.split_whitespace().take(2).collect::<Vec<_>>(), ["95us", "5.56ms"], "{line}");
     assert!(line.contains(" met at p50, MISSED at p99 by 5.41ms "), "{line}");
@@ -174,7 +174,7 @@ fn an_unresolved_ratio_is_printed_as_unresolved_in_the_answer_and_the_table() {
         (1.5, None, "unresolved (no interval)", "unres.         -"),
     ] {
         let report = two_rows((median, ci), (median, ci));
-        let answered = text_of(|out| answer::answer(&report, out));
+        let answered = text_of(|out| render::answer(&report, out));
         let line = answer_line(&answered, "f64 x 500");
         assert!(line.contains(shown), "{line}");
         assert!(!line.contains(&format!("{}x", format::ratio(median))), "{line}");
@@ -190,7 +190,7 @@ fn an_unresolved_ratio_is_printed_as_unresolved_in_the_answer_and_the_table() {
     }
     // Resolved: a result, and no note.
     let report = two_rows((1.25, Some([1.2, 1.3])), (1.3, Some([1.25, 1.35])));
-    let answered = text_of(|out| answer::answer(&report, out));
+    let answered = text_of(|out| render::answer(&report, out));
     assert!(answer_line(&answered, "f64 x 500").contains(" 1.25x [1.20-1.30] "), "{answered}");
     assert!(!answered.contains("unresolved"), "{answered}");
     assert!(!text_of(|out| render::table(&report, out)).contains("unres."));
@@ -199,7 +199,7 @@ fn an_unresolved_ratio_is_printed_as_unresolved_in_the_answer_and_the_table() {
 #[test]
 fn the_answer_picks_a_resolved_row_over_a_faster_unresolved_one() {
     let report = two_rows((0.21, Some([0.19, 1.64])), (1.3, Some([1.25, 1.35])));
-    let answered = text_of(|out| answer::answer(&report, out));
+    let answered = text_of(|out| render::answer(&report, out));
     let line = answer_line(&answered, "f64 x 500");
     assert!(line.trim_end().ends_with("echo codec, auto"), "{line}");
     assert!(line.contains(" 1.30x [1.25-1.35] "), "{line}");
@@ -210,7 +210,7 @@ fn the_answer_picks_a_resolved_row_over_a_faster_unresolved_one() {
 
     // With no resolved row to pick, it falls back to the lowest overhead and says so.
     let report = two_rows((0.21, Some([0.19, 1.64])), (1.3, Some([0.9, 1.35])));
-    let answered = text_of(|out| answer::answer(&report, out));
+    let answered = text_of(|out| render::answer(&report, out));
     let line = answer_line(&answered, "f64 x 500");
     assert!(line.trim_end().ends_with("echo zero-copy, auto"), "{line}");
     assert!(line.contains(" unresolved [0.19-1.64] "), "{line}");
@@ -228,7 +228,7 @@ fn the_answer_picks_a_resolved_row_over_a_faster_unresolved_one() {
     let mut spin = row("f64", 500, "echo", "zero-copy", "spin", 10_000);
     (spin.ratio_to_baseline, spin.ratio_ci) = (Some(1.25), Some([1.2, 1.3]));
     report.rows.push(spin);
-    let answered = text_of(|out| answer::answer(&report, out));
+    let answered = text_of(|out| render::answer(&report, out));
     let line = answer_line(&answered, "f64 x 500");
     assert!(line.trim_end().ends_with("echo zero-copy, auto"), "{line}");
     assert!(line.contains("unresolved [0.19-1.64]"), "{line}");
@@ -254,7 +254,7 @@ fn a_ratio_below_the_floor_that_is_unresolved_is_not_listed_as_a_result() {
 fn a_budget_of_zero_is_no_budget_in_the_answer_the_verdict_or_the_json() {
     let mut report = sample();
     report.config.budget_ns = 0;
-    let answered = text_of(|out| answer::answer(&report, out));
+    let answered = text_of(|out| render::answer(&report, out));
     assert!(answered.contains(" budget ") && !answered.contains("budget 0"), "{answered}");
     assert!(!answered.contains("met at") && !answered.contains("MISSED"), "{answered}");
     let verdict = text_of(|out| render::verdict(&report, out));

@@ -557,7 +557,7 @@ fn csv_carries_each_rows_states_and_each_rounds_probe() {
     assert_eq!(floor[column("round_probes_ns")], "900 3510 3520");
     assert_eq!(floor[column("main_state")], "");
     let row: Vec<&str> = lines[1 + report.baseline.len()].split(',').collect();
-    let figures = report.rows[0].state_figures();
+    let figures = peerpipe_cli::report::states::figures(&report.rows[0].rounds);
     assert_eq!(row[column("main_state")], "1");
     let ratio = |f: &peerpipe_cli::report::states::StateFigures| f.ratio.unwrap();
     let expected = format!("0:{} 1:{}", ratio(&figures[0]), ratio(&figures[1]));

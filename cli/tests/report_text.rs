@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use peerpipe_cli::report::compare::{self, Mode, Outcome, Thresholds};
 use peerpipe_cli::report::crosscore::CrossCore;
-use peerpipe_cli::report::{Report, Round, Row, answer, render};
+use peerpipe_cli::report::{Report, Round, Row, render};
 use reports::{report, row, sample, with_probes};
 
 fn text_of(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
@@ -157,7 +157,7 @@ fn verdict_without_a_budget_does_not_judge() {
     assert!(!text.contains("MISSED"), "{text}");
     assert!(text.contains("no budget was set"), "{text}");
     // The answer has no budget column figures either.
-    let text = text_of(|out| answer::answer(&report, out));
+    let text = text_of(|out| render::answer(&report, out));
     assert!(!text.contains("met at") && !text.contains("MISSED"), "{text}");
 }
 
@@ -237,7 +237,7 @@ fn the_table_names_the_machine_states_and_each_group_the_one_its_figures_are_fro
     // Not probed (one CPU): nothing is claimed.
     assert!(!table(&sample()).contains("machine state"));
     // The answer says, under its figures, what the rounds of another state showed.
-    let answer = |report: &Report| text_of(|out| answer::answer(report, out));
+    let answer = |report: &Report| text_of(|out| render::answer(report, out));
     let answered = answer(&in_states(3_500, 900));
     assert!(
         answered.contains(
@@ -269,7 +269,7 @@ fn the_table_notes_the_rounds_that_ran_in_another_machine_state() {
 fn the_answer_columns_line_up_whatever_the_longest_size_label() {
     let mut report = sample();
     report.rows.push(row("f64-as-f32", 1_048_576, "echo", "codec", "spin", 3_000_000));
-    let text = text_of(|out| answer::answer(&report, out));
+    let text = text_of(|out| render::answer(&report, out));
     // Every line of the answer's table puts its overhead figure's last character in the
     // header's column, however long the size label ("f64-as-f32 x 1048576" is 20 characters).
     let header = text.lines().find(|l| l.trim_start().starts_with("size")).expect("header");
@@ -489,7 +489,7 @@ fn placed(wait: &str, pin: &str, rtt: u64) -> Row {
 #[test]
 fn the_answer_gives_the_default_wait_unpinned_even_when_a_pinned_wait_is_faster() {
     let rows = vec![placed("spin", "split", 2_000), placed("auto", "free", 3_000)];
-    let text = text_of(|out| answer::answer(&report(vec![], rows), out));
+    let text = text_of(|out| render::answer(&report(vec![], rows), out));
     let line = text.lines().find(|l| l.contains("f64 x 500")).expect("the 500 line");
     assert!(line.trim_end().ends_with("echo codec, auto"), "{text}");
     assert!(text.contains("at the default wait, unpinned, as a program gets it"), "{text}");
@@ -507,7 +507,7 @@ fn the_answer_says_when_placement_changes_it_by_more_than_one_and_a_half_times()
         placed("auto", "same", 10_000),
         placed("auto", "split", 2_800),
     ];
-    let text = text_of(|out| answer::answer(&report(vec![], rows), out));
+    let text = text_of(|out| render::answer(&report(vec![], rows), out));
     // Overheads are round trip - server time (a twentieth of it here): 2850, 9500, 2660 ns.
     assert!(
         text.contains(
@@ -519,7 +519,7 @@ fn the_answer_says_when_placement_changes_it_by_more_than_one_and_a_half_times()
     assert!(!text.contains("measured unpinned only"), "{text}");
     // Within 1.5x: nothing to say.
     let close = vec![placed("auto", "free", 3_000), placed("auto", "same", 4_000)];
-    let text = text_of(|out| answer::answer(&report(vec![], close), out));
+    let text = text_of(|out| render::answer(&report(vec![], close), out));
     assert!(!text.contains("placement"), "{text}");
 }
 
@@ -527,7 +527,7 @@ fn the_answer_says_when_placement_changes_it_by_more_than_one_and_a_half_times()
 fn the_answer_names_the_load_it_ran_beside() {
     let mut loaded = report(vec![], vec![placed("auto", "free", 3_000)]);
     loaded.config.load = 2;
-    let text = text_of(|out| answer::answer(&loaded, out));
+    let text = text_of(|out| render::answer(&loaded, out));
     assert!(text.contains(", beside 2 busy threads)"), "{text}");
     let text = text_of(|out| render::table(&loaded, out));
     assert!(text.contains("load: 2 busy threads beside the client and servers"), "{text}");

@@ -9,7 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Row, format};
+use super::format;
+use super::model::Row;
 
 /// The definition of [`Overhead`] as the report prints it, once, under the answer's heading.
 pub const DEFINITION: &str = "overhead = round trip - server time (p99: p99 round trip - p50 \

@@ -17,9 +17,9 @@ use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 
 use super::answer::{self, AnswerRecord};
-use super::key::{Handler, RowKey};
-use super::states::{self, StateFigures};
-use super::{BaselineRow, Percentiles, Placement, Report, Round, Row, Workload, format};
+use super::columns;
+use super::key::{Handler, Placement, RowKey, Workload};
+use super::model::{BaselineRow, Report, Row};
 use peerpipe::error::{Error, Result};
 use peerpipe::units::format_nanos;
 
@@ -74,11 +74,6 @@ pub fn read_json(path: &Path) -> Result<Report> {
     serde_json::from_str::<Report>(&text).map_err(not_a_report)
 }
 
-/// The measured phases, in column order, with their CSV prefixes.
-const PHASES: [&str; 5] = ["rtt", "transfer", "encode", "decode", "server"];
-/// The percentiles of each phase, in column order.
-const PERCENTILES: [&str; 6] = ["min", "p50", "p90", "p99", "p999", "max"];
-
 /// The CSV header: identity columns, then `{phase}_{percentile}_ns` for the phases `rtt`,
 /// `transfer`, `encode`, `decode`, `server` and the percentiles `min`, `p50`, `p90`, `p99`,
 /// `p999`, `max`, then the per-row figures.
@@ -90,36 +85,7 @@ const PERCENTILES: [&str; 6] = ["min", "p50", "p90", "p99", "p999", "max"];
 /// assert!(header.contains(",rtt_min_ns,rtt_p50_ns,") && header.ends_with(",round_states"));
 /// ```
 pub fn csv_header() -> String {
-    let mut columns: Vec<String> =
-        ["dtype", "elements", "bytes", "transport", "path", "handler", "wait", "pin", "iterations"]
-            .map(str::to_owned)
-            .to_vec();
-    for phase in PHASES {
-        columns.extend(PERCENTILES.iter().map(|p| format!("{phase}_{p}_ns")));
-    }
-    columns.extend(
-        [
-            "client_cpu_ns",
-            "server_cpu_ns",
-            "mb_per_s",
-            "ratio_to_baseline",
-            "ratio_ci_lo",
-            "ratio_ci_hi",
-            "added_ns",
-            "added_ci_lo_ns",
-            "added_ci_hi_ns",
-            "main_state",
-            "state_ratios",
-            "state_added_ns",
-            "shared_core_share",
-            "p50_spread_ns",
-            "round_p50s_ns",
-            "round_probes_ns",
-            "round_states",
-        ]
-        .map(str::to_owned),
-    );
-    columns.join(",")
+    columns::csv_names().collect::<Vec<_>>().join(",")
 }
 
 /// Writes the report as CSV: the header line of [`csv_header`], then one line per baseline,
@@ -147,134 +113,15 @@ pub fn write_csv(report: &Report, path: &Path) -> Result<()> {
     let mut text = csv_header();
     text.push('\n');
     for base in &report.baseline {
-        text.push_str(&baseline_csv(base));
+        text.push_str(&columns::csv_floor(base));
         text.push('\n');
     }
     for row in &report.rows {
-        text.push_str(&row_csv(row));
+        text.push_str(&columns::csv_row(row));
         text.push('\n');
     }
     fs::write(path, text).map_err(|e| in_file(e, "writing", path))?;
     Ok(())
-}
-
-fn baseline_csv(base: &BaselineRow) -> String {
-    let mut fields: Vec<String> = vec![
-        String::new(),
-        String::new(),
-        base.bytes.to_string(),
-        csv_field(base.transport.name()),
-        "raw".to_owned(),
-        "baseline".to_owned(),
-        csv_field(&base.wait.to_string()),
-        csv_field(base.pin.name()),
-        base.iterations.to_string(),
-    ];
-    fields.extend(percentile_fields(&base.rtt_ns));
-    fields.extend(std::iter::repeat_n(String::new(), PERCENTILES.len() * (PHASES.len() - 1)));
-    fields.extend([
-        String::new(),
-        String::new(),
-        float_field(format::mb_per_s(base.bytes, base.rtt_ns.p50)),
-        "1".to_owned(),
-        String::new(),
-        String::new(),
-    ]);
-    // Added time, main state and the figures per state are the rows'.
-    fields.extend(std::iter::repeat_n(String::new(), 6));
-    fields.extend([
-        base.shared_core_share.map_or(String::new(), float_field),
-        base.p50_spread_ns().to_string(),
-        rounds_field(&base.rounds),
-        round_probes_field(&base.rounds),
-        round_states_field(&base.rounds),
-    ]);
-    fields.join(",")
-}
-
-fn row_csv(row: &Row) -> String {
-    let mut fields: Vec<String> = vec![
-        csv_field(row.id.dtype.name()),
-        row.id.elements.to_string(),
-        row.id.bytes.to_string(),
-        csv_field(row.id.transport.name()),
-        csv_field(row.id.path.name()),
-        csv_field(row.id.handler.name()),
-        csv_field(&row.id.wait.to_string()),
-        csv_field(row.id.pin.name()),
-        row.iterations.to_string(),
-    ];
-    for phase in [&row.rtt_ns, &row.transfer_ns, &row.encode_ns, &row.decode_ns, &row.server_ns] {
-        fields.extend(percentile_fields(phase));
-    }
-    fields.extend([
-        float_field(row.client_cpu_ns),
-        float_field(row.server_cpu_ns),
-        float_field(row.mb_per_s),
-        row.ratio_to_baseline.map_or(String::new(), float_field),
-        row.ratio_ci.map_or(String::new(), |ci| float_field(ci[0])),
-        row.ratio_ci.map_or(String::new(), |ci| float_field(ci[1])),
-    ]);
-    let states = row.state_figures();
-    let main = states::main_state(&states).copied();
-    let headline = main.or_else(|| row.headline_figures());
-    let by_state = |value: fn(&StateFigures) -> Option<f64>| {
-        let pairs = states.iter().filter_map(|f| Some(format!("{}:{}", f.state, value(f)?)));
-        pairs.collect::<Vec<_>>().join(" ")
-    };
-    fields.extend([
-        headline.and_then(|f| f.added_ns).map_or(String::new(), float_field),
-        headline.and_then(|f| f.added_ci_ns).map_or(String::new(), |ci| float_field(ci[0])),
-        headline.and_then(|f| f.added_ci_ns).map_or(String::new(), |ci| float_field(ci[1])),
-        main.map_or(String::new(), |f| f.state.to_string()),
-        by_state(|f| f.ratio),
-        by_state(|f| f.added_ns),
-        row.shared_core_share.map_or(String::new(), float_field),
-        row.p50_spread_ns().to_string(),
-        rounds_field(&row.rounds),
-        round_probes_field(&row.rounds),
-        round_states_field(&row.rounds),
-    ]);
-    fields.join(",")
-}
-
-fn percentile_fields(p: &Percentiles) -> [String; 6] {
-    [p.min, p.p50, p.p90, p.p99, p.p999, p.max].map(|v| v.to_string())
-}
-
-fn float_field(value: f64) -> String {
-    if value.is_finite() { value.to_string() } else { String::new() }
-}
-
-fn rounds_field(rounds: &[Round]) -> String {
-    rounds.iter().map(|r| r.p50_ns.to_string()).collect::<Vec<_>>().join(" ")
-}
-
-/// Each round's machine-state probe, `-` when unknown; empty when none is known.
-fn round_probes_field(rounds: &[Round]) -> String {
-    known_or_dash(rounds.iter().map(|r| r.probe_ns))
-}
-
-/// Each round's machine state, `-` when unknown; empty when none is known.
-fn round_states_field(rounds: &[Round]) -> String {
-    known_or_dash(rounds.iter().map(|r| r.state))
-}
-
-fn known_or_dash<T: ToString>(values: impl Iterator<Item = Option<T>> + Clone) -> String {
-    if values.clone().all(|v| v.is_none()) {
-        return String::new();
-    }
-    let text = values.map(|v| v.map_or("-".to_owned(), |v| v.to_string()));
-    text.collect::<Vec<_>>().join(" ")
-}
-
-/// The text as one CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_owned()
-    }
 }
 
 /// Width of one panel of the plot, in pixels.
@@ -629,13 +476,6 @@ fn in_file(error: io::Error, doing: &str, path: &Path) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn csv_fields_are_quoted_only_when_needed() {
-        assert_eq!(csv_field("echo-raw"), "echo-raw");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-    }
 
     #[test]
     fn log_bounds_widen_the_data_and_survive_no_data() {

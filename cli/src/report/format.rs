@@ -16,7 +16,7 @@ pub fn ns(value: u64) -> String {
     format_nanos(value as f64)
 }
 
-/// A row's added time (`Row::headline_figures`), rounded to whole nanoseconds: `840ns`,
+/// A row's added time (`states::headline_figures`), rounded to whole nanoseconds: `840ns`,
 /// `-120ns` when the row was faster than its floor, `-` when unknown.
 ///
 /// # Examples

@@ -23,12 +23,10 @@ use super::cpu::{
     thread_preemptions,
 };
 use super::crosscore::RoundProbe;
-use super::key::{Handler, RowId};
-use super::waits::ClientWaits;
-use super::{
-    BaselineRow, Expectation, Percentiles, Placement, Round, Row, Workload, shared_core_share,
-    test_values, verify,
-};
+use super::format;
+use super::key::{Handler, Placement, RowId, Workload};
+use super::model::{BaselineRow, ClientWaits, Percentiles, Round, Row, shared_core_share};
+use super::reply::{Expectation, test_values, verify};
 use peerpipe::baseline::RawEcho;
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::error::Result;
@@ -665,7 +663,7 @@ impl RowMember {
             server_ns: Percentiles::of(&self.phases.server),
             client_cpu_ns,
             server_cpu_ns,
-            mb_per_s: super::format::mb_per_s(bytes, rtt.p50),
+            mb_per_s: format::mb_per_s(bytes, rtt.p50),
             ratio_to_baseline: ratio.map(|r| r.median),
             ratio_ci: ratio.map(|r| r.ci),
             shared_core_share: shared_core_share(&rounds),

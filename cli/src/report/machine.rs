@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use super::Machine;
+use super::model::Machine;
 
 /// Reads the CPU model, core count, kernel release and pipe limits of this machine. Fields
 /// that cannot be read are left empty rather than failing the report.

@@ -12,7 +12,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::crosscore::RoundProbe;
 use super::group::{LiveGroup, Processes, RowSetup};
+use super::key::Placement;
 use super::load::{Load, MAX_LOAD};
+use super::machine;
+use super::model::{BaselineRow, Report, Row, Skipped};
 use super::placement::Placer;
 use super::plan::PEER_SERVER;
 pub use super::plan::{
@@ -21,8 +24,9 @@ pub use super::plan::{
     QUICK_GENERATIONS, QUICK_ROUNDS, QUICK_ROW_DURATION, QUICK_SIZES, RowLength,
     SETTLE_ROUND_TRIPS, WAKE_BYTES, floor_route,
 };
+use super::reply::Expectation;
+use super::states;
 use super::sync::{self, SyncCost};
-use super::{BaselineRow, Expectation, Placement, Report, Row, Skipped, machine, states};
 use peerpipe::baseline::{RawEcho, route_line};
 use peerpipe::error::{Error, Result};
 use peerpipe::pairing;

@@ -1,7 +1,7 @@
 //! Where the client and its servers run: the default placement and pinning.
 
-use super::Placement;
 use super::cpu::Pinned;
+use super::key::Placement;
 use peerpipe::error::{Error, Result};
 
 /// The placement `peer` uses when none is given: `split` when this process may run on two

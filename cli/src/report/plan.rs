@@ -1,18 +1,22 @@
-//! What a report run will measure: the [`Plan`] the command line builds (sizes, dtypes, paths,
-//! handlers, waits, placements, transports, row lengths, rounds and generations), with the
-//! defaults, what it expands to (the waits at each size, the rows of each group, the steps and
-//! the estimated duration) and the configuration it records in the report.
-//! [`measure`](super::measure) runs it.
+//! What a report run will measure: the [`Plan`] (sizes, dtypes, paths, handlers, waits,
+//! placements, transports, row lengths, rounds and generations), built from what the command
+//! line asked for ([`PlanRequest`]) with the defaults filled in, what it expands to (the waits
+//! at each size, the rows of each group, the steps and the estimated duration) and the
+//! configuration it records in the report. [`measure`](super::measure) runs it.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use peerpipe::error::{Error, Result};
 use peerpipe::pairing::{Burst, Schedule};
 use peerpipe::peer::{DataPath, Options};
+use peerpipe::rng::seed_from_clock;
 use peerpipe::transport::{DEFAULT_SPIN_BUDGET, TransportKind, Wait};
 
-use super::{ConfigRecord, Placement, Workload};
+use super::key::{Placement, Workload};
+use super::model::ConfigRecord;
+use super::placement::default_placement;
 
 /// Element counts measured by default.
 pub const DEFAULT_SIZES: [usize; 6] = [1, 8, 500, 1000, 65_536, 1_048_576];
@@ -97,6 +101,135 @@ pub enum RowLength {
     /// This much time, split evenly over the rounds; every burst has at least
     /// [`MIN_BURST_ROUND_TRIPS`].
     Duration(Duration),
+}
+
+/// What the command line asks of a report run, before the defaults: an empty list or `None`
+/// is a flag not given. [`PlanRequest::plan`] fills in the defaults — with `quick`, those of a
+/// quick run — and refuses what cannot go together.
+#[derive(Clone, Debug)]
+pub struct PlanRequest {
+    /// A quick run: f64 only, [`QUICK_SIZES`], the default wait only, [`QUICK_ROW_DURATION`]
+    /// per row in [`QUICK_ROUNDS`] rounds and [`QUICK_GENERATIONS`] generations, unless given.
+    pub quick: bool,
+    /// Element counts [default: [`DEFAULT_SIZES`]].
+    pub sizes: Vec<usize>,
+    /// Dtypes [default: all three].
+    pub workloads: Vec<Workload>,
+    /// Paths [default: zero-copy and codec].
+    pub paths: Vec<DataPath>,
+    /// Server handlers [default: echo-raw and echo].
+    pub handlers: Vec<String>,
+    /// Wait strategies [default: block, spin and auto up to [`ALL_WAITS_MAX_ELEMENTS`], auto
+    /// above].
+    pub waits: Vec<Wait>,
+    /// Placements [default: the default wait unpinned, as a program gets it, the other waits
+    /// at [`default_placement`]].
+    pub pins: Vec<Placement>,
+    /// Transports [default: pipe].
+    pub transports: Vec<TransportKind>,
+    /// Timed round trips per row (instead of a time per row).
+    pub iterations: Option<u64>,
+    /// Time per row [default: [`DEFAULT_ROW_DURATION`]].
+    pub duration: Option<Duration>,
+    /// Warm-up per row.
+    pub warmup: Duration,
+    /// Rounds per group [default: [`DEFAULT_ROUNDS`]].
+    pub rounds: Option<u32>,
+    /// Generations per group [default: [`DEFAULT_GENERATIONS`]].
+    pub generations: Option<u32>,
+    /// Seed of the order of bursts [default: from the clock].
+    pub seed: Option<u64>,
+    /// The server command ([`Plan::spawn`]).
+    pub spawn: Option<String>,
+    /// The command the floors run through [default: see [`floor_route`]].
+    pub spawn_floor: Option<String>,
+    /// Busy-wait of every handler server this run spawns [default: none]; refused with
+    /// `spawn`, whose command must pass it itself.
+    pub server_delay: Option<Duration>,
+    /// Timeout, frame limit, pipe and shared-memory capacity for every peer.
+    pub options: Options,
+    /// Operations per entry of the synchronisation-cost table.
+    pub sync_operations: u64,
+    /// Budget per round trip for the verdict.
+    pub budget: Duration,
+    /// Busy threads beside the client and servers.
+    pub load: u32,
+}
+
+impl PlanRequest {
+    /// The plan, with the defaults filled in, whose servers and floors run `peer_exe`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] (`--server-delay`) when a server delay is asked for with a
+    /// `spawn` command: the delay applies to the servers this binary spawns.
+    pub fn plan(self, peer_exe: PathBuf) -> Result<Plan> {
+        if self.spawn.is_some() && self.server_delay.is_some() {
+            return Err(Error::InvalidArgument {
+                what: "--server-delay",
+                reason: "applies to the servers this binary spawns; with --spawn, pass \
+                         --server-delay to the server command itself"
+                    .into(),
+            });
+        }
+        let quick = self.quick;
+        let or = |given: Vec<usize>, default: &[usize]| {
+            if given.is_empty() { default.to_vec() } else { given }
+        };
+        let or_else = |given: Option<u32>, default: u32, quick_default: u32| {
+            given.unwrap_or(if quick { quick_default } else { default })
+        };
+        let pinned = !self.pins.is_empty();
+        Ok(Plan {
+            peer_exe,
+            spawn_floor: floor_route(self.spawn.as_deref(), self.spawn_floor.as_deref()),
+            spawn: self.spawn,
+            server_delay: self.server_delay.unwrap_or_default(),
+            sizes: or(self.sizes, if quick { &QUICK_SIZES } else { &DEFAULT_SIZES }),
+            workloads: match (self.workloads.is_empty(), quick) {
+                (false, _) => self.workloads,
+                (true, true) => vec![Workload::F64],
+                (true, false) => Workload::ALL.to_vec(),
+            },
+            paths: if self.paths.is_empty() {
+                vec![DataPath::ZeroCopy, DataPath::Codec]
+            } else {
+                self.paths
+            },
+            handlers: if self.handlers.is_empty() {
+                vec!["echo-raw".to_owned(), "echo".to_owned()]
+            } else {
+                self.handlers
+            },
+            waits: match (self.waits.is_empty(), quick) {
+                (false, _) => Some(self.waits),
+                (true, true) => Some(vec![Wait::default()]),
+                (true, false) => None,
+            },
+            pins: if pinned { self.pins } else { vec![default_placement()] },
+            // With no placement given, the default wait is measured as a program gets it:
+            // unpinned.
+            default_wait_pins: (!pinned).then(|| vec![Placement::Free]),
+            length: match (self.iterations, self.duration) {
+                (Some(n), _) => RowLength::Iterations(n),
+                (None, Some(d)) => RowLength::Duration(d),
+                (None, None) if quick => RowLength::Duration(QUICK_ROW_DURATION),
+                (None, None) => RowLength::Duration(DEFAULT_ROW_DURATION),
+            },
+            warmup: self.warmup,
+            rounds: or_else(self.rounds, DEFAULT_ROUNDS, QUICK_ROUNDS),
+            generations: or_else(self.generations, DEFAULT_GENERATIONS, QUICK_GENERATIONS),
+            order_seed: self.seed.unwrap_or_else(seed_from_clock),
+            options: self.options,
+            transports: if self.transports.is_empty() {
+                vec![TransportKind::Pipe]
+            } else {
+                self.transports
+            },
+            sync_operations: self.sync_operations,
+            budget: self.budget,
+            load: self.load,
+        })
+    }
 }
 
 /// Everything a report run needs.
@@ -403,6 +536,84 @@ mod tests {
         // More generations than rounds: one round each.
         assert_eq!(p.schedule(0, 0, 40).rounds, 1);
         assert_ne!(p.schedule(9, 0, 4).seed, p.schedule(9, 1, 4).seed);
+    }
+
+    /// A request with no flag given (and the flags with values of their own at theirs).
+    fn request() -> PlanRequest {
+        PlanRequest {
+            quick: false,
+            sizes: vec![],
+            workloads: vec![],
+            paths: vec![],
+            handlers: vec![],
+            waits: vec![],
+            pins: vec![],
+            transports: vec![],
+            iterations: None,
+            duration: None,
+            warmup: DEFAULT_WARMUP,
+            rounds: None,
+            generations: None,
+            seed: None,
+            spawn: None,
+            spawn_floor: None,
+            server_delay: None,
+            options: Options::default(),
+            sync_operations: 1,
+            budget: DEFAULT_BUDGET,
+            load: 0,
+        }
+    }
+
+    #[test]
+    fn a_request_without_flags_gets_the_defaults() {
+        let plan = request().plan(PathBuf::from("peer")).unwrap();
+        assert_eq!(plan.sizes, DEFAULT_SIZES);
+        assert_eq!(plan.workloads, Workload::ALL);
+        assert_eq!(plan.paths, [DataPath::ZeroCopy, DataPath::Codec]);
+        assert_eq!(plan.handlers, ["echo-raw", "echo"]);
+        assert_eq!(plan.waits, None);
+        assert_eq!(plan.pins, [default_placement()]);
+        assert_eq!(plan.default_wait_pins, Some(vec![Placement::Free]));
+        assert_eq!(plan.length, RowLength::Duration(DEFAULT_ROW_DURATION));
+        assert_eq!((plan.rounds, plan.generations), (DEFAULT_ROUNDS, DEFAULT_GENERATIONS));
+        assert_eq!(plan.transports, [TransportKind::Pipe]);
+        assert_eq!((plan.spawn, plan.spawn_floor, plan.server_delay), (None, None, Duration::ZERO));
+        let quick = PlanRequest { quick: true, ..request() }.plan(PathBuf::from("peer")).unwrap();
+        assert_eq!(quick.sizes, QUICK_SIZES);
+        assert_eq!(quick.workloads, [Workload::F64]);
+        assert_eq!(quick.waits, Some(vec![Wait::default()]));
+        assert_eq!(quick.length, RowLength::Duration(QUICK_ROW_DURATION));
+        assert_eq!((quick.rounds, quick.generations), (QUICK_ROUNDS, QUICK_GENERATIONS));
+    }
+
+    #[test]
+    fn what_a_request_gives_is_kept_and_a_delay_with_spawn_is_refused() {
+        let given = PlanRequest {
+            quick: true,
+            sizes: vec![7],
+            workloads: vec![Workload::F32],
+            waits: vec![Wait::Block],
+            pins: vec![Placement::Same],
+            iterations: Some(99),
+            duration: Some(Duration::from_millis(5)),
+            rounds: Some(12),
+            generations: Some(3),
+            seed: Some(42),
+            spawn: Some("ssh host peer --role server".into()),
+            ..request()
+        };
+        let plan = given.clone().plan(PathBuf::from("peer")).unwrap();
+        assert_eq!((plan.sizes, plan.workloads), (vec![7], vec![Workload::F32]));
+        assert_eq!(plan.waits, Some(vec![Wait::Block]));
+        assert_eq!((plan.pins, plan.default_wait_pins), (vec![Placement::Same], None));
+        assert_eq!(plan.length, RowLength::Iterations(99));
+        assert_eq!((plan.rounds, plan.generations, plan.order_seed), (12, 3, 42));
+        // The floors cross the route the rows take.
+        assert_eq!(plan.spawn_floor.as_deref(), Some("ssh host peer --role server"));
+        let delayed = PlanRequest { server_delay: Some(Duration::from_micros(5)), ..given };
+        let err = delayed.plan(PathBuf::from("peer")).unwrap_err().to_string();
+        assert!(err.contains("--server-delay"), "{err}");
     }
 
     #[test]

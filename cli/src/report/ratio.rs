@@ -8,7 +8,8 @@
 //! **unresolved**, and printed as `unresolved [lo-hi]` rather than as a figure. More rounds
 //! (`--rounds`) narrow the interval.
 
-use super::{Row, format};
+use super::format;
+use super::model::Row;
 
 /// How far either end of the 95 % interval may lie from the median, as a fraction of it, for
 /// the ratio to be resolved: 0.25, i.e. the interval within [0.75 × median, 1.25 × median].

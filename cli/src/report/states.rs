@@ -53,7 +53,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Report, Round};
+use super::model::{MachineState, Report, Round};
 use peerpipe::pairing::{self, paired_difference_by_generation, paired_ratio_by_generation};
 
 /// Two groups of probes are two states only when their medians differ by at least this
@@ -85,23 +85,6 @@ pub const MID_CHANGE_SHARE: usize = 50;
 
 /// The most states a run is split into.
 pub const MAX_STATES: usize = 3;
-
-/// One state of the machine during a run (`machine.states` in the JSON).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MachineState {
-    /// 0 for the fastest state (the smallest probe figures), then 1, 2 in order of cost.
-    pub id: u32,
-    /// The median of its rounds' probes: the p50 round trip of 4 KiB between the first two
-    /// CPUs, in nanoseconds.
-    pub probe_ns: u64,
-    /// The smallest probe among its rounds.
-    pub min_ns: u64,
-    /// The largest probe among its rounds.
-    pub max_ns: u64,
-    /// Rounds in this state, over every group of the run (a round counts once, however many
-    /// rows it measured).
-    pub rounds: u64,
-}
 
 /// Finds the states in `probes`, the probe figures (ns) of every round of a run in any order
 /// (zeros are left out), by the rule of the [module documentation](self). Empty for no probe;
@@ -248,7 +231,7 @@ fn tag(rounds: &mut [Round], states: &[MachineState]) {
 
 /// Finds the states of a whole run in the probes of its floors' rounds (one per round of
 /// every group: a row's rounds carry the same figures), records them in
-/// [`Machine::states`](super::Machine::states), tags every round of every floor and row with
+/// [`Machine::states`](super::model::Machine::states), tags every round of every floor and row with
 /// its state, and makes each row's `ratio_to_baseline` and `ratio_ci` those of its main state
 /// (see [`main_state`]) — the figures the answer quotes. A report with no probe (one CPU, a
 /// report from before probes) is left as it is.
@@ -366,6 +349,17 @@ pub fn main_state(figures: &[StateFigures]) -> Option<&StateFigures> {
     figures.iter().max_by(|a, b| a.rounds.cmp(&b.rounds).then(b.state.cmp(&a.state)))
 }
 
+/// The figures that stand for a row's `rounds`: those of their main state ([`main_state`]),
+/// or, when they carry no state, of all of them that have a floor (with `state` 0 and no
+/// meaning to it); `None` when no round has a floor. A row's `added_ns` in the JSON, its
+/// `added` in the table.
+pub fn headline_figures(rounds: &[Round]) -> Option<StateFigures> {
+    match main_state(&figures(rounds)) {
+        Some(main) => Some(*main),
+        None => stratum(0, rounds.iter()),
+    }
+}
+
 /// The state of the run with the most rounds (the faster on a tie): its main state, the one
 /// the report's figures mostly come from. `None` for no state.
 pub fn run_main_state(all: &[MachineState]) -> Option<&MachineState> {
@@ -384,7 +378,8 @@ pub fn same_state_ns(a_ns: u64, b_ns: u64) -> bool {
 ///
 /// # Examples
 /// ```
-/// use peerpipe_cli::report::states::{MachineState, same_state};
+/// use peerpipe_cli::report::MachineState;
+/// use peerpipe_cli::report::states::same_state;
 /// let state = |probe_ns| MachineState { id: 0, probe_ns, min_ns: probe_ns, max_ns: probe_ns, rounds: 10 };
 /// assert!(same_state(&state(900), &state(1_300)));
 /// assert!(!same_state(&state(900), &state(1_350)));
@@ -394,7 +389,7 @@ pub fn same_state(a: &MachineState, b: &MachineState) -> bool {
     same_state_ns(a.probe_ns, b.probe_ns)
 }
 
-/// The states `a` and `b` (two reports' [`Machine::states`](super::Machine::states)) share:
+/// The states `a` and `b` (two reports' [`Machine::states`](super::model::Machine::states)) share:
 /// each state of `a` with the nearest state of `b` that is the [`same_state`], as `(a id,
 /// b id)`, in `a`'s order.
 pub fn shared_states(a: &[MachineState], b: &[MachineState]) -> Vec<(u32, u32)> {
@@ -416,7 +411,7 @@ pub fn shared_states(a: &[MachineState], b: &[MachineState]) -> Vec<(u32, u32)> 
 #[cfg(test)]
 pub(crate) mod testing {
     use crate::report::key::RowId;
-    use crate::report::{BaselineRow, Percentiles, Report, Round, Row};
+    use crate::report::model::{BaselineRow, Percentiles, Report, Round, Row};
 
     /// A report of one row of 500 doubles and its floor, measured in `rounds` (probe, floor
     /// p50, row p50), two per generation; no state is assigned yet.
@@ -690,7 +685,7 @@ mod tests {
         assert!(rounds[10..].iter().all(|r| r.state == Some(1)));
         assert!(report.baseline[0].rounds.iter().zip(rounds).all(|(f, r)| f.state == r.state));
 
-        let by_state = report.rows[0].state_figures();
+        let by_state = figures(&report.rows[0].rounds);
         assert_eq!(by_state.len(), 2);
         let (fast, slow) = (by_state[0], by_state[1]);
         let (fast_ci, slow_ci) = (fast.ratio_ci.unwrap(), slow.ratio_ci.unwrap());
@@ -713,7 +708,7 @@ mod tests {
     fn the_main_state_is_the_one_with_most_rounds() {
         let mut report = run(1.30, 1.05, |i| i % 4 != 0);
         assign(&mut report);
-        let by_state = report.rows[0].state_figures();
+        let by_state = figures(&report.rows[0].rounds);
         assert_eq!(by_state.iter().map(|f| f.rounds).collect::<Vec<_>>(), [5, 15]);
         let main = main_state(&by_state).unwrap();
         assert_eq!(main.state, 1);
@@ -748,9 +743,9 @@ mod tests {
         let before = report.clone();
         assign(&mut report);
         assert_eq!(report, before);
-        assert!(report.machine.states.is_empty() && report.rows[0].state_figures().is_empty());
+        assert!(report.machine.states.is_empty() && figures(&report.rows[0].rounds).is_empty());
         // Its headline figures are those of all its rounds.
-        let all = report.rows[0].headline_figures().unwrap();
+        let all = headline_figures(&report.rows[0].rounds).unwrap();
         assert_eq!(all.rounds, 20);
         assert!((all.ratio.unwrap() - 1.30).abs() < 0.01);
     }

@@ -1,18 +1,17 @@
 //! Two wait strategies compared round by round. The report measures every wait of a
-//! placement in the same rounds ([`ConfigRecord::waits_share_rounds`](super::ConfigRecord)),
+//! placement in the same rounds
+//! ([`ConfigRecord::waits_share_rounds`](super::model::ConfigRecord::waits_share_rounds)),
 //! so a row at one wait and the row that differs from it only by its wait have one burst each
 //! in every round, moments apart: the median over rounds of the ratio of their p50s, taken in
 //! the state the machine was in most, says how the two waits compare on this machine without
-//! a change of speed between them. And what the client's waits under `auto` did
-//! ([`ClientWaits`]): how often they spun, caught the reply within the spin, or did not spin.
+//! a change of speed between them.
 
-use peerpipe::Peer;
 use peerpipe::pairing::{PairedRatio, paired_ratio};
-use peerpipe::transport::AutoCounts;
-use serde::{Deserialize, Serialize};
 
+use super::format;
 use super::key::RowId;
-use super::{Report, Row, format, states};
+use super::model::{Report, Row};
+use super::states;
 
 /// `row` against the same row at another wait, paired round by round.
 #[derive(Clone, Copy, Debug)]
@@ -34,7 +33,7 @@ pub fn compare<'a>(report: &'a Report, row: &Row) -> Vec<WaitComparison<'a>> {
     if !report.config.waits_share_rounds {
         return Vec::new();
     }
-    let main = states::main_state(&row.state_figures()).map(|m| m.state);
+    let main = states::main_state(&states::figures(&row.rounds)).map(|m| m.state);
     report
         .rows
         .iter()
@@ -75,111 +74,11 @@ impl WaitComparison<'_> {
     }
 }
 
-/// What the client's waits under `auto` did over a row's timed round trips (the settle round
-/// trips before each burst left out): the counts of [`AutoCounts`], under its names in the
-/// JSON (`spun`, `hits`, ...), and the moves of the client's thread to an idle CPU (`moves`).
-/// A round trip whose reply was there at the first poll did not wait and is in none of them.
-/// A count missing from a report (one from before it was counted) reads as 0.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClientWaits {
-    /// The counts of the waits.
-    pub counts: AutoCounts,
-    /// Moves of the client's thread to an idle CPU ([`Peer::moves`]).
-    pub moves: u64,
-}
-
-impl Serialize for ClientWaits {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(AutoCounts::NAMES.len() + 1))?;
-        for (name, value) in self.counts.fields() {
-            map.serialize_entry(name, &value)?;
-        }
-        map.serialize_entry("moves", &self.moves)?;
-        map.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for ClientWaits {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Counts;
-        impl<'de> serde::de::Visitor<'de> for Counts {
-            type Value = ClientWaits;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("the counts of the client's waits")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<ClientWaits, A::Error> {
-                let mut waits = ClientWaits::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    match (key.as_str(), waits.counts.field_mut(&key)) {
-                        ("moves", _) => waits.moves = map.next_value()?,
-                        (_, Some(count)) => *count = map.next_value()?,
-                        (_, None) => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(waits)
-            }
-        }
-        deserializer.deserialize_map(Counts)
-    }
-}
-
-impl ClientWaits {
-    /// What `peer`'s waits have done since it started.
-    pub fn of(peer: &Peer) -> ClientWaits {
-        ClientWaits { counts: peer.auto_wait().counts(), moves: peer.moves() }
-    }
-
-    /// Adds what happened between `before` and `after` (two [`ClientWaits::of`] the same
-    /// peer, in that order).
-    pub fn add_between(&mut self, before: &ClientWaits, after: &ClientWaits) {
-        self.counts.add(&before.counts.since(&after.counts));
-        self.moves += after.moves.saturating_sub(before.moves);
-    }
-
-    /// Waits in all: those that spun and those that did not.
-    pub fn waits(&self) -> u64 {
-        self.counts.spun + self.counts.slept_at_once
-    }
-
-    /// What the report prints of them for a row of `round_trips` timed round trips, e.g.
-    /// `3900 of 4000 round trips waited for the reply: 10 % spun (95 % of the spins caught
-    /// it), 90 % did not spin; 0 moves to an idle CPU`.
-    pub fn text(&self, round_trips: u64) -> String {
-        let waits = self.waits();
-        let share = |part: u64, whole: u64| -> String {
-            if whole == 0 {
-                "-".to_owned()
-            } else {
-                format!("{:.0} %", 100.0 * part as f64 / whole as f64)
-            }
-        };
-        let moves = match self.moves {
-            1 => "1 move".to_owned(),
-            n => format!("{n} moves"),
-        };
-        format!(
-            "{} of {} round trips waited for the reply: {} spun ({} of the spins caught it), {} \
-             did not spin; {moves} to an idle CPU",
-            waits,
-            round_trips,
-            share(self.counts.spun, waits),
-            share(self.counts.hits, self.counts.spun),
-            share(self.counts.slept_at_once, waits),
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::key::Handler;
-    use crate::report::{Percentiles, Placement, Round, Workload};
+    use crate::report::key::{Handler, Placement, Workload};
+    use crate::report::model::{Percentiles, Round};
     use peerpipe::DataPath;
     use peerpipe::transport::{TransportKind, Wait};
 
@@ -262,71 +161,6 @@ mod tests {
         let far =
             WaitComparison { ratio: PairedRatio { median: 0.12, ci: [0.04, 0.23] }, ..compared[0] };
         assert_eq!(far.text(), "0.12x [0.04-0.23]");
-    }
-
-    #[test]
-    fn client_waits_add_what_happened_between_two_counts_and_print_shares_of_the_waits() {
-        let waits = |counts: AutoCounts, moves| ClientWaits { counts, moves };
-        let before =
-            waits(AutoCounts { spun: 10, hits: 9, slept_at_once: 5, ..AutoCounts::default() }, 1);
-        let after = waits(
-            AutoCounts {
-                spun: 30,
-                hits: 27,
-                slept_at_once: 65,
-                probes: 2,
-                ..AutoCounts::default()
-            },
-            1,
-        );
-        let mut sum = ClientWaits::default();
-        sum.add_between(&before, &after);
-        sum.add_between(&before, &after);
-        assert_eq!(
-            sum,
-            waits(
-                AutoCounts {
-                    spun: 40,
-                    hits: 36,
-                    slept_at_once: 120,
-                    probes: 4,
-                    ..AutoCounts::default()
-                },
-                0
-            )
-        );
-        assert_eq!(
-            sum.text(200),
-            "160 of 200 round trips waited for the reply: 25 % spun (90 % of the spins caught \
-             it), 75 % did not spin; 0 moves to an idle CPU"
-        );
-        let moved = waits(AutoCounts { slept_at_once: 3, ..AutoCounts::default() }, 1);
-        assert_eq!(
-            moved.text(3),
-            "3 of 3 round trips waited for the reply: 0 % spun (- of the spins caught it), 100 % \
-             did not spin; 1 move to an idle CPU"
-        );
-    }
-
-    #[test]
-    fn client_waits_keep_their_json_names_and_order_and_read_older_reports() {
-        let mut counts = AutoCounts::default();
-        for (i, name) in AutoCounts::NAMES.iter().enumerate() {
-            *counts.field_mut(name).unwrap() = i as u64 + 1;
-        }
-        let waits = ClientWaits { counts, moves: 9 };
-        let json = serde_json::to_string(&waits).unwrap();
-        assert_eq!(
-            json,
-            "{\"spun\":1,\"hits\":2,\"slept_at_once\":3,\"probes\":4,\"stopped_spinning\":5,\
-             \"contended\":6,\"kept_asleep\":7,\"dear_yields\":8,\"moves\":9}"
-        );
-        assert_eq!(serde_json::from_str::<ClientWaits>(&json).unwrap(), waits);
-        let older = "{\"spun\":1,\"hits\":2,\"slept_at_once\":3,\"probes\":4,\"stopped_spinning\":5,\
-                     \"contended\":6,\"kept_asleep\":7,\"moves\":9}";
-        let read: ClientWaits = serde_json::from_str(older).unwrap();
-        assert_eq!(read.counts.dear_yields, 0);
-        assert_eq!(read.counts.kept_asleep, 7);
     }
 
     #[test]

@@ -3,7 +3,6 @@
 use std::process::ExitStatus;
 use std::time::Instant;
 
-use super::MAX_PIPELINE_DEPTH;
 use super::random::{random_f32_bits, random_f64_bits, skewed_len};
 use super::stats::{KEPT_MISMATCHES, Stats};
 use super::verify::{ValueKind, replies_match, verify};
@@ -12,6 +11,9 @@ use peerpipe::error::{Error, Result};
 use peerpipe::frame::HEADER_LEN;
 use peerpipe::peer::{DataPath, Peer};
 use peerpipe::rng::Rng;
+
+/// The most requests a pipelined batch sends before receiving.
+pub const MAX_PIPELINE_DEPTH: usize = 8;
 
 /// Header plus the most padding: what a frame adds to its payload.
 const FRAME_OVERHEAD: usize = HEADER_LEN + 7;

@@ -2,13 +2,21 @@
 
 use std::path::PathBuf;
 
-use super::{DEFAULT_DURATION, DEFAULT_MAX_ELEMENTS};
 use peerpipe::error::{Error, Result};
 use peerpipe::peer::Options;
 use peerpipe::rng::splitmix64;
 use peerpipe::transport::TransportKind;
 use peerpipe::units::format_duration;
 use std::time::Duration;
+
+/// Default length of a soak: 60 s.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
+
+/// Default largest request: 1,048,576 elements (8 MiB of f64).
+pub const DEFAULT_MAX_ELEMENTS: usize = 1 << 20;
+
+/// Server handlers, by pair: pair `i` uses `HANDLERS[i % 2]`.
+pub const HANDLERS: [&str; 2] = ["echo", "echo-raw"];
 
 // Configuration
 

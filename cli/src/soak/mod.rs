@@ -58,24 +58,12 @@ mod stats;
 mod usage;
 mod verify;
 
-use std::time::Duration;
-
-pub use client::Client;
-pub use config::{Config, pair_seed, seed_from_clock};
+pub use client::{Client, MAX_PIPELINE_DEPTH};
+pub use config::{
+    Config, DEFAULT_DURATION, DEFAULT_MAX_ELEMENTS, HANDLERS, pair_seed, seed_from_clock,
+};
 pub use render::{PairReport, SoakReport, render_plan};
 pub use run::run;
 pub use stats::{KindCount, Stats};
 pub use usage::{ProcessUsage, RSS_TOLERANCE_FLOOR, RSS_TOLERANCE_PERCENT, Usage, rss_tolerance};
 pub use verify::{Mismatch, ValueKind, verify};
-
-/// Default length of a soak: 60 s.
-pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
-
-/// Default largest request: 1,048,576 elements (8 MiB of f64).
-pub const DEFAULT_MAX_ELEMENTS: usize = 1 << 20;
-
-/// The most requests a pipelined batch sends before receiving.
-pub const MAX_PIPELINE_DEPTH: usize = 8;
-
-/// Server handlers, by pair: pair `i` uses `HANDLERS[i % 2]`.
-pub const HANDLERS: [&str; 2] = ["echo", "echo-raw"];

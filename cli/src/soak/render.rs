@@ -9,7 +9,7 @@ use super::usage::{
     ProcessUsage, RSS_TOLERANCE_FLOOR, RSS_TOLERANCE_PERCENT, Usage, mib, rss_tolerance,
 };
 use super::verify::ValueKind;
-use crate::report::Percentiles;
+use crate::report::model::Percentiles;
 use peerpipe::units::format_duration;
 
 // The run

@@ -3,13 +3,12 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::client::Client;
-use super::config::{Config, pair_seed};
+use super::client::{Client, MAX_PIPELINE_DEPTH};
+use super::config::{Config, HANDLERS, pair_seed};
 use super::gate::{AbortOnPanic, Gate};
 use super::render::{PairReport, SoakReport};
 use super::stats::Stats;
 use super::usage::{ProcessUsage, usage_of};
-use super::{HANDLERS, MAX_PIPELINE_DEPTH};
 use peerpipe::error::{Error, Result};
 use peerpipe::peer::{Options, Peer, describe_status};
 

@@ -44,8 +44,8 @@ pub struct Stats {
     pub special_elements: u64,
     /// Batches of one request, then its reply.
     pub single_batches: u64,
-    /// Pipelined batches (2 to [`MAX_PIPELINE_DEPTH`](super::MAX_PIPELINE_DEPTH) requests, or fewer when the transport
-    /// bounds them, then their replies).
+    /// Pipelined batches (2 to [`MAX_PIPELINE_DEPTH`](super::client::MAX_PIPELINE_DEPTH) requests,
+    /// or fewer when the transport bounds them, then their replies).
     pub pipelined_batches: u64,
     /// Requests sent on the zero-copy path.
     pub zero_copy_requests: u64,

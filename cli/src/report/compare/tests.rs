@@ -1,7 +1,7 @@
 //! The rules of `peer compare` on hand-built reports.
 
-use super::text::Signed;
 use super::*;
+use crate::report::compare::text::{Signed, render};
 use crate::report::states;
 use peerpipe::units::format_nanos;
 

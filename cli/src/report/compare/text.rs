@@ -4,8 +4,8 @@
 use std::fmt;
 use std::io::{self, Write};
 
-use super::{Comparison, Mode, Outcome, Pair, StatesCompared};
-use crate::report::states::MachineState;
+use super::judge::{Comparison, Mode, Outcome, Pair, StatesCompared};
+use crate::report::model::MachineState;
 use peerpipe::units::format_nanos;
 
 /// Writes how the pairs were judged, the differing rows (paired in a shared machine state: the

@@ -2,33 +2,36 @@
 //! taking a CPU), the machine's state as the rounds' probes saw it, and changes of speed
 //! during the run.
 
-use crate::report::{BaselineRow, Report, format};
+use crate::report::format;
+use crate::report::model::{BaselineRow, CONTENDED_PREEMPTIONS, Report, Round, contended_share};
+
+use super::states::states_note;
 
 /// A floor whose per-round p50 varied by more than this factor (max ÷ min) within its group
 /// is reported as a change of the machine's speed during the run.
 pub const SPEED_CHANGE_FACTOR: f64 = 1.5;
 
-/// Share of contended rounds (see [`crate::report::contended_share`]) above which the table says so.
+/// Share of contended rounds (see [`contended_share`]) above which the table says so.
 pub const CONTENDED_NOTE_SHARE: f64 = 0.25;
 
 /// One line when more than [`CONTENDED_NOTE_SHARE`] of all rounds (floors and rows) were
 /// contended: another task kept taking a CPU from the client or a server, which adds about the
 /// same wait to a floor and its rows and so lowers ratios — a busy machine, not a slow one.
 pub fn contention(report: &Report) -> Option<String> {
-    let rounds: Vec<crate::report::Round> = report
+    let rounds: Vec<Round> = report
         .baseline
         .iter()
         .flat_map(|b| b.rounds.iter().copied())
         .chain(report.rows.iter().flat_map(|r| r.rounds.iter().copied()))
         .collect();
-    let share = crate::report::contended_share(&rounds)?;
+    let share = contended_share(&rounds)?;
     (share > CONTENDED_NOTE_SHARE).then(|| {
         format!(
             "note: in {:.0}% of the rounds another task took a CPU from the client or a server \
              ({}+ preemptions in a burst):\nthe machine was busy; contention adds about the same \
              wait to a floor and its rows, so ratios read lower than on a quiet machine.",
             share * 100.0,
-            crate::report::CONTENDED_PREEMPTIONS
+            CONTENDED_PREEMPTIONS
         )
     })
 }
@@ -36,7 +39,7 @@ pub fn contention(report: &Report) -> Option<String> {
 /// The machine's state as the rounds' probes saw it ([`crate::report::states`]): one line
 /// with the 4 KiB round trip between the first two CPUs in each state found and how many
 /// rounds ran in it; then, when there is more than one state, a note on each state but the
-/// main one ([`super::states_note`]). `None` when no round was probed (one CPU).
+/// main one ([`states_note`]). `None` when no round was probed (one CPU).
 pub fn machine_state(report: &Report) -> Option<String> {
     let states = &report.machine.states;
     if states.is_empty() {
@@ -55,7 +58,7 @@ pub fn machine_state(report: &Report) -> Option<String> {
             n => format!("{n} states"),
         }
     );
-    Some(match super::states_note(report) {
+    Some(match states_note(report) {
         Some(note) => format!("{line}\n{note}"),
         None => line,
     })

@@ -9,7 +9,8 @@ use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 
 use crate::report::key::Handler;
-use crate::report::{Placement, Report, Row, Workload};
+use crate::report::key::{Placement, Workload};
+use crate::report::model::{Report, Row};
 
 pub(super) fn transport_rank(transport: TransportKind) -> usize {
     TransportKind::EVERY.iter().position(|&t| t == transport).unwrap_or(usize::MAX)

@@ -2,8 +2,9 @@
 //! state other than the main one, how much moving data between CPUs cost there, and what the
 //! ratios were there.
 
-use crate::report::states::{self, MachineState};
-use crate::report::{Report, Row, format};
+use crate::report::format;
+use crate::report::model::{MachineState, Report, Row};
+use crate::report::states;
 
 /// `cost 3.50x more` or `cost 2.15x less`: the 4 KiB probe of `state` against `main`'s.
 fn cost(state: &MachineState, main: &MachineState) -> String {
@@ -29,13 +30,13 @@ fn ratios(values: &[f64]) -> Option<String> {
 /// One line for each state of the run but its main one (the state with most rounds), e.g.
 /// `note: 2 of 20 rounds ran in a state where moving 4 KiB across CPUs cost 3.50x more: there
 /// the ratios were 1.04x..1.07x (1.28x..1.31x in the main state).` The ratios are the rows'
-/// figures in that state ([`Row::state_figures`]); a state no row has figures in gets the
+/// figures in that state ([`states::figures`]); a state no row has figures in gets the
 /// first part only. `None` with fewer than two states.
 pub fn states_note(report: &Report) -> Option<String> {
     let all = &report.machine.states;
     let main = states::run_main_state(all).filter(|_| all.len() >= 2)?;
     let total: u64 = all.iter().map(|s| s.rounds).sum();
-    let figures: Vec<_> = report.rows.iter().map(Row::state_figures).collect();
+    let figures: Vec<_> = report.rows.iter().map(|row| states::figures(&row.rounds)).collect();
     let ratios_in = |state: u32| -> Vec<f64> {
         figures.iter().flatten().filter(|f| f.state == state).filter_map(|f| f.ratio).collect()
     };
@@ -75,7 +76,7 @@ fn ran_in(rounds: u64, total: u64, state: &MachineState, main: &MachineState) ->
 /// row ran in one state (or its rounds carry none), or `all` (the report's
 /// [`Machine::states`](crate::report::Machine::states)) lacks its states.
 pub fn row_states_note(all: &[MachineState], row: &Row) -> Option<String> {
-    let figures = row.state_figures();
+    let figures = states::figures(&row.rounds);
     let main_figures = states::main_state(&figures).filter(|_| figures.len() >= 2)?;
     let state = |id: u32| all.iter().find(|s| s.id == id);
     let main = state(main_figures.state)?;

@@ -5,30 +5,15 @@ use std::io::{self, Write};
 
 use peerpipe::transport::{TransportKind, Wait};
 
+use crate::report::columns::{self, LABEL, RowView};
+use crate::report::format;
+use crate::report::key::{Placement, Workload};
+use crate::report::model::{BaselineRow, Report, Row};
 use crate::report::ratio::{self, RatioVerdict};
-use crate::report::{BaselineRow, Placement, Report, Row, Workload, format, states};
+use crate::report::states;
 
 use super::notes::{contention, machine_state, speed_change};
 use super::order::{Order, dtype_rank, transport_rank};
-
-/// Column widths of the table: label (`echo-raw zero-copy`, or `echo-raw zero-copy ring`
-/// when shared-memory rows are present), added time and MB/s; at most 120 columns either way.
-#[derive(Clone, Copy)]
-struct Widths {
-    label: usize,
-    added: usize,
-    rate: usize,
-}
-
-impl Widths {
-    fn of(report: &Report) -> Widths {
-        if report.rows.iter().any(|r| r.id.transport != TransportKind::Pipe) {
-            Widths { label: 23, added: 6, rate: 6 }
-        } else {
-            Widths { label: 18, added: 8, rate: 8 }
-        }
-    }
-}
 
 /// The widest line of the table, in columns (the notes above it aside).
 const TABLE_WIDTH: usize = 120;
@@ -69,7 +54,8 @@ const TABLE_WIDTH: usize = 120;
 /// ```
 pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let order = Order::of(report);
-    let widths = Widths::of(report);
+    // Rows of another transport than the pipe name it in their label, which widens it.
+    let wide = report.rows.iter().any(|r| r.id.transport != TransportKind::Pipe);
     let m = &report.machine;
     let bytes = |b: Option<u64>| b.map_or("unknown".to_owned(), |b| format!("{b} bytes"));
     writeln!(
@@ -158,7 +144,7 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             section = Some((pin, wait));
             writeln!(out)?;
             writeln!(out, "wait {wait}, pin {pin}")?;
-            header(out, widths)?;
+            header(out, wide)?;
         }
         let mut rows: Vec<&Row> = report
             .rows
@@ -201,17 +187,17 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         floors.sort_by_key(|r| transport_rank(r.id.transport));
         for row in floors {
             match report.baseline_for(row) {
-                Some(base) => baseline_line(out, base, widths)?,
+                Some(base) => baseline_line(out, base, wide)?,
                 None => writeln!(
                     out,
                     "  {:<w$} (not measured)",
-                    baseline_label(row.id.transport, false),
-                    w = widths.label
+                    columns::floor_label(row.id.transport, false),
+                    w = LABEL.width(wide)
                 )?,
             }
         }
         for row in rows {
-            row_line(out, row, widths)?;
+            row_line(out, row, wide)?;
         }
     }
     let unused: Vec<&BaselineRow> = report
@@ -222,123 +208,35 @@ pub fn table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     if !unused.is_empty() {
         writeln!(out)?;
         writeln!(out, "baselines without rows")?;
-        header(out, widths)?;
+        header(out, wide)?;
         for base in unused {
             writeln!(
                 out,
                 "{} B, {}, wait {}, pin {}",
                 base.bytes, base.transport, base.wait, base.pin
             )?;
-            baseline_line(out, base, widths)?;
+            baseline_line(out, base, wide)?;
         }
     }
     Ok(())
 }
 
-fn header(out: &mut dyn Write, widths: Widths) -> io::Result<()> {
-    let Widths { label: l, added: r, rate: m } = widths;
-    writeln!(
-        out,
-        "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
-        "handler  path",
-        "added",
-        "p50",
-        "p99",
-        "encode",
-        "decode",
-        "server",
-        "transfer",
-        "cli cpu",
-        "srv cpu",
-        "MB/s",
-        "ratio",
-        "95% CI"
-    )
+/// The column headers of a section (the report's `columns.rs`): at most 120 columns, wider labels
+/// in a table with another transport than the pipe (`wide`).
+fn header(out: &mut dyn Write, wide: bool) -> io::Result<()> {
+    let cells: Vec<String> = columns::table_cells().map(|cell| cell.header(wide)).collect();
+    writeln!(out, "  {}", cells.join(" "))
 }
 
-fn baseline_line(out: &mut dyn Write, base: &BaselineRow, widths: Widths) -> io::Result<()> {
-    let Widths { label: l, added: r, rate: m } = widths;
-    let dash = "-";
-    writeln!(
-        out,
-        "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
-        baseline_label(base.transport, base.lent),
-        "-",
-        format::ns(base.rtt_ns.p50),
-        format::ns(base.rtt_ns.p99),
-        dash,
-        dash,
-        dash,
-        dash,
-        dash,
-        dash,
-        format::rate(format::mb_per_s(base.bytes, base.rtt_ns.p50)),
-        "1.00x",
-        ""
-    )
+fn baseline_line(out: &mut dyn Write, base: &BaselineRow, wide: bool) -> io::Result<()> {
+    let cells: Vec<String> = columns::table_cells().map(|cell| cell.of_floor(base, wide)).collect();
+    writeln!(out, "  {}", cells.join(" "))
 }
 
-fn row_line(out: &mut dyn Write, row: &Row, widths: Widths) -> io::Result<()> {
-    let Widths { label: l, added: r, rate: m } = widths;
-    // The label names the transport when it is not a pipe: `sem`, `ring` or `tcp`.
-    let label = match transport_tag(row.id.transport) {
-        None => format!("{:<8} {}", row.id.handler.name(), row.id.path.name()),
-        Some(kind) => format!("{:<8} {:<9} {kind}", row.id.handler.name(), row.id.path.name()),
-    };
-    writeln!(
-        out,
-        "  {:<l$} {:>r$} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>m$} {:>6} {:>9}",
-        label,
-        added_cell(row),
-        format::ns(row.rtt_ns.p50),
-        format::ns(row.rtt_ns.p99),
-        format::ns(row.encode_ns.p50),
-        format::ns(row.decode_ns.p50),
-        format::ns(row.server_ns.p50),
-        format::ns(row.transfer_ns.p50),
-        format::cpu_ns(row.client_cpu_ns),
-        format::cpu_ns(row.server_cpu_ns),
-        format::rate(row.mb_per_s),
-        ratio_cell(row),
-        row.ratio_ci.filter(|ci| ci.iter().all(|c| c.is_finite())).map_or(
-            "-".to_owned(),
-            |[lo, hi]| format!("{}-{}", format::ratio(lo), format::ratio(hi))
-        ),
-    )
-}
-
-/// The added-time column of a row: its round trip's p50 minus its floor's, the median over
-/// the rounds of its main machine state (`Row::headline_figures`); `-` without a floor.
-fn added_cell(row: &Row) -> String {
-    format::added_ns(row.headline_figures().and_then(|f| f.added_ns))
-}
-
-/// The ratio column of a row: `1.25x`, `unres.` when the ratio is not a result (the interval
-/// column beside it still shows the interval), `-` without one.
-fn ratio_cell(row: &Row) -> String {
-    match RatioVerdict::of(row) {
-        RatioVerdict::Resolved { median, .. } => format!("{}x", format::ratio(median)),
-        RatioVerdict::Unresolved { .. } => "unres.".to_owned(),
-        RatioVerdict::Missing => "-".to_owned(),
-    }
-}
-
-/// `baseline raw r/w` for pipes (`baseline raw lent` when the client lends its pages with
-/// `vmsplice`), `baseline raw sem` / `baseline raw ring` for shared memory, `baseline raw tcp`.
-fn baseline_label(transport: TransportKind, lent: bool) -> String {
-    match transport_tag(transport) {
-        Some(kind) => format!("baseline raw {kind}"),
-        None if lent => "baseline raw lent".to_owned(),
-        None => "baseline raw r/w".to_owned(),
-    }
-}
-
-/// How a row or floor label names a transport other than a pipe: `sem`, `ring`, `tcp`.
-fn transport_tag(transport: TransportKind) -> Option<&'static str> {
-    match transport {
-        TransportKind::Pipe => None,
-        other => Some(other.name().strip_prefix("shm-").unwrap_or(other.name())),
-    }
+fn row_line(out: &mut dyn Write, row: &Row, wide: bool) -> io::Result<()> {
+    let view = RowView::of(row);
+    let cells: Vec<String> = columns::table_cells().map(|cell| cell.of_row(&view, wide)).collect();
+    writeln!(out, "  {}", cells.join(" "))
 }
 
 /// `20 rounds`, or `the rounds` for a report that does not say.
@@ -353,7 +251,7 @@ fn rounds_phrase(rounds: u32) -> String {
 /// The 4 KiB probe of `row`'s main state ([`states::main_state`]), the state its figures come
 /// from: the state's `probe_ns` in the report's list; `None` when its rounds carry no state.
 fn main_state_probe_ns(report: &Report, row: &Row) -> Option<u64> {
-    let main = states::main_state(&row.state_figures())?.state;
+    let main = states::main_state(&states::figures(&row.rounds))?.state;
     report.machine.states.iter().find(|s| s.id == main).map(|s| s.probe_ns)
 }
 

@@ -9,9 +9,11 @@ use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 
 use crate::report::answer;
-use crate::report::key::Handler;
+use crate::report::budget::Judgement;
+use crate::report::format;
+use crate::report::key::{Handler, Placement, Workload};
+use crate::report::model::{Report, Row};
 use crate::report::ratio::RatioVerdict;
-use crate::report::{Placement, Report, Row, Workload, format};
 
 use super::order::{Order, dtype_rank};
 
@@ -116,7 +118,7 @@ fn wake_up_ns(
 /// For each size (dtype × elements): for each wait strategy and placement, the fastest handler
 /// and path and where its p50 round trip goes (see [`Breakdown`], whose definitions are
 /// printed in one line under the heading); then the fastest configuration of the size, and the
-/// answer's row ([`answer::verdict_lines`]) with `config.budget_ns` judged on its overhead at
+/// answer's row ([`answer::realistic`]) with `config.budget_ns` judged on its overhead at
 /// p50 and p99 — the same figure, judgement and words as the answer's. A last line counts the
 /// sizes that meet the budget at both and names those that miss it, and where. A budget of
 /// zero means none was set.
@@ -231,7 +233,7 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         )?;
         // The budget is judged where the answer judges it, on its row's overhead (no
         // judgement when no budget was set).
-        if let Some(judged) = answer::verdict_lines(report, dtype, elements, out)? {
+        if let Some(judged) = your_case_lines(report, dtype, elements, out)? {
             match judged.missed_at() {
                 None => met.push(size_name),
                 Some(at) => missed.push(format!("{size_name} ({at})")),
@@ -301,6 +303,79 @@ pub fn verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{line}")?;
     }
     Ok(())
+}
+
+/// The verdict's lines for one size: the realistic row ([`answer::realistic`]) by name with its
+/// overhead, the budget judged on that overhead ([`Answer::judge`](answer::Answer::judge): the same
+/// figure and words as the answer's), then what the raw floor and `echo-raw` show, apart. Nothing
+/// when the size has no row.
+///
+/// Returns the judgement, for the verdict to count; `None` when the size has no row or no
+/// budget was set.
+///
+/// # Errors
+/// Errors of `out`.
+fn your_case_lines(
+    report: &Report,
+    dtype: Workload,
+    elements: u64,
+    out: &mut dyn Write,
+) -> io::Result<Option<Judgement>> {
+    let Some(a) = answer::realistic(report, dtype, elements) else { return Ok(None) };
+    let row = a.row;
+    let transport = if row.id.transport == TransportKind::Pipe {
+        String::new()
+    } else {
+        format!(" over {}", row.id.transport)
+    };
+    writeln!(
+        out,
+        "  your case: {} {}{transport}, {} (both sides convert): overhead p50 {}, p99 {} (round \
+         trip {})",
+        row.id.handler,
+        row.id.path,
+        row.id.wait,
+        format::ns(a.overhead.p50_ns),
+        format::ns(a.overhead.p99_ns),
+        format::ns(row.rtt_ns.p50)
+    )?;
+    let judged = a.judge(report.config.budget_ns);
+    if let Some(j) = judged {
+        writeln!(
+            out,
+            "  budget {} on your case's overhead: {}",
+            format::ns(j.budget_ns),
+            j.describe()
+        )?;
+    }
+    let floor = report.baseline_for(row).map(|b| b.rtt_ns.p50);
+    let raw = report
+        .rows
+        .iter()
+        .filter(|r| {
+            r.id.dtype == dtype
+                && r.id.elements == elements
+                && r.id.handler == answer::RAW_HANDLER
+                && r.id.wait == row.id.wait
+                && r.id.pin == row.id.pin
+                && r.id.transport == row.id.transport
+        })
+        .min_by_key(|r| r.rtt_ns.p50);
+    let mut parts = Vec::new();
+    if let Some(floor) = floor {
+        parts.push(format!("raw floor p50 {} (bytes only)", format::ns(floor)));
+    }
+    if let Some(raw) = raw.filter(|r| r.id.handler != row.id.handler) {
+        parts.push(format!(
+            "echo-raw p50 {} (server converts nothing, {})",
+            format::ns(raw.rtt_ns.p50),
+            raw.id.path
+        ));
+    }
+    if !parts.is_empty() {
+        writeln!(out, "  not your case: {}", parts.join("; "))?;
+    }
+    Ok(judged)
 }
 
 /// A ratio below this is explained in the verdict: a row should not beat the raw floor of
@@ -512,7 +587,7 @@ mod tests {
     use crate::report::key::RowId;
 
     fn row(transport: &str, wait: &str, elements: u64, p50: u64) -> Row {
-        let p = crate::report::Percentiles { p50, ..Default::default() };
+        let p = crate::report::model::Percentiles { p50, ..Default::default() };
         Row {
             id: RowId {
                 dtype: Workload::F64,

@@ -1,44 +1,13 @@
-//! Comparing two reports.
-//!
-//! Rows of A and B are matched by (dtype, elements, path, handler, wait, pin, transport),
-//! baselines by (bytes, transport, wait, pin). How a matched pair is judged depends on the
-//! [`Mode`]:
-//!
-//! - [`Mode::Paired`] (the default of `peer compare`): a row is judged against its own floor
-//!   from the same run ([`peerpipe::pairing`]), so two runs taken while the machine ran at
-//!   different speeds compare correctly. Floors measure the machine and are shown, not judged.
-//!
-//!   When both reports found the machine's states ([`super::states`]), like is compared with
-//!   like: a row is judged on its figures in a state both reports ran in
-//!   ([`states::shared_states`]) — of those, the one where the row has most rounds in both —
-//!   and on the time it adds to its floor there ([`StateFigures::added_ns`]). It differs when
-//!   the change of that added time (B − A) exceeds the absolute threshold, exceeds the
-//!   relative threshold of A's round trip in that state (A's floor p50 there plus A's added
-//!   time), and the two 95 % intervals of the added times do not overlap. A cost added to
-//!   every call (a server 500 ns slower) reads as its own size in any state, where a ratio to
-//!   a noisy floor can hide it; the ratios are shown as context. A row that ran in no shared
-//!   state is not judged ([`Outcome::OtherState`]), and reports that share no state at all
-//!   have nothing to compare ([`Comparison::no_state_in_common`]).
-//!
-//!   Reports from before states are judged on their rows' overall ratios, as they always
-//!   were: a row differs when the change of its ratio, converted to time at the mean p50 of
-//!   the two floors, exceeds the absolute threshold, the ratio moved by more than the
-//!   relative threshold, and the two ratios' 95 % intervals do not overlap. A row without a
-//!   paired ratio in either file (a report from before pairing) is judged absolutely.
-//! - [`Mode::Absolute`]: p50 round trips are compared, rows and floors alike; a pair differs
-//!   when its p50 moved by more than both thresholds and more than the noise, the larger
-//!   spread (max − min) of the per-round p50s in either file.
+//! Matching two reports' rows and floors, and judging each matched pair by the rules of the
+//! [module documentation](super): what [`compare`] finds, as a [`Comparison`].
 
 use std::time::Duration;
 
 use peerpipe::pairing::PairedDifference;
 
-use super::states::{self, MachineState, StateFigures};
-use super::{BaselineRow, Report, Row};
+use crate::report::model::{BaselineRow, MachineState, Report, Row};
+use crate::report::states::{self, StateFigures};
 use peerpipe::transport::TransportKind;
-
-mod text;
-pub use text::render;
 
 /// Thresholds a difference must exceed (both) to be reported.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -237,8 +206,8 @@ pub struct Comparison {
     /// when they are two states ([`states::same_state_ns`] is false): the machine was in
     /// different states, and the times and ratios of transfer-bound rows move with that.
     pub states_differ: Option<(u64, u64)>,
-    /// The clocks A and B were timed with ([`super::Machine::clock`]) when they are of
-    /// different kinds: the split's spans can move by tens of ns between the two.
+    /// The clocks A and B were timed with ([`Machine::clock`](crate::report::Machine::clock)) when
+    /// they are of different kinds: the split's spans can move by tens of ns between the two.
     pub clocks_differ: Option<(String, String)>,
     /// Paired mode with machine states in both reports: their states and which they share,
     /// the states rows were judged in. `None` otherwise (absolute mode, a report from before
@@ -250,7 +219,7 @@ pub struct Comparison {
 /// The machine states of two reports, and which they share.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StatesCompared {
-    /// A's states ([`super::Machine::states`]).
+    /// A's states ([`Machine::states`](crate::report::Machine::states)).
     pub a: Vec<MachineState>,
     /// B's states.
     pub b: Vec<MachineState>,
@@ -386,7 +355,7 @@ enum View {
 /// states), their figures in the shared state where both have most rounds (the faster state
 /// on a tie); else their overall figures.
 fn paired_view(a: &Report, x: &Row, b: &Report, y: &Row, shared: Option<&[(u32, u32)]>) -> View {
-    let (in_x, in_y) = (x.state_figures(), y.state_figures());
+    let (in_x, in_y) = (states::figures(&x.rounds), states::figures(&y.rounds));
     let Some(shared) = shared.filter(|_| !in_x.is_empty() && !in_y.is_empty()) else {
         return paired_change(a, x, b, y).map_or(View::Unpaired, View::Paired);
     };
@@ -435,8 +404,8 @@ fn paired_change(a: &Report, x: &Row, b: &Report, y: &Row) -> Option<PairedChang
         b_ci: y.ratio_ci?,
         floor_ns: (fa + fb) as f64 / 2.0,
         a_floor_ns: fa as f64,
-        a_added: x.headline_figures().as_ref().and_then(added),
-        b_added: y.headline_figures().as_ref().and_then(added),
+        a_added: states::headline_figures(&x.rounds).as_ref().and_then(added),
+        b_added: states::headline_figures(&y.rounds).as_ref().and_then(added),
         states: None,
     })
 }
@@ -578,5 +547,7 @@ fn judge(a: u64, b: u64, noise: u64, thresholds: Thresholds) -> Outcome {
     }
 }
 
+// The rules' tests stand beside this file, in `tests.rs`, and see its private helpers.
 #[cfg(test)]
+#[path = "tests.rs"]
 mod tests;

@@ -1,0 +1,43 @@
+//! Comparing two reports.
+//!
+//! Rows of A and B are matched by (dtype, elements, path, handler, wait, pin, transport),
+//! baselines by (bytes, transport, wait, pin). How a matched pair is judged depends on the
+//! [`Mode`]:
+//!
+//! - [`Mode::Paired`] (the default of `peer compare`): a row is judged against its own floor
+//!   from the same run ([`peerpipe::pairing`]), so two runs taken while the machine ran at
+//!   different speeds compare correctly. Floors measure the machine and are shown, not judged.
+//!
+//!   When both reports found the machine's states ([`states`](super::states)), like is compared
+//!   with like: a row is judged on its figures in a state both reports ran in
+//!   ([`states::shared_states`](super::states::shared_states)) — of those, the one where the row
+//!   has most rounds in both — and on the time it adds to its floor there
+//!   ([`StateFigures::added_ns`](super::states::StateFigures::added_ns)). It differs when the
+//!   change of that added time (B − A) exceeds the absolute threshold, exceeds the relative
+//!   threshold of A's round trip in that state (A's floor p50 there plus A's added time), and the
+//!   two 95 % intervals of the added times do not overlap. A cost added to every call (a server 500
+//!   ns slower) reads as its own size in any state, where a ratio to a noisy floor can hide it; the
+//!   ratios are shown as context. A row that ran in no shared state is not judged
+//!   ([`Outcome::OtherState`]), and reports that share no state at all have nothing to compare
+//!   ([`Comparison::no_state_in_common`]).
+//!
+//!   Reports from before states are judged on their rows' overall ratios, as they always
+//!   were: a row differs when the change of its ratio, converted to time at the mean p50 of
+//!   the two floors, exceeds the absolute threshold, the ratio moved by more than the
+//!   relative threshold, and the two ratios' 95 % intervals do not overlap. A row without a
+//!   paired ratio in either file (a report from before pairing) is judged absolutely.
+//! - [`Mode::Absolute`]: p50 round trips are compared, rows and floors alike; a pair differs
+//!   when its p50 moved by more than both thresholds and more than the noise, the larger
+//!   spread (max − min) of the per-round p50s in either file.
+//!
+//! `judge.rs` matches and judges the pairs, `text.rs` writes the result ([`render`]); this
+//! file only names them.
+
+mod judge;
+mod text;
+
+pub use judge::{
+    Comparison, Mode, Outcome, Pair, PairedChange, StatesCompared, Thresholds, compare,
+    usual_probe_ns,
+};
+pub use text::render;
