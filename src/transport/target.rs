@@ -3,7 +3,7 @@
 
 use std::io::IoSliceMut;
 
-use super::Link;
+use super::link::Link;
 use crate::error::Result;
 use crate::frame::HEADER_LEN;
 

@@ -1,4 +1,7 @@
+use std::time::{Duration, Instant};
+
 use super::*;
+use crate::transport::deadline::timespec_for;
 
 #[test]
 fn timeout_reaches_the_kernel_with_its_nanoseconds_intact() {
