@@ -46,6 +46,12 @@ impl Fake {
     }
 }
 
+impl Default for Fake {
+    fn default() -> Fake {
+        Fake::shared_core()
+    }
+}
+
 impl Cpus for Fake {
     fn current(&mut self) -> Option<usize> {
         Some(self.here)

@@ -47,13 +47,6 @@ fn shared(file: &'static OnceLock<Option<File>>, path: &str) -> Option<&'static 
     file.get_or_init(|| File::open(path).ok()).as_ref()
 }
 
-/// Reads the start of a small file (a `/proc` entry) into `buf`: the text read, if any.
-fn read_small<'b>(path: &std::path::Path, buf: &'b mut [u8]) -> Option<&'b str> {
-    use std::io::Read;
-    let n = File::open(path).ok()?.read(buf).ok()?;
-    std::str::from_utf8(&buf[..n]).ok()
-}
-
 /// Reads an open `/proc` file from its start into `buf`: the text read, if any.
 fn read_at_start<'b>(file: &File, buf: &'b mut [u8]) -> Option<&'b str> {
     let n = file.read_at(buf, 0).ok()?;
@@ -91,7 +84,7 @@ impl Cpus for Os {
         let mut buf = [0u8; 1024];
         let stat = match &self.kept {
             Some(file) => read_at_start(file, &mut buf)?,
-            None => read_small(&self.peer_stat, &mut buf)?,
+            None => read_at_start(&File::open(&self.peer_stat).ok()?, &mut buf)?,
         };
         // The fields after the command name (which may hold spaces and parentheses, so the
         // last `)` ends it) start at field 3, the state (`R`: running or runnable); field 39

@@ -1,66 +1,58 @@
-//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`] (docs/WAITING.md), applied before and
-//! after each wait, and what they watch of the peer.
+//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`], applied before and after each wait, and
+//! what they watch of the peer. docs/WAITING.md states each rule and what it was measured to
+//! fix; the names below are theirs.
 
 use std::time::{Duration, Instant};
 
 use super::DEFAULT_SPIN_BUDGET;
 use crate::transport::auto_counts::AutoCounts;
-use crate::transport::backoff::Backoff;
+use crate::transport::backoff::{Backoff, Countdown};
 use crate::transport::placement::{Cpus, Os, Placement};
 
-/// Longest spin: 500 µs, doubled up to from [`DEFAULT_SPIN_BUDGET`].
+/// Longest spin, doubled up to from [`DEFAULT_SPIN_BUDGET`]: 500 µs.
 pub(crate) const AUTO_MAX_SPIN_BUDGET: Duration = Duration::from_micros(500);
 /// How often a spin yields the CPU to see whether another task wants it: every 20 µs.
 pub(crate) const AUTO_SPIN_YIELD_EVERY: Duration = Duration::from_micros(20);
 /// Misses in a row after which waits stop spinning: 2.
 pub(crate) const AUTO_MISSES_TO_BLOCK: u32 = 2;
-/// Longest sleep or yield that counts as cheap, the core handed to a peer that shares it and
-/// back: 20 µs.
+/// Longest sleep or yield that is cheap (the core handed to the peer and back): 20 µs.
 pub(crate) const AUTO_CHEAP_SLEEP: Duration = Duration::from_micros(20);
 /// A yield that took longer than this ran another task first: 3 µs.
 pub(crate) const AUTO_YIELD_RAN_ANOTHER: Duration = Duration::from_micros(3);
-/// Dear sleeps in a row after which a sleeping connection spins again: 2 at first, up to 16.
+/// Dear sleeps in a row after which waits spin again: 2 at first, doubling up to 16.
 pub(crate) const AUTO_DEAR_SLEEPS_TO_SPIN: u32 = 2;
-/// The most dear sleeps in a row that spinning waits for.
 pub(crate) const AUTO_MAX_DEAR_SLEEPS_TO_SPIN: u32 = 16;
-/// Shortest spin of a probe: 5 µs.
+/// Bounds of a probe's spin: 5 µs and 200 µs.
 pub(crate) const AUTO_MIN_PROBE_BUDGET: Duration = Duration::from_micros(5);
-/// Longest spin of a probe: 200 µs.
 pub(crate) const AUTO_MAX_PROBE_BUDGET: Duration = Duration::from_micros(200);
-/// Waits before the first probe, and the first distance between yield probes: 4.
+/// Waits to the first probe, and the first distance between yield probes: 4.
 pub(crate) const AUTO_FIRST_PROBE: u32 = 4;
-/// Longest distance between two probes, in waits: 1024.
+/// Longest distance between two probes, and between two yield probes, in waits.
 pub(crate) const AUTO_MAX_PROBE: u32 = 1024;
-/// Longest distance between two yield probes, in waits: 16384.
 pub(crate) const AUTO_MAX_YIELD_PROBE: u32 = 16384;
-/// How often the two affinity masks are read while they do not confine the two to one CPU.
+/// How often the two affinity masks are read: every second, every 10 ms while they confine the
+/// two to one CPU, and first 10 ms after the watch starts.
 pub(crate) const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
-/// How often they are read while they do, and the first time, after a watch starts.
 pub(crate) const CONFINED_RECHECK: Duration = Duration::from_millis(10);
 
-/// How a wait goes on once its first poll found nothing ([`AutoWaiter::before_wait`]).
+/// How a wait goes on once its first poll found nothing: how long it spins (zero: not at
+/// all), and whether it yields the CPU (every [`AUTO_SPIN_YIELD_EVERY`] of its spin, and once
+/// before it sleeps).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Plan {
-    /// How long it spins (zero: it does not).
     pub budget: Duration,
-    /// Whether it yields the CPU: once after its spin (or before it sleeps), and every
-    /// [`AUTO_SPIN_YIELD_EVERY`] of its spin.
     pub yields: bool,
 }
 
-/// What one wait saw, for [`AutoWaiter::after_wait`].
+/// What one wait saw: its [`Plan::budget`]; how long from its first empty poll to its data;
+/// whether it slept; whether a yield ran another task first (the core is wanted); whether it
+/// yielded, and a yield took longer than [`AUTO_CHEAP_SLEEP`] (another task held the core).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WaitSeen {
-    /// Its [`Plan::budget`].
     pub budget: Duration,
-    /// From its first empty poll to its data.
     pub waited: Duration,
-    /// Whether it slept in the kernel.
     pub slept: bool,
-    /// Whether a yield ran another task first: the core is wanted.
     pub contended: bool,
-    /// Whether it yielded, and whether a yield took longer than [`AUTO_CHEAP_SLEEP`] (another
-    /// task than the peer held the core).
     pub yielded: bool,
     pub dear_yield: bool,
 }
@@ -77,38 +69,49 @@ impl WaitSeen {
     }
 }
 
-/// Whether waits spin, with what each way needs.
+/// Whether waits spin, with what each way counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Waits spin `budget`; `misses` in a row so far; whether a spin hit since spinning
-    /// resumed; `unconfirmed`: resumed by dear sleeps, the peer not looked at yet.
+    /// Waits spin `budget`, after `misses` in a row; whether a spin hit since spinning resumed;
+    /// `unconfirmed`: resumed by dear sleeps, the peer not looked at yet.
     Spinning { budget: Backoff<Duration>, misses: u32, hit_since_resumed: bool, unconfirmed: bool },
-    /// Waits sleep at once: `dear_sleeps` in a row so far, `until_probe` waits to the next probe.
-    Sleeping { dear_sleeps: u32, until_probe: u32 },
+    /// Waits sleep at once, after `dear_sleeps` in a row.
+    Sleeping { dear_sleeps: u32 },
 }
 
-/// What a waiter watches of a known peer: when it reads the two masks next, and where this
-/// thread runs.
+impl Mode {
+    fn spinning(hit_since_resumed: bool, unconfirmed: bool) -> Mode {
+        let budget = Backoff::new(DEFAULT_SPIN_BUDGET, AUTO_MAX_SPIN_BUDGET);
+        Mode::Spinning { budget, misses: 0, hit_since_resumed, unconfirmed }
+    }
+}
+
+/// What is watched of a known peer: when the two masks are read next; where this thread runs.
 #[derive(Debug)]
 struct Watch {
     next_masks: Instant,
     placement: Placement,
 }
 
-/// What [`super::Wait::Auto`] has learned of one connection, what its waits saw, and what it
-/// reads of the system (`C`), applying the rules of docs/WAITING.md.
+impl Watch {
+    fn from(now: Instant) -> Box<Watch> {
+        Box::new(Watch { next_masks: now + CONFINED_RECHECK, placement: Placement::new() })
+    }
+}
+
+/// What [`super::Wait::Auto`] learned of one connection and counted of its waits, and what it
+/// reads of the system (`C`).
 #[derive(Debug)]
 pub struct AutoWaiter<C = Os> {
     mode: Mode,
     dear_sleeps_to_spin: Backoff<u32>,
-    /// Waits from the switch to sleeping, or a failed probe, to the next probe.
-    probe_interval: Backoff<u32>,
+    /// Waits to the next probe while sleeping.
+    probe: Countdown,
+    /// Whether a wait that does not spin yields first; while not, waits to the next that does.
+    yields: bool,
+    yield_probe: Countdown,
     /// Running average (1/8 to the newest) of the sleeps; zero until one.
     slept_average: Duration,
-    /// Waits until a wait that does not spin yields first again (`None`: each one does), and
-    /// how far apart such yield probes are.
-    until_yield_probe: Option<u32>,
-    yield_probe_interval: Backoff<u32>,
     /// Whether this side and its peer may run on one CPU only, the same one.
     confined: bool,
     counts: AutoCounts,
@@ -137,13 +140,7 @@ impl AutoWaiter {
     /// Watches process `peer` from now on, its `/proc/PID/stat` kept open when `keep_file`.
     pub(crate) fn watch_peer(&mut self, peer: u32, keep_file: bool) {
         self.cpus = Os::new(peer, keep_file);
-        self.peer = Some(Box::new(Watch::from(Instant::now())));
-    }
-}
-
-impl Watch {
-    fn from(now: Instant) -> Watch {
-        Watch { next_masks: now + CONFINED_RECHECK, placement: Placement::new() }
+        self.peer = Some(Watch::from(Instant::now()));
     }
 }
 
@@ -151,28 +148,23 @@ impl<C: Cpus> AutoWaiter<C> {
     /// Knows nothing yet; reads the system through `cpus`; watches the peer from `watch_from`.
     pub(crate) fn new(cpus: C, watch_from: Option<Instant>) -> AutoWaiter<C> {
         AutoWaiter {
-            mode: Mode::Spinning {
-                budget: Backoff::new(DEFAULT_SPIN_BUDGET, AUTO_MAX_SPIN_BUDGET),
-                misses: 0,
-                hit_since_resumed: true,
-                unconfirmed: false,
-            },
+            mode: Mode::spinning(true, false),
             dear_sleeps_to_spin: Backoff::new(
                 AUTO_DEAR_SLEEPS_TO_SPIN,
                 AUTO_MAX_DEAR_SLEEPS_TO_SPIN,
             ),
-            probe_interval: Backoff::new(AUTO_FIRST_PROBE, AUTO_MAX_PROBE),
+            probe: Countdown::new(AUTO_FIRST_PROBE, AUTO_MAX_PROBE),
+            yields: true,
+            yield_probe: Countdown::new(AUTO_FIRST_PROBE, AUTO_MAX_YIELD_PROBE),
             slept_average: Duration::ZERO,
-            until_yield_probe: None,
-            yield_probe_interval: Backoff::new(AUTO_FIRST_PROBE, AUTO_MAX_YIELD_PROBE),
             confined: false,
             counts: AutoCounts::default(),
             cpus,
-            peer: watch_from.map(|now| Box::new(Watch::from(now))),
+            peer: watch_from.map(Watch::from),
         }
     }
 
-    /// Forgets what it learned and counted; keeps watching the peer.
+    /// Forgets what it learned and counted; goes on watching the peer.
     pub(crate) fn restart(&mut self)
     where
         C: Default,
@@ -197,8 +189,8 @@ impl<C: Cpus> AutoWaiter<C> {
         Plan { budget, yields: !budget.is_zero() || self.yields_before_sleeping() }
     }
 
-    /// Learns from a wait that ended at `now`. A wait that gave up the core tells a watched
-    /// peer's placement, and spinning resumes when it moved this thread to an idle CPU.
+    /// Learns from a wait that ended at `now`. One that gave up the core tells a watched peer's
+    /// placement, and spinning resumes when that moved this thread to an idle CPU.
     pub(crate) fn after_wait(&mut self, seen: &WaitSeen, now: Instant) {
         self.record(seen);
         let gave_up_the_core = seen.slept || (seen.yielded && seen.contended);
@@ -212,13 +204,13 @@ impl<C: Cpus> AutoWaiter<C> {
         }
     }
 
-    /// Where a spin would start on dear sleeps or a probe alone, whether the peer last ran on
-    /// this thread's CPU, where a spin would only keep it from running: then spinning stops
-    /// again, or the probe is put off twice as far.
+    /// Where a spin would start on dear sleeps or a probe alone: if the peer last ran on this
+    /// thread's CPU, a spin would only keep it from running, so spinning stops again or the
+    /// probe is put off.
     fn look_at_peer(&mut self) {
         let due = match self.mode {
             Mode::Spinning { unconfirmed, .. } => unconfirmed,
-            Mode::Sleeping { until_probe, .. } => until_probe == 0,
+            Mode::Sleeping { .. } => self.probe.left == 0,
         };
         if !due || self.confined {
             return;
@@ -226,50 +218,36 @@ impl<C: Cpus> AutoWaiter<C> {
         let here = self.cpus.current();
         if here.is_some_and(|here| self.cpus.peer().is_some_and(|(peer, _)| peer == here)) {
             self.counts.kept_asleep += 1;
-            match &mut self.mode {
+            match self.mode {
                 Mode::Spinning { .. } => self.stop_spinning(),
-                Mode::Sleeping { until_probe, .. } => {
-                    self.probe_interval.double();
-                    *until_probe = self.probe_interval.get();
-                }
+                Mode::Sleeping { .. } => self.probe.put_off(),
             }
         } else if let Mode::Spinning { unconfirmed, .. } = &mut self.mode {
             *unconfirmed = false;
         }
     }
 
-    /// The spin budget of a wait that starts now: the spinning budget, a probe's, or zero.
+    /// The spin budget of a wait that starts now: the spinning budget, a due probe's (the
+    /// average sleep, within bounds), or zero.
     fn budget(&mut self) -> Duration {
-        match &mut self.mode {
+        match self.mode {
             _ if self.confined => Duration::ZERO,
             Mode::Spinning { budget, .. } => budget.get(),
-            Mode::Sleeping { until_probe: 0, .. } => self.probe_budget(),
-            Mode::Sleeping { until_probe, .. } => {
-                *until_probe -= 1;
-                Duration::ZERO
-            }
+            Mode::Sleeping { .. } if self.probe.due() => self.probe_budget(),
+            Mode::Sleeping { .. } => Duration::ZERO,
         }
     }
 
-    /// A probe's budget: the running average of the sleeps, within its bounds.
     fn probe_budget(&self) -> Duration {
         self.slept_average.clamp(AUTO_MIN_PROBE_BUDGET, AUTO_MAX_PROBE_BUDGET)
     }
 
-    /// Whether a wait that does not spin yields the CPU first: while yields pay, and as a yield
-    /// probe now and then after one did not; never while confined.
+    /// Whether a wait that does not spin yields the CPU first: never while confined.
     fn yields_before_sleeping(&mut self) -> bool {
-        match &mut self.until_yield_probe {
-            _ if self.confined => false,
-            None | Some(0) => true,
-            Some(until) => {
-                *until -= 1;
-                false
-            }
-        }
+        !self.confined && (self.yields || self.yield_probe.due())
     }
 
-    /// Learns from one wait (docs/WAITING.md).
+    /// Learns from one wait.
     fn record(&mut self, seen: &WaitSeen) {
         let asleep = seen.asleep();
         if seen.slept {
@@ -282,8 +260,10 @@ impl<C: Cpus> AutoWaiter<C> {
         self.counts.contended += u64::from(seen.contended);
         if seen.budget.is_zero() {
             self.counts.slept_at_once += 1;
-            self.learn_from_yield(seen);
-            if let (false, Mode::Sleeping { dear_sleeps, .. }) = (self.confined, &mut self.mode) {
+            if seen.yielded {
+                self.learn_from_yield(seen);
+            }
+            if let (false, Mode::Sleeping { dear_sleeps }) = (self.confined, &mut self.mode) {
                 *dear_sleeps = if dear { *dear_sleeps + 1 } else { 0 };
                 if *dear_sleeps >= self.dear_sleeps_to_spin.get() {
                     self.start_spinning(true);
@@ -292,95 +272,78 @@ impl<C: Cpus> AutoWaiter<C> {
             return;
         }
         let hit = !seen.slept && !seen.contended && seen.waited <= seen.budget;
+        // Spinning was right: it paid, or it harmed no one and sleeping was dear.
+        let right = hit || (dear && !seen.contended);
         self.counts.spun += 1;
         self.counts.hits += u64::from(hit);
         if hit {
             self.dear_sleeps_to_spin.reset();
         }
-        // Spinning was right: it paid, or it harmed no one and sleeping was dear.
-        let right = hit || (dear && !seen.contended);
-        let (budget, misses, hit_since_resumed) = match &mut self.mode {
-            Mode::Spinning { budget, misses, hit_since_resumed, .. } => {
-                (budget, misses, hit_since_resumed)
+        let Mode::Spinning { budget, misses, hit_since_resumed, .. } = &mut self.mode else {
+            self.counts.probes += 1;
+            if right {
+                self.start_spinning(false)
+            } else {
+                self.probe.put_off()
             }
-            Mode::Sleeping { until_probe, .. } => {
-                self.counts.probes += 1;
-                if right {
-                    self.start_spinning(false);
-                } else {
-                    self.probe_interval.double();
-                    *until_probe = self.probe_interval.get();
-                }
-                return;
-            }
+            return;
         };
-        if hit {
-            *hit_since_resumed = true;
-            if seen.waited * 4 < budget.get() {
-                budget.halve();
-            }
+        *hit_since_resumed |= hit;
+        if hit && seen.waited * 4 < budget.get() {
+            budget.halve();
         }
-        // A dear sleep after a harmless spin lengthens the spin unless other work holds the
-        // CPUs; the machine is asked only where its answer changes what happens.
+        // After a harmless spin, a dear sleep short enough to spin through lengthens the spin,
+        // unless other work holds the CPUs: the machine is asked only where that answer counts.
         let near = asleep <= 2 * AUTO_MAX_SPIN_BUDGET;
         let crowded = right && !hit && (near || !budget.at_floor()) && self.cpus.crowded();
         if crowded {
             budget.reset();
         }
         let longer = right && !hit && !crowded && near;
-        if right && !(longer && budget.at_ceiling()) {
-            if longer {
-                budget.double();
-            }
-            *misses = 0;
-        } else {
+        if !right || (longer && budget.at_ceiling()) {
             *misses += 1;
             if *misses >= AUTO_MISSES_TO_BLOCK {
                 self.counts.stopped_spinning += 1;
                 self.stop_spinning();
             }
+        } else {
+            if longer {
+                budget.double();
+            }
+            *misses = 0;
         }
     }
 
-    /// Learns from a wait that did not spin whether yielding first pays: a dear yield stops
-    /// it and puts the next yield probe twice as far off; a probe whose yield brought the data
-    /// cheaply starts it again, the probes back half as far.
+    /// Learns from a wait that yielded before it would sleep: a dear yield stops such yields,
+    /// the next yield probe twice as far off; a probe whose yield brought the data cheaply starts
+    /// them again, the probes half as far apart.
     fn learn_from_yield(&mut self, seen: &WaitSeen) {
-        if !seen.yielded {
-            return;
-        }
         if seen.dear_yield {
             self.counts.dear_yields += 1;
-            self.yield_probe_interval.double();
-            self.until_yield_probe = Some(self.yield_probe_interval.get());
-        } else if self.until_yield_probe.is_some() {
-            if seen.slept {
-                self.until_yield_probe = Some(self.yield_probe_interval.get());
-            } else {
-                self.until_yield_probe = None;
-                self.yield_probe_interval.halve();
-            }
+            self.yields = false;
+            self.yield_probe.put_off();
+        } else if !self.yields && seen.slept {
+            self.yield_probe.rearm();
+        } else if !self.yields {
+            self.yields = true;
+            self.yield_probe.every.halve();
         }
     }
 
     /// Spins from the next wait on, at the default budget; probes come half as far apart.
     fn start_spinning(&mut self, unconfirmed: bool) {
-        self.mode = Mode::Spinning {
-            budget: Backoff::new(DEFAULT_SPIN_BUDGET, AUTO_MAX_SPIN_BUDGET),
-            misses: 0,
-            hit_since_resumed: false,
-            unconfirmed,
-        };
-        self.probe_interval.halve();
+        self.mode = Mode::spinning(false, unconfirmed);
+        self.probe.every.halve();
     }
 
-    /// Sleeps from the next wait on, the first probe `probe_interval` waits off; without a hit
-    /// since spinning resumed, the dear sleeps that resume it double.
+    /// Sleeps from the next wait on, the next probe `probe.every` waits off; without a hit since
+    /// spinning resumed, the dear sleeps that resume it double.
     fn stop_spinning(&mut self) {
         if let Mode::Spinning { hit_since_resumed: false, .. } = self.mode {
             self.dear_sleeps_to_spin.double();
         }
-        self.mode = Mode::Sleeping { dear_sleeps: 0, until_probe: self.probe_interval.get() };
+        self.mode = Mode::Sleeping { dear_sleeps: 0 };
+        self.probe.rearm();
     }
 }
 

@@ -19,22 +19,16 @@ pub(crate) struct Waits {
 }
 
 /// Where a wait stands: when its first poll found nothing, how long it may spin before it
-/// sleeps (`None`: until its deadline), whether it yields before sleeping, whether it has
-/// yielded (and whether that ran another task, and for longer than a cheap sleep) or slept,
-/// how many polls since the clock was read, and when it was last read.
+/// sleeps (`None`: until its deadline), whether it yields, what it saw so far, how many polls
+/// since the clock was read and when it was last read, how many yields in its spin so far.
 #[derive(Debug, Default)]
 pub(crate) struct Waiting {
     started: Option<Instant>,
     clock_read: Option<Instant>,
     budget: Option<Duration>,
-    /// Whether it yields once before it sleeps (always after a spin under [`Wait::Auto`]).
     yields: bool,
-    yielded: bool,
-    contended: bool,
-    dear_yield: bool,
-    slept: bool,
+    seen: WaitSeen,
     polls: u32,
-    /// Yields so far in the middle of this wait's spin (see [`AUTO_SPIN_YIELD_EVERY`]).
     spin_yields: u32,
 }
 
@@ -89,7 +83,7 @@ impl Waits {
         let spun = now.duration_since(started);
         // A spin ends at its budget, or at a yield that ran another task.
         let keep_spinning =
-            near_deadline || (!spin.yielded && spin.budget.is_none_or(|budget| spun < budget));
+            near_deadline || (!spin.seen.yielded && spin.budget.is_none_or(|budget| spun < budget));
         if keep_spinning {
             if spin.yields
                 && !near_deadline
@@ -101,25 +95,26 @@ impl Waits {
                 spin.spin_yields += 1;
                 let (ran_another, dear) = yield_cpu();
                 if ran_another {
-                    (spin.yielded, spin.contended, spin.dear_yield) = (true, true, dear);
+                    (spin.seen.yielded, spin.seen.contended, spin.seen.dear_yield) =
+                        (true, true, dear);
                 }
             } else {
                 std::hint::spin_loop();
             }
             return Ok(());
         }
-        if spin.yields && !spin.yielded {
+        if spin.yields && !spin.seen.yielded {
             // The spin ran out, or this wait does not spin: hand the CPU to whoever wants it,
             // once, and see whether someone did (the peer, when the two share this core: it
             // then usually answers before the yield returns), then poll again.
-            spin.yielded = true;
-            (spin.contended, spin.dear_yield) = yield_cpu();
+            spin.seen.yielded = true;
+            (spin.seen.contended, spin.seen.dear_yield) = yield_cpu();
             return Ok(());
         }
         if at.is_some() {
             crate::sys::tighten_timer_slack();
         }
-        spin.slept = true;
+        spin.seen.slept = true;
         link.sleep(direction, at.map(|at| at - DEADLINE_SPIN))
     }
 
@@ -134,18 +129,11 @@ impl Waits {
                 // and one clock read fewer per wait where both sides spin. A wait that yielded
                 // or slept is timed to its end: its length past the spin decides what it was.
                 let now = match spin.clock_read {
-                    Some(read) if !spin.slept && !spin.yielded => read,
+                    Some(read) if !spin.seen.slept && !spin.seen.yielded => read,
                     _ => Instant::now(),
                 };
-                let seen = WaitSeen {
-                    budget: spin.budget.unwrap_or(Duration::MAX),
-                    waited: now.duration_since(started),
-                    slept: spin.slept,
-                    contended: spin.contended,
-                    yielded: spin.yielded,
-                    dear_yield: spin.dear_yield,
-                };
-                self.auto.after_wait(&seen, now);
+                let (budget, waited) = (spin.budget.unwrap_or_default(), now - started);
+                self.auto.after_wait(&WaitSeen { budget, waited, ..spin.seen }, now);
             }
             *spin = Waiting::default();
         }

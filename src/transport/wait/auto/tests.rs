@@ -1,5 +1,5 @@
 use super::*;
-use crate::transport::placement::fake::Fake;
+use crate::transport::placement::fake::{Fake, Reads};
 
 const US: Duration = Duration::from_micros(1);
 
@@ -10,15 +10,15 @@ fn waiter() -> AutoWaiter<Fake> {
 
 /// What a waiter has learned, to compare.
 fn learned(auto: &AutoWaiter<Fake>) -> impl PartialEq + std::fmt::Debug + use<> {
-    let AutoWaiter { mode, dear_sleeps_to_spin, probe_interval, slept_average, .. } = auto;
-    let yields = (auto.until_yield_probe, auto.yield_probe_interval, auto.confined);
-    (*mode, *dear_sleeps_to_spin, *probe_interval, *slept_average, yields)
+    let AutoWaiter { mode, dear_sleeps_to_spin, probe, slept_average, .. } = auto;
+    let yields = (auto.yields, auto.yield_probe, auto.confined);
+    (*mode, *dear_sleeps_to_spin, *probe, *slept_average, yields)
 }
 
 /// Where the peer runs, as a scripted partner: what one wait sees, given how long it may
 /// spin before it yields and sleeps.
-#[derive(Clone, Copy)]
-enum Partner {
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Partner {
     /// On another CPU, answering `after` the wait starts whatever the waiter does.
     Elsewhere { after: Duration },
     /// On this CPU: it runs only once the waiter yields or sleeps, then answers `service`
@@ -30,7 +30,7 @@ enum Partner {
 }
 
 impl Partner {
-    fn wait(self, budget: Duration) -> WaitSeen {
+    pub(super) fn wait(self, budget: Duration) -> WaitSeen {
         let seen = |waited, slept, contended| WaitSeen {
             budget,
             waited,
@@ -341,10 +341,10 @@ fn a_probe_spins_as_long_as_the_sleeps_took_within_its_bounds() {
 fn probes_grow_rarer_while_they_fail_and_sooner_after_one_pays() {
     let mut auto = waiter();
     run(&mut auto, Partner::SameCore { service: 3 * US }, 50_000);
-    assert_eq!(auto.probe_interval.get(), AUTO_MAX_PROBE);
+    assert_eq!(auto.probe.every.get(), AUTO_MAX_PROBE);
     run(&mut auto, Partner::Elsewhere { after: 2 * US }, AUTO_MAX_PROBE + 1);
     assert!(auto.is_spinning());
-    assert_eq!(auto.probe_interval.get(), AUTO_MAX_PROBE / 2);
+    assert_eq!(auto.probe.every.get(), AUTO_MAX_PROBE / 2);
 }
 
 #[test]
@@ -478,4 +478,139 @@ fn a_side_confined_with_its_peer_to_one_cpu_never_yields_first() {
     assert!((0..1000).all(|_| !auto.yields_before_sleeping()));
     auto.confined = false;
     assert!(auto.yields_before_sleeping());
+}
+
+/// Between two waits: the peer's handling and this side's own work.
+pub(super) const GAP: Duration = Duration::from_micros(20);
+
+/// Reads of the machine over `waits` waits against `partner`, by a side that watches its peer
+/// on `fake`, on a clock that moves by each wait and [`GAP`] between two; and how long they took.
+pub(super) fn reads_over(fake: Fake, partner: Partner, waits: u32) -> (Reads, Duration) {
+    let start = Instant::now();
+    let (mut auto, mut now) = (AutoWaiter::new(fake, Some(start)), start);
+    for _ in 0..waits {
+        let seen = partner.wait(auto.before_wait(now).budget);
+        now += seen.waited;
+        auto.after_wait(&seen, now);
+        now += GAP;
+    }
+    (auto.cpus.reads, now - start)
+}
+
+/// The regimes of [`the_machine_is_read_only_where_the_answer_counts`]: a name, the machine,
+/// the peer, and how many waits.
+pub(super) fn regimes() -> [(&'static str, Fake, Partner, u32); 5] {
+    let machine = Fake::shared_core();
+    let busy = Fake { others: Some(1), ..machine.clone() };
+    [
+        (
+            "peer elsewhere",
+            Fake { peer: Some((1, true)), ..machine.clone() },
+            Partner::Elsewhere { after: 2 * US },
+            100_000,
+        ),
+        ("peer on this core", busy.clone(), Partner::SameCore { service: 3 * US }, 100_000),
+        (
+            "confined",
+            Fake { confined: true, allowed: vec![0], ..busy },
+            Partner::SameCore { service: 3 * US },
+            100_000,
+        ),
+        (
+            "slow peer",
+            Fake { peer: Some((1, false)), ..machine.clone() },
+            Partner::Asleep { wake: 2_000 * US },
+            10_000,
+        ),
+        (
+            "crowded",
+            Fake { peer: Some((1, false)), others: Some(3), ..machine },
+            Partner::Asleep { wake: 300 * US },
+            10_000,
+        ),
+    ]
+}
+
+#[test]
+fn the_machine_is_read_only_where_the_answer_counts() {
+    let [elsewhere, on_this_core, confined, slow, crowded] =
+        regimes().map(|(_, fake, partner, waits)| {
+            let (reads, took) = reads_over(fake, partner, waits);
+            (reads, waits, took.as_millis() as u32)
+        });
+    // Spinning hits: the masks once a second, nothing else.
+    let (reads, _, millis) = elsewhere;
+    assert_eq!(reads, Reads { masks: 1 + millis / 1000, ..Reads::default() });
+    // Sleeping beside the peer, busy work on the other CPU: a look at the peer before each
+    // probe, a look whether to move (/proc/loadavg) after 1024 hand-overs or 16 ms at most.
+    let (reads, waits, _) = on_this_core;
+    assert!(reads.peer_stat * 400 <= waits && reads.loadavg * 900 <= waits, "{reads:?}");
+    assert_eq!(reads.stat, 0, "no CPU to move to, no CPU times read");
+    // Confined: the masks every 10 ms; the peer only before the first look at them.
+    let (reads, waits, millis) = confined;
+    assert_eq!((reads.loadavg, reads.stat), (0, 0), "{reads:?}");
+    assert!(reads.peer_stat <= 8 && reads.masks <= millis / 10 + waits / 900, "{reads:?}");
+    // A peer too slow to spin for (every sleep dear): the masks once a second, nothing else.
+    let (reads, _, millis) = slow;
+    assert_eq!(reads, Reads { masks: 1 + millis / 1000, ..Reads::default() });
+    // A crowded machine, sleeps short enough to spin through: each one asks (the answer keeps
+    // the spin from doubling), with the mask it is compared with.
+    let (reads, waits, millis) = crowded;
+    assert_eq!((reads.loadavg, reads.peer_stat, reads.stat), (waits, 0, 0));
+    assert_eq!(reads.masks, waits + 1 + millis / 1000);
+}
+
+#[test]
+fn the_masks_are_read_10_ms_after_the_watch_starts_then_every_second_or_10_ms_while_confined() {
+    let start = Instant::now();
+    let mut auto = AutoWaiter::new(Fake { confined: true, ..Fake::shared_core() }, Some(start));
+    let masks_at = |auto: &mut AutoWaiter<Fake>, now| {
+        let before = auto.cpus.reads.masks;
+        let plan = auto.before_wait(now);
+        (auto.cpus.reads.masks - before, plan)
+    };
+    let spin = Plan { budget: DEFAULT_SPIN_BUDGET, yields: true };
+    let confined = Plan { budget: Duration::ZERO, yields: false };
+    assert_eq!(masks_at(&mut auto, start), (0, spin), "no look during a spawn's handshake");
+    let first = start + CONFINED_RECHECK;
+    assert_eq!(masks_at(&mut auto, first), (1, confined));
+    assert_eq!(masks_at(&mut auto, first + 9 * Duration::from_millis(1)), (0, confined));
+    assert_eq!(masks_at(&mut auto, first + CONFINED_RECHECK), (1, confined));
+    // Freed: looked at again a second later, spinning as before.
+    auto.cpus.confined = false;
+    let freed = first + 2 * CONFINED_RECHECK;
+    assert_eq!(masks_at(&mut auto, freed), (1, spin));
+    assert_eq!(masks_at(&mut auto, freed + CONFINED_RECHECK), (0, spin));
+    assert_eq!(masks_at(&mut auto, freed + CONFINEMENT_RECHECK), (1, spin));
+    // Without a watched peer, never.
+    let mut blind = waiter();
+    assert_eq!(masks_at(&mut blind, start + CONFINEMENT_RECHECK), (0, spin));
+}
+
+#[test]
+fn a_due_probe_is_put_off_only_when_the_peer_last_ran_on_this_cpu() {
+    let now = Instant::now() + CONFINED_RECHECK;
+    for (peer, put_off) in [(Some((0, true)), true), (Some((1, false)), false), (None, false)] {
+        let mut auto = AutoWaiter::new(Fake { peer, ..Fake::shared_core() }, Some(now));
+        run(&mut auto, Partner::SameCore { service: 3 * US }, AUTO_MISSES_TO_BLOCK);
+        auto.probe.left = 0;
+        let plan = auto.before_wait(now);
+        assert_eq!(plan.budget.is_zero(), put_off, "{peer:?}");
+        assert_eq!(auto.counts.kept_asleep, u64::from(put_off));
+        // Put off twice as far, this wait counted.
+        assert_eq!(auto.probe.left, if put_off { 2 * AUTO_FIRST_PROBE - 1 } else { 0 });
+    }
+}
+
+#[test]
+fn hand_overs_that_move_this_thread_to_an_idle_cpu_bring_the_spinning_back() {
+    // The peer on this core, the other CPU idle: cheap sleeps hand the core over.
+    let mut auto = AutoWaiter::new(Fake::shared_core(), Some(Instant::now()));
+    let (_, spun) = run(&mut auto, Partner::SameCore { service: 3 * US }, 2 + 4);
+    assert_eq!((spun, auto.moves(), auto.cpus.moves.clone()), (2, 1, vec![1]));
+    assert!(auto.is_spinning(), "spinning again on the CPU it moved to");
+    // Learning starts over with a new strategy; the watch and its moves stay.
+    auto.restart();
+    assert_eq!((auto.counts(), auto.moves()), (AutoCounts::default(), 1));
+    assert!(auto.peer.is_some());
 }
