@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 
 use super::backoff::Backoff;
 
+mod cpus;
 #[cfg(test)]
 pub(crate) mod fake;
 mod os;
+pub use cpus::Cpus;
 pub(crate) use os::Os;
 
 /// Hand-overs in a row after which a side looks whether to move: 4 (one may be a quick wake-up
@@ -32,34 +34,6 @@ pub(crate) const MAX_CHECK: Duration = Duration::from_millis(16);
 /// [`HAND_OVERS_TO_LOOK`] by each look that finds nothing to do, so that round trips in bursts
 /// far apart do not carry a look in every burst.
 pub(crate) const MAX_HAND_OVERS_TO_LOOK: u32 = 1024;
-
-/// What placement and the `auto` wait read of the system; [`Os`] is the real one.
-// `pub` in a crate-private module: it bounds `AutoWaiter`, which `Transport::auto_wait` returns.
-pub trait Cpus {
-    /// The CPU this thread runs on.
-    fn current(&mut self) -> Option<usize>;
-    /// The CPU the peer ran on last, and whether it is runnable now (`/proc/PID/stat`).
-    fn peer(&mut self) -> Option<(usize, bool)>;
-    /// Replaces `cpus` with the CPUs this thread may run on.
-    fn allowed(&mut self, cpus: &mut Vec<usize>);
-    /// How many CPUs this thread may run on.
-    fn allowed_count(&mut self) -> Option<usize>;
-    /// Replaces `times` with `(cpu, idle, total)` for every CPU: its time idle and in all, in
-    /// any unit, since some fixed point (`/proc/stat`).
-    fn times(&mut self, times: &mut Vec<(usize, u64, u64)>);
-    /// Tasks runnable on the machine now, this thread among them (`/proc/loadavg`).
-    fn runnable(&mut self) -> Option<usize>;
-    /// Moves this thread to `cpu`, leaving its affinity mask as it was. Whether it moved.
-    fn move_to(&mut self, cpu: usize) -> bool;
-    /// Whether this thread and the peer may each run on one CPU only, the same one.
-    fn confined_with_peer(&mut self) -> bool;
-
-    /// Whether more tasks are runnable than this thread has CPUs: other work wants them.
-    /// `false` when either is unknown.
-    fn crowded(&mut self) -> bool {
-        self.runnable().is_some_and(|n| self.allowed_count().is_some_and(|cpus| n > cpus))
-    }
-}
 
 /// Where this side's thread runs, and when it looks again (see the module documentation).
 #[derive(Debug)]

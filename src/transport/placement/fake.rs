@@ -1,7 +1,7 @@
 //! A scripted machine for the tests of placement and of the `auto` wait, that counts what is
 //! read of it.
 
-use super::Cpus;
+use super::cpus::Cpus;
 
 /// This thread on `here`, the peer on `peer` (runnable or not), `others` tasks runnable besides
 /// the two, each CPU idle for `idle_share` of the time (its times advance with `millis`), and

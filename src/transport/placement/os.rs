@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 
-use super::Cpus;
+use super::cpus::Cpus;
 
 /// The running system, as [`Cpus`]: affinity and current CPU from system calls, the peer from
 /// its `/proc/PID/stat`, the rest from `/proc/loadavg` and `/proc/stat`. Reads into buffers on

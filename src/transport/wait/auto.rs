@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::DEFAULT_SPIN_BUDGET;
+use super::strategy::DEFAULT_SPIN_BUDGET;
 use crate::transport::auto_counts::AutoCounts;
 use crate::transport::backoff::{Backoff, Countdown};
 use crate::transport::placement::{Cpus, Os, Placement};

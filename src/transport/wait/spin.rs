@@ -3,10 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use super::Wait;
 use super::auto::{
     AUTO_CHEAP_SLEEP, AUTO_SPIN_YIELD_EVERY, AUTO_YIELD_RAN_ANOTHER, AutoWaiter, WaitSeen,
 };
+use super::strategy::Wait;
 use crate::error::Result;
 use crate::transport::deadline::{DEADLINE_SPIN, Deadline};
 use crate::transport::link::{Direction, Link};
