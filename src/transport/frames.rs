@@ -683,6 +683,3 @@ impl Transport {
         self.waits.ready(self.link.as_mut(), Direction::Read, deadline, spin, "data from the peer")
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -61,3 +61,6 @@ pub use target::MAX_SCATTER;
 pub use tcp::TcpLink;
 pub(crate) use wait::AutoWaiter;
 pub use wait::{DEFAULT_SPIN_BUDGET, Wait};
+
+#[cfg(test)]
+mod tests;

@@ -1,12 +1,6 @@
-//! Moving a waiting thread off the core it shares with its peer, when another CPU is idle
-//! (docs/WAITING.md states the rule and what it was measured to fix).
-//!
-//! A wait that gave up the core and got it back within a cheap sleep (20 µs) handed it to the
-//! peer (a *hand-over*). After [`HAND_OVERS_TO_LOOK`] in a row a side looks, and moves its
-//! thread when the peer last ran on its CPU, it may run on another, and nothing else is
-//! runnable: to the allowed CPU idle longest since its last look, its affinity set to that CPU
-//! and at once restored. A look that finds nothing to do puts the next one off, in time and in
-//! hand-overs. With one CPU allowed, or the peer's `/proc` entry unreadable, nothing moves.
+//! Moving a waiting thread off the core it shares with its peer to an idle CPU, after a row of
+//! *hand-overs*: waits that gave the core up and got it back within a cheap sleep (the rule,
+//! and what it was measured to fix, are in docs/WAITING.md).
 
 use std::time::{Duration, Instant};
 
@@ -19,23 +13,15 @@ mod os;
 pub use cpus::Cpus;
 pub(crate) use os::Os;
 
-/// Hand-overs in a row after which a side looks whether to move: 4 (one may be a quick wake-up
-/// on another CPU; a look then finds the peer elsewhere).
+/// Hand-overs in a row after which a side looks whether to move, at first: 4.
 pub(crate) const HAND_OVERS_TO_LOOK: u32 = 4;
-
-/// How far a look that finds nothing to do puts off the next one: 1 ms, doubled by each such
-/// look up to [`MAX_CHECK`].
+/// Most hand-overs in a row a look waits for, doubled up to by looks that find nothing to do.
+pub(crate) const MAX_HAND_OVERS_TO_LOOK: u32 = 1024;
+/// How far such a look puts off the next one: 1 ms at first, doubling up to 16 ms.
 pub(crate) const FIRST_CHECK: Duration = Duration::from_millis(1);
-
-/// Longest time between two looks: 16 ms.
 pub(crate) const MAX_CHECK: Duration = Duration::from_millis(16);
 
-/// Most hand-overs in a row the next look waits for: 1024, doubled from
-/// [`HAND_OVERS_TO_LOOK`] by each look that finds nothing to do, so that round trips in bursts
-/// far apart do not carry a look in every burst.
-pub(crate) const MAX_HAND_OVERS_TO_LOOK: u32 = 1024;
-
-/// Where this side's thread runs, and when it looks again (see the module documentation).
+/// Where this side's thread runs, and when it looks again.
 #[derive(Debug)]
 pub(crate) struct Placement {
     /// Hand-overs in a row so far, and how many the next look waits for.

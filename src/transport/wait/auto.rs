@@ -1,6 +1,5 @@
-//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`], applied before and after each wait, and
-//! what they watch of the peer. docs/WAITING.md states each rule and what it was measured to
-//! fix; the names below are theirs.
+//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`], applied before and after each wait, with
+//! what they watch of the peer. docs/WAITING.md states each rule and why its number is what it is.
 
 use std::time::{Duration, Instant};
 
@@ -69,7 +68,7 @@ impl WaitSeen {
     }
 }
 
-/// Whether waits spin, with what each way counts.
+/// Whether waits spin, and what each way counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     /// Waits spin `budget`, after `misses` in a row; whether a spin hit since spinning resumed;

@@ -35,6 +35,7 @@ pub(crate) struct Waiting {
 impl Waits {
     /// Called when `link` could not make progress in `direction`: returns when the caller
     /// should retry, or the timeout error (waiting for `waiting_for`).
+    #[inline]
     pub(crate) fn ready(
         &mut self,
         link: &mut dyn Link,

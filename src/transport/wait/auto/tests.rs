@@ -17,8 +17,8 @@ fn learned(auto: &AutoWaiter<Fake>) -> impl PartialEq + std::fmt::Debug + use<> 
 
 /// Where the peer runs, as a scripted partner: what one wait sees, given how long it may
 /// spin before it yields and sleeps.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Partner {
+#[derive(Clone, Copy)]
+enum Partner {
     /// On another CPU, answering `after` the wait starts whatever the waiter does.
     Elsewhere { after: Duration },
     /// On this CPU: it runs only once the waiter yields or sleeps, then answers `service`
@@ -30,7 +30,7 @@ pub(super) enum Partner {
 }
 
 impl Partner {
-    pub(super) fn wait(self, budget: Duration) -> WaitSeen {
+    fn wait(self, budget: Duration) -> WaitSeen {
         let seen = |waited, slept, contended| WaitSeen {
             budget,
             waited,
@@ -481,11 +481,11 @@ fn a_side_confined_with_its_peer_to_one_cpu_never_yields_first() {
 }
 
 /// Between two waits: the peer's handling and this side's own work.
-pub(super) const GAP: Duration = Duration::from_micros(20);
+const GAP: Duration = Duration::from_micros(20);
 
 /// Reads of the machine over `waits` waits against `partner`, by a side that watches its peer
 /// on `fake`, on a clock that moves by each wait and [`GAP`] between two; and how long they took.
-pub(super) fn reads_over(fake: Fake, partner: Partner, waits: u32) -> (Reads, Duration) {
+fn reads_over(fake: Fake, partner: Partner, waits: u32) -> (Reads, Duration) {
     let start = Instant::now();
     let (mut auto, mut now) = (AutoWaiter::new(fake, Some(start)), start);
     for _ in 0..waits {
@@ -497,67 +497,37 @@ pub(super) fn reads_over(fake: Fake, partner: Partner, waits: u32) -> (Reads, Du
     (auto.cpus.reads, now - start)
 }
 
-/// The regimes of [`the_machine_is_read_only_where_the_answer_counts`]: a name, the machine,
-/// the peer, and how many waits.
-pub(super) fn regimes() -> [(&'static str, Fake, Partner, u32); 5] {
-    let machine = Fake::shared_core();
-    let busy = Fake { others: Some(1), ..machine.clone() };
-    [
-        (
-            "peer elsewhere",
-            Fake { peer: Some((1, true)), ..machine.clone() },
-            Partner::Elsewhere { after: 2 * US },
-            100_000,
-        ),
-        ("peer on this core", busy.clone(), Partner::SameCore { service: 3 * US }, 100_000),
-        (
-            "confined",
-            Fake { confined: true, allowed: vec![0], ..busy },
-            Partner::SameCore { service: 3 * US },
-            100_000,
-        ),
-        (
-            "slow peer",
-            Fake { peer: Some((1, false)), ..machine.clone() },
-            Partner::Asleep { wake: 2_000 * US },
-            10_000,
-        ),
-        (
-            "crowded",
-            Fake { peer: Some((1, false)), others: Some(3), ..machine },
-            Partner::Asleep { wake: 300 * US },
-            10_000,
-        ),
-    ]
-}
-
 #[test]
 fn the_machine_is_read_only_where_the_answer_counts() {
-    let [elsewhere, on_this_core, confined, slow, crowded] =
-        regimes().map(|(_, fake, partner, waits)| {
-            let (reads, took) = reads_over(fake, partner, waits);
-            (reads, waits, took.as_millis() as u32)
-        });
+    let machine = Fake::shared_core();
+    let elsewhere = Fake { peer: Some((1, true)), ..machine.clone() };
+    let asleep_elsewhere = Fake { peer: Some((1, false)), ..machine.clone() };
+    let busy = Fake { others: Some(1), ..machine };
+    let seconds = |took: Duration| took.as_secs() as u32;
     // Spinning hits: the masks once a second, nothing else.
-    let (reads, _, millis) = elsewhere;
-    assert_eq!(reads, Reads { masks: 1 + millis / 1000, ..Reads::default() });
-    // Sleeping beside the peer, busy work on the other CPU: a look at the peer before each
-    // probe, a look whether to move (/proc/loadavg) after 1024 hand-overs or 16 ms at most.
-    let (reads, waits, _) = on_this_core;
-    assert!(reads.peer_stat * 400 <= waits && reads.loadavg * 900 <= waits, "{reads:?}");
-    assert_eq!(reads.stat, 0, "no CPU to move to, no CPU times read");
+    let (reads, took) = reads_over(elsewhere, Partner::Elsewhere { after: 2 * US }, 100_000);
+    assert_eq!(reads, Reads { masks: 1 + seconds(took), ..Reads::default() });
+    // Sleeping beside the peer, busy work on the other CPU: the peer read before each probe,
+    // and a look whether to move (its /proc/loadavg) after 1024 hand-overs or 16 ms at most.
+    let on_this_core = Partner::SameCore { service: 3 * US };
+    let (reads, _) = reads_over(busy.clone(), on_this_core, 100_000);
+    assert!(reads.peer_stat <= 250 && reads.loadavg <= 110 && reads.stat == 0, "{reads:?}");
     // Confined: the masks every 10 ms; the peer only before the first look at them.
-    let (reads, waits, millis) = confined;
+    let confined = Fake { confined: true, allowed: vec![0], ..busy };
+    let (reads, took) = reads_over(confined, on_this_core, 100_000);
     assert_eq!((reads.loadavg, reads.stat), (0, 0), "{reads:?}");
-    assert!(reads.peer_stat <= 8 && reads.masks <= millis / 10 + waits / 900, "{reads:?}");
+    let looks = took.as_millis() as u32 / 10 + 100_000 / 900;
+    assert!(reads.peer_stat <= 8 && reads.masks <= looks, "{reads:?}");
     // A peer too slow to spin for (every sleep dear): the masks once a second, nothing else.
-    let (reads, _, millis) = slow;
-    assert_eq!(reads, Reads { masks: 1 + millis / 1000, ..Reads::default() });
-    // A crowded machine, sleeps short enough to spin through: each one asks (the answer keeps
-    // the spin from doubling), with the mask it is compared with.
-    let (reads, waits, millis) = crowded;
-    assert_eq!((reads.loadavg, reads.peer_stat, reads.stat), (waits, 0, 0));
-    assert_eq!(reads.masks, waits + 1 + millis / 1000);
+    let slow = Partner::Asleep { wake: 2_000 * US };
+    let (reads, took) = reads_over(asleep_elsewhere.clone(), slow, 10_000);
+    assert_eq!(reads, Reads { masks: 1 + seconds(took), ..Reads::default() });
+    // A crowded machine, sleeps short enough to spin through: each asks (its answer keeps the
+    // spin from doubling), reading the mask it is compared with too.
+    let crowded = Fake { others: Some(3), ..asleep_elsewhere };
+    let (reads, took) = reads_over(crowded, Partner::Asleep { wake: 300 * US }, 10_000);
+    assert_eq!((reads.loadavg, reads.peer_stat, reads.stat), (10_000, 0, 0));
+    assert_eq!(reads.masks, 10_000 + 1 + seconds(took));
 }
 
 #[test]
