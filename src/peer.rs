@@ -101,7 +101,7 @@ impl Peer {
 
     /// What this side's [`Wait::Auto`](crate::Wait::Auto) has learned of the connection, and
     /// what its waits saw (unused with another wait strategy).
-    pub fn auto_wait(&self) -> &crate::transport::AutoWait {
+    pub fn auto_wait(&self) -> &crate::transport::AutoWaiter {
         self.transport.auto_wait()
     }
 

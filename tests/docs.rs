@@ -185,15 +185,26 @@ fn the_map_of_usage_md_names_only_paths_that_exist() {
 }
 
 /// Every `.rs` file directly under `src/` and every folder under `src/`, at any depth.
+/// Every `.rs` file directly under `src/` and every folder below it, but for a folder that
+/// holds only a module's `tests.rs` (its tests, not a part of the map).
 fn files_and_folders_of_src() -> Vec<PathBuf> {
     fn folders(dir: &Path, into: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.expect("a directory entry").path();
             if path.is_dir() {
-                into.push(path.clone());
+                if !only_tests(&path) {
+                    into.push(path.clone());
+                }
                 folders(&path, into);
             }
         }
+    }
+    fn only_tests(dir: &Path) -> bool {
+        let names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|entry| entry.expect("a directory entry").file_name())
+            .collect();
+        names == ["tests.rs"]
     }
     let src = repo().join("src");
     let mut all: Vec<PathBuf> = std::fs::read_dir(&src)

@@ -28,6 +28,17 @@ macro_rules! auto_counts {
                     _ => None,
                 }
             }
+
+            /// What was counted between `self` and `later` (two readings of one connection, in
+            /// that order), count by count; a count that went down reads 0.
+            pub fn since(&self, later: &AutoCounts) -> AutoCounts {
+                AutoCounts { $($name: later.$name.saturating_sub(self.$name),)* }
+            }
+
+            /// Adds `other`'s counts to these.
+            pub fn add(&mut self, other: &AutoCounts) {
+                $(self.$name += other.$name;)*
+            }
         }
     };
 }
@@ -53,26 +64,6 @@ auto_counts! {
     /// that shares it takes less): it handed the core to another task than the peer, and
     /// yielding stopped.
     dear_yields,
-}
-
-impl AutoCounts {
-    /// What was counted between `self` and `later` (two readings of one connection, in that
-    /// order), count by count; a count that went down reads 0.
-    pub fn since(&self, later: &AutoCounts) -> AutoCounts {
-        let mut between = AutoCounts::default();
-        for (name, before) in self.fields() {
-            let after = later.fields().find(|&(n, _)| n == name).map_or(0, |(_, v)| v);
-            *between.field_mut(name).expect("a name of the list") = after.saturating_sub(before);
-        }
-        between
-    }
-
-    /// Adds `other`'s counts to these.
-    pub fn add(&mut self, other: &AutoCounts) {
-        for (name, value) in other.fields() {
-            *self.field_mut(name).expect("a name of the list") += value;
-        }
-    }
 }
 
 #[cfg(test)]

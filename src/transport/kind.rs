@@ -4,7 +4,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::ShmLink;
 use crate::error::{Error, Result};
 
 /// Which link a [`Transport`](super::Transport) runs over.
@@ -43,18 +42,6 @@ impl TransportKind {
             TransportKind::ShmRing => "shm-ring",
             TransportKind::Tcp => "tcp",
         }
-    }
-
-    /// The transport this process's stdin was set up for by the client that spawned it: a
-    /// pipe, or the shared region of `peer --transport shm-sem|shm-ring` (see
-    /// [`ShmLink::kind_of`]). Pass it to [`crate::server::stdio_transport_of`] to serve
-    /// whatever the client chose.
-    ///
-    /// # Errors
-    /// As [`ShmLink::kind_of`].
-    pub fn of_stdin() -> Result<TransportKind> {
-        use std::os::fd::AsFd;
-        ShmLink::kind_of(std::io::stdin().as_fd())
     }
 
     /// Whether the link lives in shared memory (and so cannot cross machines).

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io::{IoSlice, IoSliceMut};
 use std::time::Instant;
 
-use super::TransportKind;
+use super::kind::TransportKind;
 use crate::error::Result;
 
 /// Bytes a link without in-place access encodes into (or reads out of) a stack buffer at a

@@ -8,7 +8,9 @@ use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, ppoll};
 
-use super::{Direction, Link, TransportKind, timespec_for};
+use super::deadline::timespec_for;
+use super::kind::TransportKind;
+use super::link::{Direction, Link};
 use crate::error::{Error, Result};
 
 /// Bytes over two pipe ends: `rx` to read from, `tx` to write to, both non-blocking.

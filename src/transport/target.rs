@@ -3,11 +3,11 @@
 
 use std::io::IoSliceMut;
 
-use super::Link;
+use super::link::Link;
 use crate::error::Result;
 use crate::frame::HEADER_LEN;
 
-/// Where a guessed frame is read to (see [`Transport::recv_frame`]).
+/// Where a guessed frame is read to (see [`Transport::recv_frame`](super::Transport::recv_frame)).
 pub(super) trait FrameTarget {
     /// The guessed payload length.
     fn guess(&self) -> usize;

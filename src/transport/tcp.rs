@@ -31,7 +31,9 @@ use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, ppoll};
 
-use super::{Deadline, Direction, Link, TransportKind, timespec_for};
+use super::deadline::{Deadline, INTERRUPT_CHECK, timespec_for};
+use super::kind::TransportKind;
+use super::link::{Direction, Link};
 use crate::error::{Error, Result};
 use crate::frame::MAGIC;
 
@@ -536,7 +538,7 @@ pub(crate) fn connect_announced_unless(
                 }
                 // With `interrupted`, wake at least every INTERRUPT_CHECK to ask it again.
                 let wake = match interrupted {
-                    Some(_) => deadline.or_idle_until(now + super::INTERRUPT_CHECK),
+                    Some(_) => deadline.or_idle_until(now + INTERRUPT_CHECK),
                     None => deadline,
                 };
                 let timeout =

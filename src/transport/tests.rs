@@ -1,4 +1,8 @@
+use std::time::{Duration, Instant};
+
 use super::*;
+use crate::error::Error;
+use crate::frame::{HEADER_LEN, Header};
 
 #[test]
 fn timeout_reaches_the_kernel_with_its_nanoseconds_intact() {

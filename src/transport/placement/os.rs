@@ -1,48 +1,39 @@
-//! What the running system says of where threads run: [`Os`] for [`super::Placement`], and
-//! [`Confinement`] for [`super::PeerWatch`].
+//! [`Os`]: what the running system says of where threads run.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
-use super::Cpus;
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::unistd::Pid;
 
-/// The running system: this thread's CPU and affinity, the peer's last CPU and state from
-/// `/proc/PID/stat`, the runnable tasks from `/proc/loadavg`, the CPU times from `/proc/stat`.
-/// Reads them into buffers on the stack: a look allocates nothing.
-///
-/// `/proc/loadavg` and `/proc/stat` are opened once per process, when the first `Os` is made,
-/// kept open (close-on-exec) and read again from their start, where the kernel writes them
-/// afresh: that costs 1.9 µs for `/proc/loadavg` against 7.0 µs to open, read and close it
-/// (measured on a 2-core AMD EPYC machine), and a look sits inside a round trip. The peer's
-/// `/proc/PID/stat` is opened at each read (9.7 µs there), or, for an `Os` made by
-/// [`Os::keeping_the_peers_file`] (as a [`super::PeerWatch`] under
-/// [`crate::transport::Wait::Auto`] makes it), once and kept (4.5 µs a read).
-#[derive(Debug)]
+use super::cpus::Cpus;
+
+/// The running system, as [`Cpus`]: affinity and current CPU from system calls, the peer from
+/// its `/proc/PID/stat`, the rest from `/proc/loadavg` and `/proc/stat`. Reads into buffers on
+/// the stack: nothing is allocated. The two machine-wide files are opened once per process and
+/// read again from their start; the peer's file is opened at each read, or kept open
+/// ([`Os::new`]). `Os::default()` knows no peer: its reads of the peer find nothing.
+// `pub` in a crate-private module: the type of `Transport::auto_wait` names it.
+#[derive(Debug, Default)]
 pub struct Os {
+    peer: u32,
     peer_stat: PathBuf,
     /// The peer's `/proc/PID/stat`, when kept open.
     kept: Option<File>,
 }
 
 impl Os {
-    /// The running system, with process `peer` as the peer. Opens the process-wide files if
-    /// no `Os` did before; the peer's file is opened at each read.
-    pub fn new(peer: u32) -> Os {
+    /// The running system with process `peer` as the peer. Opens the machine-wide files if no
+    /// `Os` did before, and with `keep_file` the peer's file, kept open until the `Os` is
+    /// dropped (reads then cost half as much). A kept file stays that process's: once it is
+    /// gone the file reads nothing, even if its pid is reused.
+    pub(crate) fn new(peer: u32, keep_file: bool) -> Os {
         let _ = (shared(&LOADAVG, "/proc/loadavg"), shared(&STAT, "/proc/stat"));
-        Os { peer_stat: format!("/proc/{peer}/stat").into(), kept: None }
-    }
-
-    /// As [`Os::new`], with the peer's `/proc/PID/stat` opened now and kept open until the
-    /// `Os` is dropped: one descriptor (read-only, close-on-exec) for reads that cost half as
-    /// much. A kept file stays that process's: once the peer is gone it reads nothing, even if
-    /// its pid is reused. When it cannot be opened, reads open it as [`Os::new`]'s do.
-    pub fn keeping_the_peers_file(peer: u32) -> Os {
-        let mut os = Os::new(peer);
-        os.kept = File::open(&os.peer_stat).ok();
-        os
+        let peer_stat = PathBuf::from(format!("/proc/{peer}/stat"));
+        let kept = if keep_file { File::open(&peer_stat).ok() } else { None };
+        Os { peer, peer_stat, kept }
     }
 }
 
@@ -51,16 +42,9 @@ static LOADAVG: OnceLock<Option<File>> = OnceLock::new();
 /// `/proc/stat`, once opened.
 static STAT: OnceLock<Option<File>> = OnceLock::new();
 
-/// A process-wide `/proc` file, opened at the first call.
+/// A machine-wide `/proc` file, opened at the first call.
 fn shared(file: &'static OnceLock<Option<File>>, path: &str) -> Option<&'static File> {
     file.get_or_init(|| File::open(path).ok()).as_ref()
-}
-
-/// Reads the start of a small file (a `/proc` entry) into `buf`: the text read, if any.
-fn read_small<'b>(path: &std::path::Path, buf: &'b mut [u8]) -> Option<&'b str> {
-    use std::io::Read;
-    let n = File::open(path).ok()?.read(buf).ok()?;
-    std::str::from_utf8(&buf[..n]).ok()
 }
 
 /// Reads an open `/proc` file from its start into `buf`: the text read, if any.
@@ -72,25 +56,23 @@ fn read_at_start<'b>(file: &File, buf: &'b mut [u8]) -> Option<&'b str> {
     std::str::from_utf8(&buf[..n]).ok()
 }
 
-/// Whether more tasks are runnable on the machine (`/proc/loadavg`) than this thread has CPUs
-/// to run on (its affinity mask): other work wants the CPUs, and a longer spin would take one
-/// from it. `false` when either cannot be read. Allocates nothing.
-pub fn crowded() -> bool {
-    let Some(runnable) = runnable() else { return false };
-    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
-        return false;
-    };
-    let allowed = (0..nix::sched::CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false));
-    runnable > allowed.count()
+/// The CPUs that process `pid` (0: this thread) may run on, in order; `None` when its mask
+/// cannot be read.
+fn allowed_cpus(pid: i32) -> Option<impl Iterator<Item = usize>> {
+    let set = sched_getaffinity(Pid::from_raw(pid)).ok()?;
+    Some((0..CpuSet::count()).filter(move |&cpu| set.is_set(cpu).unwrap_or(false)))
 }
 
-/// The runnable tasks of the machine at this instant (`/proc/loadavg`), this thread among them.
-fn runnable() -> Option<usize> {
-    // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
-    let mut buf = [0u8; 128];
-    let loadavg = read_at_start(shared(&LOADAVG, "/proc/loadavg")?, &mut buf)?;
-    let field = loadavg.split_ascii_whitespace().nth(3)?;
-    field.split('/').next()?.parse().ok()
+/// Whether this thread and process `peer` may each run on exactly one CPU, the same one.
+/// `false` when a mask cannot be read (the peer has exited, or belongs to another user).
+pub(crate) fn confined_together(peer: u32) -> bool {
+    let only_cpu = |pid: i32| {
+        let mut cpus = allowed_cpus(pid)?;
+        let first = cpus.next()?;
+        cpus.next().is_none().then_some(first)
+    };
+    let Ok(peer) = i32::try_from(peer) else { return false };
+    matches!((only_cpu(0), only_cpu(peer)), (Some(mine), Some(theirs)) if mine == theirs)
 }
 
 impl Cpus for Os {
@@ -102,7 +84,7 @@ impl Cpus for Os {
         let mut buf = [0u8; 1024];
         let stat = match &self.kept {
             Some(file) => read_at_start(file, &mut buf)?,
-            None => read_small(&self.peer_stat, &mut buf)?,
+            None => read_at_start(&File::open(&self.peer_stat).ok()?, &mut buf)?,
         };
         // The fields after the command name (which may hold spaces and parentheses, so the
         // last `)` ends it) start at field 3, the state (`R`: running or runnable); field 39
@@ -113,16 +95,13 @@ impl Cpus for Os {
         Some((cpu, runnable))
     }
 
-    fn runnable(&mut self) -> Option<usize> {
-        runnable()
-    }
-
     fn allowed(&mut self, cpus: &mut Vec<usize>) {
         cpus.clear();
-        if let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
-            let count = nix::sched::CpuSet::count();
-            cpus.extend((0..count).filter(|&cpu| set.is_set(cpu).unwrap_or(false)));
-        }
+        cpus.extend(allowed_cpus(0).into_iter().flatten());
+    }
+
+    fn allowed_count(&mut self) -> Option<usize> {
+        allowed_cpus(0).map(Iterator::count)
     }
 
     fn times(&mut self, times: &mut Vec<(usize, u64, u64)>) {
@@ -150,9 +129,16 @@ impl Cpus for Os {
         }
     }
 
+    fn runnable(&mut self) -> Option<usize> {
+        // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
+        let mut buf = [0u8; 128];
+        let loadavg = read_at_start(shared(&LOADAVG, "/proc/loadavg")?, &mut buf)?;
+        let field = loadavg.split_ascii_whitespace().nth(3)?;
+        field.split('/').next()?.parse().ok()
+    }
+
     fn move_to(&mut self, cpu: usize) -> bool {
-        use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
-        let me = nix::unistd::Pid::from_raw(0);
+        let me = Pid::from_raw(0);
         let Ok(mask) = sched_getaffinity(me) else { return false };
         let mut only = CpuSet::new();
         if only.set(cpu).is_err() || !mask.is_set(cpu).unwrap_or(false) {
@@ -164,63 +150,8 @@ impl Cpus for Os {
         let _ = sched_setaffinity(me, &mask);
         moved
     }
-}
 
-/// How often [`Confinement`] reads the two affinity masks again while they do not confine the
-/// two to one CPU: every second, so that a mask changed while the two run (`taskset -p`) is
-/// seen within a second, for two system calls.
-pub const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
-
-/// How often [`Confinement`] reads them again while they do: every 10 ms. A thread pinned for
-/// a moment — `peer` moves its thread to the server's CPU to spawn it, so that the server
-/// inherits that CPU, and back — must not keep a connection from spinning for long, and a wait
-/// that looks costs a few microseconds at most once per 10 ms.
-pub const CONFINED_RECHECK: Duration = Duration::from_millis(10);
-
-/// Whether this thread and its peer may each run on one CPU only, and the same one — both
-/// started under `taskset -c 0`, or in a container of one CPU. Then neither can ever find the
-/// other running elsewhere, and every microsecond one spins is a microsecond the other waits
-/// for the CPU; [`crate::transport::Wait::Auto`] then sleeps at once ([`crate::transport::AutoWait::set_confined`]).
-#[derive(Debug)]
-pub struct Confinement {
-    peer: u32,
-    next_check: Option<Instant>,
-}
-
-impl Confinement {
-    /// Watches this thread and process `peer`, nothing read yet: the first look is due
-    /// [`CONFINED_RECHECK`] from now, once a spawn — which may pin the spawning thread to the
-    /// new process's CPU for a moment — and its handshake are over.
-    pub fn new(peer: u32) -> Confinement {
-        Confinement { peer, next_check: Some(Instant::now() + CONFINED_RECHECK) }
+    fn confined_with_peer(&mut self) -> bool {
+        self.peer != 0 && confined_together(self.peer)
     }
-
-    /// At `now`: whether the two are confined to one CPU ([`confined_together`]) when it is
-    /// time to look — [`CONFINED_RECHECK`] after [`Confinement::new`], then every
-    /// [`CONFINEMENT_RECHECK`], or every [`CONFINED_RECHECK`] while they are — and `None`
-    /// between looks.
-    pub fn check(&mut self, now: Instant) -> Option<bool> {
-        if self.next_check.is_some_and(|at| now < at) {
-            return None;
-        }
-        let confined = confined_together(self.peer);
-        let recheck = if confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
-        self.next_check = Some(now + recheck);
-        Some(confined)
-    }
-}
-
-/// Whether this thread and process `peer` may each run on exactly one CPU, the same one.
-/// `false` when a mask cannot be read (the peer has exited, or belongs to another user).
-/// Allocates nothing.
-pub fn confined_together(peer: u32) -> bool {
-    use nix::sched::{CpuSet, sched_getaffinity};
-    let only_cpu = |pid: i32| {
-        let set = sched_getaffinity(nix::unistd::Pid::from_raw(pid)).ok()?;
-        let mut cpus = (0..CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false));
-        let first = cpus.next()?;
-        cpus.next().is_none().then_some(first)
-    };
-    let Ok(peer) = i32::try_from(peer) else { return false };
-    matches!((only_cpu(0), only_cpu(peer)), (Some(mine), Some(theirs)) if mine == theirs)
 }

@@ -1,64 +1,11 @@
-use super::os::{CONFINED_RECHECK, CONFINEMENT_RECHECK, confined_together};
+use super::fake::Fake;
+use super::os::confined_together;
 use super::*;
-
-/// A scripted machine: this thread on `here`, the peer on `peer` (runnable or not), `others`
-/// tasks runnable besides the two, and each CPU idle for `idle_share` of the time (its times
-/// advance with `millis`).
-#[derive(Debug)]
-struct Fake {
-    here: usize,
-    peer: Option<(usize, bool)>,
-    allowed: Vec<usize>,
-    others: Option<usize>,
-    idle_share: Vec<f64>,
-    millis: u64,
-    moves: Vec<usize>,
-}
-
-impl Cpus for &mut Fake {
-    fn current(&mut self) -> Option<usize> {
-        Some(self.here)
-    }
-    fn peer(&mut self) -> Option<(usize, bool)> {
-        self.peer
-    }
-    fn allowed(&mut self, cpus: &mut Vec<usize>) {
-        cpus.clone_from(&self.allowed);
-    }
-    fn times(&mut self, times: &mut Vec<(usize, u64, u64)>) {
-        times.clear();
-        for (cpu, share) in self.idle_share.iter().enumerate() {
-            times.push((cpu, (self.millis as f64 * share) as u64, self.millis));
-        }
-    }
-    fn runnable(&mut self) -> Option<usize> {
-        // This thread, the peer when runnable, and the others.
-        let peer = usize::from(self.peer.is_some_and(|(_, runnable)| runnable));
-        Some(1 + peer + self.others?)
-    }
-    fn move_to(&mut self, cpu: usize) -> bool {
-        self.moves.push(cpu);
-        self.here = cpu;
-        true
-    }
-}
-
-/// Two CPUs, this thread and its (runnable) peer on CPU 0, nothing else runnable.
-fn shared_core() -> Fake {
-    Fake {
-        here: 0,
-        peer: Some((0, true)),
-        allowed: vec![0, 1],
-        others: Some(0),
-        idle_share: vec![0.0, 1.0],
-        millis: 0,
-        moves: vec![],
-    }
-}
 
 /// `count` sleeps a millisecond apart, hand-overs or not: whether the last one moved.
 fn sleeps(
-    placement: &mut Placement<&mut Fake>,
+    placement: &mut Placement,
+    fake: &mut Fake,
     now: &mut Instant,
     count: u32,
     hand_over: bool,
@@ -66,45 +13,41 @@ fn sleeps(
     let mut moved = false;
     for _ in 0..count {
         *now += Duration::from_millis(1);
-        placement.cpus.millis += 1;
-        moved = placement.after_giving_up_the_core(*now, hand_over);
+        fake.millis += 1;
+        moved = placement.after_giving_up_the_core(fake, *now, hand_over);
     }
     moved
 }
 
 #[test]
 fn a_side_handing_its_core_to_its_peer_moves_to_the_idle_cpu_after_a_few_hand_overs() {
-    let mut fake = shared_core();
-    let mut placement = Placement::new(&mut fake);
+    let mut fake = Fake::shared_core();
+    let mut placement = Placement::new();
     let mut now = Instant::now();
-    assert!(!sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK - 1, true));
-    assert!(!sleeps(&mut placement, &mut now, 1, false), "a dear sleep counts from zero again");
-    assert!(!sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK - 1, true));
-    assert!(sleeps(&mut placement, &mut now, 1, true), "the look after enough hand-overs");
+    assert!(!sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK - 1, true));
+    assert!(
+        !sleeps(&mut placement, &mut fake, &mut now, 1, false),
+        "a dear sleep counts from zero again"
+    );
+    assert!(!sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK - 1, true));
+    assert!(
+        sleeps(&mut placement, &mut fake, &mut now, 1, true),
+        "the look after enough hand-overs"
+    );
     assert_eq!(placement.moves(), 1);
     assert_eq!(fake.moves, vec![1]);
 }
 
 #[test]
-fn it_tells_whether_the_peer_last_ran_on_this_threads_cpu() {
-    let mut fake = shared_core();
-    assert_eq!(Placement::new(&mut fake).peer_shares_core(), Some(true));
-    let mut fake = Fake { peer: Some((1, false)), ..shared_core() };
-    assert_eq!(Placement::new(&mut fake).peer_shares_core(), Some(false));
-    let mut fake = Fake { peer: None, ..shared_core() };
-    assert_eq!(Placement::new(&mut fake).peer_shares_core(), None, "the peer unknown");
-}
-
-#[test]
 fn a_peer_asleep_beside_it_counts_as_not_runnable() {
     // The peer sleeps on this core; a third task is runnable: it holds the other CPU.
-    let mut fake = Fake { peer: Some((0, false)), others: Some(1), ..shared_core() };
-    let mut placement = Placement::new(&mut fake);
-    assert!(!sleeps(&mut placement, &mut Instant::now(), 100, true));
+    let mut fake = Fake { peer: Some((0, false)), others: Some(1), ..Fake::shared_core() };
+    let mut placement = Placement::new();
+    assert!(!sleeps(&mut placement, &mut fake, &mut Instant::now(), 100, true));
     // With the peer asleep and nothing else runnable, the other CPU is idle.
-    let mut fake = Fake { peer: Some((0, false)), ..shared_core() };
-    let mut placement = Placement::new(&mut fake);
-    assert!(sleeps(&mut placement, &mut Instant::now(), HAND_OVERS_TO_LOOK, true));
+    let mut fake = Fake { peer: Some((0, false)), ..Fake::shared_core() };
+    let mut placement = Placement::new();
+    assert!(sleeps(&mut placement, &mut fake, &mut Instant::now(), HAND_OVERS_TO_LOOK, true));
 }
 
 #[test]
@@ -113,22 +56,23 @@ fn it_moves_to_the_cpu_idle_longest_since_its_last_look() {
         allowed: vec![0, 1, 2, 3],
         idle_share: vec![0.0, 0.2, 0.9, 0.5],
         others: Some(1),
-        ..shared_core()
+        ..Fake::shared_core()
     };
-    let mut placement = Placement::new(&mut fake);
+    let mut placement = Placement::new();
     let mut now = Instant::now();
-    assert!(sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK, true));
-    assert_eq!(placement.cpus.moves, vec![2]);
+    assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK, true));
+    assert_eq!(fake.moves, vec![2]);
     // Beside three runnable others on four CPUs, none can be idle.
-    placement.cpus.others = Some(3);
-    placement.cpus.here = 0;
-    assert!(!sleeps(&mut placement, &mut now, 100, true));
-    assert_eq!(placement.cpus.moves, vec![2]);
+    fake.others = Some(3);
+    fake.here = 0;
+    assert!(!sleeps(&mut placement, &mut fake, &mut now, 100, true));
+    assert_eq!(fake.moves, vec![2]);
 }
 
 /// Counts the looks of `placement` over `count` hand-overs `step` apart.
 fn looks_over(
-    placement: &mut Placement<&mut Fake>,
+    placement: &mut Placement,
+    fake: &mut Fake,
     now: &mut Instant,
     count: u32,
     step: Duration,
@@ -137,7 +81,7 @@ fn looks_over(
     for _ in 0..count {
         let before = (placement.next_check, placement.hand_overs_to_look);
         *now += step;
-        assert!(!placement.after_giving_up_the_core(*now, true));
+        assert!(!placement.after_giving_up_the_core(fake, *now, true));
         looks += u32::from((placement.next_check, placement.hand_overs_to_look) != before);
     }
     looks
@@ -145,33 +89,33 @@ fn looks_over(
 
 #[test]
 fn looks_that_find_nothing_to_do_come_ever_further_apart_in_time_and_in_hand_overs() {
-    let mut fake = Fake { others: Some(1), ..shared_core() };
-    let mut placement = Placement::new(&mut fake);
+    let mut fake = Fake { others: Some(1), ..Fake::shared_core() };
+    let mut placement = Placement::new();
     let mut now = Instant::now();
     // Hand-overs 10 µs apart beside busy work for a second: each look waits for twice the
     // time and twice the hand-overs of the one before, up to 16 ms and 1024; then the time
     // sets the pace (1024 hand-overs take 10 ms), one look per 16 ms.
-    let looks = looks_over(&mut placement, &mut now, 100_000, Duration::from_micros(10));
-    assert_eq!(placement.interval, MAX_CHECK);
-    assert_eq!(placement.hand_overs_to_look, MAX_HAND_OVERS_TO_LOOK);
+    let looks = looks_over(&mut placement, &mut fake, &mut now, 100_000, Duration::from_micros(10));
+    assert_eq!(placement.interval.get(), MAX_CHECK);
+    assert_eq!(placement.hand_overs_to_look.get(), MAX_HAND_OVERS_TO_LOOK);
     assert!((60..=70).contains(&looks), "{looks} looks in a second");
     // Hand-overs a millisecond apart: 1024 of them take a second, and the count sets the pace.
-    let looks = looks_over(&mut placement, &mut now, 10_000, Duration::from_millis(1));
+    let looks = looks_over(&mut placement, &mut fake, &mut now, 10_000, Duration::from_millis(1));
     assert!((9..=10).contains(&looks), "{looks} looks in 10 s");
-    assert!(placement.cpus.moves.is_empty());
+    assert!(fake.moves.is_empty());
 }
 
 #[test]
 fn round_trips_in_bursts_far_apart_carry_a_look_in_one_of_a_thousand_at_most() {
-    let mut fake = Fake { others: Some(1), ..shared_core() };
-    let mut placement = Placement::new(&mut fake);
+    let mut fake = Fake { others: Some(1), ..Fake::shared_core() };
+    let mut placement = Placement::new();
     let mut now = Instant::now();
     // 100 bursts of 200 hand-overs 5 µs apart, 20 ms between bursts (more than MAX_CHECK):
     // timed alone, every burst would carry a look.
     let mut looks = 0;
     for _ in 0..100 {
         now += Duration::from_millis(20);
-        looks += looks_over(&mut placement, &mut now, 200, Duration::from_micros(5));
+        looks += looks_over(&mut placement, &mut fake, &mut now, 200, Duration::from_micros(5));
     }
     // The first looks, at 4, 8, … 512 hand-overs, then one per 1024 of the 20,000.
     assert!(looks <= 8 + 20_000 / MAX_HAND_OVERS_TO_LOOK, "{looks} looks in 100 bursts");
@@ -179,29 +123,33 @@ fn round_trips_in_bursts_far_apart_carry_a_look_in_one_of_a_thousand_at_most() {
 
 #[test]
 fn after_a_move_the_next_look_comes_at_the_next_row_of_hand_overs() {
-    let mut fake = shared_core();
-    let mut placement = Placement::new(&mut fake);
+    let mut fake = Fake::shared_core();
+    let mut placement = Placement::new();
     let mut now = Instant::now();
-    assert!(sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK, true));
+    assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK, true));
     // The peer followed to CPU 1 (it was woken there): the two share a core again.
-    placement.cpus.peer = Some((1, true));
-    assert!(sleeps(&mut placement, &mut now, HAND_OVERS_TO_LOOK, true));
-    assert_eq!(placement.cpus.moves, vec![1, 0]);
+    fake.peer = Some((1, true));
+    assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK, true));
+    assert_eq!(fake.moves, vec![1, 0]);
     assert_eq!(placement.moves(), 2);
 }
 
 #[test]
 fn nothing_moves_with_the_peer_elsewhere_one_cpu_allowed_or_the_machine_unknown() {
     for fake in [
-        Fake { peer: Some((1, true)), ..shared_core() },
-        Fake { peer: None, ..shared_core() },
-        Fake { allowed: vec![0], ..shared_core() },
-        Fake { others: None, ..shared_core() },
+        Fake { peer: Some((1, true)), ..Fake::shared_core() },
+        Fake { peer: None, ..Fake::shared_core() },
+        Fake { allowed: vec![0], ..Fake::shared_core() },
+        Fake { others: None, ..Fake::shared_core() },
     ] {
         let mut fake = fake;
-        let mut placement = Placement::new(&mut fake);
-        assert!(!sleeps(&mut placement, &mut Instant::now(), 100, true), "{:?}", placement.cpus);
+        let mut placement = Placement::new();
+        assert!(!sleeps(&mut placement, &mut fake, &mut Instant::now(), 100, true), "{fake:?}");
         assert!(fake.moves.is_empty());
+        // Only a look that finds the two on one core, with CPUs to spare, asks the machine.
+        if fake.others.is_some() {
+            assert_eq!(fake.reads.loadavg, 0, "{fake:?}");
+        }
     }
 }
 
@@ -241,23 +189,23 @@ fn the_os_reads_a_peers_cpu_and_whether_it_is_runnable() {
     let cpus = nix::sched::CpuSet::count();
     let spinner = Child::start("sh", &["-c", "while :; do :; done"]);
     let sleeper = Child::start("sleep", &["30"]);
-    let mut os = Os::new(spinner.0.id());
+    let mut os = Os::new(spinner.0.id(), false);
     let busy = eventually(|| os.peer().filter(|&(_, runnable)| runnable));
     assert!(busy.is_some_and(|(cpu, _)| cpu < cpus), "a busy loop is runnable: {busy:?}");
     // This thread and the busy loop at least.
     let runnable = os.runnable();
     assert!(runnable.is_some_and(|n| n >= 2), "{runnable:?}");
-    let mut os = Os::new(sleeper.0.id());
+    let mut os = Os::new(sleeper.0.id(), false);
     let asleep = eventually(|| os.peer().filter(|&(_, runnable)| !runnable));
     assert!(asleep.is_some_and(|(cpu, _)| cpu < cpus), "sleep(1) sleeps: {asleep:?}");
-    assert_eq!(Os::new(u32::MAX).peer(), None, "no such process");
+    assert_eq!(Os::new(u32::MAX, false).peer(), None, "no such process");
 }
 
 #[test]
 fn the_os_reads_the_peer_and_the_machine_as_they_are_now() {
     // One `Os`, read again and again: the child asleep first, then a busy loop.
     let mut child = Child::start("sh", &["-c", "sleep 0.5; while :; do :; done"]);
-    let mut os = Os::new(child.0.id());
+    let mut os = Os::new(child.0.id(), false);
     let asleep = eventually(|| os.peer().filter(|&(_, runnable)| !runnable));
     assert!(asleep.is_some(), "the child sleeps first");
     let busy = eventually(|| os.peer().filter(|&(_, runnable)| runnable));
@@ -290,15 +238,15 @@ fn a_kept_peer_file_reads_the_peer_afresh_is_held_once_and_closes_with_its_os() 
     let mut child = Child::start("sh", &["-c", "sleep 0.5; while :; do :; done"]);
     let pid = child.0.id();
     let holding = || descriptors_of_stat(pid);
-    let mut kept = Os::keeping_the_peers_file(pid);
+    let mut kept = Os::new(pid, true);
     assert_eq!(holding(), 1, "kept open from the start");
     let asleep = eventually(|| kept.peer().filter(|&(_, runnable)| !runnable));
     assert!(asleep.is_some(), "the child sleeps first");
     let busy = eventually(|| kept.peer().filter(|&(_, runnable)| runnable));
     assert!(busy.is_some(), "then it runs: the kept file is read afresh");
-    let mut plain = Os::new(pid);
+    let mut plain = Os::new(pid, false);
     assert!(plain.peer().is_some());
-    assert_eq!(holding(), 1, "an Os::new holds none");
+    assert_eq!(holding(), 1, "an Os that does not keep the file holds none");
     child.0.kill().expect("kill the child");
     child.0.wait().expect("reap the child");
     assert_eq!(kept.peer(), None, "a reaped peer reads as gone through its kept file");
@@ -307,25 +255,25 @@ fn a_kept_peer_file_reads_the_peer_afresh_is_held_once_and_closes_with_its_os() 
 }
 
 #[test]
-fn a_watch_keeps_one_peer_file_for_all_its_reads_and_closes_it_when_dropped() {
+fn a_kept_peer_file_serves_the_looks_too_and_closes_with_its_os() {
     let child = Child::start("sleep", &["30"]);
     let pid = child.0.id();
     let holding = || descriptors_of_stat(pid);
-    let mut watch = PeerWatch::new(pid, true);
+    let mut os = Os::new(pid, true);
     assert_eq!(holding(), 1, "kept open from the start");
-    assert!(watch.shares_core().is_some(), "a live peer's CPU is known");
+    assert!(os.current().is_some() && os.peer().is_some(), "a live peer's CPU is known");
     // Hand-overs enough for a look, which reads the peer through the same file.
-    let mut now = Instant::now();
+    let (mut placement, mut now) = (Placement::new(), Instant::now());
     for _ in 0..HAND_OVERS_TO_LOOK {
         now += Duration::from_millis(1);
-        watch.after_giving_up_the_core(now, true);
+        placement.after_giving_up_the_core(&mut os, now, true);
     }
     assert_eq!(holding(), 1, "the look leaves no descriptor of its own behind");
-    drop(watch);
-    assert_eq!(holding(), 0, "closed with the watch");
-    let mut plain = PeerWatch::new(pid, false);
-    assert!(plain.shares_core().is_some());
-    assert_eq!(holding(), 0, "a watch that does not keep the file holds none");
+    drop(os);
+    assert_eq!(holding(), 0, "closed with its Os");
+    let mut plain = Os::new(pid, false);
+    assert!(plain.peer().is_some());
+    assert_eq!(holding(), 0, "an Os that does not keep the file holds none");
 }
 
 /// Runs `test` on a thread of its own whose mask is the first allowed CPU only, with a
@@ -363,22 +311,11 @@ fn with_pinned_child(widen_child: bool, test: impl FnOnce(u32) -> bool + Send) -
 #[test]
 fn a_thread_and_a_child_on_one_cpu_are_confined_together() {
     assert_eq!(with_pinned_child(false, confined_together), Some(true));
-    // Confined: looked at again after 10 ms, so that a moment's pinning passes quickly.
-    let seen = with_pinned_child(false, |child| {
-        let mut watch = Confinement::new(child);
-        let now = Instant::now() + CONFINED_RECHECK;
-        watch.check(now) == Some(true)
-            && watch.check(now).is_none()
-            && watch.check(now + CONFINED_RECHECK) == Some(true)
-    });
+    let seen = with_pinned_child(false, |child| Os::new(child, false).confined_with_peer());
     assert_eq!(seen, Some(true));
-    // Not confined (no such process): a second between looks.
-    let mut watch = Confinement::new(u32::MAX);
-    assert_eq!(watch.check(Instant::now()), None, "no look during a spawn's handshake");
-    let now = Instant::now() + CONFINED_RECHECK;
-    assert_eq!(watch.check(now), Some(false), "the first look");
-    assert_eq!(watch.check(now + CONFINED_RECHECK), None, "the next waits a second");
-    assert_eq!(watch.check(now + CONFINEMENT_RECHECK), Some(false));
+    // No such process, or no peer at all.
+    assert!(!Os::new(u32::MAX, false).confined_with_peer());
+    assert!(!Os::default().confined_with_peer());
 }
 
 #[test]

@@ -54,7 +54,8 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::memfd::{MFdFlags, memfd_create};
 use nix::sys::stat::{SFlag, fstat};
 
-use super::{Direction, Drain, Fill, Link, TransportKind};
+use super::kind::TransportKind;
+use super::link::{Direction, Drain, Fill, Link, read_drained_via_chunk, write_filled_via_chunk};
 use crate::error::{Error, Result};
 use crate::sys::{Mapping, SEM_BYTES, futex_wait, futex_wake};
 
@@ -169,6 +170,19 @@ pub struct ShmLink {
     peer_gone: bool,
     /// [`Link::shutdown_write`] was called.
     write_closed: bool,
+}
+
+impl TransportKind {
+    /// The transport this process's stdin was set up for by the client that spawned it: a
+    /// pipe, or the shared region of `peer --transport shm-sem|shm-ring` (see
+    /// [`ShmLink::kind_of`]). Pass it to [`crate::server::stdio_transport_of`] to serve
+    /// whatever the client chose.
+    ///
+    /// # Errors
+    /// As [`ShmLink::kind_of`].
+    pub fn of_stdin() -> Result<TransportKind> {
+        ShmLink::kind_of(std::io::stdin().as_fd())
+    }
 }
 
 impl ShmLink {
@@ -464,14 +478,14 @@ impl Link for ShmLink {
     ) -> Result<Option<usize>> {
         match self.kind {
             TransportKind::ShmRing => self.ring_write_filled(at, len, fill),
-            _ => super::write_filled_via_chunk(self, at, len, fill),
+            _ => write_filled_via_chunk(self, at, len, fill),
         }
     }
 
     fn try_read_drained(&mut self, max: usize, drain: &mut Drain<'_>) -> Result<Option<usize>> {
         match self.kind {
             TransportKind::ShmRing => self.ring_read_drained(max, drain),
-            _ => super::read_drained_via_chunk(self, max, drain),
+            _ => read_drained_via_chunk(self, max, drain),
         }
     }
 

@@ -1,6 +1,19 @@
 use super::*;
+use crate::transport::placement::fake::{Fake, Reads};
 
 const US: Duration = Duration::from_micros(1);
+
+/// A waiter that knows nothing yet, with no peer watched, on a machine of two idle CPUs.
+fn waiter() -> AutoWaiter<Fake> {
+    AutoWaiter::new(Fake::shared_core(), None)
+}
+
+/// What a waiter has learned, to compare.
+fn learned(auto: &AutoWaiter<Fake>) -> impl PartialEq + std::fmt::Debug + use<> {
+    let AutoWaiter { mode, dear_sleeps_to_spin, probe, slept_average, .. } = auto;
+    let yields = (auto.yields, auto.yield_probe, auto.confined);
+    (*mode, *dear_sleeps_to_spin, *probe, *slept_average, yields)
+}
 
 /// Where the peer runs, as a scripted partner: what one wait sees, given how long it may
 /// spin before it yields and sleeps.
@@ -37,13 +50,24 @@ impl Partner {
     }
 }
 
-/// Runs `waits` waits against `partner`; returns the total time spent waiting and how many
-/// waits spun.
-fn run(auto: &mut AutoWait, partner: Partner, waits: u32) -> (Duration, u32) {
+/// Runs `waits` waits against `partner`, one after another from `Instant::now()`; returns the
+/// total time spent waiting and how many waits spun.
+fn run(auto: &mut AutoWaiter<Fake>, partner: Partner, waits: u32) -> (Duration, u32) {
+    run_from(auto, partner, waits, &mut Instant::now())
+}
+
+/// [`run`] on a clock that starts at `now` and moves by each wait.
+fn run_from(
+    auto: &mut AutoWaiter<Fake>,
+    partner: Partner,
+    waits: u32,
+    now: &mut Instant,
+) -> (Duration, u32) {
     let (mut total, mut spun) = (Duration::ZERO, 0);
     for _ in 0..waits {
-        let seen = partner.wait(auto.budget());
-        auto.record(seen);
+        let seen = partner.wait(auto.before_wait(*now).budget);
+        *now += seen.waited;
+        auto.after_wait(&seen, *now);
         total += seen.waited;
         spun += u32::from(!seen.budget.is_zero());
     }
@@ -55,19 +79,8 @@ fn slept_at_once(waited: Duration) -> WaitSeen {
 }
 
 #[test]
-fn the_default_wait_is_auto_and_every_name_parses_back() {
-    assert_eq!(Wait::default(), Wait::Auto);
-    for wait in [Wait::Auto, Wait::Block, Wait::Spin, Wait::hybrid(), Wait::Hybrid { spin: 7 * US }]
-    {
-        assert_eq!(wait.to_string().parse::<Wait>().unwrap(), wait, "{wait}");
-    }
-    let error = "sleepy".parse::<Wait>().unwrap_err().to_string();
-    assert!(error.contains("auto, block, spin, hybrid"), "{error}");
-}
-
-#[test]
 fn a_peer_on_another_cpu_that_answers_within_the_spin_keeps_it_spinning() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     let (total, spun) = run(&mut auto, Partner::Elsewhere { after: 2 * US }, 10_000);
     assert!(auto.is_spinning());
     assert_eq!(spun, 10_000);
@@ -76,7 +89,7 @@ fn a_peer_on_another_cpu_that_answers_within_the_spin_keeps_it_spinning() {
 
 #[test]
 fn a_peer_on_this_core_stops_the_spinning_after_two_waits() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     let partner = Partner::SameCore { service: 3 * US };
     run(&mut auto, partner, AUTO_MISSES_TO_BLOCK);
     assert!(!auto.is_spinning());
@@ -91,7 +104,7 @@ fn a_peer_on_this_core_stops_the_spinning_after_two_waits() {
 
 #[test]
 fn a_yield_that_ran_another_task_is_a_miss_even_when_the_data_then_came() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     let seen = WaitSeen {
         budget: DEFAULT_SPIN_BUDGET,
         waited: 53 * US,
@@ -99,8 +112,8 @@ fn a_yield_that_ran_another_task_is_a_miss_even_when_the_data_then_came() {
         contended: true,
         ..WaitSeen::default()
     };
-    auto.record(seen);
-    auto.record(seen);
+    auto.record(&seen);
+    auto.record(&seen);
     assert!(!auto.is_spinning());
     assert_eq!(auto.counts().hits, 0);
 }
@@ -108,18 +121,18 @@ fn a_yield_that_ran_another_task_is_a_miss_even_when_the_data_then_came() {
 #[test]
 fn waits_that_overran_their_spin_are_misses() {
     // Caught without sleeping, but 4 ms into a 50 µs spin: the spinner was descheduled.
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     for _ in 0..AUTO_MISSES_TO_BLOCK {
         assert!(auto.is_spinning());
         let budget = auto.budget();
-        auto.record(WaitSeen { budget, waited: 4000 * US, ..WaitSeen::default() });
+        auto.record(&WaitSeen { budget, waited: 4000 * US, ..WaitSeen::default() });
     }
     assert!(!auto.is_spinning());
 }
 
 #[test]
 fn one_miss_between_hits_does_not_stop_the_spinning() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     for _ in 0..100 {
         run(&mut auto, Partner::Elsewhere { after: 2 * US }, 1);
         run(&mut auto, Partner::SameCore { service: 3 * US }, 1);
@@ -131,7 +144,7 @@ fn one_miss_between_hits_does_not_stop_the_spinning() {
 fn a_peer_asleep_on_another_cpu_keeps_this_side_spinning() {
     // Its answers come after its own wake-up, later than the spin: sleeping too would only
     // add this side's wake-up, so the spin, which harms no one, stays.
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     let (_, spun) = run(&mut auto, Partner::Asleep { wake: 120 * US }, 1_000);
     assert!(auto.is_spinning());
     assert_eq!(spun, 1_000);
@@ -141,7 +154,7 @@ fn a_peer_asleep_on_another_cpu_keeps_this_side_spinning() {
 fn a_side_whose_spin_is_shorter_than_the_peers_wake_up_spins_longer_until_it_catches_it() {
     // Both sides spin 50 µs and each wakes the other, asleep on another CPU, for 300 µs:
     // doubling the spin after each dear sleep catches the peer within three waits.
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     let partner = Partner::Asleep { wake: 300 * US };
     let (_, spun) = run(&mut auto, partner, 1_000);
     assert!(auto.is_spinning());
@@ -150,38 +163,54 @@ fn a_side_whose_spin_is_shorter_than_the_peers_wake_up_spins_longer_until_it_cat
     assert!(auto.counts().hits >= 996, "{:?}", auto.counts());
 }
 
+/// The reads of `/proc/loadavg` that recording `seen` takes.
+fn loadavg_reads(auto: &mut AutoWaiter<Fake>, seen: &WaitSeen) -> u32 {
+    let before = auto.cpus.reads.loadavg;
+    auto.record(seen);
+    auto.cpus.reads.loadavg - before
+}
+
 #[test]
 fn only_a_spinning_wait_followed_by_a_dear_sleep_asks_whether_the_machine_is_crowded() {
-    let mut auto = AutoWait::default();
-    let budget = auto.budget();
+    let budget = waiter().budget();
     let dear = Partner::Asleep { wake: 300 * US }.wait(budget);
-    assert!(auto.asks_whether_crowded(&dear));
+    assert_eq!(loadavg_reads(&mut waiter(), &dear), 1);
     let hit = Partner::Elsewhere { after: 2 * US }.wait(budget);
-    assert!(!auto.asks_whether_crowded(&hit));
+    assert_eq!(loadavg_reads(&mut waiter(), &hit), 0);
     let contended = Partner::SameCore { service: 3 * US }.wait(budget);
-    assert!(!auto.asks_whether_crowded(&contended));
+    assert_eq!(loadavg_reads(&mut waiter(), &contended), 0);
     // A sleeping connection's waits (probes included) never lengthen the spin.
+    let mut auto = waiter();
     run(&mut auto, Partner::SameCore { service: 3 * US }, 10);
     assert!(!auto.is_spinning());
-    assert!(!auto.asks_whether_crowded(&dear));
+    assert_eq!(loadavg_reads(&mut auto, &dear), 0);
+    // Nor does a sleep too long to spin through, which can only reset a budget at its default.
+    let slow = Partner::Asleep { wake: 2_000 * US }.wait(budget);
+    assert_eq!(loadavg_reads(&mut waiter(), &slow), 0);
+    let mut longer = waiter();
+    longer.record(&dear);
+    let budget = longer.budget();
+    assert_eq!(budget, 2 * DEFAULT_SPIN_BUDGET);
+    let slow = Partner::Asleep { wake: 2_000 * US }.wait(budget);
+    assert_eq!(loadavg_reads(&mut longer, &slow), 1, "a longer budget may be reset");
 }
 
 #[test]
 fn a_peer_slowed_by_other_work_does_not_lengthen_the_spin() {
     // The same dear sleeps, but with more tasks runnable than CPUs: the peer waited for
     // a CPU, and a longer spin would only take one from the work that holds it.
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
+    auto.cpus.others = Some(2);
     for _ in 0..10 {
         let budget = auto.budget();
-        let seen = Partner::Asleep { wake: 300 * US }.wait(budget);
-        auto.record(WaitSeen { crowded: seen.slept, ..seen });
+        auto.record(&Partner::Asleep { wake: 300 * US }.wait(budget));
     }
     assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
 }
 
 #[test]
 fn quick_answers_bring_a_long_spin_back_to_the_default() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     run(&mut auto, Partner::Asleep { wake: 300 * US }, 10);
     assert!(auto.budget() > DEFAULT_SPIN_BUDGET);
     run(&mut auto, Partner::Elsewhere { after: 2 * US }, 4);
@@ -192,13 +221,13 @@ fn quick_answers_bring_a_long_spin_back_to_the_default() {
 fn a_peer_slower_than_the_longest_spin_does_not_lengthen_it() {
     // A handler that takes 2 ms: no spin can catch it, and spinning 500 µs a call would
     // burn a quarter of a core for nothing: the spin stays at its default.
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     let partner = Partner::Asleep { wake: 2_000 * US };
     let mut spinning_time = Duration::ZERO;
     for _ in 0..1_000 {
         let budget = auto.budget();
         spinning_time += budget;
-        auto.record(partner.wait(budget));
+        auto.record(&partner.wait(budget));
     }
     assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
     assert!(spinning_time <= 1_000 * DEFAULT_SPIN_BUDGET, "spun {spinning_time:?}");
@@ -206,20 +235,20 @@ fn a_peer_slower_than_the_longest_spin_does_not_lengthen_it() {
 
 #[test]
 fn two_dear_sleeps_in_a_row_bring_the_spinning_back() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     run(&mut auto, Partner::SameCore { service: 3 * US }, 100);
     assert!(!auto.is_spinning());
     // The peer moved to another CPU and sleeps there: each sleep now costs two wake-ups.
-    auto.record(slept_at_once(300 * US));
+    auto.record(&slept_at_once(300 * US));
     assert!(!auto.is_spinning());
-    auto.record(slept_at_once(300 * US));
+    auto.record(&slept_at_once(300 * US));
     assert!(auto.is_spinning());
     // A cheap sleep between two dear ones restarts the count.
     run(&mut auto, Partner::SameCore { service: 3 * US }, 100);
     let budget = auto.budget();
     assert!(budget.is_zero());
     for waited in [300 * US, 3 * US, 300 * US] {
-        auto.record(slept_at_once(waited));
+        auto.record(&slept_at_once(waited));
     }
     assert!(!auto.is_spinning());
 }
@@ -228,10 +257,10 @@ fn two_dear_sleeps_in_a_row_bring_the_spinning_back() {
 fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_time() {
     // Beside other work: sleeps are dear (the waker's core busy), and when a spin runs
     // out, its yield runs another task and the data still does not come.
-    let mut auto = AutoWait::default();
-    let crowded = |auto: &mut AutoWait| {
+    let mut auto = waiter();
+    let crowded = |auto: &mut AutoWaiter<Fake>| {
         let budget = auto.budget();
-        auto.record(WaitSeen {
+        auto.record(&WaitSeen {
             budget,
             waited: budget + 30 * US,
             slept: true,
@@ -239,7 +268,7 @@ fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_ti
             ..WaitSeen::default()
         });
     };
-    let contended = |auto: &mut AutoWait| {
+    let contended = |auto: &mut AutoWaiter<Fake>| {
         for _ in 0..AUTO_MISSES_TO_BLOCK {
             crowded(auto);
         }
@@ -250,7 +279,7 @@ fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_ti
         let needed = AUTO_DEAR_SLEEPS_TO_SPIN << (round - 1);
         for _ in 0..needed {
             assert!(!auto.is_spinning());
-            auto.record(slept_at_once(300 * US));
+            auto.record(&slept_at_once(300 * US));
         }
         assert!(auto.is_spinning(), "round {round}: {needed} dear sleeps");
         contended(&mut auto);
@@ -260,14 +289,14 @@ fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_ti
     assert!(auto.is_spinning());
     contended(&mut auto);
     for _ in 0..AUTO_DEAR_SLEEPS_TO_SPIN {
-        auto.record(slept_at_once(300 * US));
+        auto.record(&slept_at_once(300 * US));
     }
     assert!(auto.is_spinning());
     // However often it misses, the dear sleeps it waits for stop at the most.
     for _ in 0..10 {
         contended(&mut auto);
         for _ in 0..AUTO_MAX_DEAR_SLEEPS_TO_SPIN {
-            auto.record(slept_at_once(300 * US));
+            auto.record(&slept_at_once(300 * US));
         }
         assert!(auto.is_spinning());
     }
@@ -275,7 +304,7 @@ fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_ti
 
 #[test]
 fn a_peer_that_moves_to_another_cpu_and_spins_is_found_by_a_probe() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     run(&mut auto, Partner::SameCore { service: 3 * US }, 5_000);
     assert!(!auto.is_spinning());
     // The peer moves away and answers at once; this side's sleeps stay cheap (a fast
@@ -292,7 +321,7 @@ fn a_peer_that_moves_to_another_cpu_and_spins_is_found_by_a_probe() {
 
 #[test]
 fn a_probe_spins_as_long_as_the_sleeps_took_within_its_bounds() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     assert_eq!(auto.probe_budget(), AUTO_MIN_PROBE_BUDGET);
     // Sleeps of 8 µs (the peer on this core): probes as long.
     run(&mut auto, Partner::SameCore { service: 8 * US }, 200);
@@ -302,7 +331,7 @@ fn a_probe_spins_as_long_as_the_sleeps_took_within_its_bounds() {
     assert_eq!(auto.probe_budget(), AUTO_MIN_PROBE_BUDGET);
     // Sleeps of 15 µs (cheap, so the connection keeps sleeping): probes as long.
     for _ in 0..100 {
-        auto.record(slept_at_once(15 * US));
+        auto.record(&slept_at_once(15 * US));
     }
     assert!(auto.probe_budget() > 14 * US && auto.probe_budget() <= 15 * US);
     assert!(!auto.is_spinning());
@@ -310,40 +339,43 @@ fn a_probe_spins_as_long_as_the_sleeps_took_within_its_bounds() {
 
 #[test]
 fn probes_grow_rarer_while_they_fail_and_sooner_after_one_pays() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     run(&mut auto, Partner::SameCore { service: 3 * US }, 50_000);
-    assert_eq!(auto.probe_interval, AUTO_MAX_PROBE);
+    assert_eq!(auto.probe.every.get(), AUTO_MAX_PROBE);
     run(&mut auto, Partner::Elsewhere { after: 2 * US }, AUTO_MAX_PROBE + 1);
     assert!(auto.is_spinning());
-    assert_eq!(auto.probe_interval, AUTO_MAX_PROBE / 2);
+    assert_eq!(auto.probe.every.get(), AUTO_MAX_PROBE / 2);
 }
 
 #[test]
 fn a_cheap_sleep_at_once_teaches_nothing_about_spinning() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     run(&mut auto, Partner::SameCore { service: 3 * US }, 2);
-    let before = auto.clone();
-    auto.record(slept_at_once(3 * US));
-    assert_eq!(auto.counts.slept_at_once, before.counts.slept_at_once + 1);
+    let (before, counts, average) = (learned(&auto), auto.counts, auto.slept_average);
+    auto.record(&slept_at_once(3 * US));
+    assert_eq!(auto.counts.slept_at_once, counts.slept_at_once + 1);
     // Only the counts and the average of sleeps moved.
-    auto.counts = before.counts;
-    auto.slept_average = before.slept_average;
-    assert_eq!(auto, before);
+    auto.counts = counts;
+    auto.slept_average = average;
+    assert_eq!(learned(&auto), before);
 }
 
-/// Like `run`, for a side that looks where the peer runs whenever it asks to:
-/// `shares_core` is what it sees.
-fn run_looking(auto: &mut AutoWait, partner: Partner, shares_core: bool, waits: u32) -> u32 {
-    let mut spun = 0;
-    for _ in 0..waits {
-        if auto.wants_peer_check() {
-            if shares_core { auto.saw_peer_on_this_core() } else { auto.saw_peer_elsewhere() }
-        }
-        let seen = partner.wait(auto.budget());
-        auto.record(seen);
-        spun += u32::from(!seen.budget.is_zero());
-    }
-    spun
+/// A waiter that watches its peer from `Instant::now()`, on a machine where other work holds
+/// the other CPU (so that it never moves).
+fn watching() -> AutoWaiter<Fake> {
+    AutoWaiter::new(Fake { others: Some(1), ..Fake::shared_core() }, Some(Instant::now()))
+}
+
+/// Like `run`, for a side that looks where the peer runs whenever it would spin on dear sleeps
+/// or a probe alone: `shares_core` is what it sees.
+fn run_looking(
+    auto: &mut AutoWaiter<Fake>,
+    partner: Partner,
+    shares_core: bool,
+    waits: u32,
+) -> u32 {
+    auto.cpus.peer = Some((if shares_core { auto.cpus.here } else { 1 - auto.cpus.here }, true));
+    run(auto, partner, waits).1
 }
 
 #[test]
@@ -352,16 +384,16 @@ fn dear_sleeps_beside_a_peer_on_this_core_do_not_bring_the_spinning_back() {
     // the other cores): every sleep is dear, which alone would resume spinning again
     // and again; a look at where the peer ran keeps this side asleep.
     let busy_peer = Partner::SameCore { service: 200 * US };
-    let mut blind = AutoWait::default();
+    let mut blind = waiter();
     let (_, spun_blind) = run(&mut blind, busy_peer, 2000);
-    let mut looking = AutoWait::default();
+    let mut looking = watching();
     let spun = run_looking(&mut looking, busy_peer, true, 2000);
     assert_eq!(spun, 2, "only the first two waits spin: {:?}", looking.counts);
     assert!(spun_blind > 20, "without looking it resumes: {spun_blind}");
     assert!(looking.counts.kept_asleep > 0);
     // A peer asleep on another CPU is still spun for, as without looking.
     let asleep = Partner::Asleep { wake: 30 * US };
-    let mut elsewhere = AutoWait::default();
+    let mut elsewhere = watching();
     run_looking(&mut elsewhere, busy_peer, true, 50);
     let spun = run_looking(&mut elsewhere, asleep, false, 200);
     assert!(spun > 150, "{spun} of 200 waits spun: {:?}", elsewhere.counts);
@@ -369,8 +401,8 @@ fn dear_sleeps_beside_a_peer_on_this_core_do_not_bring_the_spinning_back() {
 
 #[test]
 fn a_side_confined_with_its_peer_to_one_cpu_never_spins() {
-    let mut auto = AutoWait::default();
-    auto.set_confined(true);
+    let mut auto = waiter();
+    auto.confined = true;
     // From the first wait on: no spin, and no probe however many waits pass.
     let (_, spun) = run(&mut auto, Partner::SameCore { service: 3 * US }, 5000);
     assert_eq!(spun, 0);
@@ -380,30 +412,29 @@ fn a_side_confined_with_its_peer_to_one_cpu_never_spins() {
     assert_eq!(auto.counts.slept_at_once, 5100);
     assert_eq!(auto.counts.spun, 0);
     // Freed (a mask changed), the side learns again from where it was: it still spins.
-    auto.set_confined(false);
+    auto.confined = false;
     let (_, spun) = run(&mut auto, Partner::Elsewhere { after: 2 * US }, 10);
     assert_eq!(spun, 10);
 }
 
 /// One wait that does not spin: whether it yielded first. Its yield, if any, takes
 /// `yield_took`, and the data is there after it when `brings`, else the wait sleeps.
-fn not_spinning(auto: &mut AutoWait, yield_took: Duration, brings: bool) -> bool {
+fn not_spinning(auto: &mut AutoWaiter<Fake>, yield_took: Duration, brings: bool) -> bool {
     let yielded = auto.yields_before_sleeping();
-    auto.record(WaitSeen {
+    auto.record(&WaitSeen {
         budget: Duration::ZERO,
         waited: if yielded { yield_took } else { 10 * US },
         slept: !(yielded && brings),
         contended: yielded && yield_took > AUTO_YIELD_RAN_ANOTHER,
         yielded,
         dear_yield: yielded && yield_took > AUTO_CHEAP_SLEEP,
-        ..WaitSeen::default()
     });
     yielded
 }
 
 #[test]
 fn a_wait_that_does_not_spin_yields_first_until_a_yield_hands_the_core_to_another_task() {
-    let mut auto = AutoWait::default();
+    let mut auto = waiter();
     // The peer on this core answers during each yield: yielding goes on.
     assert!((0..100).all(|_| not_spinning(&mut auto, 5 * US, true)));
     // A yield that ran another task's slice stops it, at once, and the first yield probe
@@ -442,9 +473,114 @@ fn a_wait_that_does_not_spin_yields_first_until_a_yield_hands_the_core_to_anothe
 #[test]
 fn a_side_confined_with_its_peer_to_one_cpu_never_yields_first() {
     // There a yield may hand the only core to any other task for its whole slice.
-    let mut auto = AutoWait::default();
-    auto.set_confined(true);
+    let mut auto = waiter();
+    auto.confined = true;
     assert!((0..1000).all(|_| !auto.yields_before_sleeping()));
-    auto.set_confined(false);
+    auto.confined = false;
     assert!(auto.yields_before_sleeping());
+}
+
+/// Between two waits: the peer's handling and this side's own work.
+const GAP: Duration = Duration::from_micros(20);
+
+/// Reads of the machine over `waits` waits against `partner`, by a side that watches its peer
+/// on `fake`, on a clock that moves by each wait and [`GAP`] between two; and how long they took.
+fn reads_over(fake: Fake, partner: Partner, waits: u32) -> (Reads, Duration) {
+    let start = Instant::now();
+    let (mut auto, mut now) = (AutoWaiter::new(fake, Some(start)), start);
+    for _ in 0..waits {
+        let seen = partner.wait(auto.before_wait(now).budget);
+        now += seen.waited;
+        auto.after_wait(&seen, now);
+        now += GAP;
+    }
+    (auto.cpus.reads, now - start)
+}
+
+#[test]
+fn the_machine_is_read_only_where_the_answer_counts() {
+    let machine = Fake::shared_core();
+    let elsewhere = Fake { peer: Some((1, true)), ..machine.clone() };
+    let asleep_elsewhere = Fake { peer: Some((1, false)), ..machine.clone() };
+    let busy = Fake { others: Some(1), ..machine };
+    let seconds = |took: Duration| took.as_secs() as u32;
+    // Spinning hits: the masks once a second, nothing else.
+    let (reads, took) = reads_over(elsewhere, Partner::Elsewhere { after: 2 * US }, 100_000);
+    assert_eq!(reads, Reads { masks: 1 + seconds(took), ..Reads::default() });
+    // Sleeping beside the peer, busy work on the other CPU: the peer read before each probe,
+    // and a look whether to move (its /proc/loadavg) after 1024 hand-overs or 16 ms at most.
+    let on_this_core = Partner::SameCore { service: 3 * US };
+    let (reads, _) = reads_over(busy.clone(), on_this_core, 100_000);
+    assert!(reads.peer_stat <= 250 && reads.loadavg <= 110 && reads.stat == 0, "{reads:?}");
+    // Confined: the masks every 10 ms; the peer only before the first look at them.
+    let confined = Fake { confined: true, allowed: vec![0], ..busy };
+    let (reads, took) = reads_over(confined, on_this_core, 100_000);
+    assert_eq!((reads.loadavg, reads.stat), (0, 0), "{reads:?}");
+    let looks = took.as_millis() as u32 / 10 + 100_000 / 900;
+    assert!(reads.peer_stat <= 8 && reads.masks <= looks, "{reads:?}");
+    // A peer too slow to spin for (every sleep dear): the masks once a second, nothing else.
+    let slow = Partner::Asleep { wake: 2_000 * US };
+    let (reads, took) = reads_over(asleep_elsewhere.clone(), slow, 10_000);
+    assert_eq!(reads, Reads { masks: 1 + seconds(took), ..Reads::default() });
+    // A crowded machine, sleeps short enough to spin through: each asks (its answer keeps the
+    // spin from doubling), reading the mask it is compared with too.
+    let crowded = Fake { others: Some(3), ..asleep_elsewhere };
+    let (reads, took) = reads_over(crowded, Partner::Asleep { wake: 300 * US }, 10_000);
+    assert_eq!((reads.loadavg, reads.peer_stat, reads.stat), (10_000, 0, 0));
+    assert_eq!(reads.masks, 10_000 + 1 + seconds(took));
+}
+
+#[test]
+fn the_masks_are_read_10_ms_after_the_watch_starts_then_every_second_or_10_ms_while_confined() {
+    let start = Instant::now();
+    let mut auto = AutoWaiter::new(Fake { confined: true, ..Fake::shared_core() }, Some(start));
+    let masks_at = |auto: &mut AutoWaiter<Fake>, now| {
+        let before = auto.cpus.reads.masks;
+        let plan = auto.before_wait(now);
+        (auto.cpus.reads.masks - before, plan)
+    };
+    let spin = Plan { budget: DEFAULT_SPIN_BUDGET, yields: true };
+    let confined = Plan { budget: Duration::ZERO, yields: false };
+    assert_eq!(masks_at(&mut auto, start), (0, spin), "no look during a spawn's handshake");
+    let first = start + CONFINED_RECHECK;
+    assert_eq!(masks_at(&mut auto, first), (1, confined));
+    assert_eq!(masks_at(&mut auto, first + 9 * Duration::from_millis(1)), (0, confined));
+    assert_eq!(masks_at(&mut auto, first + CONFINED_RECHECK), (1, confined));
+    // Freed: looked at again a second later, spinning as before.
+    auto.cpus.confined = false;
+    let freed = first + 2 * CONFINED_RECHECK;
+    assert_eq!(masks_at(&mut auto, freed), (1, spin));
+    assert_eq!(masks_at(&mut auto, freed + CONFINED_RECHECK), (0, spin));
+    assert_eq!(masks_at(&mut auto, freed + CONFINEMENT_RECHECK), (1, spin));
+    // Without a watched peer, never.
+    let mut blind = waiter();
+    assert_eq!(masks_at(&mut blind, start + CONFINEMENT_RECHECK), (0, spin));
+}
+
+#[test]
+fn a_due_probe_is_put_off_only_when_the_peer_last_ran_on_this_cpu() {
+    let now = Instant::now() + CONFINED_RECHECK;
+    for (peer, put_off) in [(Some((0, true)), true), (Some((1, false)), false), (None, false)] {
+        let mut auto = AutoWaiter::new(Fake { peer, ..Fake::shared_core() }, Some(now));
+        run(&mut auto, Partner::SameCore { service: 3 * US }, AUTO_MISSES_TO_BLOCK);
+        auto.probe.left = 0;
+        let plan = auto.before_wait(now);
+        assert_eq!(plan.budget.is_zero(), put_off, "{peer:?}");
+        assert_eq!(auto.counts.kept_asleep, u64::from(put_off));
+        // Put off twice as far, this wait counted.
+        assert_eq!(auto.probe.left, if put_off { 2 * AUTO_FIRST_PROBE - 1 } else { 0 });
+    }
+}
+
+#[test]
+fn hand_overs_that_move_this_thread_to_an_idle_cpu_bring_the_spinning_back() {
+    // The peer on this core, the other CPU idle: cheap sleeps hand the core over.
+    let mut auto = AutoWaiter::new(Fake::shared_core(), Some(Instant::now()));
+    let (_, spun) = run(&mut auto, Partner::SameCore { service: 3 * US }, 2 + 4);
+    assert_eq!((spun, auto.moves(), auto.cpus.moves.clone()), (2, 1, vec![1]));
+    assert!(auto.is_spinning(), "spinning again on the CPU it moved to");
+    // Learning starts over with a new strategy; the watch and its moves stay.
+    auto.restart();
+    assert_eq!((auto.counts(), auto.moves()), (AutoCounts::default(), 1));
+    assert!(auto.peer.is_some());
 }

@@ -1,0 +1,29 @@
+//! [`Cpus`]: what placement and the `auto` wait read of the system.
+
+/// What placement and the `auto` wait read of the system; [`Os`](super::Os) is the real one.
+// `pub` in a crate-private module: it bounds `AutoWaiter`, which `Transport::auto_wait` returns.
+pub trait Cpus {
+    /// The CPU this thread runs on.
+    fn current(&mut self) -> Option<usize>;
+    /// The CPU the peer ran on last, and whether it is runnable now (`/proc/PID/stat`).
+    fn peer(&mut self) -> Option<(usize, bool)>;
+    /// Replaces `cpus` with the CPUs this thread may run on.
+    fn allowed(&mut self, cpus: &mut Vec<usize>);
+    /// How many CPUs this thread may run on.
+    fn allowed_count(&mut self) -> Option<usize>;
+    /// Replaces `times` with `(cpu, idle, total)` for every CPU: its time idle and in all, in
+    /// any unit, since some fixed point (`/proc/stat`).
+    fn times(&mut self, times: &mut Vec<(usize, u64, u64)>);
+    /// Tasks runnable on the machine now, this thread among them (`/proc/loadavg`).
+    fn runnable(&mut self) -> Option<usize>;
+    /// Moves this thread to `cpu`, leaving its affinity mask as it was. Whether it moved.
+    fn move_to(&mut self, cpu: usize) -> bool;
+    /// Whether this thread and the peer may each run on one CPU only, the same one.
+    fn confined_with_peer(&mut self) -> bool;
+
+    /// Whether more tasks are runnable than this thread has CPUs: other work wants them.
+    /// `false` when either is unknown.
+    fn crowded(&mut self) -> bool {
+        self.runnable().is_some_and(|n| self.allowed_count().is_some_and(|cpus| n > cpus))
+    }
+}

@@ -1,0 +1,94 @@
+//! [`Wait`]: how a side waits for its peer, by name.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::units::{format_duration, parse_duration};
+
+/// Spin budget of [`Wait::Hybrid`] when none is given, and of every spinning wait of
+/// [`Wait::Auto`] at first: 50 µs, about what a wake-up of a sleeper on another CPU costs on a
+/// small virtual machine (see docs/PERFORMANCE.md), so a spin that runs out has cost at most
+/// what blocking at once would have.
+pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
+
+/// How a side waits for its peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Wait {
+    /// Sleep in the kernel until the descriptor is ready.
+    Block,
+    /// Poll without sleeping until ready or the deadline passes.
+    Spin,
+    /// Spin for `spin`, then block.
+    Hybrid {
+        /// How long to spin before sleeping.
+        spin: Duration,
+    },
+    /// Spin while spinning pays, block while it does not, learned per connection from what
+    /// the waits see (docs/WAITING.md says how). The default.
+    #[default]
+    Auto,
+}
+
+impl Wait {
+    /// Short name: `block`, `spin`, `hybrid` or `auto`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Wait::Block => "block",
+            Wait::Spin => "spin",
+            Wait::Hybrid { .. } => "hybrid",
+            Wait::Auto => "auto",
+        }
+    }
+
+    /// `hybrid` with its default budget.
+    pub const fn hybrid() -> Wait {
+        Wait::Hybrid { spin: DEFAULT_SPIN_BUDGET }
+    }
+}
+
+impl fmt::Display for Wait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Wait::Hybrid { spin } if *spin != DEFAULT_SPIN_BUDGET => {
+                write!(f, "hybrid:{}", format_duration(*spin))
+            }
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+impl FromStr for Wait {
+    type Err = Error;
+
+    /// Parses `auto`, `block`, `spin`, `hybrid` or `hybrid:DUR` (e.g. `hybrid:20us`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use peerpipe::transport::Wait;
+    /// assert_eq!("hybrid:20us".parse::<Wait>().unwrap(), Wait::Hybrid { spin: Duration::from_micros(20) });
+    /// assert_eq!("auto".parse::<Wait>().unwrap(), Wait::default());
+    /// assert!("sleepy".parse::<Wait>().is_err());
+    /// ```
+    fn from_str(text: &str) -> Result<Wait> {
+        match text {
+            "auto" => Ok(Wait::Auto),
+            "block" => Ok(Wait::Block),
+            "spin" => Ok(Wait::Spin),
+            "hybrid" => Ok(Wait::hybrid()),
+            _ => match text.strip_prefix("hybrid:") {
+                Some(budget) => Ok(Wait::Hybrid { spin: parse_duration(budget)? }),
+                None => Err(Error::InvalidArgument {
+                    what: "wait strategy",
+                    reason: format!(
+                        "expected auto, block, spin, hybrid or hybrid:DUR, found {text:?}"
+                    ),
+                }),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,13 @@
+use super::*;
+
+#[test]
+fn the_default_wait_is_auto_and_every_name_parses_back() {
+    let us = Duration::from_micros(1);
+    assert_eq!(Wait::default(), Wait::Auto);
+    for wait in [Wait::Auto, Wait::Block, Wait::Spin, Wait::hybrid(), Wait::Hybrid { spin: 7 * us }]
+    {
+        assert_eq!(wait.to_string().parse::<Wait>().unwrap(), wait, "{wait}");
+    }
+    let error = "sleepy".parse::<Wait>().unwrap_err().to_string();
+    assert!(error.contains("auto, block, spin, hybrid"), "{error}");
+}
