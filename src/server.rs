@@ -28,7 +28,6 @@ mod stdio;
 
 use conversation::Conversation;
 pub use functions::{Function, Functions};
-pub(crate) use functions::{data_refused, unknown_function};
 pub use handler::{Call, Handler, Request, Response};
 pub use options::{DEFAULT_FRAME_TIMEOUT, Ending, ServeOptions, ServeSummary};
 pub use session::{Next, Session};

@@ -2,7 +2,9 @@
 //! ([`Table`]).
 
 use super::fault::TableFault;
-use super::layout::{DESCRIPTOR_LEN, MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN, name_byte, pad8};
+use super::layout::{
+    DESCRIPTOR_LEN, MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN, check_function_name, name_byte, pad8,
+};
 use super::shape::{PartDtype, Shape};
 use crate::error::{Error, Result};
 
@@ -457,7 +459,7 @@ impl Table {
 
     fn write_anew(&mut self, function: &str, shapes: impl Iterator<Item = Shape>) -> Result<()> {
         if !function.is_empty() {
-            super::check_function_name(function)
+            check_function_name(function)
                 .map_err(|reason| Error::InvalidArgument { what: "function name", reason })?;
         }
         self.bytes.clear();
@@ -470,7 +472,7 @@ impl Table {
         self.parts_len = 0;
         for shape in shapes {
             parts += 1;
-            if parts > super::MAX_PARTS {
+            if parts > MAX_PARTS {
                 return Err(Error::InvalidArgument {
                     what: "parts",
                     reason: format!("more than {MAX_PARTS} parts in one call"),

@@ -1,9 +1,9 @@
 //! A caller's values as parts: [`Part`] to send, [`PartMut`] to receive into, and
 //! [`PartsOut`], the reusable buffer a server's function writes its reply into.
 
-use super::layout::{MAX_PARTS, pad8};
+use super::layout::{DESCRIPTOR_LEN, MAX_PARTS, PREAMBLE_LEN, pad8};
 use super::shape::{PartDtype, Shape};
-use super::table::PartRef;
+use super::table::{PartRef, descriptor_bytes};
 use crate::error::{Error, Result};
 use crate::zerocopy::NATIVE_IS_WIRE;
 
@@ -287,12 +287,12 @@ impl PartsOut {
             .and_then(|b| usize::try_from(b).ok())
             .filter(|&b| b <= isize::MAX as usize)
             .ok_or_else(|| format!("a part of {shape} is too large"))?;
-        let at = super::PREAMBLE_LEN + self.shapes.len() * super::DESCRIPTOR_LEN;
-        if self.table.len() < at + super::DESCRIPTOR_LEN {
-            self.table.resize(at + super::DESCRIPTOR_LEN, 0);
+        let at = PREAMBLE_LEN + self.shapes.len() * DESCRIPTOR_LEN;
+        if self.table.len() < at + DESCRIPTOR_LEN {
+            self.table.resize(at + DESCRIPTOR_LEN, 0);
         }
-        let descriptor = super::table::descriptor_bytes(shape);
-        self.table[at..at + super::DESCRIPTOR_LEN].copy_from_slice(&descriptor);
+        let descriptor = descriptor_bytes(shape);
+        self.table[at..at + DESCRIPTOR_LEN].copy_from_slice(&descriptor);
         let parts = self.shapes.len() as u32 + 1;
         self.table[..4].copy_from_slice(&parts.to_le_bytes());
         let start = self.used;
@@ -412,10 +412,10 @@ impl PartsOut {
 
     /// The reply's part table: no name, a descriptor per part.
     fn table(&self) -> &[u8] {
-        const NO_PARTS: &[u8] = &[0; super::PREAMBLE_LEN];
+        const NO_PARTS: &[u8] = &[0; PREAMBLE_LEN];
         match self.shapes.len() {
             0 => NO_PARTS,
-            n => &self.table[..super::PREAMBLE_LEN + n * super::DESCRIPTOR_LEN],
+            n => &self.table[..PREAMBLE_LEN + n * DESCRIPTOR_LEN],
         }
     }
 

@@ -118,7 +118,7 @@ impl Handler for Functions {
     }
 
     fn handle<'a>(&'a mut self, _: Request<'a>) -> std::result::Result<Response<'a>, String> {
-        Err(super::data_refused(&self.names().join(", ")))
+        Err(data_refused(&self.names().join(", ")))
     }
 
     fn functions(&self) -> Vec<String> {
@@ -132,7 +132,7 @@ impl Handler for Functions {
                 "no function named: this server has {}; name one",
                 self.names().join(", ")
             )),
-            None => Err(super::unknown_function(call.function, &self.functions())),
+            None => Err(unknown_function(call.function, &self.functions())),
         }
     }
 }

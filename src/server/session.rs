@@ -34,6 +34,7 @@
 use std::time::Instant;
 
 use super::conversation::{Conversation, Incoming};
+use super::functions::data_refused;
 use super::handler::Call;
 use super::options::{Ending, ServeOptions};
 use super::stdio::{StdioOptions, stdio_transport_with};
@@ -171,7 +172,7 @@ impl Session {
                 }
                 Incoming::Idle => return Ok(Next::Idle),
                 Incoming::Data { header, started, deadline, .. } => {
-                    let message = super::data_refused(&self.conversation.functions.join(", "));
+                    let message = data_refused(&self.conversation.functions.join(", "));
                     self.answer_error(header.seq, started, &message, deadline)?;
                     continue;
                 }
