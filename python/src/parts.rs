@@ -130,17 +130,25 @@ impl Held<'_> {
 /// and parameters).
 pub(crate) type Few<T> = SmallVec<[T; 4]>;
 
-/// Every value of `values` held as a part ([`hold`]); `what(i)` names value `i` in errors.
+/// Every value of `values` held as a part ([`hold`]) in `held`, which starts empty (filled in
+/// place: a few parts are large to move); `what(i)` names value `i` in errors.
 pub(crate) fn hold_all<'py>(
     values: &Bound<'py, PyTuple>,
     what: &dyn Fn(usize) -> String,
-) -> PyResult<Few<Held<'py>>> {
-    values.iter().enumerate().map(|(i, value)| hold(&value, &|| what(i))).collect()
+    held: &mut Few<Held<'py>>,
+) -> PyResult<()> {
+    for (i, value) in values.iter().enumerate() {
+        held.push(hold(&value, &|| what(i))?);
+    }
+    Ok(())
 }
 
-/// The parts of `held`, borrowing from it.
-pub(crate) fn parts_of<'a>(held: &'a [Held<'_>]) -> PyResult<Few<Part<'a>>> {
-    held.iter().map(Held::part).collect()
+/// The parts of `held`, borrowing from it, into `parts` (which starts empty).
+pub(crate) fn parts_of<'a>(held: &'a [Held<'_>], parts: &mut Few<Part<'a>>) -> PyResult<()> {
+    for one in held {
+        parts.push(one.part()?);
+    }
+    Ok(())
 }
 
 /// `value` as a part (see the module's table); `what` names it in errors ("part 2").

@@ -230,8 +230,10 @@ impl PyPeer {
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         self.open()?;
-        let held = hold_all(parts, &|i| format!("part {i}"))?;
-        let inputs = parts_of(&held)?;
+        let mut held = Few::new();
+        hold_all(parts, &|i| format!("part {i}"), &mut held)?;
+        let mut inputs = Few::new();
+        parts_of(&held, &mut inputs)?;
         let Some(out) = out else {
             let mut reply = std::mem::take(&mut self.reply);
             let called = self.converse(py, |peer, first| {

@@ -10,7 +10,7 @@ use pyo3::types::{PyString, PyTuple};
 
 use crate::boundary::SLICE;
 use crate::errors::IntoPy;
-use crate::parts::{hold_all, parts_of, to_numpy};
+use crate::parts::{Few, hold_all, parts_of, to_numpy};
 use crate::serve::stdio_options;
 
 /// A server session over this process's stdin and stdout (see `peerpipe.Session`).
@@ -106,10 +106,12 @@ impl PySession {
     /// float, an int or bytes, as in `Peer.call_parts`).
     #[pyo3(signature = (*parts))]
     fn reply(&mut self, py: Python<'_>, parts: &Bound<'_, PyTuple>) -> PyResult<()> {
-        let held = hold_all(parts, &|i| format!("part {i} of the reply"))?;
-        let parts = parts_of(&held)?;
+        let mut held = Few::new();
+        hold_all(parts, &|i| format!("part {i} of the reply"), &mut held)?;
+        let mut reply = Few::new();
+        parts_of(&held, &mut reply)?;
         let session = self.open()?;
-        py.detach(|| session.reply(&parts)).py_err(py)
+        py.detach(|| session.reply(&reply)).py_err(py)
     }
 
     /// Answers the call received last with ERROR carrying `message`; the conversation goes on.
