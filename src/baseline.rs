@@ -231,7 +231,10 @@ impl RawEcho {
     /// [`Error::Timeout`], [`Error::PeerClosed`] or [`Error::Truncated`] when the server does
     /// not echo the message in time; [`Error::InvalidArgument`] when the echo differs.
     pub fn round_trip(&mut self) -> Result<u64> {
-        let transport = self.transport.as_mut().ok_or(Error::PeerClosed { context: "already" })?;
+        // Not `ok_or`: it builds (and drops) an error on every round trip.
+        let Some(transport) = self.transport.as_mut() else {
+            return Err(Error::PeerClosed { context: "already" });
+        };
         // The same clock as the rows' split (`clock`), and no clock read for the deadline
         // before the message is on its way: it starts at the first wait.
         let started = Stamp::now();

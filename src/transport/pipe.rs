@@ -65,7 +65,10 @@ impl Link for PipeLink {
     }
 
     fn try_write(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
-        let tx = self.tx.as_ref().ok_or(Error::PeerClosed { context: "after shutdown_write" })?;
+        // Not `ok_or`: it builds (and drops) an error on every write.
+        let Some(tx) = self.tx.as_ref() else {
+            return Err(Error::PeerClosed { context: "after shutdown_write" });
+        };
         loop {
             let written = match bufs {
                 [one] => nix::unistd::write(tx.as_fd(), one),
@@ -85,7 +88,10 @@ impl Link for PipeLink {
     /// `crate::sys::vmsplice_lend` for why that is sound only when the caller waits for the
     /// answer before touching the bytes).
     fn try_write_lent(&mut self, bufs: &[IoSlice<'_>]) -> Result<Option<usize>> {
-        let tx = self.tx.as_ref().ok_or(Error::PeerClosed { context: "after shutdown_write" })?;
+        // Not `ok_or`: it builds (and drops) an error on every write.
+        let Some(tx) = self.tx.as_ref() else {
+            return Err(Error::PeerClosed { context: "after shutdown_write" });
+        };
         loop {
             return match crate::sys::vmsplice_lend(tx.as_fd(), bufs) {
                 Ok(n) => Ok(Some(n)),
