@@ -1,6 +1,6 @@
 //! numpy arrays at the boundary: the 1-D float64/float32 array a call takes, checked.
 
-use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::server::Response;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -39,22 +39,6 @@ impl Element for f32 {
     }
     fn response(values: &[f32]) -> Response<'_> {
         Response::F32(values)
-    }
-}
-
-/// The elements of `array` as one slice: in place when it is contiguous, else copied once
-/// into `copy`.
-pub(crate) fn contiguous<'a, T: Element>(
-    array: &'a PyReadonlyArray1<'_, T>,
-    copy: &'a mut Vec<T>,
-) -> &'a [T] {
-    match array.as_slice() {
-        Ok(slice) => slice,
-        Err(_) => {
-            copy.clear();
-            copy.extend(array.as_array().iter().copied());
-            copy
-        }
     }
 }
 
@@ -103,8 +87,4 @@ pub(crate) fn array<'py>(x: &Bound<'py, PyAny>, what: &str, not_1d: &str) -> PyR
         "{what} must have dtype float64 or float32 (native byte order), got {}",
         untyped.dtype()
     )))
-}
-
-pub(crate) fn borrow_error(what: &str, e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(format!("{what} cannot be used: {e} (is it read-only, or is out x?)"))
 }

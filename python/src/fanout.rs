@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArrayDyn, PyUntypedArrayMethods};
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::fanout::{Fanout, ServerError};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::errors::to_py;
+use crate::loans::Loans;
 use crate::spawn::{command, options, spawn_all_interruptibly};
 
 /// Many servers called together (see `peerpipe.Fanout`).
@@ -54,7 +55,7 @@ fn name_server(py: Python<'_>, err: PyErr, index: usize, server: String) -> PyEr
 fn reply_buffers<'py>(
     out: &Bound<'py, PyAny>,
     n: usize,
-) -> PyResult<Vec<numpy::PyReadwriteArrayDyn<'py, f64>>> {
+) -> PyResult<Vec<Bound<'py, PyArrayDyn<f64>>>> {
     let wrong = || {
         PyTypeError::new_err(format!(
             "out must be a float64 array of shape (N, len) or a list of N float64 arrays, N = {n}"
@@ -86,18 +87,12 @@ fn reply_buffers<'py>(
             arrays.len()
         )));
     }
-    arrays
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let a =
-                a.try_readwrite().map_err(|e| PyValueError::new_err(format!("out[{i}]: {e}")))?;
-            if !a.is_c_contiguous() {
-                return Err(PyValueError::new_err(format!("out[{i}] must be C-contiguous")));
-            }
-            Ok(a)
-        })
-        .collect()
+    for (i, a) in arrays.iter().enumerate() {
+        if !a.is_c_contiguous() {
+            return Err(PyValueError::new_err(format!("out[{i}] must be C-contiguous")));
+        }
+    }
+    Ok(arrays)
 }
 
 #[pymethods]
@@ -197,7 +192,7 @@ impl PyFanout {
                 if array.ndim() != 1 {
                     return Err(PyValueError::new_err(format!("xs[{i}] must be 1-D")));
                 }
-                array.try_readonly().map_err(|e| PyValueError::new_err(format!("xs[{i}]: {e}")))
+                Ok(array.clone())
             })
             .collect::<PyResult<Vec<_>>>()?;
         if inputs.len() != n {
@@ -206,23 +201,18 @@ impl PyFanout {
                 inputs.len()
             )));
         }
-        let mut outputs = reply_buffers(out, n)?;
-        let requests = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                a.as_slice()
-                    .map(Values::F64)
-                    .map_err(|_| PyValueError::new_err(format!("xs[{i}] must be C-contiguous")))
+        let outputs = reply_buffers(out, n)?;
+        let loans = Loans::new();
+        let requests = (inputs.iter().enumerate())
+            .map(|(i, a)| match loans.read(a, &|| format!("xs[{i}]"))? {
+                Some(values) => Ok(Values::F64(values)),
+                None => {
+                    Err(PyValueError::new_err(format!("xs[{i}] must be C-contiguous and aligned")))
+                }
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let mut replies = outputs
-            .iter_mut()
-            .map(|a| {
-                a.as_slice_mut()
-                    .map(ValuesMut::F64)
-                    .map_err(|e| PyValueError::new_err(e.to_string()))
-            })
+        let mut replies = (outputs.iter().enumerate())
+            .map(|(i, a)| Ok(ValuesMut::F64(loans.write(a, &|| format!("out[{i}]"))?)))
             .collect::<PyResult<Vec<_>>>()?;
         let fanout = self.open()?;
         let gathered = py.detach(|| fanout.call_each(&requests, &mut replies));

@@ -14,6 +14,8 @@
 //! - `boundary`: what every class shares — how long a wait runs with the GIL released,
 //!   seconds as a `Duration`, what `__exit__` returns;
 //! - `errors`: the exceptions and the one table from `peerpipe::ErrorKind` to them;
+//! - `loans`: numpy arrays' memory lent to a call as slices, and the checks that make that
+//!   sound (the binding's one `unsafe`);
 //! - `array`: numpy arrays at the boundary, and `Element` (f64, f32), over which every path
 //!   that moves arrays is written once;
 //! - `spawn`: constructor options, `cmd` as a command (the crate's spawn rule), and a
@@ -25,12 +27,17 @@
 //! - `serve`: `serve`, Python callables as the handler and the functions by name of the
 //!   crate's stdio server; `ode`: `serve_ode`, SciPy's `fun` and `jac` served as `rhs`, `jac`.
 
+#![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use pyo3::prelude::*;
 
 mod array;
 mod boundary;
 mod errors;
 mod fanout;
+#[allow(unsafe_code)]
+mod loans;
 mod ode;
 mod parts;
 mod peer;

@@ -16,10 +16,7 @@
 //! lists — is a `TypeError` or `ValueError` naming the part, before anything is sent. A
 //! non-contiguous array (or a Fortran-ordered matrix) is copied once into row-major order.
 
-use numpy::{
-    PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArray,
-    PyUntypedArrayMethods,
-};
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use peerpipe::parts::{Part, PartDtype, PartMut, PartRef};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -27,7 +24,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple, PyType};
 use smallvec::SmallVec;
 
-use crate::array::borrow_error;
+use crate::loans::Loans;
 
 /// `numpy.generic`, the base class of numpy's scalars.
 fn numpy_generic(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -35,9 +32,10 @@ fn numpy_generic(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     GENERIC.import(py, "numpy", "generic")
 }
 
-/// The elements of one array part: borrowed in place when C-contiguous, else copied once.
+/// The elements of one array part: lent in place ([`Loans::read`]) when C-contiguous and
+/// aligned, else copied once.
 pub(crate) struct Elements<'py, T: numpy::Element> {
-    array: PyReadonlyArrayDyn<'py, T>,
+    array: Bound<'py, PyArrayDyn<T>>,
     copy: Option<Vec<T>>,
     /// The columns of a 2-D array; `None` for a vector.
     cols: Option<usize>,
@@ -67,10 +65,9 @@ impl<'py, T: numpy::Element + Copy> Elements<'py, T> {
                 shape_text(array.shape())
             )));
         }
-        let c_order = array.is_c_contiguous();
-        let array = array.try_readonly().map_err(|e| borrow_error(&what(), e))?;
-        let copy = (!c_order).then(|| array.as_array().iter().copied().collect());
-        Ok(Elements { array, copy, cols })
+        let in_place = array.is_c_contiguous() && array.is_aligned();
+        let copy = (!in_place).then(|| array.to_owned_array().iter().copied().collect());
+        Ok(Elements { array: array.clone(), copy, cols })
     }
 
     /// The array's shape.
@@ -83,12 +80,19 @@ impl<'py, T: numpy::Element + Copy> Elements<'py, T> {
         self.cols
     }
 
-    /// The elements in row-major order.
-    pub(crate) fn values(&self) -> &[T] {
-        match &self.copy {
-            Some(copy) => copy,
-            None => self.array.as_slice().expect("checked C-contiguous"),
+    /// The elements in row-major order, lent by `loans` unless copied; `what` names them in
+    /// errors.
+    pub(crate) fn values<'a>(
+        &'a self,
+        loans: &'a Loans,
+        what: &dyn Fn() -> String,
+    ) -> PyResult<&'a [T]> {
+        if let Some(copy) = &self.copy {
+            return Ok(copy);
         }
+        loans.read(&self.array, what)?.ok_or_else(|| {
+            PyValueError::new_err(format!("{} is no longer C-contiguous and aligned", what()))
+        })
     }
 }
 
@@ -105,8 +109,12 @@ pub(crate) enum Held<'py> {
 }
 
 impl Held<'_> {
-    /// The part, borrowing from what is held.
-    pub(crate) fn part(&self) -> PyResult<Part<'_>> {
+    /// The part, borrowing from what is held and from `loans`; `what` names it in errors.
+    pub(crate) fn part<'a>(
+        &'a self,
+        loans: &'a Loans,
+        what: &dyn Fn() -> String,
+    ) -> PyResult<Part<'a>> {
         fn shaped<'a>(part: Part<'a>, cols: Option<usize>) -> PyResult<Part<'a>> {
             match cols {
                 None => Ok(part),
@@ -114,10 +122,10 @@ impl Held<'_> {
             }
         }
         match self {
-            Held::Bytes(e) => shaped(Part::bytes(e.values()), e.cols),
-            Held::F32(e) => shaped(Part::f32(e.values()), e.cols),
-            Held::F64(e) => shaped(Part::f64(e.values()), e.cols),
-            Held::I64(e) => shaped(Part::i64(e.values()), e.cols),
+            Held::Bytes(e) => shaped(Part::bytes(e.values(loans, what)?), e.cols),
+            Held::F32(e) => shaped(Part::f32(e.values(loans, what)?), e.cols),
+            Held::F64(e) => shaped(Part::f64(e.values(loans, what)?), e.cols),
+            Held::I64(e) => shaped(Part::i64(e.values(loans, what)?), e.cols),
             Held::Float(v) => Ok(Part::f64(v)),
             Held::Int(v) => Ok(Part::i64(v)),
             Held::PyBytes(b) => Ok(Part::bytes(b.as_bytes())),
@@ -143,10 +151,16 @@ pub(crate) fn hold_all<'py>(
     Ok(())
 }
 
-/// The parts of `held`, borrowing from it, into `parts` (which starts empty).
-pub(crate) fn parts_of<'a>(held: &'a [Held<'_>], parts: &mut Few<Part<'a>>) -> PyResult<()> {
-    for one in held {
-        parts.push(one.part()?);
+/// The parts of `held`, borrowing from it and from `loans`, into `parts` (which starts
+/// empty); `what(i)` names part `i` in errors.
+pub(crate) fn parts_of<'a>(
+    held: &'a [Held<'_>],
+    loans: &'a Loans,
+    what: &dyn Fn(usize) -> String,
+    parts: &mut Few<Part<'a>>,
+) -> PyResult<()> {
+    for (i, one) in held.iter().enumerate() {
+        parts.push(one.part(loans, &|| what(i))?);
     }
     Ok(())
 }
@@ -219,37 +233,32 @@ fn hold_array<'py>(
     )))
 }
 
-/// A caller's `out` array, borrowed writeable for the call, as the part it must receive.
+/// A caller's `out` array, to be lent writeable for the call, as the part it must receive.
 pub(crate) enum HeldMut<'py> {
-    Bytes(PyReadwriteArrayDyn<'py, u8>, Option<usize>),
-    F32(PyReadwriteArrayDyn<'py, f32>, Option<usize>),
-    F64(PyReadwriteArrayDyn<'py, f64>, Option<usize>),
-    I64(PyReadwriteArrayDyn<'py, i64>, Option<usize>),
+    Bytes(Bound<'py, PyArrayDyn<u8>>, Option<usize>),
+    F32(Bound<'py, PyArrayDyn<f32>>, Option<usize>),
+    F64(Bound<'py, PyArrayDyn<f64>>, Option<usize>),
+    I64(Bound<'py, PyArrayDyn<i64>>, Option<usize>),
 }
 
 impl HeldMut<'_> {
-    /// The buffer as a [`PartMut`] of its shape.
-    pub(crate) fn part_mut(&mut self) -> PyResult<PartMut<'_>> {
+    /// The buffer lent by `loans` as a [`PartMut`] of its shape; `what` names it in errors.
+    pub(crate) fn part_mut<'a>(
+        &'a self,
+        loans: &'a Loans,
+        what: &dyn Fn() -> String,
+    ) -> PyResult<PartMut<'a>> {
         fn shaped(part: PartMut<'_>, cols: Option<usize>) -> PyResult<PartMut<'_>> {
             match cols {
                 None => Ok(part),
                 Some(cols) => part.matrix(cols).map_err(|e| PyValueError::new_err(e.to_string())),
             }
         }
-        let slice_error = |_| PyValueError::new_err("out arrays must be C-contiguous");
         match self {
-            HeldMut::Bytes(a, cols) => {
-                shaped(PartMut::bytes(a.as_slice_mut().map_err(slice_error)?), *cols)
-            }
-            HeldMut::F32(a, cols) => {
-                shaped(PartMut::f32(a.as_slice_mut().map_err(slice_error)?), *cols)
-            }
-            HeldMut::F64(a, cols) => {
-                shaped(PartMut::f64(a.as_slice_mut().map_err(slice_error)?), *cols)
-            }
-            HeldMut::I64(a, cols) => {
-                shaped(PartMut::i64(a.as_slice_mut().map_err(slice_error)?), *cols)
-            }
+            HeldMut::Bytes(a, cols) => shaped(PartMut::bytes(loans.write(a, what)?), *cols),
+            HeldMut::F32(a, cols) => shaped(PartMut::f32(loans.write(a, what)?), *cols),
+            HeldMut::F64(a, cols) => shaped(PartMut::f64(loans.write(a, what)?), *cols),
+            HeldMut::I64(a, cols) => shaped(PartMut::i64(loans.write(a, what)?), *cols),
         }
     }
 }
@@ -292,18 +301,17 @@ pub(crate) fn hold_out<'py>(
             what()
         )));
     }
-    let borrow = |e| borrow_error(&what(), e);
     if let Ok(a) = untyped.cast::<PyArrayDyn<f64>>() {
-        return Ok(HeldMut::F64(a.try_readwrite().map_err(borrow)?, cols));
+        return Ok(HeldMut::F64(a.clone(), cols));
     }
     if let Ok(a) = untyped.cast::<PyArrayDyn<f32>>() {
-        return Ok(HeldMut::F32(a.try_readwrite().map_err(borrow)?, cols));
+        return Ok(HeldMut::F32(a.clone(), cols));
     }
     if let Ok(a) = untyped.cast::<PyArrayDyn<i64>>() {
-        return Ok(HeldMut::I64(a.try_readwrite().map_err(borrow)?, cols));
+        return Ok(HeldMut::I64(a.clone(), cols));
     }
     if let Ok(a) = untyped.cast::<PyArrayDyn<u8>>() {
-        return Ok(HeldMut::Bytes(a.try_readwrite().map_err(borrow)?, cols));
+        return Ok(HeldMut::Bytes(a.clone(), cols));
     }
     Err(PyTypeError::new_err(format!(
         "{} must have dtype float64, float32, int64 or uint8 (bytes), in native byte order; \
@@ -331,8 +339,8 @@ pub(crate) fn to_numpy<'py>(py: Python<'py>, part: &PartRef<'_>) -> PyResult<Bou
     ) -> PyResult<Bound<'py, PyAny>> {
         let array = PyArrayDyn::<T>::zeros(py, dims, false);
         {
-            let mut w = array.try_readwrite().map_err(|e| PyValueError::new_err(e.to_string()))?;
-            let slice = w.as_slice_mut().map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let loans = Loans::new();
+            let slice = loans.write(&array, &|| "a received part".to_owned())?;
             let cols = part.shape().cols as usize;
             let target = if cols > 0 { make(slice).matrix(cols) } else { Ok(make(slice)) };
             target

@@ -11,10 +11,11 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::array::{Array, Element, array, borrow_error, contiguous, one_d};
+use crate::array::{Array, Element, array, one_d};
 use crate::boundary::{SLICE, exit_after};
 use crate::errors::{IntoPy, to_py};
-use crate::parts::{Few, HeldMut, hold_all, hold_out, parts_of, to_numpy};
+use crate::loans::Loans;
+use crate::parts::{Few, hold_all, hold_out, parts_of, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
 
 /// `subprocess`'s convention: the exit code, or minus the signal that killed it.
@@ -230,10 +231,11 @@ impl PyPeer {
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         self.open()?;
+        let loans = Loans::new();
         let mut held = Few::new();
         hold_all(parts, &|i| format!("part {i}"), &mut held)?;
         let mut inputs = Few::new();
-        parts_of(&held, &mut inputs)?;
+        parts_of(&held, &loans, &|i| format!("part {i}"), &mut inputs)?;
         let Some(out) = out else {
             let mut reply = std::mem::take(&mut self.reply);
             let called = self.converse(py, |peer, first| {
@@ -261,13 +263,14 @@ impl PyPeer {
                 )));
             }
         };
-        let mut held_out = out
+        let held_out = out
             .iter()
             .enumerate()
             .map(|(i, o)| hold_out(&o, &|| format!("out[{i}]")))
             .collect::<PyResult<Few<_>>>()?;
-        let mut targets =
-            held_out.iter_mut().map(HeldMut::part_mut).collect::<PyResult<Few<_>>>()?;
+        let mut targets = (held_out.iter().enumerate())
+            .map(|(i, held)| held.part_mut(&loans, &|| format!("out[{i}]")))
+            .collect::<PyResult<Few<_>>>()?;
         self.converse(py, |peer, first| {
             if first {
                 peer.send_parts(function, &inputs)?;
@@ -373,13 +376,16 @@ impl PyPeer {
         out: &Bound<'_, PyArray1<T>>,
         narrow: bool,
     ) -> PyResult<()> {
-        let x = x.try_readonly().map_err(|e| borrow_error("x", e))?;
-        let mut copy = Vec::new();
-        let values = contiguous(&x, &mut copy);
-        let mut out = out.try_readwrite().map_err(|e| borrow_error("out", e))?;
-        let dst = out.as_slice_mut().map_err(|_| {
-            PyValueError::new_err("out must be contiguous (it is written in place)")
-        })?;
+        let loans = Loans::new();
+        let copy: Vec<T>;
+        let values = match loans.read(x, &|| "x".to_owned())? {
+            Some(values) => values,
+            None => {
+                copy = x.to_owned_array().to_vec();
+                &copy
+            }
+        };
+        let dst = loans.write(out, &|| "out".to_owned())?;
         self.exchange(py, T::values(values, narrow), T::values_mut(dst, narrow))
     }
 

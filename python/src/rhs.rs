@@ -6,7 +6,7 @@
 
 use std::sync::Mutex;
 
-use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
 use peerpipe::frame::Hello;
 use peerpipe::rhs::{self, Exchange, RHS_FUNCTION};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -14,9 +14,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyTuple, PyType};
 
-use crate::array::borrow_error;
 use crate::boundary::exit_after;
 use crate::errors::{IntoPy, to_py, unsupported};
+use crate::loans::Loans;
 use crate::parts::{Elements, shape_text};
 use crate::peer::PyCallTiming;
 use crate::spawn::{command, options, spawn_interruptibly};
@@ -157,12 +157,11 @@ impl PyRemoteRhs {
         out: &Bound<'_, PyArrayDyn<f64>>,
     ) -> PyResult<()> {
         let autonomous = self.autonomous;
+        let loans = Loans::new();
+        let (state, cols) = (y.values(&loans, &|| "y".to_owned())?, y.cols());
+        let dst = loans.write(out, &|| "out".to_owned())?;
         let args = std::mem::take(&mut self.args);
         let rhs = self.open()?;
-        let mut out = out.try_readwrite().map_err(|e| borrow_error("out", e))?;
-        let dst =
-            out.as_slice_mut().map_err(|_| PyValueError::new_err("out must be C-contiguous"))?;
-        let (state, cols) = (y.values(), y.cols());
         let result = py.detach(|| match cols {
             Some(columns) => rhs.eval_columns_at(t, state, columns, &args, dst),
             // t was checked; the server's default handler is given the state alone.
@@ -312,16 +311,14 @@ impl PyRemoteRhs {
                 shape_text(state.array_shape())
             )));
         }
-        let n = state.values().len();
+        let loans = Loans::new();
+        let values = state.values(&loans, &|| "y".to_owned())?;
+        let n = values.len();
         let out = PyArrayDyn::<f64>::zeros(py, &[n, n][..], false);
+        let dst = loans.write(&out, &|| "the Jacobian".to_owned())?;
         let args = std::mem::take(&mut self.args);
         let rhs = self.open()?;
-        let result = {
-            let mut w = out.try_readwrite().map_err(|e| borrow_error("jac", e))?;
-            let dst = w.as_slice_mut().map_err(|e| PyValueError::new_err(e.to_string()))?;
-            let values = state.values();
-            py.detach(|| rhs.jac_at(t, values, &args, dst))
-        };
+        let result = py.detach(|| rhs.jac_at(t, values, &args, dst));
         self.args = args;
         match result {
             Ok(_) => Ok(out),

@@ -17,6 +17,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::array::{Array, Element, array, one_d};
 use crate::errors::IntoPy;
+use crate::loans::Loans;
 use crate::parts::{Held, hold, to_numpy};
 
 /// A Python callable as a crate [`Handler`]: the request is copied into a new numpy array
@@ -234,8 +235,9 @@ fn python_function(
 /// What a function returned as the reply's parts: one value (an array, a float, an int,
 /// bytes) is one part; a tuple or list is one part per item.
 fn push_reply(result: &Bound<'_, PyAny>, reply: &mut PartsOut) -> PyResult<()> {
-    let push = |held: Held<'_>, reply: &mut PartsOut| {
-        reply.push(held.part()?).map_err(PyValueError::new_err)
+    let push = |held: Held<'_>, reply: &mut PartsOut, what: &dyn Fn() -> String| {
+        let loans = Loans::new();
+        reply.push(held.part(&loans, what)?).map_err(PyValueError::new_err)
     };
     if result.is_none() {
         return Err(PyTypeError::new_err(
@@ -245,11 +247,13 @@ fn push_reply(result: &Bound<'_, PyAny>, reply: &mut PartsOut) -> PyResult<()> {
     }
     if result.cast::<PyTuple>().is_ok() || result.cast::<PyList>().is_ok() {
         for (i, item) in result.try_iter()?.enumerate() {
-            push(hold(&item?, &|| format!("the reply's part {i}"))?, reply)?;
+            let what = || format!("the reply's part {i}");
+            push(hold(&item?, &what)?, reply, &what)?;
         }
         return Ok(());
     }
-    push(hold(result, &|| "the reply".to_owned())?, reply)
+    let what = || "the reply".to_owned();
+    push(hold(result, &what)?, reply, &what)
 }
 
 /// The handler of DATA requests, `handler(x)` or `handler(x, out)`.

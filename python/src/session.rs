@@ -10,6 +10,7 @@ use pyo3::types::{PyString, PyTuple};
 
 use crate::boundary::SLICE;
 use crate::errors::IntoPy;
+use crate::loans::Loans;
 use crate::parts::{Few, hold_all, parts_of, to_numpy};
 use crate::serve::stdio_options;
 
@@ -106,10 +107,12 @@ impl PySession {
     /// float, an int or bytes, as in `Peer.call_parts`).
     #[pyo3(signature = (*parts))]
     fn reply(&mut self, py: Python<'_>, parts: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let what = |i| format!("part {i} of the reply");
+        let loans = Loans::new();
         let mut held = Few::new();
-        hold_all(parts, &|i| format!("part {i} of the reply"), &mut held)?;
+        hold_all(parts, &what, &mut held)?;
         let mut reply = Few::new();
-        parts_of(&held, &mut reply)?;
+        parts_of(&held, &loans, &what, &mut reply)?;
         let session = self.open()?;
         py.detach(|| session.reply(&reply)).py_err(py)
     }

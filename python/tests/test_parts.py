@@ -261,3 +261,42 @@ def test_ctrl_c_during_a_long_call_parts_raises_keyboard_interrupt_and_closes_th
     assert children() == before
     with pytest.raises(ValueError, match=r"peer is closed \(a call was interrupted\)"):
         peer.call_parts("observe", np.ones(2))
+
+
+def unaligned(n: int) -> np.ndarray:
+    """A float64 array of n zeros one byte off its alignment (as np.frombuffer can make)."""
+    a = np.zeros(n * 8 + 1, dtype=np.uint8)[1:].view(np.float64)
+    assert not a.flags.aligned and a.flags.c_contiguous
+    return a
+
+
+def test_an_unaligned_part_is_copied_once_and_an_unaligned_out_refused():
+    a = unaligned(5)
+    a[:] = np.arange(5.0) * 1.5
+    with peerpipe.Peer.spawn(parts_server()) as peer:
+        (echoed,) = peer.call_parts("echo", a, 0.5)[:1]
+        assert bits(echoed) == bits(np.arange(5.0) * 1.5)
+        with pytest.raises(
+            ValueError, match=r"out\[0\] must be contiguous, in C order and aligned"
+        ):
+            peer.call_parts("echo", np.ones(5), out=(unaligned(5),))
+        # Refused before anything was sent: the next call is answered.
+        assert peer.call_parts("echo", np.ones(2))[0].tolist() == [1.0, 1.0]
+    with peerpipe.Peer.spawn(rust_server("echo", "pipe")) as peer:
+        assert bits(peer.call(a)) == bits(np.arange(5.0) * 1.5)
+        with pytest.raises(ValueError, match=r"out must be contiguous, in C order and aligned"):
+            peer.call(np.ones(5), unaligned(5))
+
+
+def test_an_out_that_shares_memory_with_a_part_or_another_out_is_refused():
+    buf = np.arange(8.0)
+    with peerpipe.Peer.spawn(parts_server()) as peer:
+        in_use = r"cannot be used: its memory is in use by this call or another in flight"
+        with pytest.raises(ValueError, match=rf"out\[0\] {in_use}"):
+            peer.call_parts("echo", buf[:4], out=(buf[2:6],))
+        with pytest.raises(ValueError, match=rf"out\[1\] {in_use}"):
+            peer.call_parts("echo", np.ones(2), np.ones(2), out=(buf[:2], buf[1:3]))
+        assert buf.tolist() == list(np.arange(8.0)), "nothing was written"
+        # Disjoint views of one array, and one array read twice, are fine.
+        peer.call_parts("echo", buf[:4], buf[:4], out=(buf[4:], np.empty(4)))
+        assert buf.tolist() == [0.0, 1.0, 2.0, 3.0, 0.0, 1.0, 2.0, 3.0]

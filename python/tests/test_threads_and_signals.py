@@ -102,3 +102,22 @@ def test_ctrl_c_during_a_handshake_raises_keyboard_interrupt_and_nothing_is_left
     assert children() == before, "the silent server outlived the interrupted handshake"
     with peerpipe.Peer.spawn(python_server("echo_server")) as peer:
         assert peer.call(np.arange(3.0)).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_an_out_a_call_on_another_thread_writes_is_refused_until_that_call_ends():
+    out = np.zeros(3)
+    slow_cmd, fast_cmd = python_server("slow_server", "0.5"), python_server("slow_server", "0")
+    with peerpipe.Peer.spawn(slow_cmd) as slow, peerpipe.Peer.spawn(fast_cmd) as fast:
+        first = threading.Thread(target=slow.call, args=(np.ones(3), out))
+        first.start()
+        time.sleep(0.1)
+        with pytest.raises(ValueError, match="out cannot be used: its memory is in use"):
+            fast.call(np.full(3, 2.0), out)
+        # Reading what the other call writes is refused too.
+        with pytest.raises(ValueError, match="x cannot be used: its memory is in use"):
+            fast.call(out)
+        first.join()
+        assert out.tolist() == [1.0, 1.0, 1.0]
+        # Given back when the call ended: usable again, by either peer.
+        assert fast.call(np.full(3, 2.0), out) is out
+        assert out.tolist() == [2.0, 2.0, 2.0]

@@ -1,0 +1,153 @@
+//! numpy arrays' memory lent to the crate as slices for one call, and the checks that make
+//! that sound. The binding's one `unsafe`.
+//!
+//! A call reads its inputs and writes its `out` arrays in place, with the GIL released. What
+//! must hold while it does: every slice stays within a live array (the slices borrow the
+//! arrays' `Bound` references, which keep them alive), is aligned and C-contiguous, and no
+//! slice that is written overlaps another slice lent at the same time — by this call (an `out`
+//! that is also an input) or by another call in flight on another thread. [`Loans`] checks
+//! the first two per array and keeps the third in one process-wide list of the ranges lent,
+//! each call's ranges removed when its `Loans` is dropped.
+//!
+//! rust-numpy's own borrow registry (`try_readonly`, `try_readwrite`) checks the same, but
+//! keeps a hash map per array that is allocated and freed at every borrow: about 2,400
+//! instructions of a three-array call (docs/experiments/parts.md). This list costs a lock per
+//! array. Neither can stop Python code on another thread from writing an array while a call
+//! has it (numpy's own functions behave the same), nor `ndarray.resize(refcheck=False)`, which
+//! numpy documents as unsafe.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use numpy::ndarray::Dimension;
+use numpy::npyffi::{_PyArray_GET_ITEM_DATA, NPY_ARRAY_WRITEABLE};
+use numpy::{Element, PyArray, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// One range lent: its first byte, one past its last, whether it is written, and the
+/// [`Loans`] that lent it.
+struct Lent {
+    start: usize,
+    end: usize,
+    writes: bool,
+    call: u64,
+}
+
+/// Every range lent by a [`Loans`] not yet dropped, in the whole process.
+static IN_FLIGHT: Mutex<Vec<Lent>> = Mutex::new(Vec::new());
+/// The id of the next [`Loans`].
+static NEXT_CALL: AtomicU64 = AtomicU64::new(0);
+
+/// The arrays lent to one call. Slices borrow it, so its ranges are given back (when it is
+/// dropped) only after the last slice is gone.
+pub(crate) struct Loans {
+    call: u64,
+    lent: Cell<bool>,
+}
+
+/// Why an array cannot be lent.
+enum Refusal {
+    Layout,
+    ReadOnly,
+    InUse,
+}
+
+impl Loans {
+    /// Nothing lent yet.
+    pub(crate) fn new() -> Loans {
+        Loans { call: NEXT_CALL.fetch_add(1, Ordering::Relaxed), lent: Cell::new(false) }
+    }
+
+    /// `array`'s elements in row-major order, to read; `None` when it is not C-contiguous and
+    /// aligned (the caller copies it). A `ValueError` naming `what` when an `out` lent before,
+    /// by this call or another in flight, shares its memory.
+    pub(crate) fn read<'a, T: Element, D: Dimension>(
+        &'a self,
+        array: &'a Bound<'_, PyArray<T, D>>,
+        what: &dyn Fn() -> String,
+    ) -> PyResult<Option<&'a [T]>> {
+        match self.lend(array, false) {
+            Ok(()) => {}
+            Err(Refusal::Layout) => return Ok(None),
+            Err(refusal) => return Err(refused(refusal, what)),
+        }
+        // SAFETY: `lend` checked that the array is C-contiguous and aligned, and recorded its
+        // range, refusing it if a range lent to be written overlaps it; every range lent to
+        // be written later is refused if it overlaps this one, until `self`, which the slice
+        // borrows, is dropped. The slice also borrows `array`, which keeps the memory alive.
+        Ok(unsafe { array.as_slice() }.ok())
+    }
+
+    /// `array`'s elements in row-major order, to write in place. A `ValueError` naming `what`
+    /// when it is not C-contiguous and aligned, is read-only, or shares its memory with an
+    /// array lent before, by this call or another in flight.
+    // A `&mut` from `&self`: unique all the same, as the ranges lent are checked (`lend`).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) fn write<'a, T: Element, D: Dimension>(
+        &'a self,
+        array: &'a Bound<'_, PyArray<T, D>>,
+        what: &dyn Fn() -> String,
+    ) -> PyResult<&'a mut [T]> {
+        self.lend(array, true).map_err(|refusal| refused(refusal, what))?;
+        // SAFETY: as in `read`, and no range lent before, to be read or written, overlaps
+        // this one, nor may one lent later until `self` is dropped: this slice is the only
+        // one of this memory lent.
+        let slice = unsafe { array.as_slice_mut() };
+        slice.map_err(|_| refused(Refusal::Layout, what))
+    }
+
+    /// Checks `array` and records its range.
+    fn lend<T: Element, D: Dimension>(
+        &self,
+        array: &Bound<'_, PyArray<T, D>>,
+        writes: bool,
+    ) -> Result<(), Refusal> {
+        if !array.is_c_contiguous() || !array.is_aligned() {
+            return Err(Refusal::Layout);
+        }
+        // SAFETY: the pointer is the live array's own object (`array` holds a reference),
+        // and its fields are read with the GIL held, as numpy's accessor requires.
+        let flags = unsafe { (*_PyArray_GET_ITEM_DATA(array.as_array_ptr())).flags };
+        if writes && flags & NPY_ARRAY_WRITEABLE == 0 {
+            return Err(Refusal::ReadOnly);
+        }
+        let start = array.data() as usize;
+        let end = start + array.len() * std::mem::size_of::<T>();
+        if start == end {
+            return Ok(());
+        }
+        let mut in_flight = IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner);
+        let overlaps = |other: &Lent| other.start < end && start < other.end;
+        if in_flight.iter().any(|other| (writes || other.writes) && overlaps(other)) {
+            return Err(Refusal::InUse);
+        }
+        in_flight.push(Lent { start, end, writes, call: self.call });
+        self.lent.set(true);
+        Ok(())
+    }
+}
+
+impl Drop for Loans {
+    fn drop(&mut self) {
+        if self.lent.get() {
+            let mut in_flight = IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner);
+            in_flight.retain(|lent| lent.call != self.call);
+        }
+    }
+}
+
+fn refused(refusal: Refusal, what: &dyn Fn() -> String) -> PyErr {
+    let what = what();
+    PyValueError::new_err(match refusal {
+        Refusal::Layout => {
+            format!("{what} must be contiguous, in C order and aligned (it is written in place)")
+        }
+        Refusal::ReadOnly => format!("{what} cannot be used: it is read-only"),
+        Refusal::InUse => format!(
+            "{what} cannot be used: its memory is in use by this call or another in flight \
+             (is out also an input?)"
+        ),
+    })
+}
