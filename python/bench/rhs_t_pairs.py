@@ -5,8 +5,10 @@
 it carried t. Each round times `--calls` calls of each, in turn (which goes first alternates),
 each through its own `peer --role server --handler lorenz96` (the same Lorenz-96 derivative
 either way, F = 8), and takes the p50 of the wall-clock time per call. Printed: per-round
-lines, then the median and range over rounds of (with t) − (without). Every reply is checked
-against the other's, bit for bit.
+lines, then the median and range over rounds of (with t) − (without), and each one's
+`RemoteRhs.stats()` overhead p50 over the run (round trip − the server's time, which includes
+the server reading the request's parts and building its reply). The first reply of each is
+checked against the other's, bit for bit.
 
     cargo build --release --bin peer
     PEERPIPE_PEER=target/release/peer python python/bench/rhs_t_pairs.py [--rounds 20] [--calls 2000] [--n 500]
@@ -60,9 +62,17 @@ def main():
                 a = round_of(with_t, 0.5)
             diffs.append(a - b)
             print(f"{r:5} {a:7} {b:8}")
+        # RemoteRhs's own overhead (round trip - the server's time, which includes reading the
+        # request's parts and building the reply), over every call of the run.
+        stats = [rhs.stats() for rhs in (with_t, without)]
+    overheads = [s["overhead_p50_ns"] for s in stats]
     print(
         f"with t - without, median {statistics.median(diffs):.0f} ns "
         f"[{min(diffs)}..{max(diffs)}] over {args.rounds} rounds of {args.calls} calls"
+    )
+    print(
+        f"RemoteRhs.stats() overhead p50 over the run: with t {overheads[0]} ns, without "
+        f"{overheads[1]} ns, difference {overheads[0] - overheads[1]} ns"
     )
 
 
