@@ -8,35 +8,30 @@ use crate::transport::auto_counts::AutoCounts;
 use crate::transport::backoff::{Backoff, Countdown};
 use crate::transport::placement::{Cpus, Os, Placement};
 
-/// Longest spin, doubled up to from [`DEFAULT_SPIN_BUDGET`]: 500 µs.
+/// Longest spin, doubled up to from [`DEFAULT_SPIN_BUDGET`].
 pub(crate) const AUTO_MAX_SPIN_BUDGET: Duration = Duration::from_micros(500);
-/// How often a spin yields the CPU to see whether another task wants it: every 20 µs.
-pub(crate) const AUTO_SPIN_YIELD_EVERY: Duration = Duration::from_micros(20);
-/// Misses in a row after which waits stop spinning: 2.
+/// The spin budget of waits that start or resume spinning.
+const SPIN_BUDGET: Backoff<Duration> = Backoff::new(DEFAULT_SPIN_BUDGET, AUTO_MAX_SPIN_BUDGET);
+/// Misses in a row after which waits stop spinning.
 pub(crate) const AUTO_MISSES_TO_BLOCK: u32 = 2;
-/// Longest sleep or yield that is cheap (the core handed to the peer and back): 20 µs.
+/// Longest sleep or yield that is cheap: the core handed to the peer and back.
 pub(crate) const AUTO_CHEAP_SLEEP: Duration = Duration::from_micros(20);
-/// A yield that took longer than this ran another task first: 3 µs.
-pub(crate) const AUTO_YIELD_RAN_ANOTHER: Duration = Duration::from_micros(3);
-/// Dear sleeps in a row after which waits spin again: 2 at first, doubling up to 16.
+/// Dear sleeps in a row after which waits spin again: at first, and at most.
 pub(crate) const AUTO_DEAR_SLEEPS_TO_SPIN: u32 = 2;
 pub(crate) const AUTO_MAX_DEAR_SLEEPS_TO_SPIN: u32 = 16;
-/// Bounds of a probe's spin: 5 µs and 200 µs.
+/// Bounds of a probe's spin.
 pub(crate) const AUTO_MIN_PROBE_BUDGET: Duration = Duration::from_micros(5);
 pub(crate) const AUTO_MAX_PROBE_BUDGET: Duration = Duration::from_micros(200);
-/// Waits to the first probe, and the first distance between yield probes: 4.
+/// Waits to the first probe and to the first yield probe; most waits between two of each.
 pub(crate) const AUTO_FIRST_PROBE: u32 = 4;
-/// Longest distance between two probes, and between two yield probes, in waits.
 pub(crate) const AUTO_MAX_PROBE: u32 = 1024;
 pub(crate) const AUTO_MAX_YIELD_PROBE: u32 = 16384;
-/// How often the two affinity masks are read: every second, every 10 ms while they confine the
-/// two to one CPU, and first 10 ms after the watch starts.
+/// How often the two masks are read: every second, every 10 ms while they confine the two.
 pub(crate) const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
 pub(crate) const CONFINED_RECHECK: Duration = Duration::from_millis(10);
 
-/// How a wait goes on once its first poll found nothing: how long it spins (zero: not at
-/// all), and whether it yields the CPU (every [`AUTO_SPIN_YIELD_EVERY`] of its spin, and once
-/// before it sleeps).
+/// How a wait goes on once its first poll found nothing: how long it spins (zero: not at all),
+/// and whether it yields the CPU (now and then in its spin, and once before it sleeps).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Plan {
     pub budget: Duration,
@@ -57,45 +52,20 @@ pub(crate) struct WaitSeen {
 }
 
 impl WaitSeen {
-    /// How long it slept: zero unless it did, and only the time past its spin budget.
-    pub fn asleep(&self) -> Duration {
+    /// How long it slept past its spin budget; zero unless it slept.
+    fn asleep(&self) -> Duration {
         if self.slept { self.waited.saturating_sub(self.budget) } else { Duration::ZERO }
-    }
-
-    /// Whether it slept longer than [`AUTO_CHEAP_SLEEP`]: the peer was elsewhere, slow or asleep.
-    pub fn slept_dearly(&self) -> bool {
-        self.slept && self.asleep() > AUTO_CHEAP_SLEEP
     }
 }
 
 /// Whether waits spin, and what each way counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Waits spin `budget`, after `misses` in a row; whether a spin hit since spinning resumed;
-    /// `unconfirmed`: resumed by dear sleeps, the peer not looked at yet.
-    Spinning { budget: Backoff<Duration>, misses: u32, hit_since_resumed: bool, unconfirmed: bool },
+    /// Waits spin `budget`, after `misses` in a row; `unconfirmed`: resumed by dear sleeps, the
+    /// peer not looked at yet.
+    Spinning { budget: Backoff<Duration>, misses: u32, unconfirmed: bool },
     /// Waits sleep at once, after `dear_sleeps` in a row.
     Sleeping { dear_sleeps: u32 },
-}
-
-impl Mode {
-    fn spinning(hit_since_resumed: bool, unconfirmed: bool) -> Mode {
-        let budget = Backoff::new(DEFAULT_SPIN_BUDGET, AUTO_MAX_SPIN_BUDGET);
-        Mode::Spinning { budget, misses: 0, hit_since_resumed, unconfirmed }
-    }
-}
-
-/// What is watched of a known peer: when the two masks are read next; where this thread runs.
-#[derive(Debug)]
-struct Watch {
-    next_masks: Instant,
-    placement: Placement,
-}
-
-impl Watch {
-    fn from(now: Instant) -> Box<Watch> {
-        Box::new(Watch { next_masks: now + CONFINED_RECHECK, placement: Placement::new() })
-    }
 }
 
 /// What [`super::Wait::Auto`] learned of one connection and counted of its waits, and what it
@@ -103,6 +73,7 @@ impl Watch {
 #[derive(Debug)]
 pub struct AutoWaiter<C = Os> {
     mode: Mode,
+    /// Dear sleeps in a row that resume spinning: doubled as it resumes, reset by a hit.
     dear_sleeps_to_spin: Backoff<u32>,
     /// Waits to the next probe while sleeping.
     probe: Countdown,
@@ -115,31 +86,15 @@ pub struct AutoWaiter<C = Os> {
     confined: bool,
     counts: AutoCounts,
     cpus: C,
-    peer: Option<Box<Watch>>,
-}
-
-impl<C> AutoWaiter<C> {
-    /// Whether waits currently spin (before blocking) rather than block at once.
-    pub fn is_spinning(&self) -> bool {
-        matches!(self.mode, Mode::Spinning { .. })
-    }
-
-    /// What the waits saw so far.
-    pub fn counts(&self) -> AutoCounts {
-        self.counts
-    }
-
-    /// Moves to an idle CPU so far.
-    pub(crate) fn moves(&self) -> u64 {
-        self.peer.as_ref().map_or(0, |watch| watch.placement.moves())
-    }
+    /// Where a watched peer and this side run.
+    peer: Option<Box<Placement>>,
 }
 
 impl AutoWaiter {
     /// Watches process `peer` from now on, its `/proc/PID/stat` kept open when `keep_file`.
     pub(crate) fn watch_peer(&mut self, peer: u32, keep_file: bool) {
         self.cpus = Os::new(peer, keep_file);
-        self.peer = Some(Watch::from(Instant::now()));
+        self.peer = Some(Box::new(Placement::new(Instant::now() + CONFINED_RECHECK)));
     }
 }
 
@@ -147,7 +102,7 @@ impl<C: Cpus> AutoWaiter<C> {
     /// Knows nothing yet; reads the system through `cpus`; watches the peer from `watch_from`.
     pub(crate) fn new(cpus: C, watch_from: Option<Instant>) -> AutoWaiter<C> {
         AutoWaiter {
-            mode: Mode::spinning(true, false),
+            mode: Mode::Spinning { budget: SPIN_BUDGET, misses: 0, unconfirmed: false },
             dear_sleeps_to_spin: Backoff::new(
                 AUTO_DEAR_SLEEPS_TO_SPIN,
                 AUTO_MAX_DEAR_SLEEPS_TO_SPIN,
@@ -159,7 +114,7 @@ impl<C: Cpus> AutoWaiter<C> {
             confined: false,
             counts: AutoCounts::default(),
             cpus,
-            peer: watch_from.map(Watch::from),
+            peer: watch_from.map(|from| Box::new(Placement::new(from + CONFINED_RECHECK))),
         }
     }
 
@@ -172,15 +127,30 @@ impl<C: Cpus> AutoWaiter<C> {
         *self = AutoWaiter { peer, ..AutoWaiter::new(std::mem::take(&mut self.cpus), None) };
     }
 
+    /// Whether waits currently spin (before blocking) rather than block at once.
+    pub fn is_spinning(&self) -> bool {
+        matches!(self.mode, Mode::Spinning { .. })
+    }
+
+    /// What the waits saw so far.
+    pub fn counts(&self) -> AutoCounts {
+        self.counts
+    }
+
+    /// Moves to an idle CPU so far.
+    pub(crate) fn moves(&self) -> u64 {
+        self.peer.as_ref().map_or(0, |placement| placement.moves)
+    }
+
     /// The plan of a wait whose first poll found nothing at `now`. With a watched peer, reads
     /// the two masks when due and, before spinning resumes on dear sleeps or a probe alone,
     /// where the peer last ran.
     pub(crate) fn before_wait(&mut self, now: Instant) -> Plan {
-        if let Some(watch) = &mut self.peer {
-            if now >= watch.next_masks {
+        if let Some(placement) = &mut self.peer {
+            if now >= placement.next_masks {
                 self.confined = self.cpus.confined_with_peer();
                 let recheck = if self.confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
-                watch.next_masks = now + recheck;
+                placement.next_masks = now + recheck;
             }
             self.look_at_peer();
         }
@@ -193,10 +163,10 @@ impl<C: Cpus> AutoWaiter<C> {
     pub(crate) fn after_wait(&mut self, seen: &WaitSeen, now: Instant) {
         self.record(seen);
         let gave_up_the_core = seen.slept || (seen.yielded && seen.contended);
-        let cheaply = if seen.slept { !seen.slept_dearly() } else { !seen.dear_yield };
+        let cheaply = if seen.slept { seen.asleep() <= AUTO_CHEAP_SLEEP } else { !seen.dear_yield };
         if gave_up_the_core
-            && let Some(watch) = &mut self.peer
-            && watch.placement.after_giving_up_the_core(&mut self.cpus, now, cheaply)
+            && let Some(placement) = &mut self.peer
+            && placement.after_giving_up_the_core(&mut self.cpus, now, cheaply)
             && !self.is_spinning()
         {
             self.start_spinning(false);
@@ -215,14 +185,14 @@ impl<C: Cpus> AutoWaiter<C> {
             return;
         }
         let here = self.cpus.current();
-        if here.is_some_and(|here| self.cpus.peer().is_some_and(|(peer, _)| peer == here)) {
-            self.counts.kept_asleep += 1;
-            match self.mode {
-                Mode::Spinning { .. } => self.stop_spinning(),
-                Mode::Sleeping { .. } => self.probe.put_off(),
-            }
-        } else if let Mode::Spinning { unconfirmed, .. } = &mut self.mode {
-            *unconfirmed = false;
+        let beside =
+            here.is_some_and(|here| self.cpus.peer().is_some_and(|(peer, _)| peer == here));
+        self.counts.kept_asleep += u64::from(beside);
+        match &mut self.mode {
+            Mode::Spinning { unconfirmed, .. } if !beside => *unconfirmed = false,
+            Mode::Spinning { .. } => self.stop_spinning(),
+            Mode::Sleeping { .. } if beside => self.probe.put_off(),
+            Mode::Sleeping { .. } => {}
         }
     }
 
@@ -255,7 +225,7 @@ impl<C: Cpus> AutoWaiter<C> {
                 average => (average * 7 + asleep) / 8,
             };
         }
-        let dear = seen.slept_dearly();
+        let dear = asleep > AUTO_CHEAP_SLEEP;
         self.counts.contended += u64::from(seen.contended);
         if seen.budget.is_zero() {
             self.counts.slept_at_once += 1;
@@ -278,7 +248,7 @@ impl<C: Cpus> AutoWaiter<C> {
         if hit {
             self.dear_sleeps_to_spin.reset();
         }
-        let Mode::Spinning { budget, misses, hit_since_resumed, .. } = &mut self.mode else {
+        let Mode::Spinning { budget, misses, .. } = &mut self.mode else {
             self.counts.probes += 1;
             if right {
                 self.start_spinning(false)
@@ -287,29 +257,24 @@ impl<C: Cpus> AutoWaiter<C> {
             }
             return;
         };
-        *hit_since_resumed |= hit;
         if hit && seen.waited * 4 < budget.get() {
             budget.halve();
         }
-        // After a harmless spin, a dear sleep short enough to spin through lengthens the spin,
-        // unless other work holds the CPUs: the machine is asked only where that answer counts.
+        // After a harmless spin, a dear sleep short enough to spin through lengthens the spin
+        // (at its longest, it is a miss), unless other work holds the CPUs: the machine is
+        // asked only where that answer counts.
         let near = asleep <= 2 * AUTO_MAX_SPIN_BUDGET;
-        let crowded = right && !hit && (near || !budget.at_floor()) && self.cpus.crowded();
-        if crowded {
+        let mut miss = !right;
+        if right && !hit && (near || budget.get() > DEFAULT_SPIN_BUDGET) && self.cpus.crowded() {
             budget.reset();
+        } else if right && !hit && near {
+            miss = budget.get() >= AUTO_MAX_SPIN_BUDGET;
+            budget.double();
         }
-        let longer = right && !hit && !crowded && near;
-        if !right || (longer && budget.at_ceiling()) {
-            *misses += 1;
-            if *misses >= AUTO_MISSES_TO_BLOCK {
-                self.counts.stopped_spinning += 1;
-                self.stop_spinning();
-            }
-        } else {
-            if longer {
-                budget.double();
-            }
-            *misses = 0;
+        *misses = if miss { *misses + 1 } else { 0 };
+        if *misses >= AUTO_MISSES_TO_BLOCK {
+            self.counts.stopped_spinning += 1;
+            self.stop_spinning();
         }
     }
 
@@ -329,18 +294,16 @@ impl<C: Cpus> AutoWaiter<C> {
         }
     }
 
-    /// Spins from the next wait on, at the default budget; probes come half as far apart.
+    /// Spins from the next wait on, at the default budget; probes come half as far apart, and
+    /// the dear sleeps that resume spinning next twice as many (until a hit).
     fn start_spinning(&mut self, unconfirmed: bool) {
-        self.mode = Mode::spinning(false, unconfirmed);
+        self.mode = Mode::Spinning { budget: SPIN_BUDGET, misses: 0, unconfirmed };
         self.probe.every.halve();
+        self.dear_sleeps_to_spin.double();
     }
 
-    /// Sleeps from the next wait on, the next probe `probe.every` waits off; without a hit since
-    /// spinning resumed, the dear sleeps that resume it double.
+    /// Sleeps from the next wait on, the next probe `probe.every` waits off.
     fn stop_spinning(&mut self) {
-        if let Mode::Spinning { hit_since_resumed: false, .. } = self.mode {
-            self.dear_sleeps_to_spin.double();
-        }
         self.mode = Mode::Sleeping { dear_sleeps: 0 };
         self.probe.rearm();
     }

@@ -3,13 +3,16 @@
 
 use std::time::{Duration, Instant};
 
-use super::auto::{
-    AUTO_CHEAP_SLEEP, AUTO_SPIN_YIELD_EVERY, AUTO_YIELD_RAN_ANOTHER, AutoWaiter, WaitSeen,
-};
+use super::auto::{AUTO_CHEAP_SLEEP, AutoWaiter, WaitSeen};
 use super::strategy::Wait;
 use crate::error::Result;
 use crate::transport::deadline::{DEADLINE_SPIN, Deadline};
 use crate::transport::link::{Direction, Link};
+
+/// How often a spin that yields does so, to see whether another task wants the CPU.
+pub(crate) const AUTO_SPIN_YIELD_EVERY: Duration = Duration::from_micros(20);
+/// A yield that took longer than this ran another task first.
+pub(crate) const AUTO_YIELD_RAN_ANOTHER: Duration = Duration::from_micros(3);
 
 /// How one transport waits: its strategy, and what [`Wait::Auto`] learned of the connection.
 #[derive(Debug)]
