@@ -1,7 +1,6 @@
-//! Where a waiting thread and its peer run: when the `auto` wait reads their masks next, and
-//! moving the thread off the core it shares with its peer to an idle CPU after a row of
-//! *hand-overs*, waits that gave the core up and got it back within a cheap sleep
-//! (docs/WAITING.md states the rule and why its numbers are what they are).
+//! Where a waiting thread and its peer run: when their masks are read next, and a move of the
+//! thread to an idle CPU after a row of *hand-overs* (waits that gave their shared core up and
+//! got it back within a cheap sleep; docs/WAITING.md states the rule and its numbers).
 
 use std::time::{Duration, Instant};
 
@@ -21,7 +20,7 @@ pub(crate) const MAX_HAND_OVERS_TO_LOOK: u32 = 1024;
 pub(crate) const FIRST_CHECK: Duration = Duration::from_millis(1);
 pub(crate) const MAX_CHECK: Duration = Duration::from_millis(16);
 
-/// Where this side's thread runs, and when it looks again.
+/// What a side watches of where it and its peer run, and when it looks again.
 #[derive(Debug)]
 pub(crate) struct Placement {
     /// When the two masks are read next.
@@ -29,12 +28,11 @@ pub(crate) struct Placement {
     /// Hand-overs in a row so far, and how many the next look waits for.
     hand_overs: u32,
     hand_overs_to_look: Backoff<u32>,
-    /// When the next look may come (`None`: at the next row of hand-overs), and how far a look
-    /// that finds nothing to do puts off the one after it.
+    /// When the next look may come (`None`: at the next row of hand-overs), and how far off a
+    /// look that finds nothing to do puts the one after it.
     next_check: Option<Instant>,
     interval: Backoff<Duration>,
-    /// The allowed CPUs, and the CPU times of the last look and of this one: kept, so that a
-    /// look allocates nothing.
+    /// The allowed CPUs, the CPU times of the last look and of this one: kept, not allocated.
     allowed: Vec<usize>,
     looked: Vec<(usize, u64, u64)>,
     looking: Vec<(usize, u64, u64)>,
@@ -58,9 +56,8 @@ impl Placement {
         }
     }
 
-    /// A wait that gave up the core (it slept, or a yield ran another task) ended at `now`;
-    /// `hand_over`: the core came back within a cheap sleep. Whether this thread just moved to
-    /// another CPU (the caller then spins again).
+    /// A wait that gave up the core ended at `now`, a `hand_over` if the core came back within a
+    /// cheap sleep: whether this thread just moved to another CPU.
     pub(crate) fn after_giving_up_the_core(
         &mut self,
         cpus: &mut impl Cpus,
@@ -88,8 +85,8 @@ impl Placement {
         moved
     }
 
-    /// One look: whether it moved this thread, to the idlest other CPU, when the peer last ran
-    /// on this one and fewer other tasks are runnable than there are other CPUs.
+    /// One look: whether it moved this thread to the idlest other CPU, as it does when the peer
+    /// last ran on this one and fewer other tasks are runnable than there are other CPUs.
     fn look(&mut self, cpus: &mut impl Cpus) -> bool {
         self.allowed.clear();
         self.allowed.extend(cpus.allowed().into_iter().flatten());

@@ -10,10 +10,9 @@ use nix::unistd::Pid;
 
 use super::cpus::Cpus;
 
-/// The running system, as [`Cpus`]: affinity and current CPU from system calls, the rest from
-/// `/proc`, read into buffers on the stack. `/proc/loadavg` and `/proc/stat` are opened once per
-/// process; the peer's `/proc/PID/stat` at each read, or once ([`Os::new`]). `Os::default()`
-/// knows no peer: its reads of the peer find nothing.
+/// The running system, as [`Cpus`]: system calls, and `/proc` read into buffers on the stack
+/// (`/proc/loadavg` and `/proc/stat` opened once per process, the peer's file as [`Os::new`]
+/// says). `Os::default()` knows no peer: its reads of the peer find nothing.
 // `pub` in a crate-private module: the type of `Transport::auto_wait` names it.
 #[derive(Debug, Default)]
 pub struct Os {
@@ -25,7 +24,7 @@ pub struct Os {
 
 impl Os {
     /// The running system with process `peer` as the peer. Opens the machine-wide files if no
-    /// `Os` did before, and with `keep_file` the peer's until the `Os` is dropped (reads then
+    /// `Os` did before, and the peer's file at each read or, with `keep_file`, once (reads then
     /// cost half as much; once that process is gone it reads nothing, even if its pid is reused).
     pub(crate) fn new(peer: u32, keep_file: bool) -> Os {
         let _ = (shared(&LOADAVG, "/proc/loadavg"), shared(&STAT, "/proc/stat"));
@@ -59,11 +58,8 @@ fn allowed_cpus(pid: i32) -> Option<impl Iterator<Item = usize>> {
 /// Whether this thread and process `peer` may each run on exactly one CPU, the same one;
 /// `false` when a mask cannot be read (the peer has exited, or belongs to another user).
 pub(crate) fn confined_together(peer: u32) -> bool {
-    let only_cpu = |pid: i32| {
-        let mut cpus = allowed_cpus(pid)?;
-        let first = cpus.next()?;
-        cpus.next().is_none().then_some(first)
-    };
+    let only_cpu =
+        |pid| allowed_cpus(pid).and_then(|mut cpus| cpus.next().filter(|_| cpus.next().is_none()));
     let Ok(peer) = i32::try_from(peer) else { return false };
     matches!((only_cpu(0), only_cpu(peer)), (Some(mine), Some(theirs)) if mine == theirs)
 }

@@ -1,5 +1,5 @@
-//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`], applied before and after each wait, with
-//! what they watch of the peer. docs/WAITING.md states each rule and why its number is what it is.
+//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`], applied before and after each wait;
+//! docs/WAITING.md states them and why each number is what it is.
 
 use std::time::{Duration, Instant};
 
@@ -38,9 +38,8 @@ pub(crate) struct Plan {
     pub yields: bool,
 }
 
-/// What one wait saw: its [`Plan::budget`]; how long from its first empty poll to its data;
-/// whether it slept; whether a yield ran another task first (the core is wanted); whether it
-/// yielded, and a yield took longer than [`AUTO_CHEAP_SLEEP`] (another task held the core).
+/// What one wait saw: its [`Plan::budget`], how long from its first empty poll to its data,
+/// whether it slept, a yield ran another task first, it yielded, a yield took over a cheap sleep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WaitSeen {
     pub budget: Duration,
@@ -61,8 +60,7 @@ impl WaitSeen {
 /// Whether waits spin, and what each way counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Waits spin `budget`, after `misses` in a row; `unconfirmed`: resumed by dear sleeps, the
-    /// peer not looked at yet.
+    /// Waits spin `budget`, after `misses` in a row; `unconfirmed`: resumed by dear sleeps alone.
     Spinning { budget: Backoff<Duration>, misses: u32, unconfirmed: bool },
     /// Waits sleep at once, after `dear_sleeps` in a row.
     Sleeping { dear_sleeps: u32 },
@@ -98,7 +96,7 @@ impl AutoWaiter {
     }
 }
 
-impl<C: Cpus> AutoWaiter<C> {
+impl<C: Cpus + Default> AutoWaiter<C> {
     /// Knows nothing yet; reads the system through `cpus`; watches the peer from `watch_from`.
     pub(crate) fn new(cpus: C, watch_from: Option<Instant>) -> AutoWaiter<C> {
         AutoWaiter {
@@ -119,10 +117,7 @@ impl<C: Cpus> AutoWaiter<C> {
     }
 
     /// Forgets what it learned and counted; goes on watching the peer.
-    pub(crate) fn restart(&mut self)
-    where
-        C: Default,
-    {
+    pub(crate) fn restart(&mut self) {
         let peer = self.peer.take();
         *self = AutoWaiter { peer, ..AutoWaiter::new(std::mem::take(&mut self.cpus), None) };
     }
@@ -142,9 +137,8 @@ impl<C: Cpus> AutoWaiter<C> {
         self.peer.as_ref().map_or(0, |placement| placement.moves)
     }
 
-    /// The plan of a wait whose first poll found nothing at `now`. With a watched peer, reads
-    /// the two masks when due and, before spinning resumes on dear sleeps or a probe alone,
-    /// where the peer last ran.
+    /// The plan of a wait whose first poll found nothing at `now`; with a watched peer, reads the
+    /// masks when due, and where the peer ran before a spin on dear sleeps or a probe alone.
     pub(crate) fn before_wait(&mut self, now: Instant) -> Plan {
         if let Some(placement) = &mut self.peer {
             if now >= placement.next_masks {
@@ -158,8 +152,8 @@ impl<C: Cpus> AutoWaiter<C> {
         Plan { budget, yields: !budget.is_zero() || self.yields_before_sleeping() }
     }
 
-    /// Learns from a wait that ended at `now`. One that gave up the core tells a watched peer's
-    /// placement, and spinning resumes when that moved this thread to an idle CPU.
+    /// Learns from a wait that ended at `now`; one that gave up the core may move this thread to
+    /// an idle CPU (with a watched peer), where it spins again.
     pub(crate) fn after_wait(&mut self, seen: &WaitSeen, now: Instant) {
         self.record(seen);
         let gave_up_the_core = seen.slept || (seen.yielded && seen.contended);
@@ -173,9 +167,8 @@ impl<C: Cpus> AutoWaiter<C> {
         }
     }
 
-    /// Where a spin would start on dear sleeps or a probe alone: if the peer last ran on this
-    /// thread's CPU, a spin would only keep it from running, so spinning stops again or the
-    /// probe is put off.
+    /// Before a spin on dear sleeps or a probe alone: a peer that last ran on this CPU stops the
+    /// spinning again or puts the probe off (a spin would only keep it from running).
     fn look_at_peer(&mut self) {
         let due = match self.mode {
             Mode::Spinning { unconfirmed, .. } => unconfirmed,
@@ -196,8 +189,7 @@ impl<C: Cpus> AutoWaiter<C> {
         }
     }
 
-    /// The spin budget of a wait that starts now: the spinning budget, a due probe's (the
-    /// average sleep, within bounds), or zero.
+    /// The spin budget of a wait that starts now: the spinning budget, a due probe's, or zero.
     fn budget(&mut self) -> Duration {
         match self.mode {
             _ if self.confined => Duration::ZERO,
@@ -260,9 +252,8 @@ impl<C: Cpus> AutoWaiter<C> {
         if hit && seen.waited * 4 < budget.get() {
             budget.halve();
         }
-        // After a harmless spin, a dear sleep short enough to spin through lengthens the spin
-        // (at its longest, it is a miss), unless other work holds the CPUs: the machine is
-        // asked only where that answer counts.
+        // A dear sleep short enough to spin through after a harmless spin lengthens the spin (a
+        // miss at its longest) unless other work holds the CPUs, asked only where that counts.
         let near = asleep <= 2 * AUTO_MAX_SPIN_BUDGET;
         let mut miss = !right;
         if right && !hit && (near || budget.get() > DEFAULT_SPIN_BUDGET) && self.cpus.crowded() {
@@ -279,8 +270,7 @@ impl<C: Cpus> AutoWaiter<C> {
     }
 
     /// Learns from a wait that yielded before it would sleep: a dear yield stops such yields,
-    /// the next yield probe twice as far off; a probe whose yield brought the data cheaply starts
-    /// them again, the probes half as far apart.
+    /// a cheap one that brought the data starts them again.
     fn learn_from_yield(&mut self, seen: &WaitSeen) {
         if seen.dear_yield {
             self.counts.dear_yields += 1;
@@ -294,8 +284,7 @@ impl<C: Cpus> AutoWaiter<C> {
         }
     }
 
-    /// Spins from the next wait on, at the default budget; probes come half as far apart, and
-    /// the dear sleeps that resume spinning next twice as many (until a hit).
+    /// Spins from the next wait on; probes half as far apart, twice the dear sleeps to resume.
     fn start_spinning(&mut self, unconfirmed: bool) {
         self.mode = Mode::Spinning { budget: SPIN_BUDGET, misses: 0, unconfirmed };
         self.probe.every.halve();
