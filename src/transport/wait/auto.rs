@@ -60,7 +60,8 @@ impl WaitSeen {
 /// Whether waits spin, and what each way counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Waits spin `budget`, after `misses` in a row; `unconfirmed`: resumed by dear sleeps alone.
+    /// Waits spin `budget`, after `misses` in a row; `unconfirmed`: resumed by dear sleeps, the
+    /// peer not looked at yet.
     Spinning { budget: Backoff<Duration>, misses: u32, unconfirmed: bool },
     /// Waits sleep at once, after `dear_sleeps` in a row.
     Sleeping { dear_sleeps: u32 },
