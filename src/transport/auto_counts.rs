@@ -1,6 +1,5 @@
-//! [`AutoCounts`]: what the waits of one connection under [`Wait::Auto`](super::Wait::Auto)
-//! did. Its fields are listed once, here; the report's JSON, its table and Python's
-//! `RemoteRhs.stats()` are made from [`AutoCounts::fields`], under these names.
+//! [`AutoCounts`], listed once: the report's JSON and table and Python's `RemoteRhs.stats()`
+//! are made from [`AutoCounts::fields`], under these names.
 
 /// Declares [`AutoCounts`] and the list of its fields from one list.
 macro_rules! auto_counts {
@@ -48,8 +47,7 @@ auto_counts! {
     spun,
     /// Waits that spun and saw their data within the spin.
     hits,
-    /// Waits that did not spin: they yielded the CPU once (while yields pay) and slept if
-    /// their data had still not come.
+    /// Waits that did not spin: they yielded once (while yields pay), then slept if need be.
     slept_at_once,
     /// Probes: spins while the connection was sleeping.
     probes,
@@ -57,12 +55,10 @@ auto_counts! {
     stopped_spinning,
     /// Waits whose spin ran out and whose yield ran another task first.
     contended,
-    /// Spins not started — a resumption by dear sleeps, or a probe — because the peer last
-    /// ran on this side's CPU.
+    /// Spins not started (resumed by dear sleeps, or probes): the peer last ran on this CPU.
     kept_asleep,
-    /// Waits that did not spin whose yield took longer than 20 µs (handing the core to a peer
-    /// that shares it takes less): it handed the core to another task than the peer, and
-    /// yielding stopped.
+    /// Waits that did not spin whose yield took over 20 µs, so handed the core to another
+    /// task than the peer: yielding stopped.
     dear_yields,
 }
 

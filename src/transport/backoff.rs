@@ -31,14 +31,6 @@ impl<T: Copy + Ord + Mul<u32, Output = T> + Div<u32, Output = T>> Backoff<T> {
     pub(crate) fn reset(&mut self) {
         self.value = self.floor;
     }
-
-    pub(crate) fn at_floor(&self) -> bool {
-        self.value <= self.floor
-    }
-
-    pub(crate) fn at_ceiling(&self) -> bool {
-        self.value >= self.ceiling
-    }
 }
 
 /// Waits left to the next probe, and how far apart probes are.

@@ -1,6 +1,6 @@
-//! Moving a waiting thread off the core it shares with its peer to an idle CPU, after a row of
-//! *hand-overs*: waits that gave the core up and got it back within a cheap sleep (the rule,
-//! and what it was measured to fix, are in docs/WAITING.md).
+//! Where a waiting thread and its peer run: when their masks are read next, and a move of the
+//! thread to an idle CPU after a row of *hand-overs* (waits that gave their shared core up and
+//! got it back within a cheap sleep; docs/WAITING.md states the rule and its numbers).
 
 use std::time::{Duration, Instant};
 
@@ -13,36 +13,38 @@ mod os;
 pub use cpus::Cpus;
 pub(crate) use os::Os;
 
-/// Hand-overs in a row after which a side looks whether to move, at first: 4.
+/// Hand-overs in a row after which a side looks whether to move: 4 at first, doubled up to
+/// 1024 by looks that find nothing to do, as is the time they put off the next: 1 ms to 16 ms.
 pub(crate) const HAND_OVERS_TO_LOOK: u32 = 4;
-/// Most hand-overs in a row a look waits for, doubled up to by looks that find nothing to do.
 pub(crate) const MAX_HAND_OVERS_TO_LOOK: u32 = 1024;
-/// How far such a look puts off the next one: 1 ms at first, doubling up to 16 ms.
 pub(crate) const FIRST_CHECK: Duration = Duration::from_millis(1);
 pub(crate) const MAX_CHECK: Duration = Duration::from_millis(16);
 
-/// Where this side's thread runs, and when it looks again.
+/// What a side watches of where it and its peer run, and when it looks again.
 #[derive(Debug)]
 pub(crate) struct Placement {
+    /// When the two masks are read next.
+    pub(crate) next_masks: Instant,
     /// Hand-overs in a row so far, and how many the next look waits for.
     hand_overs: u32,
     hand_overs_to_look: Backoff<u32>,
-    /// When the next look may come (`None`: at the next row of hand-overs), and how far a look
-    /// that finds nothing to do puts off the one after it.
+    /// When the next look may come (`None`: at the next row of hand-overs), and how far off a
+    /// look that finds nothing to do puts the one after it.
     next_check: Option<Instant>,
     interval: Backoff<Duration>,
-    /// The allowed CPUs, and the CPU times of the last look and of this one: kept, so that a
-    /// look allocates nothing.
+    /// The allowed CPUs, the CPU times of the last look and of this one: kept, not allocated.
     allowed: Vec<usize>,
     looked: Vec<(usize, u64, u64)>,
     looking: Vec<(usize, u64, u64)>,
-    moves: u64,
+    /// Moves made so far.
+    pub(crate) moves: u64,
 }
 
 impl Placement {
-    /// Nothing looked at yet.
-    pub(crate) fn new() -> Placement {
+    /// Nothing looked at yet; the masks first read at `next_masks`.
+    pub(crate) fn new(next_masks: Instant) -> Placement {
         Placement {
+            next_masks,
             hand_overs: 0,
             hand_overs_to_look: Backoff::new(HAND_OVERS_TO_LOOK, MAX_HAND_OVERS_TO_LOOK),
             next_check: None,
@@ -54,74 +56,62 @@ impl Placement {
         }
     }
 
-    /// Moves made so far.
-    pub(crate) fn moves(&self) -> u64 {
-        self.moves
-    }
-
-    /// A wait that gave up the core (it slept, or a yield ran another task) ended at `now`;
-    /// `hand_over`: the core came back within a cheap sleep. Whether this thread just moved to
-    /// another CPU (the caller then spins again).
+    /// A wait that gave up the core ended at `now`, a `hand_over` if the core came back within a
+    /// cheap sleep: whether this thread just moved to another CPU.
     pub(crate) fn after_giving_up_the_core(
         &mut self,
         cpus: &mut impl Cpus,
         now: Instant,
         hand_over: bool,
     ) -> bool {
-        if !hand_over {
-            self.hand_overs = 0;
-            return false;
-        }
-        self.hand_overs = self.hand_overs.saturating_add(1);
+        self.hand_overs = if hand_over { self.hand_overs.saturating_add(1) } else { 0 };
         if self.hand_overs < self.hand_overs_to_look.get()
             || self.next_check.is_some_and(|at| now < at)
         {
             return false;
         }
         self.hand_overs = 0;
-        if !self.look(cpus) {
+        let moved = self.look(cpus);
+        if moved {
+            self.moves += 1;
+            self.interval.reset();
+            self.hand_overs_to_look.reset();
+            self.next_check = None;
+        } else {
             self.next_check = Some(now + self.interval.get());
             self.interval.double();
             self.hand_overs_to_look.double();
-            return false;
         }
-        self.moves += 1;
-        self.interval.reset();
-        self.hand_overs_to_look.reset();
-        self.next_check = None;
-        true
+        moved
     }
 
-    /// One look: whether it moved this thread.
+    /// One look: whether it moved this thread to the idlest other CPU, as it does when the peer
+    /// last ran on this one and fewer other tasks are runnable than there are other CPUs.
     fn look(&mut self, cpus: &mut impl Cpus) -> bool {
-        cpus.allowed(&mut self.allowed);
+        self.allowed.clear();
+        self.allowed.extend(cpus.allowed().into_iter().flatten());
         if self.allowed.len() < 2 {
             return false;
         }
         let (Some(here), Some((peer, peer_runnable))) = (cpus.current(), cpus.peer()) else {
             return false;
         };
-        if peer != here {
-            return false;
-        }
-        // This core runs the two; every other runnable task may hold another CPU.
-        let others = cpus.runnable().and_then(|n| n.checked_sub(1 + usize::from(peer_runnable)));
-        if others.is_none_or(|others| others + 1 >= self.allowed.len()) {
-            return false;
-        }
-        self.idlest_other(cpus, here).is_some_and(|to| cpus.move_to(to))
+        // Other than the two on this core, each runnable task may hold another CPU.
+        let others = |n: usize| n.checked_sub(1 + usize::from(peer_runnable));
+        let spare = |others: usize| others + 1 < self.allowed.len();
+        peer == here
+            && cpus.runnable().and_then(others).is_some_and(spare)
+            && self.idlest_other(cpus, here).is_some_and(|to| cpus.move_to(to))
     }
 
     /// Of the allowed CPUs other than `here`, the one idle longest since the last look (any of
     /// them at the first look, when there is nothing to compare with).
     fn idlest_other(&mut self, cpus: &mut impl Cpus, here: usize) -> Option<usize> {
         cpus.times(&mut self.looking);
-        let (before, after) = (&self.looked, &self.looking);
-        let idle_since_last_look = |cpu: usize| {
-            let (_, idle_now, _) = after.iter().find(|t| t.0 == cpu)?;
-            let idle_then = before.iter().find(|t| t.0 == cpu).map_or(0, |t| t.1);
-            idle_now.checked_sub(idle_then)
-        };
+        let idle =
+            |times: &[(usize, u64, u64)], cpu| times.iter().find(|t| t.0 == cpu).map(|t| t.1);
+        let idle_since_last_look =
+            |cpu| idle(&self.looking, cpu)?.checked_sub(idle(&self.looked, cpu).unwrap_or(0));
         let to = (self.allowed.iter().copied())
             .filter(|&cpu| cpu != here)
             .max_by_key(|&cpu| idle_since_last_look(cpu).unwrap_or(0));

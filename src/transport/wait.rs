@@ -1,7 +1,5 @@
-//! How a side waits for its peer: the [`Wait`] strategies (`strategy`), one wait run by
-//! [`Waits`] (`spin`), and the rules by which [`Wait::Auto`] learns per connection whether
-//! spinning pays ([`AutoWaiter`], `auto`; docs/WAITING.md states them, and what each was
-//! measured to fix).
+//! How a side waits for its peer: the [`Wait`] strategies (`strategy`), one wait ([`Waits`],
+//! `spin`), and the rules of [`Wait::Auto`] ([`AutoWaiter`], `auto`; docs/WAITING.md).
 
 mod auto;
 mod spin;

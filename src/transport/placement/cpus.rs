@@ -7,12 +7,9 @@ pub trait Cpus {
     fn current(&mut self) -> Option<usize>;
     /// The CPU the peer ran on last, and whether it is runnable now (`/proc/PID/stat`).
     fn peer(&mut self) -> Option<(usize, bool)>;
-    /// Replaces `cpus` with the CPUs this thread may run on.
-    fn allowed(&mut self, cpus: &mut Vec<usize>);
-    /// How many CPUs this thread may run on.
-    fn allowed_count(&mut self) -> Option<usize>;
-    /// Replaces `times` with `(cpu, idle, total)` for every CPU: its time idle and in all, in
-    /// any unit, since some fixed point (`/proc/stat`).
+    /// The CPUs this thread may run on, in order; `None` when its mask cannot be read.
+    fn allowed(&mut self) -> Option<impl Iterator<Item = usize>>;
+    /// Replaces `times` with `(cpu, idle, total)` per CPU, in any unit from any start (`/proc/stat`).
     fn times(&mut self, times: &mut Vec<(usize, u64, u64)>);
     /// Tasks runnable on the machine now, this thread among them (`/proc/loadavg`).
     fn runnable(&mut self) -> Option<usize>;
@@ -21,9 +18,8 @@ pub trait Cpus {
     /// Whether this thread and the peer may each run on one CPU only, the same one.
     fn confined_with_peer(&mut self) -> bool;
 
-    /// Whether more tasks are runnable than this thread has CPUs: other work wants them.
-    /// `false` when either is unknown.
+    /// Whether more tasks are runnable than this thread has CPUs; `false` when either is unknown.
     fn crowded(&mut self) -> bool {
-        self.runnable().is_some_and(|n| self.allowed_count().is_some_and(|cpus| n > cpus))
+        self.runnable().is_some_and(|n| self.allowed().is_some_and(|cpus| n > cpus.count()))
     }
 }

@@ -10,11 +10,9 @@ use nix::unistd::Pid;
 
 use super::cpus::Cpus;
 
-/// The running system, as [`Cpus`]: affinity and current CPU from system calls, the peer from
-/// its `/proc/PID/stat`, the rest from `/proc/loadavg` and `/proc/stat`. Reads into buffers on
-/// the stack: nothing is allocated. The two machine-wide files are opened once per process and
-/// read again from their start; the peer's file is opened at each read, or kept open
-/// ([`Os::new`]). `Os::default()` knows no peer: its reads of the peer find nothing.
+/// The running system, as [`Cpus`]: system calls, and `/proc` read into buffers on the stack
+/// (`/proc/loadavg` and `/proc/stat` opened once per process, the peer's file as [`Os::new`]
+/// says). `Os::default()` knows no peer: its reads of the peer find nothing.
 // `pub` in a crate-private module: the type of `Transport::auto_wait` names it.
 #[derive(Debug, Default)]
 pub struct Os {
@@ -26,9 +24,8 @@ pub struct Os {
 
 impl Os {
     /// The running system with process `peer` as the peer. Opens the machine-wide files if no
-    /// `Os` did before, and with `keep_file` the peer's file, kept open until the `Os` is
-    /// dropped (reads then cost half as much). A kept file stays that process's: once it is
-    /// gone the file reads nothing, even if its pid is reused.
+    /// `Os` did before, and the peer's file at each read or, with `keep_file`, once (reads then
+    /// cost half as much; once that process is gone it reads nothing, even if its pid is reused).
     pub(crate) fn new(peer: u32, keep_file: bool) -> Os {
         let _ = (shared(&LOADAVG, "/proc/loadavg"), shared(&STAT, "/proc/stat"));
         let peer_stat = PathBuf::from(format!("/proc/{peer}/stat"));
@@ -37,9 +34,8 @@ impl Os {
     }
 }
 
-/// `/proc/loadavg`, once opened (`None` inside when it could not be).
+/// `/proc/loadavg` and `/proc/stat`, once opened (`None` inside when they could not be).
 static LOADAVG: OnceLock<Option<File>> = OnceLock::new();
-/// `/proc/stat`, once opened.
 static STAT: OnceLock<Option<File>> = OnceLock::new();
 
 /// A machine-wide `/proc` file, opened at the first call.
@@ -49,28 +45,21 @@ fn shared(file: &'static OnceLock<Option<File>>, path: &str) -> Option<&'static 
 
 /// Reads an open `/proc` file from its start into `buf`: the text read, if any.
 fn read_at_start<'b>(file: &File, buf: &'b mut [u8]) -> Option<&'b str> {
-    let n = file.read_at(buf, 0).ok()?;
-    if n == 0 {
-        return None;
-    }
+    let n = file.read_at(buf, 0).ok().filter(|&n| n > 0)?;
     std::str::from_utf8(&buf[..n]).ok()
 }
 
-/// The CPUs that process `pid` (0: this thread) may run on, in order; `None` when its mask
-/// cannot be read.
+/// The CPUs that process `pid` (0: this thread) may run on, in order.
 fn allowed_cpus(pid: i32) -> Option<impl Iterator<Item = usize>> {
     let set = sched_getaffinity(Pid::from_raw(pid)).ok()?;
     Some((0..CpuSet::count()).filter(move |&cpu| set.is_set(cpu).unwrap_or(false)))
 }
 
-/// Whether this thread and process `peer` may each run on exactly one CPU, the same one.
+/// Whether this thread and process `peer` may each run on exactly one CPU, the same one;
 /// `false` when a mask cannot be read (the peer has exited, or belongs to another user).
 pub(crate) fn confined_together(peer: u32) -> bool {
-    let only_cpu = |pid: i32| {
-        let mut cpus = allowed_cpus(pid)?;
-        let first = cpus.next()?;
-        cpus.next().is_none().then_some(first)
-    };
+    let only_cpu =
+        |pid| allowed_cpus(pid).and_then(|mut cpus| cpus.next().filter(|_| cpus.next().is_none()));
     let Ok(peer) = i32::try_from(peer) else { return false };
     matches!((only_cpu(0), only_cpu(peer)), (Some(mine), Some(theirs)) if mine == theirs)
 }
@@ -86,46 +75,35 @@ impl Cpus for Os {
             Some(file) => read_at_start(file, &mut buf)?,
             None => read_at_start(&File::open(&self.peer_stat).ok()?, &mut buf)?,
         };
-        // The fields after the command name (which may hold spaces and parentheses, so the
-        // last `)` ends it) start at field 3, the state (`R`: running or runnable); field 39
-        // is `processor`.
+        // The command name may hold spaces and parentheses: the last `)` ends it. Field 3, the
+        // state, follows (`R`: running or runnable); field 39 is `processor`.
         let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace();
         let runnable = fields.next()? == "R";
         let cpu = fields.nth(39 - 4)?.parse().ok()?;
         Some((cpu, runnable))
     }
 
-    fn allowed(&mut self, cpus: &mut Vec<usize>) {
-        cpus.clear();
-        cpus.extend(allowed_cpus(0).into_iter().flatten());
-    }
-
-    fn allowed_count(&mut self) -> Option<usize> {
-        allowed_cpus(0).map(Iterator::count)
+    fn allowed(&mut self) -> Option<impl Iterator<Item = usize>> {
+        allowed_cpus(0)
     }
 
     fn times(&mut self, times: &mut Vec<(usize, u64, u64)>) {
         times.clear();
-        // "cpu3 user nice system idle iowait irq softirq steal guest guest_nice", in ticks;
-        // the lines of single CPUs follow the total.
         let mut buf = [0u8; 16 << 10];
         let Some(stat) = shared(&STAT, "/proc/stat").and_then(|f| read_at_start(f, &mut buf))
         else {
             return;
         };
+        // After the total, "cpu3 user nice system idle iowait irq softirq steal guest
+        // guest_nice" per CPU, in ticks; guest and guest_nice are in user and nice already.
         for line in stat.lines().skip(1).take_while(|line| line.starts_with("cpu")) {
             let mut fields = line.split_ascii_whitespace();
             let Some(cpu) = fields.next().and_then(|name| name[3..].parse().ok()) else { continue };
-            let (mut idle, mut total) = (0u64, 0u64);
-            // guest and guest_nice are counted in user and nice already.
-            for (i, value) in fields.take(8).enumerate() {
-                let value: u64 = value.parse().unwrap_or(0);
-                total += value;
-                if i == 3 || i == 4 {
-                    idle += value;
-                }
+            let mut ticks = [0u64; 8];
+            for (tick, field) in ticks.iter_mut().zip(fields) {
+                *tick = field.parse().unwrap_or(0);
             }
-            times.push((cpu, idle, total));
+            times.push((cpu, ticks[3] + ticks[4], ticks.iter().sum()));
         }
     }
 
@@ -133,8 +111,7 @@ impl Cpus for Os {
         // "0.52 0.58 0.59 2/467 12345": the fourth field is runnable/existing tasks.
         let mut buf = [0u8; 128];
         let loadavg = read_at_start(shared(&LOADAVG, "/proc/loadavg")?, &mut buf)?;
-        let field = loadavg.split_ascii_whitespace().nth(3)?;
-        field.split('/').next()?.parse().ok()
+        loadavg.split_ascii_whitespace().nth(3)?.split('/').next()?.parse().ok()
     }
 
     fn move_to(&mut self, cpu: usize) -> bool {

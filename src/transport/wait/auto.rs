@@ -1,5 +1,5 @@
-//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`], applied before and after each wait, with
-//! what they watch of the peer. docs/WAITING.md states each rule and why its number is what it is.
+//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`], applied before and after each wait;
+//! docs/WAITING.md states them and why each number is what it is.
 
 use std::time::{Duration, Instant};
 
@@ -8,44 +8,38 @@ use crate::transport::auto_counts::AutoCounts;
 use crate::transport::backoff::{Backoff, Countdown};
 use crate::transport::placement::{Cpus, Os, Placement};
 
-/// Longest spin, doubled up to from [`DEFAULT_SPIN_BUDGET`]: 500 µs.
+/// Longest spin, doubled up to from [`DEFAULT_SPIN_BUDGET`].
 pub(crate) const AUTO_MAX_SPIN_BUDGET: Duration = Duration::from_micros(500);
-/// How often a spin yields the CPU to see whether another task wants it: every 20 µs.
-pub(crate) const AUTO_SPIN_YIELD_EVERY: Duration = Duration::from_micros(20);
-/// Misses in a row after which waits stop spinning: 2.
+/// The spin budget of waits that start or resume spinning.
+const SPIN_BUDGET: Backoff<Duration> = Backoff::new(DEFAULT_SPIN_BUDGET, AUTO_MAX_SPIN_BUDGET);
+/// Misses in a row after which waits stop spinning.
 pub(crate) const AUTO_MISSES_TO_BLOCK: u32 = 2;
-/// Longest sleep or yield that is cheap (the core handed to the peer and back): 20 µs.
+/// Longest sleep or yield that is cheap: the core handed to the peer and back.
 pub(crate) const AUTO_CHEAP_SLEEP: Duration = Duration::from_micros(20);
-/// A yield that took longer than this ran another task first: 3 µs.
-pub(crate) const AUTO_YIELD_RAN_ANOTHER: Duration = Duration::from_micros(3);
-/// Dear sleeps in a row after which waits spin again: 2 at first, doubling up to 16.
+/// Dear sleeps in a row after which waits spin again: at first, and at most.
 pub(crate) const AUTO_DEAR_SLEEPS_TO_SPIN: u32 = 2;
 pub(crate) const AUTO_MAX_DEAR_SLEEPS_TO_SPIN: u32 = 16;
-/// Bounds of a probe's spin: 5 µs and 200 µs.
+/// Bounds of a probe's spin.
 pub(crate) const AUTO_MIN_PROBE_BUDGET: Duration = Duration::from_micros(5);
 pub(crate) const AUTO_MAX_PROBE_BUDGET: Duration = Duration::from_micros(200);
-/// Waits to the first probe, and the first distance between yield probes: 4.
+/// Waits to the first probe and to the first yield probe; most waits between two of each.
 pub(crate) const AUTO_FIRST_PROBE: u32 = 4;
-/// Longest distance between two probes, and between two yield probes, in waits.
 pub(crate) const AUTO_MAX_PROBE: u32 = 1024;
 pub(crate) const AUTO_MAX_YIELD_PROBE: u32 = 16384;
-/// How often the two affinity masks are read: every second, every 10 ms while they confine the
-/// two to one CPU, and first 10 ms after the watch starts.
+/// How often the two masks are read: every second, every 10 ms while they confine the two.
 pub(crate) const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
 pub(crate) const CONFINED_RECHECK: Duration = Duration::from_millis(10);
 
-/// How a wait goes on once its first poll found nothing: how long it spins (zero: not at
-/// all), and whether it yields the CPU (every [`AUTO_SPIN_YIELD_EVERY`] of its spin, and once
-/// before it sleeps).
+/// How a wait goes on once its first poll found nothing: how long it spins (zero: not at all),
+/// and whether it yields the CPU (now and then in its spin, and once before it sleeps).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Plan {
     pub budget: Duration,
     pub yields: bool,
 }
 
-/// What one wait saw: its [`Plan::budget`]; how long from its first empty poll to its data;
-/// whether it slept; whether a yield ran another task first (the core is wanted); whether it
-/// yielded, and a yield took longer than [`AUTO_CHEAP_SLEEP`] (another task held the core).
+/// What one wait saw: its [`Plan::budget`], how long from its first empty poll to its data,
+/// whether it slept, a yield ran another task first, it yielded, a yield took over a cheap sleep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WaitSeen {
     pub budget: Duration,
@@ -57,45 +51,20 @@ pub(crate) struct WaitSeen {
 }
 
 impl WaitSeen {
-    /// How long it slept: zero unless it did, and only the time past its spin budget.
-    pub fn asleep(&self) -> Duration {
+    /// How long it slept past its spin budget; zero unless it slept.
+    fn asleep(&self) -> Duration {
         if self.slept { self.waited.saturating_sub(self.budget) } else { Duration::ZERO }
-    }
-
-    /// Whether it slept longer than [`AUTO_CHEAP_SLEEP`]: the peer was elsewhere, slow or asleep.
-    pub fn slept_dearly(&self) -> bool {
-        self.slept && self.asleep() > AUTO_CHEAP_SLEEP
     }
 }
 
 /// Whether waits spin, and what each way counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Waits spin `budget`, after `misses` in a row; whether a spin hit since spinning resumed;
-    /// `unconfirmed`: resumed by dear sleeps, the peer not looked at yet.
-    Spinning { budget: Backoff<Duration>, misses: u32, hit_since_resumed: bool, unconfirmed: bool },
+    /// Waits spin `budget`, after `misses` in a row; `unconfirmed`: resumed by dear sleeps, the
+    /// peer not looked at yet.
+    Spinning { budget: Backoff<Duration>, misses: u32, unconfirmed: bool },
     /// Waits sleep at once, after `dear_sleeps` in a row.
     Sleeping { dear_sleeps: u32 },
-}
-
-impl Mode {
-    fn spinning(hit_since_resumed: bool, unconfirmed: bool) -> Mode {
-        let budget = Backoff::new(DEFAULT_SPIN_BUDGET, AUTO_MAX_SPIN_BUDGET);
-        Mode::Spinning { budget, misses: 0, hit_since_resumed, unconfirmed }
-    }
-}
-
-/// What is watched of a known peer: when the two masks are read next; where this thread runs.
-#[derive(Debug)]
-struct Watch {
-    next_masks: Instant,
-    placement: Placement,
-}
-
-impl Watch {
-    fn from(now: Instant) -> Box<Watch> {
-        Box::new(Watch { next_masks: now + CONFINED_RECHECK, placement: Placement::new() })
-    }
 }
 
 /// What [`super::Wait::Auto`] learned of one connection and counted of its waits, and what it
@@ -103,6 +72,7 @@ impl Watch {
 #[derive(Debug)]
 pub struct AutoWaiter<C = Os> {
     mode: Mode,
+    /// Dear sleeps in a row that resume spinning: doubled as it resumes, reset by a hit.
     dear_sleeps_to_spin: Backoff<u32>,
     /// Waits to the next probe while sleeping.
     probe: Countdown,
@@ -115,10 +85,44 @@ pub struct AutoWaiter<C = Os> {
     confined: bool,
     counts: AutoCounts,
     cpus: C,
-    peer: Option<Box<Watch>>,
+    /// Where a watched peer and this side run.
+    peer: Option<Box<Placement>>,
 }
 
-impl<C> AutoWaiter<C> {
+impl AutoWaiter {
+    /// Watches process `peer` from now on, its `/proc/PID/stat` kept open when `keep_file`.
+    pub(crate) fn watch_peer(&mut self, peer: u32, keep_file: bool) {
+        self.cpus = Os::new(peer, keep_file);
+        self.peer = Some(Box::new(Placement::new(Instant::now() + CONFINED_RECHECK)));
+    }
+}
+
+impl<C: Cpus + Default> AutoWaiter<C> {
+    /// Knows nothing yet; reads the system through `cpus`; watches the peer from `watch_from`.
+    pub(crate) fn new(cpus: C, watch_from: Option<Instant>) -> AutoWaiter<C> {
+        AutoWaiter {
+            mode: Mode::Spinning { budget: SPIN_BUDGET, misses: 0, unconfirmed: false },
+            dear_sleeps_to_spin: Backoff::new(
+                AUTO_DEAR_SLEEPS_TO_SPIN,
+                AUTO_MAX_DEAR_SLEEPS_TO_SPIN,
+            ),
+            probe: Countdown::new(AUTO_FIRST_PROBE, AUTO_MAX_PROBE),
+            yields: true,
+            yield_probe: Countdown::new(AUTO_FIRST_PROBE, AUTO_MAX_YIELD_PROBE),
+            slept_average: Duration::ZERO,
+            confined: false,
+            counts: AutoCounts::default(),
+            cpus,
+            peer: watch_from.map(|from| Box::new(Placement::new(from + CONFINED_RECHECK))),
+        }
+    }
+
+    /// Forgets what it learned and counted; goes on watching the peer.
+    pub(crate) fn restart(&mut self) {
+        let peer = self.peer.take();
+        *self = AutoWaiter { peer, ..AutoWaiter::new(std::mem::take(&mut self.cpus), None) };
+    }
+
     /// Whether waits currently spin (before blocking) rather than block at once.
     pub fn is_spinning(&self) -> bool {
         matches!(self.mode, Mode::Spinning { .. })
@@ -131,56 +135,17 @@ impl<C> AutoWaiter<C> {
 
     /// Moves to an idle CPU so far.
     pub(crate) fn moves(&self) -> u64 {
-        self.peer.as_ref().map_or(0, |watch| watch.placement.moves())
-    }
-}
-
-impl AutoWaiter {
-    /// Watches process `peer` from now on, its `/proc/PID/stat` kept open when `keep_file`.
-    pub(crate) fn watch_peer(&mut self, peer: u32, keep_file: bool) {
-        self.cpus = Os::new(peer, keep_file);
-        self.peer = Some(Watch::from(Instant::now()));
-    }
-}
-
-impl<C: Cpus> AutoWaiter<C> {
-    /// Knows nothing yet; reads the system through `cpus`; watches the peer from `watch_from`.
-    pub(crate) fn new(cpus: C, watch_from: Option<Instant>) -> AutoWaiter<C> {
-        AutoWaiter {
-            mode: Mode::spinning(true, false),
-            dear_sleeps_to_spin: Backoff::new(
-                AUTO_DEAR_SLEEPS_TO_SPIN,
-                AUTO_MAX_DEAR_SLEEPS_TO_SPIN,
-            ),
-            probe: Countdown::new(AUTO_FIRST_PROBE, AUTO_MAX_PROBE),
-            yields: true,
-            yield_probe: Countdown::new(AUTO_FIRST_PROBE, AUTO_MAX_YIELD_PROBE),
-            slept_average: Duration::ZERO,
-            confined: false,
-            counts: AutoCounts::default(),
-            cpus,
-            peer: watch_from.map(Watch::from),
-        }
+        self.peer.as_ref().map_or(0, |placement| placement.moves)
     }
 
-    /// Forgets what it learned and counted; goes on watching the peer.
-    pub(crate) fn restart(&mut self)
-    where
-        C: Default,
-    {
-        let peer = self.peer.take();
-        *self = AutoWaiter { peer, ..AutoWaiter::new(std::mem::take(&mut self.cpus), None) };
-    }
-
-    /// The plan of a wait whose first poll found nothing at `now`. With a watched peer, reads
-    /// the two masks when due and, before spinning resumes on dear sleeps or a probe alone,
-    /// where the peer last ran.
+    /// The plan of a wait whose first poll found nothing at `now`; with a watched peer, reads the
+    /// masks when due, and where the peer ran before a spin on dear sleeps or a probe alone.
     pub(crate) fn before_wait(&mut self, now: Instant) -> Plan {
-        if let Some(watch) = &mut self.peer {
-            if now >= watch.next_masks {
+        if let Some(placement) = &mut self.peer {
+            if now >= placement.next_masks {
                 self.confined = self.cpus.confined_with_peer();
                 let recheck = if self.confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
-                watch.next_masks = now + recheck;
+                placement.next_masks = now + recheck;
             }
             self.look_at_peer();
         }
@@ -188,24 +153,23 @@ impl<C: Cpus> AutoWaiter<C> {
         Plan { budget, yields: !budget.is_zero() || self.yields_before_sleeping() }
     }
 
-    /// Learns from a wait that ended at `now`. One that gave up the core tells a watched peer's
-    /// placement, and spinning resumes when that moved this thread to an idle CPU.
+    /// Learns from a wait that ended at `now`; one that gave up the core may move this thread to
+    /// an idle CPU (with a watched peer), where it spins again.
     pub(crate) fn after_wait(&mut self, seen: &WaitSeen, now: Instant) {
         self.record(seen);
         let gave_up_the_core = seen.slept || (seen.yielded && seen.contended);
-        let cheaply = if seen.slept { !seen.slept_dearly() } else { !seen.dear_yield };
+        let cheaply = if seen.slept { seen.asleep() <= AUTO_CHEAP_SLEEP } else { !seen.dear_yield };
         if gave_up_the_core
-            && let Some(watch) = &mut self.peer
-            && watch.placement.after_giving_up_the_core(&mut self.cpus, now, cheaply)
+            && let Some(placement) = &mut self.peer
+            && placement.after_giving_up_the_core(&mut self.cpus, now, cheaply)
             && !self.is_spinning()
         {
             self.start_spinning(false);
         }
     }
 
-    /// Where a spin would start on dear sleeps or a probe alone: if the peer last ran on this
-    /// thread's CPU, a spin would only keep it from running, so spinning stops again or the
-    /// probe is put off.
+    /// Before a spin on dear sleeps or a probe alone: a peer that last ran on this CPU stops the
+    /// spinning again or puts the probe off (a spin would only keep it from running).
     fn look_at_peer(&mut self) {
         let due = match self.mode {
             Mode::Spinning { unconfirmed, .. } => unconfirmed,
@@ -215,19 +179,18 @@ impl<C: Cpus> AutoWaiter<C> {
             return;
         }
         let here = self.cpus.current();
-        if here.is_some_and(|here| self.cpus.peer().is_some_and(|(peer, _)| peer == here)) {
-            self.counts.kept_asleep += 1;
-            match self.mode {
-                Mode::Spinning { .. } => self.stop_spinning(),
-                Mode::Sleeping { .. } => self.probe.put_off(),
-            }
-        } else if let Mode::Spinning { unconfirmed, .. } = &mut self.mode {
-            *unconfirmed = false;
+        let beside =
+            here.is_some_and(|here| self.cpus.peer().is_some_and(|(peer, _)| peer == here));
+        self.counts.kept_asleep += u64::from(beside);
+        match &mut self.mode {
+            Mode::Spinning { unconfirmed, .. } if !beside => *unconfirmed = false,
+            Mode::Spinning { .. } => self.stop_spinning(),
+            Mode::Sleeping { .. } if beside => self.probe.put_off(),
+            Mode::Sleeping { .. } => {}
         }
     }
 
-    /// The spin budget of a wait that starts now: the spinning budget, a due probe's (the
-    /// average sleep, within bounds), or zero.
+    /// The spin budget of a wait that starts now: the spinning budget, a due probe's, or zero.
     fn budget(&mut self) -> Duration {
         match self.mode {
             _ if self.confined => Duration::ZERO,
@@ -255,7 +218,7 @@ impl<C: Cpus> AutoWaiter<C> {
                 average => (average * 7 + asleep) / 8,
             };
         }
-        let dear = seen.slept_dearly();
+        let dear = asleep > AUTO_CHEAP_SLEEP;
         self.counts.contended += u64::from(seen.contended);
         if seen.budget.is_zero() {
             self.counts.slept_at_once += 1;
@@ -278,7 +241,7 @@ impl<C: Cpus> AutoWaiter<C> {
         if hit {
             self.dear_sleeps_to_spin.reset();
         }
-        let Mode::Spinning { budget, misses, hit_since_resumed, .. } = &mut self.mode else {
+        let Mode::Spinning { budget, misses, .. } = &mut self.mode else {
             self.counts.probes += 1;
             if right {
                 self.start_spinning(false)
@@ -287,35 +250,28 @@ impl<C: Cpus> AutoWaiter<C> {
             }
             return;
         };
-        *hit_since_resumed |= hit;
         if hit && seen.waited * 4 < budget.get() {
             budget.halve();
         }
-        // After a harmless spin, a dear sleep short enough to spin through lengthens the spin,
-        // unless other work holds the CPUs: the machine is asked only where that answer counts.
+        // A dear sleep short enough to spin through after a harmless spin lengthens the spin (a
+        // miss at its longest) unless other work holds the CPUs, asked only where that counts.
         let near = asleep <= 2 * AUTO_MAX_SPIN_BUDGET;
-        let crowded = right && !hit && (near || !budget.at_floor()) && self.cpus.crowded();
-        if crowded {
+        let mut miss = !right;
+        if right && !hit && (near || budget.get() > DEFAULT_SPIN_BUDGET) && self.cpus.crowded() {
             budget.reset();
+        } else if right && !hit && near {
+            miss = budget.get() >= AUTO_MAX_SPIN_BUDGET;
+            budget.double();
         }
-        let longer = right && !hit && !crowded && near;
-        if !right || (longer && budget.at_ceiling()) {
-            *misses += 1;
-            if *misses >= AUTO_MISSES_TO_BLOCK {
-                self.counts.stopped_spinning += 1;
-                self.stop_spinning();
-            }
-        } else {
-            if longer {
-                budget.double();
-            }
-            *misses = 0;
+        *misses = if miss { *misses + 1 } else { 0 };
+        if *misses >= AUTO_MISSES_TO_BLOCK {
+            self.counts.stopped_spinning += 1;
+            self.stop_spinning();
         }
     }
 
     /// Learns from a wait that yielded before it would sleep: a dear yield stops such yields,
-    /// the next yield probe twice as far off; a probe whose yield brought the data cheaply starts
-    /// them again, the probes half as far apart.
+    /// a cheap one that brought the data starts them again.
     fn learn_from_yield(&mut self, seen: &WaitSeen) {
         if seen.dear_yield {
             self.counts.dear_yields += 1;
@@ -329,18 +285,15 @@ impl<C: Cpus> AutoWaiter<C> {
         }
     }
 
-    /// Spins from the next wait on, at the default budget; probes come half as far apart.
+    /// Spins from the next wait on; probes half as far apart, twice the dear sleeps to resume.
     fn start_spinning(&mut self, unconfirmed: bool) {
-        self.mode = Mode::spinning(false, unconfirmed);
+        self.mode = Mode::Spinning { budget: SPIN_BUDGET, misses: 0, unconfirmed };
         self.probe.every.halve();
+        self.dear_sleeps_to_spin.double();
     }
 
-    /// Sleeps from the next wait on, the next probe `probe.every` waits off; without a hit since
-    /// spinning resumed, the dear sleeps that resume it double.
+    /// Sleeps from the next wait on, the next probe `probe.every` waits off.
     fn stop_spinning(&mut self) {
-        if let Mode::Spinning { hit_since_resumed: false, .. } = self.mode {
-            self.dear_sleeps_to_spin.double();
-        }
         self.mode = Mode::Sleeping { dear_sleeps: 0 };
         self.probe.rearm();
     }

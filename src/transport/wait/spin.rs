@@ -3,13 +3,16 @@
 
 use std::time::{Duration, Instant};
 
-use super::auto::{
-    AUTO_CHEAP_SLEEP, AUTO_SPIN_YIELD_EVERY, AUTO_YIELD_RAN_ANOTHER, AutoWaiter, WaitSeen,
-};
+use super::auto::{AUTO_CHEAP_SLEEP, AutoWaiter, WaitSeen};
 use super::strategy::Wait;
 use crate::error::Result;
 use crate::transport::deadline::{DEADLINE_SPIN, Deadline};
 use crate::transport::link::{Direction, Link};
+
+/// How often a spin that yields does so, to see whether another task wants the CPU.
+pub(crate) const AUTO_SPIN_YIELD_EVERY: Duration = Duration::from_micros(20);
+/// A yield that took longer than this ran another task first.
+pub(crate) const AUTO_YIELD_RAN_ANOTHER: Duration = Duration::from_micros(3);
 
 /// How one transport waits: its strategy, and what [`Wait::Auto`] learned of the connection.
 #[derive(Debug)]
@@ -18,9 +21,8 @@ pub(crate) struct Waits {
     pub(crate) auto: AutoWaiter,
 }
 
-/// Where a wait stands: when its first poll found nothing, how long it may spin before it
-/// sleeps (`None`: until its deadline), whether it yields, what it saw so far, how many polls
-/// since the clock was read and when it was last read, how many yields in its spin so far.
+/// Where a wait stands: when its first poll found nothing and the clock was last read, how long
+/// it may spin (`None`: to its deadline), whether it yields, what it saw, polls and yields so far.
 #[derive(Debug, Default)]
 pub(crate) struct Waiting {
     started: Option<Instant>,
@@ -44,8 +46,8 @@ impl Waits {
         spin: &mut Waiting,
         waiting_for: &'static str,
     ) -> Result<()> {
-        // While spinning on a link whose polls are cheap, the clock (tens of ns) is read only
-        // every few polls, so it does not delay noticing the data.
+        // In a spin on a link whose polls are cheap, the clock (tens of ns) is read only every
+        // few polls, so that reading it does not delay noticing the data.
         spin.polls += 1;
         if spin.started.is_some()
             && spin.budget != Some(Duration::ZERO)
@@ -78,8 +80,7 @@ impl Waits {
             }
         };
         let at = deadline.instant();
-        // The last stretch before a deadline is spun in every strategy, so that the deadline
-        // is kept to within a poll rather than a timer's slack and a wake-up.
+        // Every strategy spins the last stretch before a deadline, to keep it within a poll.
         let near_deadline = at.is_some_and(|at| at.duration_since(now) <= DEADLINE_SPIN);
         let spun = now.duration_since(started);
         // A spin ends at its budget, or at a yield that ran another task.
@@ -90,9 +91,8 @@ impl Waits {
                 && !near_deadline
                 && spun >= AUTO_SPIN_YIELD_EVERY * (spin.spin_yields + 1)
             {
-                // Every so often in a long spin, a look whether another task wants this core:
-                // one that does (the peer on this core, another process) ends the spin, which
-                // would hold the core from it, as a spin whose final yield ran another task.
+                // Now and then in a long spin: a yield that runs another task (the peer on this
+                // core, other work) ends the spin, which would hold the core from it.
                 spin.spin_yields += 1;
                 let (ran_another, dear) = yield_cpu();
                 if ran_another {
@@ -105,9 +105,8 @@ impl Waits {
             return Ok(());
         }
         if spin.yields && !spin.seen.yielded {
-            // The spin ran out, or this wait does not spin: hand the CPU to whoever wants it,
-            // once, and see whether someone did (the peer, when the two share this core: it
-            // then usually answers before the yield returns), then poll again.
+            // The spin ran out, or this wait does not spin: yield the CPU once (a peer on this
+            // core then usually answers before the yield returns), then poll again.
             spin.seen.yielded = true;
             (spin.seen.contended, spin.seen.dear_yield) = yield_cpu();
             return Ok(());
@@ -125,10 +124,8 @@ impl Waits {
     pub(crate) fn waited(&mut self, spin: &mut Waiting) {
         if let Some(started) = spin.started {
             if self.strategy == Wait::Auto {
-                // A wait that only spun ends at the clock read of its last poll but one, at
-                // most a poll before its data: close enough for what the learner asks of it,
-                // and one clock read fewer per wait where both sides spin. A wait that yielded
-                // or slept is timed to its end: its length past the spin decides what it was.
+                // A wait that only spun ends at its last clock read but one (a poll before its
+                // data at most, a clock read saved); one that yielded or slept, at its end.
                 let now = match spin.clock_read {
                     Some(read) if !spin.seen.slept && !spin.seen.yielded => read,
                     _ => Instant::now(),
@@ -141,9 +138,8 @@ impl Waits {
     }
 }
 
-/// Yields the CPU once (`sched_yield`): whether that ran another task first (it took longer
-/// than [`AUTO_YIELD_RAN_ANOTHER`]), and whether it took longer than a cheap sleep
-/// ([`AUTO_CHEAP_SLEEP`]: the core went to another task than the peer).
+/// Yields the CPU once: whether that ran another task first, and whether it took longer than a
+/// cheap sleep (the core went to another task than the peer).
 fn yield_cpu() -> (bool, bool) {
     let before = Instant::now();
     std::thread::yield_now(); // sched_yield(2) on Linux

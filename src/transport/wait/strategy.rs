@@ -7,10 +7,8 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::units::{format_duration, parse_duration};
 
-/// Spin budget of [`Wait::Hybrid`] when none is given, and of every spinning wait of
-/// [`Wait::Auto`] at first: 50 µs, about what a wake-up of a sleeper on another CPU costs on a
-/// small virtual machine (see docs/PERFORMANCE.md), so a spin that runs out has cost at most
-/// what blocking at once would have.
+/// Spin budget of [`Wait::Hybrid`] when none is given, and of [`Wait::Auto`]'s spins at first:
+/// 50 µs, about what waking a sleeper on another CPU costs (docs/WAITING.md says why).
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
 /// How a side waits for its peer.
@@ -72,21 +70,14 @@ impl FromStr for Wait {
     /// assert!("sleepy".parse::<Wait>().is_err());
     /// ```
     fn from_str(text: &str) -> Result<Wait> {
-        match text {
-            "auto" => Ok(Wait::Auto),
-            "block" => Ok(Wait::Block),
-            "spin" => Ok(Wait::Spin),
-            "hybrid" => Ok(Wait::hybrid()),
-            _ => match text.strip_prefix("hybrid:") {
-                Some(budget) => Ok(Wait::Hybrid { spin: parse_duration(budget)? }),
-                None => Err(Error::InvalidArgument {
-                    what: "wait strategy",
-                    reason: format!(
-                        "expected auto, block, spin, hybrid or hybrid:DUR, found {text:?}"
-                    ),
-                }),
-            },
+        if let Some(budget) = text.strip_prefix("hybrid:") {
+            return Ok(Wait::Hybrid { spin: parse_duration(budget)? });
         }
+        let named = [Wait::Auto, Wait::Block, Wait::Spin, Wait::hybrid()];
+        named.into_iter().find(|wait| wait.name() == text).ok_or_else(|| Error::InvalidArgument {
+            what: "wait strategy",
+            reason: format!("expected auto, block, spin, hybrid or hybrid:DUR, found {text:?}"),
+        })
     }
 }
 
