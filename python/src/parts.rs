@@ -171,6 +171,10 @@ pub(crate) fn hold<'py>(
     what: &dyn Fn() -> String,
 ) -> PyResult<Held<'py>> {
     let py = value.py();
+    // A float first: a solver's `t`, the cheapest check.
+    if let Ok(float) = value.cast::<PyFloat>() {
+        return Ok(Held::Float([float.value()]));
+    }
     if let Ok(untyped) = value.cast::<PyUntypedArray>() {
         return hold_array(untyped, what);
     }
@@ -179,9 +183,6 @@ pub(crate) fn hold<'py>(
             "{} is a bool: pass 1.0 or 0.0 (f64), 1 or 0 (i64), or an array",
             what()
         )));
-    }
-    if let Ok(float) = value.cast::<PyFloat>() {
-        return Ok(Held::Float([float.value()]));
     }
     if value.is_instance_of::<PyInt>() {
         let int = value.extract::<i64>().map_err(|_| {

@@ -263,14 +263,14 @@ impl PyPeer {
                 )));
             }
         };
-        let held_out = out
-            .iter()
-            .enumerate()
-            .map(|(i, o)| hold_out(&o, &|| format!("out[{i}]")))
-            .collect::<PyResult<Few<_>>>()?;
-        let mut targets = (held_out.iter().enumerate())
-            .map(|(i, held)| held.part_mut(&loans, &|| format!("out[{i}]")))
-            .collect::<PyResult<Few<_>>>()?;
+        let mut held_out = Few::new();
+        for (i, one) in out.iter().enumerate() {
+            held_out.push(hold_out(&one, &|| format!("out[{i}]"))?);
+        }
+        let mut targets = Few::new();
+        for (i, held) in held_out.iter().enumerate() {
+            targets.push(held.part_mut(&loans, &|| format!("out[{i}]"))?);
+        }
         self.converse(py, |peer, first| {
             if first {
                 peer.send_parts(function, &inputs)?;
