@@ -129,6 +129,31 @@ impl Loans {
     }
 }
 
+/// Refuses to copy `array` (one [`Loans::read`] does not lend: not C-contiguous, or unaligned)
+/// while a call in flight writes any of its memory: a `ValueError` naming `what`. The copy is
+/// made with the GIL held, so no call can start writing it meanwhile.
+pub(crate) fn check_unwritten<T: Element, D: Dimension>(
+    array: &Bound<'_, PyArray<T, D>>,
+    what: &dyn Fn() -> String,
+) -> PyResult<()> {
+    if array.len() == 0 {
+        return Ok(());
+    }
+    // The lowest and highest element's byte offsets from the data pointer, strides either way.
+    let (mut low, mut high) = (0isize, 0isize);
+    for (&len, &stride) in array.shape().iter().zip(array.strides()) {
+        let far = (len as isize - 1) * stride;
+        if far < 0 { low += far } else { high += far }
+    }
+    let data = array.data() as isize;
+    let (start, end) = ((data + low) as usize, (data + high) as usize + std::mem::size_of::<T>());
+    let in_flight = IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner);
+    if in_flight.iter().any(|lent| lent.writes && lent.start < end && start < lent.end) {
+        return Err(refused(Refusal::InUse, what));
+    }
+    Ok(())
+}
+
 impl Drop for Loans {
     fn drop(&mut self) {
         if self.lent.get() {

@@ -24,7 +24,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple, PyType};
 use smallvec::SmallVec;
 
-use crate::loans::Loans;
+use crate::loans::{Loans, check_unwritten};
 
 /// `numpy.generic`, the base class of numpy's scalars.
 fn numpy_generic(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -66,6 +66,9 @@ impl<'py, T: numpy::Element + Copy> Elements<'py, T> {
             )));
         }
         let in_place = array.is_c_contiguous() && array.is_aligned();
+        if !in_place {
+            check_unwritten(array, what)?;
+        }
         let copy = (!in_place).then(|| array.to_owned_array().iter().copied().collect());
         Ok(Elements { array: array.clone(), copy, cols })
     }

@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use crate::array::{Array, Element, array, one_d};
 use crate::boundary::{SLICE, exit_after};
 use crate::errors::{IntoPy, to_py};
-use crate::loans::Loans;
+use crate::loans::{Loans, check_unwritten};
 use crate::parts::{Few, hold_all, hold_out, parts_of, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
 
@@ -381,6 +381,7 @@ impl PyPeer {
         let values = match loans.read(x, &|| "x".to_owned())? {
             Some(values) => values,
             None => {
+                check_unwritten(x, &|| "x".to_owned())?;
                 copy = x.to_owned_array().to_vec();
                 &copy
             }

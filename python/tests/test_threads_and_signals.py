@@ -113,9 +113,13 @@ def test_an_out_a_call_on_another_thread_writes_is_refused_until_that_call_ends(
         time.sleep(0.1)
         with pytest.raises(ValueError, match="out cannot be used: its memory is in use"):
             fast.call(np.full(3, 2.0), out)
-        # Reading what the other call writes is refused too.
-        with pytest.raises(ValueError, match="x cannot be used: its memory is in use"):
-            fast.call(out)
+        # Reading what the other call writes is refused too, in place or copied (a strided
+        # view is copied before it is sent).
+        for view in (out, out[::2]):
+            with pytest.raises(ValueError, match="x cannot be used: its memory is in use"):
+                fast.call(view)
+        with pytest.raises(ValueError, match=r"part 0 cannot be used: its memory is in use"):
+            fast.call_parts("echo", out[::-1])
         first.join()
         assert out.tolist() == [1.0, 1.0, 1.0]
         # Given back when the call ended: usable again, by either peer.
