@@ -35,6 +35,13 @@ struct Lent {
     call: u64,
 }
 
+impl Lent {
+    /// Whether this range shares a byte with `start..end`.
+    fn overlaps(&self, start: usize, end: usize) -> bool {
+        self.start < end && start < self.end
+    }
+}
+
 /// Every range lent by a [`Loans`] not yet dropped, in the whole process.
 static IN_FLIGHT: Mutex<Vec<Lent>> = Mutex::new(Vec::new());
 /// The id of the next [`Loans`].
@@ -119,8 +126,7 @@ impl Loans {
             return Ok(());
         }
         let mut in_flight = IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner);
-        let overlaps = |other: &Lent| other.start < end && start < other.end;
-        if in_flight.iter().any(|other| (writes || other.writes) && overlaps(other)) {
+        if in_flight.iter().any(|other| (writes || other.writes) && other.overlaps(start, end)) {
             return Err(Refusal::InUse);
         }
         in_flight.push(Lent { start, end, writes, call: self.call });
@@ -129,29 +135,31 @@ impl Loans {
     }
 }
 
-/// Refuses to copy `array` (one [`Loans::read`] does not lend: not C-contiguous, or unaligned)
-/// while a call in flight writes any of its memory: a `ValueError` naming `what`. The copy is
-/// made with the GIL held, so no call can start writing it meanwhile.
-pub(crate) fn check_unwritten<T: Element, D: Dimension>(
+/// The elements of `array`, which [`Loans::read`] does not lend (not C-contiguous, or
+/// unaligned), copied in row-major order; a `ValueError` naming `what` while a call in flight
+/// writes any of its memory. The copy is made with the GIL held, so no call can start writing
+/// it meanwhile.
+pub(crate) fn copy_unwritten<T: Element + Copy, D: Dimension>(
     array: &Bound<'_, PyArray<T, D>>,
     what: &dyn Fn() -> String,
-) -> PyResult<()> {
-    if array.len() == 0 {
-        return Ok(());
+) -> PyResult<Vec<T>> {
+    if array.len() > 0 {
+        // The lowest and highest element's byte offsets from the data pointer, strides
+        // either way.
+        let (mut low, mut high) = (0isize, 0isize);
+        for (&len, &stride) in array.shape().iter().zip(array.strides()) {
+            let far = (len as isize - 1) * stride;
+            if far < 0 { low += far } else { high += far }
+        }
+        let data = array.data() as isize;
+        let start = (data + low) as usize;
+        let end = (data + high) as usize + std::mem::size_of::<T>();
+        let in_flight = IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner);
+        if in_flight.iter().any(|lent| lent.writes && lent.overlaps(start, end)) {
+            return Err(refused(Refusal::InUse, what));
+        }
     }
-    // The lowest and highest element's byte offsets from the data pointer, strides either way.
-    let (mut low, mut high) = (0isize, 0isize);
-    for (&len, &stride) in array.shape().iter().zip(array.strides()) {
-        let far = (len as isize - 1) * stride;
-        if far < 0 { low += far } else { high += far }
-    }
-    let data = array.data() as isize;
-    let (start, end) = ((data + low) as usize, (data + high) as usize + std::mem::size_of::<T>());
-    let in_flight = IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner);
-    if in_flight.iter().any(|lent| lent.writes && lent.start < end && start < lent.end) {
-        return Err(refused(Refusal::InUse, what));
-    }
-    Ok(())
+    Ok(array.to_owned_array().iter().copied().collect())
 }
 
 impl Drop for Loans {

@@ -16,7 +16,7 @@
 //! lists — is a `TypeError` or `ValueError` naming the part, before anything is sent. A
 //! non-contiguous array (or a Fortran-ordered matrix) is copied once into row-major order.
 
-use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
 use peerpipe::parts::{Part, PartDtype, PartMut, PartRef};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -24,7 +24,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple, PyType};
 use smallvec::SmallVec;
 
-use crate::loans::{Loans, check_unwritten};
+use crate::loans::{Loans, copy_unwritten};
 
 /// `numpy.generic`, the base class of numpy's scalars.
 fn numpy_generic(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -66,10 +66,7 @@ impl<'py, T: numpy::Element + Copy> Elements<'py, T> {
             )));
         }
         let in_place = array.is_c_contiguous() && array.is_aligned();
-        if !in_place {
-            check_unwritten(array, what)?;
-        }
-        let copy = (!in_place).then(|| array.to_owned_array().iter().copied().collect());
+        let copy = if in_place { None } else { Some(copy_unwritten(array, what)?) };
         Ok(Elements { array: array.clone(), copy, cols })
     }
 

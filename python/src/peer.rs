@@ -3,7 +3,7 @@
 use std::process::ExitStatus;
 use std::sync::Mutex;
 
-use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyUntypedArrayMethods};
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::peer::{PartsReply, PartsTarget, Reply};
 use peerpipe::{CallTiming, TransportKind};
@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use crate::array::{Array, Element, array, one_d};
 use crate::boundary::{SLICE, exit_after};
 use crate::errors::{IntoPy, to_py};
-use crate::loans::{Loans, check_unwritten};
+use crate::loans::{Loans, copy_unwritten};
 use crate::parts::{Few, hold_all, hold_out, parts_of, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
 
@@ -381,8 +381,7 @@ impl PyPeer {
         let values = match loans.read(x, &|| "x".to_owned())? {
             Some(values) => values,
             None => {
-                check_unwritten(x, &|| "x".to_owned())?;
-                copy = x.to_owned_array().to_vec();
+                copy = copy_unwritten(x, &|| "x".to_owned())?;
                 &copy
             }
         };
