@@ -24,7 +24,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple, PyType};
 use smallvec::SmallVec;
 
-use crate::loans::{Loans, copy_unwritten};
+use crate::loans::{Loans, Plain, copy_unwritten, unfilled};
 
 /// `numpy.generic`, the base class of numpy's scalars.
 fn numpy_generic(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -332,13 +332,13 @@ pub(crate) fn to_numpy<'py>(py: Python<'py>, part: &PartRef<'_>) -> PyResult<Bou
         Some(rows) => vec![rows as usize, shape.cols as usize],
         None => vec![count],
     };
-    fn filled<'py, T: numpy::Element>(
+    fn filled<'py, T: Plain>(
         py: Python<'py>,
         dims: &[usize],
         part: &PartRef<'_>,
         make: fn(&mut [T]) -> PartMut<'_>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let array = PyArrayDyn::<T>::zeros(py, dims, false);
+        let array = unfilled::<T, _>(py, dims);
         {
             let loans = Loans::new();
             let slice = loans.write(&array, &|| "a received part".to_owned())?;

@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use crate::array::{Array, Element, array, one_d};
 use crate::boundary::{SLICE, exit_after};
 use crate::errors::{IntoPy, to_py};
-use crate::loans::{Loans, copy_unwritten};
+use crate::loans::{Loans, copy_unwritten, unfilled};
 use crate::parts::{Few, hold_all, hold_out, parts_of, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
 
@@ -206,8 +206,8 @@ impl PyPeer {
                 checked
             }
             None => match &x {
-                Array::F64(_) => Array::F64(PyArray1::<f64>::zeros(py, n, false)),
-                Array::F32(_) => Array::F32(PyArray1::<f32>::zeros(py, n, false)),
+                Array::F64(_) => Array::F64(unfilled::<f64, _>(py, n)),
+                Array::F32(_) => Array::F32(unfilled::<f32, _>(py, n)),
             },
         };
         match (&x, &out) {

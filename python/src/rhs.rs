@@ -16,7 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyTuple, PyType};
 
 use crate::boundary::exit_after;
 use crate::errors::{IntoPy, to_py, unsupported};
-use crate::loans::Loans;
+use crate::loans::{Loans, unfilled};
 use crate::parts::{Elements, shape_text};
 use crate::peer::PyCallTiming;
 use crate::spawn::{command, options, spawn_interruptibly};
@@ -257,7 +257,7 @@ impl PyRemoteRhs {
         let t = self.time_and_args(t, args)?;
         self.check_no_args_when_autonomous()?;
         let state = self.state(y)?;
-        let out = PyArrayDyn::<f64>::zeros(py, state.array_shape(), false);
+        let out = unfilled::<f64, _>(py, state.array_shape());
         self.eval_into(py, t, &state, &out)?;
         Ok(out)
     }
@@ -314,7 +314,7 @@ impl PyRemoteRhs {
         let loans = Loans::new();
         let values = state.values(&loans, &|| "y".to_owned())?;
         let n = values.len();
-        let out = PyArrayDyn::<f64>::zeros(py, &[n, n][..], false);
+        let out = unfilled::<f64, _>(py, &[n, n][..]);
         let dst = loans.write(&out, &|| "the Jacobian".to_owned())?;
         let args = std::mem::take(&mut self.args);
         let rhs = self.open()?;
