@@ -136,27 +136,47 @@ impl Loans {
     }
 }
 
-/// The element types a call writes whole into a new array: plain numbers, of which every
-/// bit pattern is a value.
+/// The element types of a [`Fresh`] array: plain numbers, of which every bit pattern is a
+/// value.
 pub(crate) trait Plain: Element {}
 impl Plain for u8 {}
 impl Plain for f32 {}
 impl Plain for f64 {}
 impl Plain for i64 {}
 
-/// A new C-ordered array of `dims` whose elements are not initialised, as `numpy.empty`
-/// makes them: for a result the call writes whole before the array reaches Python (and drops
-/// unseen when the call fails). Zeroing memory about to be overwritten cost a pass over it
-/// per call: 70 ns of a 500-f64 derivative's array, more the larger it is.
-pub(crate) fn unfilled<'py, T: Plain, D: IntoDimension>(
-    py: Python<'py>,
-    dims: D,
-) -> Bound<'py, PyArray<T, D::Dim>> {
-    // SAFETY: `PyArray::new` leaves the elements as numpy's allocator returned them. `T` is a
-    // plain number (`Plain`): no element is a Python object to count, and every bit pattern
-    // is a value, so an element not yet written holds an unspecified number, not an invalid
-    // one. Only slices lent by `Loans::write` write them, and nothing reads them before.
-    unsafe { PyArray::new(py, dims, false) }
+/// A new C-ordered array that no Python code has seen yet, its elements not initialised (as
+/// `numpy.empty` makes them), for a call to write whole before [`Fresh::into_array`] hands it
+/// to Python; dropped unseen when the call fails. Zeroing memory about to be overwritten cost
+/// a pass over it per call (70 ns of a 500-f64 derivative's array, more the larger it is), and
+/// memory no one else can reach needs no entry in the list of ranges lent.
+pub(crate) struct Fresh<'py, T: Plain, D: Dimension> {
+    array: Bound<'py, PyArray<T, D>>,
+}
+
+impl<'py, T: Plain, D: Dimension> Fresh<'py, T, D> {
+    /// A new array of `dims`.
+    pub(crate) fn new(py: Python<'py>, dims: impl IntoDimension<Dim = D>) -> Self {
+        // SAFETY: `PyArray::new` leaves the elements as numpy's allocator returned them. `T`
+        // is a plain number (`Plain`): no element is a Python object to count, and every bit
+        // pattern is a value, so an element not yet written holds an unspecified number, not
+        // an invalid one; nothing reads the elements before the call writes them.
+        Fresh { array: unsafe { PyArray::new(py, dims, false) } }
+    }
+
+    /// Its elements in row-major order, to write whole.
+    pub(crate) fn elements(&mut self) -> PyResult<&mut [T]> {
+        // SAFETY: numpy made the array C-contiguous and aligned for `T`, and no reference to
+        // it has left this `Fresh` (the field is private; `into_array` consumes `self`), so
+        // no Python code and no other slice can reach its memory while this slice, which
+        // borrows `self` mutably, lives.
+        unsafe { self.array.as_slice_mut() }
+            .map_err(|_| PyValueError::new_err("a new array is not contiguous"))
+    }
+
+    /// The array, for Python (or for [`Loans::write`], which then checks it like any other).
+    pub(crate) fn into_array(self) -> Bound<'py, PyArray<T, D>> {
+        self.array
+    }
 }
 
 /// The elements of `array`, which [`Loans::read`] does not lend (not C-contiguous, or

@@ -24,7 +24,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple, PyType};
 use smallvec::SmallVec;
 
-use crate::loans::{Loans, Plain, copy_unwritten, unfilled};
+use crate::loans::{Fresh, Loans, Plain, copy_unwritten};
 
 /// `numpy.generic`, the base class of numpy's scalars.
 fn numpy_generic(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
@@ -338,17 +338,14 @@ pub(crate) fn to_numpy<'py>(py: Python<'py>, part: &PartRef<'_>) -> PyResult<Bou
         part: &PartRef<'_>,
         make: fn(&mut [T]) -> PartMut<'_>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let array = unfilled::<T, _>(py, dims);
-        {
-            let loans = Loans::new();
-            let slice = loans.write(&array, &|| "a received part".to_owned())?;
-            let cols = part.shape().cols as usize;
-            let target = if cols > 0 { make(slice).matrix(cols) } else { Ok(make(slice)) };
-            target
-                .and_then(|mut t| t.fill_from(part))
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        }
-        Ok(array.into_any())
+        let mut array = Fresh::<T, _>::new(py, dims);
+        let slice = array.elements()?;
+        let cols = part.shape().cols as usize;
+        let target = if cols > 0 { make(slice).matrix(cols) } else { Ok(make(slice)) };
+        target
+            .and_then(|mut t| t.fill_from(part))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(array.into_array().into_any())
     }
     match shape.dtype {
         PartDtype::Bytes => filled::<u8>(py, &dims, part, |s| PartMut::bytes(s)),

@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use crate::array::{Array, Element, array, one_d};
 use crate::boundary::{SLICE, exit_after};
 use crate::errors::{IntoPy, to_py};
-use crate::loans::{Loans, copy_unwritten, unfilled};
+use crate::loans::{Fresh, Loans, copy_unwritten};
 use crate::parts::{Few, hold_all, hold_out, parts_of, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
 
@@ -206,8 +206,8 @@ impl PyPeer {
                 checked
             }
             None => match &x {
-                Array::F64(_) => Array::F64(unfilled::<f64, _>(py, n)),
-                Array::F32(_) => Array::F32(unfilled::<f32, _>(py, n)),
+                Array::F64(_) => Array::F64(Fresh::new(py, n).into_array()),
+                Array::F32(_) => Array::F32(Fresh::new(py, n).into_array()),
             },
         };
         match (&x, &out) {

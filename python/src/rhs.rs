@@ -16,7 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyTuple, PyType};
 
 use crate::boundary::exit_after;
 use crate::errors::{IntoPy, to_py, unsupported};
-use crate::loans::{Loans, unfilled};
+use crate::loans::{Fresh, Loans};
 use crate::parts::{Elements, shape_text};
 use crate::peer::PyCallTiming;
 use crate::spawn::{command, options, spawn_interruptibly};
@@ -148,18 +148,17 @@ impl PyRemoteRhs {
         Elements::new(y, &|| "y".to_owned())
     }
 
-    /// The derivative at `(t, y)` into `out` (y's shape): one round trip.
+    /// The derivative at `(t, y)` into `dst` (y's elements, `cols` columns of them when
+    /// vectorized): one round trip, the GIL released.
     fn eval_into(
         &mut self,
         py: Python<'_>,
         t: f64,
-        y: &Elements<'_, f64>,
-        out: &Bound<'_, PyArrayDyn<f64>>,
+        state: &[f64],
+        cols: Option<usize>,
+        dst: &mut [f64],
     ) -> PyResult<()> {
         let autonomous = self.autonomous;
-        let loans = Loans::new();
-        let (state, cols) = (y.values(&loans, &|| "y".to_owned())?, y.cols());
-        let dst = loans.write(out, &|| "out".to_owned())?;
         let args = std::mem::take(&mut self.args);
         let rhs = self.open()?;
         let result = py.detach(|| match cols {
@@ -257,9 +256,11 @@ impl PyRemoteRhs {
         let t = self.time_and_args(t, args)?;
         self.check_no_args_when_autonomous()?;
         let state = self.state(y)?;
-        let out = unfilled::<f64, _>(py, state.array_shape());
-        self.eval_into(py, t, &state, &out)?;
-        Ok(out)
+        let mut out = Fresh::new(py, state.array_shape());
+        let loans = Loans::new();
+        let values = state.values(&loans, &|| "y".to_owned())?;
+        self.eval_into(py, t, values, state.cols(), out.elements()?)?;
+        Ok(out.into_array())
     }
 
     /// `fun(t, y, *args)` written into `out` (float64, y's shape): no allocation.
@@ -289,7 +290,10 @@ impl PyRemoteRhs {
                 shape_text(target.shape())
             )));
         }
-        self.eval_into(py, t, &state, target)?;
+        let loans = Loans::new();
+        let values = state.values(&loans, &|| "y".to_owned())?;
+        let dst = loans.write(target, &|| "out".to_owned())?;
+        self.eval_into(py, t, values, state.cols(), dst)?;
         Ok(out.clone())
     }
 
@@ -314,14 +318,14 @@ impl PyRemoteRhs {
         let loans = Loans::new();
         let values = state.values(&loans, &|| "y".to_owned())?;
         let n = values.len();
-        let out = unfilled::<f64, _>(py, &[n, n][..]);
-        let dst = loans.write(&out, &|| "the Jacobian".to_owned())?;
+        let mut out = Fresh::new(py, &[n, n][..]);
+        let dst = out.elements()?;
         let args = std::mem::take(&mut self.args);
         let rhs = self.open()?;
         let result = py.detach(|| rhs.jac_at(t, values, &args, dst));
         self.args = args;
         match result {
-            Ok(_) => Ok(out),
+            Ok(_) => Ok(out.into_array()),
             Err(e) => {
                 self.closed_by_error();
                 Err(to_py(py, e))

@@ -97,6 +97,22 @@ def test_t_and_args_change_the_answer(server):
             assert rhs.jac(t, state).shape == (2, 2)
 
 
+def test_each_result_is_a_new_array_of_its_own():
+    # Results are made unfilled and written whole by the call: each one owns its memory, and
+    # a later call neither changes it nor hands out the same memory again.
+    with peerpipe.RemoteRhs(SERVERS["rust"]("duffing")) as rhs:
+        y, elsewhere = np.array([1.0, 0.0]), np.array([-1.2, 0.4])
+        first, jac = rhs(0.0, y), rhs.jac(0.0, y)
+        kept = first.copy(), jac.copy()
+        for result in (first, jac):
+            assert result.flags.owndata and result.flags.writeable and result.flags.c_contiguous
+        assert rhs(5.0, elsewhere).tobytes() == duffing(5.0, elsewhere).tobytes()
+        assert rhs.jac(5.0, elsewhere).tobytes() == duffing_jac(5.0, elsewhere).tobytes()
+        assert first.tobytes() == kept[0].tobytes() and jac.tobytes() == kept[1].tobytes()
+        again = rhs(0.0, y)
+        assert again.tobytes() == first.tobytes() and not np.shares_memory(again, first)
+
+
 @pytest.mark.parametrize("server", ["python", "rust"])
 @pytest.mark.parametrize("method", ["BDF", "Radau"])
 @pytest.mark.parametrize("args", [None, ROBERTSON], ids=["no-args", "args"])
