@@ -4,7 +4,7 @@
 //! ([`peerpipe::rhs::ode_parts`]); this module turns them into SciPy's arguments and checks
 //! the shape of what comes back.
 
-use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArrayDyn, PyUntypedArrayMethods};
 use peerpipe::parts::PartsOut;
 use peerpipe::rhs::{JAC_FUNCTION, RHS_FUNCTION, ode_parts};
 use peerpipe::server::{Call, Functions};
@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyTuple};
 
 use crate::errors::IntoPy;
+use crate::loans::{Fresh, Loans, copy_unwritten};
 use crate::parts::shape_text;
 use crate::serve::{run, stdio_options};
 
@@ -94,8 +95,9 @@ fn ode_function(
             }
         };
         Python::attach(|py| {
-            let y = PyArray1::from_slice(py, y).reshape(dims.as_slice())?;
-            let mut args = vec![PyFloat::new(py, t).into_any(), y.into_any()];
+            let mut array = Fresh::<f64, _>::new(py, dims.as_slice());
+            array.elements()?.copy_from_slice(y);
+            let mut args = vec![PyFloat::new(py, t).into_any(), array.into_array().into_any()];
             args.extend(params.iter().map(|p| PyFloat::new(py, *p).into_any()));
             let result = callable.call1(py, PyTuple::new(py, args)?)?;
             let what = match returns {
@@ -103,8 +105,16 @@ fn ode_function(
                 Returns::Square => "n x n, n the length of y",
             };
             let result = real_array(result.bind(py), &expected, what)?;
-            let result = result.try_readonly().map_err(|e| PyValueError::new_err(e.to_string()))?;
-            let values = result.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let loans = Loans::new();
+            let copy: Vec<f64>;
+            let what = || "the result".to_owned();
+            let values = match loans.read(&result, &what)? {
+                Some(values) => values,
+                None => {
+                    copy = copy_unwritten(&result, &what)?;
+                    &copy
+                }
+            };
             let out = match expected[..] {
                 [n] => reply.f64_to_overwrite(n),
                 // The Jacobian of no variables: no matrix part has 0 columns; a vector of none.
@@ -120,12 +130,21 @@ fn ode_function(
 }
 
 /// `result` as SciPy reads it (`np.asarray(result, dtype=float)`), refusing what is not real
-/// numbers (complex, bool, objects), as a C-contiguous float64 array of shape `expected`.
+/// numbers (complex, bool, objects), as a C-contiguous float64 array of shape `expected`. A
+/// float64 array of that shape in C order, aligned (what a model's function usually returns),
+/// is taken as it is, as `np.asarray` takes it, without a call into numpy.
 fn real_array<'py>(
     result: &Bound<'py, PyAny>,
     expected: &[usize],
     what: &str,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    if let Ok(array) = result.cast::<PyArrayDyn<f64>>()
+        && array.shape() == expected
+        && array.is_c_contiguous()
+        && array.is_aligned()
+    {
+        return Ok(array.clone());
+    }
     let py = result.py();
     let numpy = py.import(intern!(py, "numpy"))?;
     let array = numpy.call_method1(intern!(py, "ascontiguousarray"), (result,))?;

@@ -2,7 +2,7 @@
 //! of a server process, served by the crate's stdio server; the options every Python server
 //! takes.
 
-use numpy::{PyArray1, PyArrayMethods};
+use numpy::PyArray1;
 use peerpipe::Wait;
 use peerpipe::codec;
 use peerpipe::frame::Dtype;
@@ -17,7 +17,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::array::{Array, Element, array, one_d};
 use crate::errors::IntoPy;
-use crate::loans::Loans;
+use crate::loans::{Fresh, Loans, Plain, copy_unwritten};
 use crate::parts::{Held, hold, to_numpy};
 
 /// A Python callable as a crate [`Handler`]: the request is copied into a new numpy array
@@ -41,19 +41,17 @@ pub(crate) enum Filled {
 impl PyHandler {
     /// Calls the Python handler with the request as a new array of `T` (and a zeroed `out`
     /// of `T` when it fills one in place), and returns what it answered.
-    fn invoke<'py, T: Element>(
+    fn invoke<'py, T: Element + Plain>(
         &self,
         py: Python<'py>,
         request: &Request<'_>,
     ) -> Result<Bound<'py, PyAny>, String> {
         let n = request.count as usize;
-        let x = PyArray1::<T>::zeros(py, n, false);
-        {
-            let mut w = x.try_readwrite().map_err(|e| e.to_string())?;
-            let dst = w.as_slice_mut().map_err(|e| e.to_string())?;
-            codec::decode_into(request.payload, T::values_mut(dst, false))
-                .map_err(|e| e.to_string())?;
-        }
+        let mut x = Fresh::<T, _>::new(py, n);
+        let dst = x.elements().map_err(|e| e.to_string())?;
+        codec::decode_into(request.payload, T::values_mut(dst, false))
+            .map_err(|e| e.to_string())?;
+        let x = x.into_array();
         let out = self.in_place.then(|| PyArray1::<T>::zeros(py, n, false).into_any());
         let called = match &out {
             Some(out) => self.callable.call1(py, (x, out)).map(|_| out.clone().unbind()),
@@ -83,11 +81,12 @@ fn copy_into<T: Element>(
     array: &Bound<'_, PyArray1<T>>,
     buffer: &mut Vec<T>,
 ) -> Result<(), String> {
-    let array = array.try_readonly().map_err(|e| e.to_string())?;
+    let what = || "the handler's reply".to_owned();
+    let loans = Loans::new();
     buffer.clear();
-    match array.as_slice() {
-        Ok(slice) => buffer.extend_from_slice(slice),
-        Err(_) => buffer.extend(array.as_array().iter().copied()),
+    match loans.read(array, &what).map_err(|e| e.to_string())? {
+        Some(slice) => buffer.extend_from_slice(slice),
+        None => *buffer = copy_unwritten(array, &what).map_err(|e| e.to_string())?,
     }
     Ok(())
 }

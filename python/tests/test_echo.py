@@ -1,5 +1,7 @@
 """Bit-exact echoes of every edge value, both dtypes, every transport, Rust and Python servers."""
 
+import sys
+
 import numpy as np
 import pytest
 from conftest import (
@@ -42,6 +44,19 @@ def test_edge_values_cross_unchanged_both_dtypes(transport, server):
         assert timing.transfer_ns == max(
             0, timing.round_trip_ns - timing.server_ns - timing.encode_ns - timing.decode_ns
         )
+
+
+def test_a_python_handlers_strided_or_reversed_reply_is_copied_out_in_order():
+    # The reply is x reversed (a view with a negative stride) for f64, and every other element
+    # of x repeated (a strided view equal to x) for f32: both copied out element by element.
+    handler = (
+        "import numpy as np, peerpipe; "
+        "peerpipe.serve(lambda x: x[::-1] if x.dtype == np.float64 else np.repeat(x, 2)[::2])"
+    )
+    with peerpipe.Peer.spawn([sys.executable, "-c", handler]) as peer:
+        f64, f32 = f64_edges(), f32_edges()
+        assert bits(peer.call(f64)) == bits(f64[::-1].copy())
+        assert bits(peer.call(f32)) == bits(f32)
 
 
 @pytest.mark.parametrize("transport", ["pipe", "shm-sem", "shm-ring"])

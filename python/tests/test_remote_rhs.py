@@ -258,6 +258,11 @@ def test_serve_ode_refuses_results_of_the_wrong_shape_or_kind_and_goes_on():
             rhs(0.0, y, 1.0)
         assert rhs(0.0, y).tolist() == [-1.0, -2.0]
         assert rhs.jac(0.0, y).tolist() == [[-1.0, -0.0], [-0.0, -1.0]]
+        # Results that are not C-ordered float64 arrays are read as np.asarray(r, dtype=float).
+        assert rhs(-4.0, y).tolist() == [-1.0, -2.0]  # a strided view
+        assert rhs(-5.0, y).tolist() == [1.0, 2.0]  # a list of ints
+        assert rhs(-6.0, y).tolist() == [-1.0, -2.0]  # big-endian
+        assert rhs.jac(-4.0, y).tolist() == [[1.0, 2.0], [3.0, 4.0]]  # Fortran order
 
 
 def test_a_jacobian_the_server_does_not_serve_is_a_remote_error_naming_what_it_has():

@@ -4,8 +4,11 @@
   jac replies a vector of 3 where a 2 x 2 matrix is expected: replies of another shape, which
   the client reports (ShapeError).
 - `checked`: peerpipe.serve_ode(fun, jac), whose fun, by t, returns the wrong shape (t = -1),
-  complex values (t = -2) or raises (t = -3), else -y; its jac returns a (2, 3) array at
-  t = -1, else -I. serve_ode refuses the bad results itself (an ERROR reply naming them).
+  complex values (t = -2) or raises (t = -3); -y as a strided view (t = -4), as a list of
+  ints (t = -5, the values 1, 2, ...) or big-endian (t = -6); else -y. Its jac returns a
+  (2, 3) array at t = -1, [[1, 2], [3, 4]] in Fortran order at t = -4, else -I. serve_ode
+  refuses the bad results itself (an ERROR reply naming them) and reads the others as
+  np.asarray(result, dtype=float) would.
 """
 
 import sys
@@ -22,12 +25,20 @@ def fun(t, y):
         return y * 1j
     if t == -3.0:
         raise ZeroDivisionError("no derivative at t = -3")
+    if t == -4.0:
+        return np.stack([-y, y], axis=1)[:, 0]
+    if t == -5.0:
+        return list(range(1, len(y) + 1))
+    if t == -6.0:
+        return (-y).astype(">f8")
     return -y
 
 
 def jac(t, y):
     if t == -1.0:
         return np.zeros((len(y), len(y) + 1))
+    if t == -4.0:
+        return np.asfortranarray([[1.0, 2.0], [3.0, 4.0]])
     return -np.eye(len(y))
 
 
