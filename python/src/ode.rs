@@ -107,11 +107,11 @@ fn ode_function(
             let result = real_array(result.bind(py), &expected, what)?;
             let loans = Loans::new();
             let copy: Vec<f64>;
-            let what = || "the result".to_owned();
-            let values = match loans.read(&result, &what)? {
+            let named = || "the result".to_owned();
+            let values = match loans.read(&result, &named)? {
                 Some(values) => values,
                 None => {
-                    copy = copy_unwritten(&result, &what)?;
+                    copy = copy_unwritten(&result, &named)?;
                     &copy
                 }
             };
