@@ -18,14 +18,18 @@
 //! numpy documents as unsafe.
 
 use std::cell::Cell;
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use numpy::ndarray::{Dimension, IntoDimension};
-use numpy::npyffi::{_PyArray_GET_ITEM_DATA, NPY_ARRAY_WRITEABLE};
-use numpy::{Element, PyArray, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::npyffi::{
+    _PyArray_GET_ITEM_DATA, NPY_ARRAY_WRITEABLE, NpyTypes, PY_ARRAY_API, get_type_object, npy_intp,
+};
+use numpy::{Element, PyArray, PyArrayDescrMethods, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use smallvec::SmallVec;
 
 /// One range lent: its first byte, one past its last, whether it is written, and the
 /// [`Loans`] that lent it.
@@ -154,13 +158,41 @@ pub(crate) struct Fresh<'py, T: Plain, D: Dimension> {
 }
 
 impl<'py, T: Plain, D: Dimension> Fresh<'py, T, D> {
-    /// A new array of `dims`.
-    pub(crate) fn new(py: Python<'py>, dims: impl IntoDimension<Dim = D>) -> Self {
-        // SAFETY: `PyArray::new` leaves the elements as numpy's allocator returned them. `T`
-        // is a plain number (`Plain`): no element is a Python object to count, and every bit
-        // pattern is a value, so an element not yet written holds an unspecified number, not
-        // an invalid one; nothing reads the elements before the call writes them.
-        Fresh { array: unsafe { PyArray::new(py, dims, false) } }
+    /// A new array of `dims`; numpy's `ValueError` or `MemoryError` when it cannot make one
+    /// so large.
+    pub(crate) fn new(py: Python<'py>, dims: impl IntoDimension<Dim = D>) -> PyResult<Self> {
+        let dims = dims.into_dimension();
+        let shape: SmallVec<[npy_intp; 4]> = (dims.slice().iter())
+            .map(|&d| npy_intp::try_from(d))
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                PyValueError::new_err(format!("an array of shape {dims:?} is too large"))
+            })?;
+        let ndim = c_int::try_from(shape.len())
+            .map_err(|_| PyValueError::new_err("an array of too many dimensions"))?;
+        // SAFETY: numpy's own array type and `T`'s dtype (a new reference, which the call
+        // takes over); `shape` holds `ndim` dimensions and outlives the call; no strides and
+        // no data ask numpy for a new C-ordered array of its own, whose elements it leaves as
+        // its allocator returned them. `T` is a plain number (`Plain`): no element is a
+        // Python object to count, and every bit pattern is a value, so an element not yet
+        // written holds an unspecified number, not an invalid one.
+        let made = unsafe {
+            PY_ARRAY_API.PyArray_NewFromDescr(
+                py,
+                get_type_object(py, NpyTypes::PyArray_Type),
+                T::get_dtype(py).into_dtype_ptr(),
+                ndim,
+                shape.as_ptr().cast_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            )
+        };
+        // SAFETY: `made` is a new reference, or null with numpy's exception set.
+        let array = unsafe { Bound::from_owned_ptr_or_err(py, made) }?;
+        // SAFETY: numpy made it an array of `T`'s dtype with `D`'s number of dimensions.
+        Ok(Fresh { array: unsafe { array.cast_into_unchecked() } })
     }
 
     /// Its elements in row-major order, to write whole.

@@ -95,7 +95,7 @@ fn ode_function(
             }
         };
         Python::attach(|py| {
-            let mut array = Fresh::<f64, _>::new(py, dims.as_slice());
+            let mut array = Fresh::<f64, _>::new(py, dims.as_slice())?;
             array.elements()?.copy_from_slice(y);
             let mut args = vec![PyFloat::new(py, t).into_any(), array.into_array().into_any()];
             args.extend(params.iter().map(|p| PyFloat::new(py, *p).into_any()));

@@ -338,7 +338,7 @@ pub(crate) fn to_numpy<'py>(py: Python<'py>, part: &PartRef<'_>) -> PyResult<Bou
         part: &PartRef<'_>,
         make: fn(&mut [T]) -> PartMut<'_>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mut array = Fresh::<T, _>::new(py, dims);
+        let mut array = Fresh::<T, _>::new(py, dims)?;
         let slice = array.elements()?;
         let cols = part.shape().cols as usize;
         let target = if cols > 0 { make(slice).matrix(cols) } else { Ok(make(slice)) };

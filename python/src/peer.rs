@@ -206,8 +206,8 @@ impl PyPeer {
                 checked
             }
             None => match &x {
-                Array::F64(_) => Array::F64(Fresh::new(py, n).into_array()),
-                Array::F32(_) => Array::F32(Fresh::new(py, n).into_array()),
+                Array::F64(_) => Array::F64(Fresh::new(py, n)?.into_array()),
+                Array::F32(_) => Array::F32(Fresh::new(py, n)?.into_array()),
             },
         };
         match (&x, &out) {

@@ -256,7 +256,7 @@ impl PyRemoteRhs {
         let t = self.time_and_args(t, args)?;
         self.check_no_args_when_autonomous()?;
         let state = self.state(y)?;
-        let mut out = Fresh::new(py, state.array_shape());
+        let mut out = Fresh::new(py, state.array_shape())?;
         let loans = Loans::new();
         let values = state.values(&loans, &|| "y".to_owned())?;
         self.eval_into(py, t, values, state.cols(), out.elements()?)?;
@@ -318,7 +318,7 @@ impl PyRemoteRhs {
         let loans = Loans::new();
         let values = state.values(&loans, &|| "y".to_owned())?;
         let n = values.len();
-        let mut out = Fresh::new(py, &[n, n][..]);
+        let mut out = Fresh::new(py, &[n, n][..])?;
         let dst = out.elements()?;
         let args = std::mem::take(&mut self.args);
         let rhs = self.open()?;

@@ -47,12 +47,18 @@ impl PyHandler {
         request: &Request<'_>,
     ) -> Result<Bound<'py, PyAny>, String> {
         let n = request.count as usize;
-        let mut x = Fresh::<T, _>::new(py, n);
+        let mut x = Fresh::<T, _>::new(py, n).map_err(|e| e.to_string())?;
         let dst = x.elements().map_err(|e| e.to_string())?;
         codec::decode_into(request.payload, T::values_mut(dst, false))
             .map_err(|e| e.to_string())?;
         let x = x.into_array();
-        let out = self.in_place.then(|| PyArray1::<T>::zeros(py, n, false).into_any());
+        let out = if self.in_place {
+            let mut out = Fresh::<T, _>::new(py, n).map_err(|e| e.to_string())?;
+            out.elements().map_err(|e| e.to_string())?.fill(T::default());
+            Some(out.into_array().into_any())
+        } else {
+            None
+        };
         let called = match &out {
             Some(out) => self.callable.call1(py, (x, out)).map(|_| out.clone().unbind()),
             None => self.callable.call1(py, (x,)),

@@ -113,6 +113,15 @@ def test_each_result_is_a_new_array_of_its_own():
         assert again.tobytes() == first.tobytes() and not np.shares_memory(again, first)
 
 
+def test_a_jacobian_too_large_to_hold_is_a_memory_error_before_anything_is_sent():
+    with peerpipe.RemoteRhs(SERVERS["rust"]("duffing")) as rhs:
+        # Its n x n Jacobian would take 512 TiB, more than an address space holds.
+        with pytest.raises(MemoryError):
+            rhs.jac(0.0, np.zeros(2**23))
+        assert rhs.stats()["calls"] == 0
+        assert rhs.jac(0.0, np.array([1.0, 0.0])).shape == (2, 2)
+
+
 @pytest.mark.parametrize("server", ["python", "rust"])
 @pytest.mark.parametrize("method", ["BDF", "Radau"])
 @pytest.mark.parametrize("args", [None, ROBERTSON], ids=["no-args", "args"])
