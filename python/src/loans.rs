@@ -17,6 +17,7 @@
 //! has it (numpy's own functions behave the same), nor `ndarray.resize(refcheck=False)`, which
 //! numpy documents as unsafe.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -90,6 +91,19 @@ impl Loans {
         // be written later is refused if it overlaps this one, until `self`, which the slice
         // borrows, is dropped. The slice also borrows `array`, which keeps the memory alive.
         Ok(unsafe { array.as_slice() }.ok())
+    }
+
+    /// `array`'s elements in row-major order: lent in place as [`Loans::read`] lends them, or,
+    /// when it is not C-contiguous and aligned, copied once ([`copy_unwritten`]).
+    pub(crate) fn read_or_copy<'a, T: Element + Copy, D: Dimension>(
+        &'a self,
+        array: &'a Bound<'_, PyArray<T, D>>,
+        what: &dyn Fn() -> String,
+    ) -> PyResult<Cow<'a, [T]>> {
+        Ok(match self.read(array, what)? {
+            Some(values) => Cow::Borrowed(values),
+            None => Cow::Owned(copy_unwritten(array, what)?),
+        })
     }
 
     /// `array`'s elements in row-major order, to write in place. A `ValueError` naming `what`

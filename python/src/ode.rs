@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyTuple};
 
 use crate::errors::IntoPy;
-use crate::loans::{Fresh, Loans, copy_unwritten};
+use crate::loans::{Fresh, Loans};
 use crate::parts::shape_text;
 use crate::serve::{run, stdio_options};
 
@@ -106,15 +106,7 @@ fn ode_function(
             };
             let result = real_array(result.bind(py), &expected, what)?;
             let loans = Loans::new();
-            let copy: Vec<f64>;
-            let named = || "the result".to_owned();
-            let values = match loans.read(&result, &named)? {
-                Some(values) => values,
-                None => {
-                    copy = copy_unwritten(&result, &named)?;
-                    &copy
-                }
-            };
+            let values = loans.read_or_copy(&result, &|| "the result".to_owned())?;
             let out = match expected[..] {
                 [n] => reply.f64_to_overwrite(n),
                 // The Jacobian of no variables: no matrix part has 0 columns; a vector of none.
@@ -122,7 +114,7 @@ fn ode_function(
                 [rows, cols] => reply.f64_matrix_to_overwrite(rows, cols),
                 _ => unreachable!("1-D or 2-D"),
             };
-            out.map_err(PyValueError::new_err)?.copy_from_slice(values);
+            out.map_err(PyValueError::new_err)?.copy_from_slice(&values);
             Ok(())
         })
         .map_err(|e: PyErr| format!("{}: {e}", call.function))

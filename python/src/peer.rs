@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use crate::array::{Array, Element, array, one_d};
 use crate::boundary::{SLICE, exit_after};
 use crate::errors::{IntoPy, to_py};
-use crate::loans::{Fresh, Loans, copy_unwritten};
+use crate::loans::{Fresh, Loans};
 use crate::parts::{Few, hold_all, hold_out, parts_of, to_numpy};
 use crate::spawn::{command, options, spawn_interruptibly};
 
@@ -377,16 +377,9 @@ impl PyPeer {
         narrow: bool,
     ) -> PyResult<()> {
         let loans = Loans::new();
-        let copy: Vec<T>;
-        let values = match loans.read(x, &|| "x".to_owned())? {
-            Some(values) => values,
-            None => {
-                copy = copy_unwritten(x, &|| "x".to_owned())?;
-                &copy
-            }
-        };
+        let values = loans.read_or_copy(x, &|| "x".to_owned())?;
         let dst = loans.write(out, &|| "out".to_owned())?;
-        self.exchange(py, T::values(values, narrow), T::values_mut(dst, narrow))
+        self.exchange(py, T::values(&values, narrow), T::values_mut(dst, narrow))
     }
 
     /// One round trip with the GIL released: send, then wait for the reply in slices.

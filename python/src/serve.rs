@@ -17,7 +17,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::array::{Array, Element, array, one_d};
 use crate::errors::IntoPy;
-use crate::loans::{Fresh, Loans, Plain, copy_unwritten};
+use crate::loans::{Fresh, Loans, Plain};
 use crate::parts::{Held, hold, to_numpy};
 
 /// A Python callable as a crate [`Handler`]: the request is copied into a new numpy array
@@ -87,13 +87,11 @@ fn copy_into<T: Element>(
     array: &Bound<'_, PyArray1<T>>,
     buffer: &mut Vec<T>,
 ) -> Result<(), String> {
-    let what = || "the handler's reply".to_owned();
     let loans = Loans::new();
+    let what = || "the handler's reply".to_owned();
+    let values = loans.read_or_copy(array, &what).map_err(|e| e.to_string())?;
     buffer.clear();
-    match loans.read(array, &what).map_err(|e| e.to_string())? {
-        Some(slice) => buffer.extend_from_slice(slice),
-        None => *buffer = copy_unwritten(array, &what).map_err(|e| e.to_string())?,
-    }
+    buffer.extend_from_slice(&values);
     Ok(())
 }
 
