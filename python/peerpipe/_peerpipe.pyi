@@ -386,7 +386,8 @@ class Fanout:
         """Sends ``x`` (1-D float64) to every server and gathers the replies into ``out``: a
         float64 array of shape (N, len(x)) or a list of N arrays; returns ``out``."""
     def call_each(self, xs: Sequence[F64], out: Any) -> Any:
-        """Sends ``xs[i]`` to server i and gathers the replies into ``out[i]``; returns ``out``."""
+        """Sends ``xs[i]`` to server i and gathers the replies into ``out[i]``; returns ``out``.
+        A non-contiguous ``xs[i]`` is copied once before anything is sent."""
     def close(self) -> None:
         """Says BYE to every server and reaps it; nothing when already closed."""
     def __enter__(self) -> "Fanout": ...

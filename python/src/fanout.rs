@@ -203,14 +203,11 @@ impl PyFanout {
         }
         let outputs = reply_buffers(out, n)?;
         let loans = Loans::new();
-        let requests = (inputs.iter().enumerate())
-            .map(|(i, a)| match loans.read(a, &|| format!("xs[{i}]"))? {
-                Some(values) => Ok(Values::F64(values)),
-                None => {
-                    Err(PyValueError::new_err(format!("xs[{i}] must be C-contiguous and aligned")))
-                }
-            })
+        // Each x lent in place, or copied once when it is not C-contiguous and aligned.
+        let held = (inputs.iter().enumerate())
+            .map(|(i, a)| loans.read_or_copy(a, &|| format!("xs[{i}]")))
             .collect::<PyResult<Vec<_>>>()?;
+        let requests = held.iter().map(|values| Values::F64(values)).collect::<Vec<_>>();
         let mut replies = (outputs.iter().enumerate())
             .map(|(i, a)| Ok(ValuesMut::F64(loans.write(a, &|| format!("out[{i}]"))?)))
             .collect::<PyResult<Vec<_>>>()?;

@@ -95,7 +95,7 @@ impl Loans {
 
     /// `array`'s elements in row-major order: lent in place as [`Loans::read`] lends them, or,
     /// when it is not C-contiguous and aligned, copied once ([`copy_unwritten`]).
-    pub(crate) fn read_or_copy<'a, T: Element + Copy, D: Dimension>(
+    pub(crate) fn read_or_copy<'a, T: Plain + Copy, D: Dimension>(
         &'a self,
         array: &'a Bound<'_, PyArray<T, D>>,
         what: &dyn Fn() -> String,
@@ -228,16 +228,19 @@ impl<'py, T: Plain, D: Dimension> Fresh<'py, T, D> {
 /// The elements of `array`, which [`Loans::read`] does not lend (not C-contiguous, or
 /// unaligned), copied in row-major order; a `ValueError` naming `what` while a call in flight
 /// writes any of its memory. The copy is made with the GIL held, so no call can start writing
-/// it meanwhile.
-pub(crate) fn copy_unwritten<T: Element + Copy, D: Dimension>(
+/// it meanwhile. It follows the strides in bytes, element by element, so any layout numpy
+/// allows is read right: reversed, Fortran-ordered, unaligned, or strides that are not a
+/// multiple of the element's size (a field of a structured array).
+pub(crate) fn copy_unwritten<T: Plain + Copy, D: Dimension>(
     array: &Bound<'_, PyArray<T, D>>,
     what: &dyn Fn() -> String,
 ) -> PyResult<Vec<T>> {
+    let (shape, strides) = (array.shape(), array.strides());
     if array.len() > 0 {
         // The lowest and highest element's byte offsets from the data pointer, strides
         // either way.
         let (mut low, mut high) = (0isize, 0isize);
-        for (&len, &stride) in array.shape().iter().zip(array.strides()) {
+        for (&len, &stride) in shape.iter().zip(strides) {
             let far = (len as isize - 1) * stride;
             if far < 0 { low += far } else { high += far }
         }
@@ -249,7 +252,36 @@ pub(crate) fn copy_unwritten<T: Element + Copy, D: Dimension>(
             return Err(refused(Refusal::InUse, what));
         }
     }
-    Ok(array.to_owned_array().iter().copied().collect())
+    let data = array.data().cast::<u8>().cast_const();
+    let mut values = Vec::with_capacity(array.len());
+    // Row by row (a row: the last axis; a 0-D array is one row of one), the outer axes'
+    // index and the row's byte offset stepped in row-major order.
+    let (row_len, row_stride) = match (shape.last(), strides.last()) {
+        (Some(&len), Some(&stride)) => (len, stride),
+        _ => (1, 0),
+    };
+    let outer = shape.len().saturating_sub(1);
+    let mut index: SmallVec<[usize; 4]> = SmallVec::from_elem(0, outer);
+    let mut offset = 0isize;
+    for _ in 0..array.len().checked_div(row_len).unwrap_or(0) {
+        values.extend((0..row_len as isize).map(|j| {
+            // SAFETY: `offset + j * row_stride` is the byte offset of an element within the
+            // array's shape, so within its memory, which `array` keeps alive; the read is
+            // unaligned, as the element may be. No call writes that memory (checked above,
+            // and none can start while this thread holds the GIL).
+            unsafe { data.offset(offset + j * row_stride).cast::<T>().read_unaligned() }
+        }));
+        for axis in (0..outer).rev() {
+            index[axis] += 1;
+            offset += strides[axis];
+            if index[axis] < shape[axis] {
+                break;
+            }
+            offset -= strides[axis] * shape[axis] as isize;
+            index[axis] = 0;
+        }
+    }
+    Ok(values)
 }
 
 impl Drop for Loans {

@@ -33,6 +33,15 @@ def test_scatter_and_call_each_deliver_every_reply_bit_for_bit():
         fanout.call_each(xs, outs)
         for got, sent in zip(outs, xs):
             assert got.view(np.uint64).tolist() == sent.view(np.uint64).tolist()
+        # Strided, reversed, or a field of a structured array: each copied once, the same bits.
+        record = np.zeros(500, dtype=[("x", "f8"), ("flag", "i1")])
+        record["x"] = x
+        views = [np.repeat(x, 2)[::2], x[::-1].copy()[::-1], record["x"]]
+        fanout.call_each(views, outs)
+        for got in outs:
+            assert got.view(np.uint64).tolist() == x.view(np.uint64).tolist()
+        fanout.scatter(record["x"], out)
+        assert out.view(np.uint64).tolist() == [x.view(np.uint64).tolist()] * 3
     assert children() == before
 
 

@@ -288,6 +288,40 @@ def test_an_unaligned_part_is_copied_once_and_an_unaligned_out_refused():
             peer.call(np.ones(5), unaligned(5))
 
 
+def as_field(a: np.ndarray) -> np.ndarray:
+    """`a`'s values as the first field of a structured array: a view whose strides are not a
+    multiple of the element's size, most of its elements unaligned."""
+    record = np.zeros(a.shape, dtype=[("value", a.dtype), ("flag", "i1")])
+    record["value"] = a
+    field = record["value"]
+    assert all(stride % a.itemsize for stride in field.strides) and not field.flags.aligned
+    return field
+
+
+def test_arrays_whose_strides_are_not_a_multiple_of_the_element_size_travel_intact():
+    rng = np.random.default_rng(11)
+    y, m = rng.standard_normal(7), rng.standard_normal((3, 4))
+    n, f = np.arange(-5, 5, dtype=np.int64), rng.standard_normal(6).astype(np.float32)
+    sent = (y, m, n, f)
+    with peerpipe.Peer.spawn(parts_server()) as peer:
+        for replies in (
+            peer.call_parts("echo", *(as_field(a) for a in sent)),  # read by the client
+            peer.call_parts("fields", *sent),  # read by the server, from its function's reply
+        ):
+            for a, back in zip(sent, replies, strict=True):
+                assert (back.dtype, back.shape) == (a.dtype, a.shape)
+                assert back.tobytes() == a.tobytes()
+        (back,) = peer.call_parts("echo", as_field(y)[::-2])
+        assert back.tobytes() == y[::-2].tobytes()
+    with peerpipe.Peer.spawn(rust_server("echo", "pipe")) as peer:
+        assert bits(peer.call(as_field(y))) == bits(y)
+        out = np.empty(6, dtype=np.float32)
+        peer.call(as_field(f), out)
+        assert bits(out) == bits(f)
+    with peerpipe.Peer.spawn(parts_server("default", "field")) as peer:
+        assert bits(peer.call(y)) == bits(y)  # the server's handler replies with a field
+
+
 def test_an_out_that_shares_memory_with_a_part_or_another_out_is_refused():
     buf = np.arange(8.0)
     with peerpipe.Peer.spawn(parts_server()) as peer:

@@ -191,6 +191,15 @@ def test_autonomous_sends_the_state_alone_and_still_checks_t_and_args():
     with peerpipe.RemoteRhs(rust_server("lorenz96", "pipe"), autonomous=True, wire="f64") as a:
         with peerpipe.RemoteRhs(rust_server("lorenz96", "pipe")) as b:
             assert a(0.0, x).tobytes() == b(0.0, x).tobytes()
+            # y as a field of a structured array (a stride of 9 bytes): the same numbers.
+            record = np.zeros(40, dtype=[("y", "f8"), ("flag", "i1")])
+            record["y"] = x
+            assert b(0.0, record["y"]).tobytes() == b(0.0, x).tobytes()
+    with peerpipe.RemoteRhs(rust_ode_server("duffing")) as rhs:
+        y = np.array([0.3, -1.7])
+        record = np.zeros(2, dtype=[("y", "f8"), ("flag", "i1")])
+        record["y"] = y
+        assert rhs.jac(2.0, record["y"]).tobytes() == rhs.jac(2.0, y).tobytes()
 
 
 def test_bad_t_y_and_args_are_refused_before_anything_is_sent():
@@ -271,6 +280,7 @@ def test_serve_ode_refuses_results_of_the_wrong_shape_or_kind_and_goes_on():
         assert rhs(-4.0, y).tolist() == [-1.0, -2.0]  # a strided view
         assert rhs(-5.0, y).tolist() == [1.0, 2.0]  # a list of ints
         assert rhs(-6.0, y).tolist() == [-1.0, -2.0]  # big-endian
+        assert rhs(-7.0, y).tolist() == [-1.0, -2.0]  # a stride of 12 bytes
         assert rhs.jac(-4.0, y).tolist() == [[1.0, 2.0], [3.0, 4.0]]  # Fortran order
 
 

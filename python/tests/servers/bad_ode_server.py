@@ -5,7 +5,8 @@
   the client reports (ShapeError).
 - `checked`: peerpipe.serve_ode(fun, jac), whose fun, by t, returns the wrong shape (t = -1),
   complex values (t = -2) or raises (t = -3); -y as a strided view (t = -4), as a list of
-  ints (t = -5, the values 1, 2, ...) or big-endian (t = -6); else -y. Its jac returns a
+  ints (t = -5, the values 1, 2, ...), big-endian (t = -6) or a field of a structured array,
+  its stride 12 bytes (t = -7); else -y. Its jac returns a
   (2, 3) array at t = -1, [[1, 2], [3, 4]] in Fortran order at t = -4, else -I. serve_ode
   refuses the bad results itself (an ERROR reply naming them) and reads the others as
   np.asarray(result, dtype=float) would.
@@ -31,6 +32,10 @@ def fun(t, y):
         return list(range(1, len(y) + 1))
     if t == -6.0:
         return (-y).astype(">f8")
+    if t == -7.0:
+        record = np.zeros(len(y), dtype=[("value", "f8"), ("flag", "i4")])
+        record["value"] = -y
+        return record["value"]
     return -y
 
 
