@@ -188,8 +188,9 @@ class Peer:
 
         The reply has x's dtype and length. With ``out`` (same dtype and length, contiguous,
         writeable) it is written there and ``out`` is returned: no allocation per call.
-        Without, a new array is returned. A non-contiguous ``x`` is copied once before
-        sending. ``wire="f32"`` narrows float64 to f32 on the wire (like ``x.astype(float32)``)
+        Without, a new array is returned. A non-contiguous ``x`` (strided, reversed, unaligned,
+        a field of a structured array) is copied once before sending; a masked array with
+        masked values raises TypeError (one with none is sent as its values). ``wire="f32"`` narrows float64 to f32 on the wire (like ``x.astype(float32)``)
         and widens the reply back into float64.
 
         The GIL is released while the call waits. Ctrl-C raises KeyboardInterrupt within
@@ -211,8 +212,9 @@ class Peer:
         float32, int64 or uint8 (bytes); a float (one f64), an int (one i64, not a bool), a
         numpy scalar (one element of its dtype), or bytes/bytearray. A non-contiguous array,
         or a Fortran-ordered matrix, is copied once into row-major order; anything else
-        (object, complex, bool or string arrays, 0-D or 3-D arrays, bool, str, lists) raises
-        TypeError or ValueError naming the part, before anything is sent.
+        (object, complex, bool or string arrays, 0-D or 3-D arrays, masked arrays with masked
+        values, bool, str, lists) raises TypeError or ValueError naming the part, before
+        anything is sent.
 
         Without ``out``: a tuple of new arrays, one per reply part, of the part's dtype (uint8
         for bytes) and shape ((count,) for a vector, (rows, cols) for a matrix) -- whatever

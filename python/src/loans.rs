@@ -28,8 +28,9 @@ use numpy::npyffi::{
     _PyArray_GET_ITEM_DATA, NPY_ARRAY_WRITEABLE, NpyTypes, PY_ARRAY_API, get_type_object, npy_intp,
 };
 use numpy::{Element, PyArray, PyArrayDescrMethods, PyArrayMethods, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use smallvec::SmallVec;
 
 /// One range lent: its first byte, one past its last, whether it is written, and the
@@ -62,6 +63,7 @@ pub(crate) struct Loans {
 
 /// Why an array cannot be lent.
 enum Refusal {
+    Masked,
     Layout,
     ReadOnly,
     InUse,
@@ -130,6 +132,9 @@ impl Loans {
         array: &Bound<'_, PyArray<T, D>>,
         writes: bool,
     ) -> Result<(), Refusal> {
+        if has_masked_values(array.as_any()) {
+            return Err(Refusal::Masked);
+        }
         if !array.is_c_contiguous() || !array.is_aligned() {
             return Err(Refusal::Layout);
         }
@@ -235,6 +240,9 @@ pub(crate) fn copy_unwritten<T: Plain + Copy, D: Dimension>(
     array: &Bound<'_, PyArray<T, D>>,
     what: &dyn Fn() -> String,
 ) -> PyResult<Vec<T>> {
+    if has_masked_values(array.as_any()) {
+        return Err(refused(Refusal::Masked, what));
+    }
     let (shape, strides) = (array.shape(), array.strides());
     if array.len() > 0 {
         // The lowest and highest element's byte offsets from the data pointer, strides
@@ -293,16 +301,39 @@ impl Drop for Loans {
     }
 }
 
+/// Whether `array` is a `numpy.ma.MaskedArray` with an element masked, which a call could not
+/// carry (one with none masked, as netCDF4 returns, is sent as its values); an exact
+/// `ndarray` (nearly every array) is told by its type alone.
+pub(crate) fn has_masked_values(array: &Bound<'_, PyAny>) -> bool {
+    let py = array.py();
+    // SAFETY: reads numpy's type object for `ndarray` from its C API table, with the GIL held.
+    let ndarray = unsafe { get_type_object(py, NpyTypes::PyArray_Type) };
+    if array.get_type().as_type_ptr() == ndarray {
+        return false;
+    }
+    static IS_MASKED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let is_masked = IS_MASKED.import(py, "numpy.ma", "is_masked");
+    is_masked
+        .is_ok_and(|f| f.call1((array,)).is_ok_and(|masked| masked.is_truthy().unwrap_or(true)))
+}
+
 fn refused(refusal: Refusal, what: &dyn Fn() -> String) -> PyErr {
     let what = what();
-    PyValueError::new_err(match refusal {
-        Refusal::Layout => {
-            format!("{what} must be contiguous, in C order and aligned (it is written in place)")
+    match refusal {
+        Refusal::Masked => PyTypeError::new_err(format!(
+            "{what} is a masked array with masked values, whose mask cannot be sent: pass \
+             numpy.ma.filled(a, fill_value) to send fill_value in their place, or a.data to \
+             send the values under the mask"
+        )),
+        Refusal::Layout => PyValueError::new_err(format!(
+            "{what} must be contiguous, in C order and aligned (it is written in place)"
+        )),
+        Refusal::ReadOnly => {
+            PyValueError::new_err(format!("{what} cannot be used: it is read-only"))
         }
-        Refusal::ReadOnly => format!("{what} cannot be used: it is read-only"),
-        Refusal::InUse => format!(
+        Refusal::InUse => PyValueError::new_err(format!(
             "{what} cannot be used: its memory is in use by this call or another in flight \
              (is out also an input?)"
-        ),
-    })
+        )),
+    }
 }

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyTuple};
 
 use crate::errors::IntoPy;
-use crate::loans::{Fresh, Loans};
+use crate::loans::{Fresh, Loans, has_masked_values};
 use crate::parts::shape_text;
 use crate::serve::{run, stdio_options};
 
@@ -122,7 +122,8 @@ fn ode_function(
 }
 
 /// `result` as SciPy reads it (`np.asarray(result, dtype=float)`), refusing what is not real
-/// numbers (complex, bool, objects), as a C-contiguous float64 array of shape `expected`. A
+/// numbers (complex, bool, objects) and masked values (whose mask `np.asarray` would drop), as
+/// a C-contiguous float64 array of shape `expected`. A
 /// float64 array of that shape in C order, aligned (what a model's function usually returns),
 /// is taken as it is, as `np.asarray` takes it, without a call into numpy.
 fn real_array<'py>(
@@ -130,6 +131,12 @@ fn real_array<'py>(
     expected: &[usize],
     what: &str,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    if has_masked_values(result) {
+        return Err(PyTypeError::new_err(
+            "returned a masked array with masked values, whose mask cannot be sent: return \
+             numpy.ma.filled(result, fill_value)",
+        ));
+    }
     if let Ok(array) = result.cast::<PyArrayDyn<f64>>()
         && array.shape() == expected
         && array.is_c_contiguous()

@@ -322,6 +322,27 @@ def test_arrays_whose_strides_are_not_a_multiple_of_the_element_size_travel_inta
         assert bits(peer.call(y)) == bits(y)  # the server's handler replies with a field
 
 
+def test_a_masked_array_with_masked_values_is_refused_and_one_without_is_sent():
+    masked = np.ma.masked_array([1.0, 2.0, 3.0], mask=[False, True, False])
+    unmasked = np.ma.masked_array([1.0, 2.0, 3.0], mask=False)  # as netCDF4 returns arrays
+    refused = r"is a masked array with masked values, whose mask cannot be sent"
+    with peerpipe.Peer.spawn(parts_server()) as peer:
+        with pytest.raises(TypeError, match=rf"part 1 {refused}: pass numpy.ma.filled"):
+            peer.call_parts("echo", np.ones(2), masked)
+        with pytest.raises(TypeError, match=rf"part 0 {refused}"):
+            peer.call_parts("echo", masked[::-1])  # copied, not lent: refused the same
+        with pytest.raises(TypeError, match=rf"out\[0\] {refused}"):
+            peer.call_parts("echo", np.ones(3), out=(masked,))
+        assert masked.data.tolist() == [1.0, 2.0, 3.0], "nothing was written"
+        (back,) = peer.call_parts("echo", unmasked)
+        assert type(back) is np.ndarray and back.tolist() == [1.0, 2.0, 3.0]
+    with peerpipe.Peer.spawn(rust_server("echo", "pipe")) as peer:
+        with pytest.raises(TypeError, match=rf"x {refused}"):
+            peer.call(masked)
+        assert peer.call(unmasked).tolist() == [1.0, 2.0, 3.0]
+        assert peer.call(np.ma.filled(masked, 0.0)).tolist() == [1.0, 0.0, 3.0]
+
+
 def test_an_out_that_shares_memory_with_a_part_or_another_out_is_refused():
     buf = np.arange(8.0)
     with peerpipe.Peer.spawn(parts_server()) as peer:

@@ -281,6 +281,11 @@ def test_serve_ode_refuses_results_of_the_wrong_shape_or_kind_and_goes_on():
         assert rhs(-5.0, y).tolist() == [1.0, 2.0]  # a list of ints
         assert rhs(-6.0, y).tolist() == [-1.0, -2.0]  # big-endian
         assert rhs(-7.0, y).tolist() == [-1.0, -2.0]  # a stride of 12 bytes
+        with pytest.raises(peerpipe.RemoteError, match=r"rhs: TypeError: returned a masked array"):
+            rhs(-8.0, y)
+        assert rhs(-9.0, y).tolist() == [-1.0, -2.0]  # masked, but no value is
+        with pytest.raises(TypeError, match=r"y is a masked array with masked values"):
+            rhs(0.0, np.ma.masked_array(y, mask=[True, False]))
         assert rhs.jac(-4.0, y).tolist() == [[1.0, 2.0], [3.0, 4.0]]  # Fortran order
 
 

@@ -6,7 +6,8 @@
 - `checked`: peerpipe.serve_ode(fun, jac), whose fun, by t, returns the wrong shape (t = -1),
   complex values (t = -2) or raises (t = -3); -y as a strided view (t = -4), as a list of
   ints (t = -5, the values 1, 2, ...), big-endian (t = -6) or a field of a structured array,
-  its stride 12 bytes (t = -7); else -y. Its jac returns a
+  its stride 12 bytes (t = -7), or a masked array, its first value masked (t = -8) or none
+  (t = -9); else -y. Its jac returns a
   (2, 3) array at t = -1, [[1, 2], [3, 4]] in Fortran order at t = -4, else -I. serve_ode
   refuses the bad results itself (an ERROR reply naming them) and reads the others as
   np.asarray(result, dtype=float) would.
@@ -36,6 +37,8 @@ def fun(t, y):
         record = np.zeros(len(y), dtype=[("value", "f8"), ("flag", "i4")])
         record["value"] = -y
         return record["value"]
+    if t in (-8.0, -9.0):
+        return np.ma.masked_array(-y, mask=[t == -8.0] + [False] * (len(y) - 1))
     return -y
 
 
