@@ -20,7 +20,7 @@
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use numpy::ndarray::{Dimension, IntoDimension};
@@ -29,6 +29,7 @@ use numpy::npyffi::{
 };
 use numpy::{Element, PyArray, PyArrayDescrMethods, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi::PyTypeObject;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use smallvec::SmallVec;
@@ -303,16 +304,25 @@ impl Drop for Loans {
 
 /// Whether `array` is a `numpy.ma.MaskedArray` with an element masked, which a call could not
 /// carry (one with none masked, as netCDF4 returns, is sent as its values); an exact
-/// `ndarray` (nearly every array) is told by its type alone.
+/// `ndarray` (nearly every array) is told by its type alone, in a few instructions.
+#[inline]
 pub(crate) fn has_masked_values(array: &Bound<'_, PyAny>) -> bool {
-    let py = array.py();
-    // SAFETY: reads numpy's type object for `ndarray` from its C API table, with the GIL held.
-    let ndarray = unsafe { get_type_object(py, NpyTypes::PyArray_Type) };
-    if array.get_type().as_type_ptr() == ndarray {
-        return false;
+    static NDARRAY: AtomicPtr<PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
+    let mut ndarray = NDARRAY.load(Ordering::Relaxed);
+    if ndarray.is_null() {
+        // SAFETY: reads numpy's type object for `ndarray` from its C API table, with the GIL
+        // held; the type object lives as long as numpy, which is never unloaded.
+        ndarray = unsafe { get_type_object(array.py(), NpyTypes::PyArray_Type) };
+        NDARRAY.store(ndarray, Ordering::Relaxed);
     }
+    array.get_type_ptr() != ndarray && is_masked_subclass(array)
+}
+
+/// [`has_masked_values`] of an array that is not an exact `ndarray`: `numpy.ma.is_masked`.
+#[cold]
+fn is_masked_subclass(array: &Bound<'_, PyAny>) -> bool {
     static IS_MASKED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let is_masked = IS_MASKED.import(py, "numpy.ma", "is_masked");
+    let is_masked = IS_MASKED.import(array.py(), "numpy.ma", "is_masked");
     is_masked
         .is_ok_and(|f| f.call1((array,)).is_ok_and(|masked| masked.is_truthy().unwrap_or(true)))
 }
