@@ -30,15 +30,7 @@ pub(crate) const AUTO_MAX_YIELD_PROBE: u32 = 16384;
 pub(crate) const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
 pub(crate) const CONFINED_RECHECK: Duration = Duration::from_millis(10);
 
-/// How a wait goes on once its first poll found nothing: how long it spins (zero: not at all),
-/// and whether it yields the CPU (now and then in its spin, and once before it sleeps).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Plan {
-    pub budget: Duration,
-    pub yields: bool,
-}
-
-/// What one wait saw: its [`Plan::budget`], how long from its first empty poll to its data,
+/// What one wait saw: its spin budget, how long from its first empty poll to its data,
 /// whether it slept, a yield ran another task first, it yielded, a yield took over a cheap sleep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WaitSeen {
@@ -138,9 +130,10 @@ impl<C: Cpus + Default> AutoWaiter<C> {
         self.peer.as_ref().map_or(0, |placement| placement.moves)
     }
 
-    /// The plan of a wait whose first poll found nothing at `now`; with a watched peer, reads the
-    /// masks when due, and where the peer ran before a spin on dear sleeps or a probe alone.
-    pub(crate) fn before_wait(&mut self, now: Instant) -> Plan {
+    /// How a wait whose first poll found nothing at `now` goes on: its spin budget (zero: none),
+    /// whether it yields (in its spin, and once before it sleeps); a watched peer's masks read
+    /// when due, and where the peer ran before a spin on dear sleeps or a probe alone.
+    pub(crate) fn before_wait(&mut self, now: Instant) -> (Duration, bool) {
         if let Some(placement) = &mut self.peer {
             if now >= placement.next_masks {
                 self.confined = self.cpus.confined_with_peer();
@@ -150,7 +143,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
             self.look_at_peer();
         }
         let budget = self.budget();
-        Plan { budget, yields: !budget.is_zero() || self.yields_before_sleeping() }
+        (budget, !budget.is_zero() || self.yields_before_sleeping())
     }
 
     /// Learns from a wait that ended at `now`; one that gave up the core may move this thread to

@@ -21,13 +21,12 @@ pub(crate) struct Waits {
     pub(crate) auto: AutoWaiter,
 }
 
-/// Where a wait stands: when its first poll found nothing and the clock was last read, how long
-/// it may spin (`None`: to its deadline), whether it yields, what it saw, polls and yields so far.
+/// Where a wait stands: when its first poll found nothing and the clock was last read, whether
+/// it yields, what it saw (its spin budget: `Duration::MAX` to its deadline), polls and yields.
 #[derive(Debug, Default)]
 pub(crate) struct Waiting {
     started: Option<Instant>,
     clock_read: Option<Instant>,
-    budget: Option<Duration>,
     yields: bool,
     seen: WaitSeen,
     polls: u32,
@@ -50,7 +49,7 @@ impl Waits {
         // few polls, so that reading it does not delay noticing the data.
         spin.polls += 1;
         if spin.started.is_some()
-            && spin.budget != Some(Duration::ZERO)
+            && !spin.seen.budget.is_zero()
             && spin.polls < link.spin_polls_per_clock_read()
         {
             std::hint::spin_loop();
@@ -66,15 +65,11 @@ impl Waits {
         let started = match spin.started {
             Some(started) => started,
             None => {
-                spin.budget = match self.strategy {
-                    Wait::Block => Some(Duration::ZERO),
-                    Wait::Spin => None,
-                    Wait::Hybrid { spin } => Some(spin),
-                    Wait::Auto => {
-                        let plan = self.auto.before_wait(now);
-                        spin.yields = plan.yields;
-                        Some(plan.budget)
-                    }
+                (spin.seen.budget, spin.yields) = match self.strategy {
+                    Wait::Block => (Duration::ZERO, false),
+                    Wait::Spin => (Duration::MAX, false),
+                    Wait::Hybrid { spin } => (spin, false),
+                    Wait::Auto => self.auto.before_wait(now),
                 };
                 *spin.started.insert(now)
             }
@@ -84,8 +79,7 @@ impl Waits {
         let near_deadline = at.is_some_and(|at| at.duration_since(now) <= DEADLINE_SPIN);
         let spun = now.duration_since(started);
         // A spin ends at its budget, or at a yield that ran another task.
-        let keep_spinning =
-            near_deadline || (!spin.seen.yielded && spin.budget.is_none_or(|budget| spun < budget));
+        let keep_spinning = near_deadline || (!spin.seen.yielded && spun < spin.seen.budget);
         if keep_spinning {
             if spin.yields
                 && !near_deadline
@@ -130,8 +124,7 @@ impl Waits {
                     Some(read) if !spin.seen.slept && !spin.seen.yielded => read,
                     _ => Instant::now(),
                 };
-                let (budget, waited) = (spin.budget.unwrap_or_default(), now - started);
-                self.auto.after_wait(&WaitSeen { budget, waited, ..spin.seen }, now);
+                self.auto.after_wait(&WaitSeen { waited: now - started, ..spin.seen }, now);
             }
             *spin = Waiting::default();
         }

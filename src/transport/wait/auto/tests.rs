@@ -66,7 +66,7 @@ fn run_from(
 ) -> (Duration, u32) {
     let (mut total, mut spun) = (Duration::ZERO, 0);
     for _ in 0..waits {
-        let seen = partner.wait(auto.before_wait(*now).budget);
+        let seen = partner.wait(auto.before_wait(*now).0);
         *now += seen.waited;
         auto.after_wait(&seen, *now);
         total += seen.waited;
@@ -490,7 +490,7 @@ fn reads_over(fake: Fake, partner: Partner, waits: u32) -> (Reads, Duration) {
     let start = Instant::now();
     let (mut auto, mut now) = (AutoWaiter::new(fake, Some(start)), start);
     for _ in 0..waits {
-        let seen = partner.wait(auto.before_wait(now).budget);
+        let seen = partner.wait(auto.before_wait(now).0);
         now += seen.waited;
         auto.after_wait(&seen, now);
         now += GAP;
@@ -540,8 +540,8 @@ fn the_masks_are_read_10_ms_after_the_watch_starts_then_every_second_or_10_ms_wh
         let plan = auto.before_wait(now);
         (auto.cpus.reads.masks - before, plan)
     };
-    let spin = Plan { budget: DEFAULT_SPIN_BUDGET, yields: true };
-    let confined = Plan { budget: Duration::ZERO, yields: false };
+    let spin = (DEFAULT_SPIN_BUDGET, true);
+    let confined = (Duration::ZERO, false);
     assert_eq!(masks_at(&mut auto, start), (0, spin), "no look during a spawn's handshake");
     let first = start + CONFINED_RECHECK;
     assert_eq!(masks_at(&mut auto, first), (1, confined));
@@ -565,8 +565,8 @@ fn a_due_probe_is_put_off_only_when_the_peer_last_ran_on_this_cpu() {
         let mut auto = AutoWaiter::new(Fake { peer, ..Fake::shared_core() }, Some(now));
         run(&mut auto, Partner::SameCore { service: 3 * US }, AUTO_MISSES_TO_BLOCK);
         auto.probe.left = 0;
-        let plan = auto.before_wait(now);
-        assert_eq!(plan.budget.is_zero(), put_off, "{peer:?}");
+        let (budget, _) = auto.before_wait(now);
+        assert_eq!(budget.is_zero(), put_off, "{peer:?}");
         assert_eq!(auto.counts.kept_asleep, u64::from(put_off));
         // Put off twice as far, this wait counted.
         assert_eq!(auto.probe.left, if put_off { 2 * AUTO_FIRST_PROBE - 1 } else { 0 });
