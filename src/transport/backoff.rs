@@ -16,8 +16,13 @@ impl<T: Copy + Ord + Mul<u32, Output = T> + Div<u32, Output = T>> Backoff<T> {
         Backoff { value: floor, floor, ceiling }
     }
 
-    pub(crate) fn get(&self) -> T {
+    pub(crate) const fn get(&self) -> T {
         self.value
+    }
+
+    /// The most it doubles up to.
+    pub(crate) const fn ceiling(&self) -> T {
+        self.ceiling
     }
 
     pub(crate) fn double(&mut self) {

@@ -13,12 +13,11 @@ mod os;
 pub use cpus::Cpus;
 pub(crate) use os::Os;
 
-/// Hand-overs in a row after which a side looks whether to move: 4 at first, doubled up to
-/// 1024 by looks that find nothing to do, as is the time they put off the next: 1 ms to 16 ms.
-pub(crate) const HAND_OVERS_TO_LOOK: u32 = 4;
-pub(crate) const MAX_HAND_OVERS_TO_LOOK: u32 = 1024;
-pub(crate) const FIRST_CHECK: Duration = Duration::from_millis(1);
-pub(crate) const MAX_CHECK: Duration = Duration::from_millis(16);
+/// Hand-overs in a row after which a side looks whether to move, and the time a look that finds
+/// nothing to do puts off the next: both doubled by such looks, up to their ceilings.
+pub(crate) const HAND_OVERS_TO_LOOK: Backoff<u32> = Backoff::new(4, 1024);
+pub(crate) const CHECK_INTERVAL: Backoff<Duration> =
+    Backoff::new(Duration::from_millis(1), Duration::from_millis(16));
 
 /// What a side watches of where it and its peer run, and when it looks again.
 #[derive(Debug)]
@@ -46,9 +45,9 @@ impl Placement {
         Placement {
             next_masks,
             hand_overs: 0,
-            hand_overs_to_look: Backoff::new(HAND_OVERS_TO_LOOK, MAX_HAND_OVERS_TO_LOOK),
+            hand_overs_to_look: HAND_OVERS_TO_LOOK,
             next_check: None,
-            interval: Backoff::new(FIRST_CHECK, MAX_CHECK),
+            interval: CHECK_INTERVAL,
             allowed: Vec::with_capacity(8),
             looked: Vec::with_capacity(8),
             looking: Vec::with_capacity(8),

@@ -24,12 +24,12 @@ fn a_side_handing_its_core_to_its_peer_moves_to_the_idle_cpu_after_a_few_hand_ov
     let mut fake = Fake::shared_core();
     let mut placement = Placement::new(Instant::now());
     let mut now = Instant::now();
-    assert!(!sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK - 1, true));
+    assert!(!sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK.get() - 1, true));
     assert!(
         !sleeps(&mut placement, &mut fake, &mut now, 1, false),
         "a dear sleep counts from zero again"
     );
-    assert!(!sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK - 1, true));
+    assert!(!sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK.get() - 1, true));
     assert!(
         sleeps(&mut placement, &mut fake, &mut now, 1, true),
         "the look after enough hand-overs"
@@ -47,7 +47,7 @@ fn a_peer_asleep_beside_it_counts_as_not_runnable() {
     // With the peer asleep and nothing else runnable, the other CPU is idle.
     let mut fake = Fake { peer: Some((0, false)), ..Fake::shared_core() };
     let mut placement = Placement::new(Instant::now());
-    assert!(sleeps(&mut placement, &mut fake, &mut Instant::now(), HAND_OVERS_TO_LOOK, true));
+    assert!(sleeps(&mut placement, &mut fake, &mut Instant::now(), HAND_OVERS_TO_LOOK.get(), true));
 }
 
 #[test]
@@ -60,7 +60,7 @@ fn it_moves_to_the_cpu_idle_longest_since_its_last_look() {
     };
     let mut placement = Placement::new(Instant::now());
     let mut now = Instant::now();
-    assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK, true));
+    assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK.get(), true));
     assert_eq!(fake.moves, vec![2]);
     // Beside three runnable others on four CPUs, none can be idle.
     fake.others = Some(3);
@@ -96,8 +96,8 @@ fn looks_that_find_nothing_to_do_come_ever_further_apart_in_time_and_in_hand_ove
     // time and twice the hand-overs of the one before, up to 16 ms and 1024; then the time
     // sets the pace (1024 hand-overs take 10 ms), one look per 16 ms.
     let looks = looks_over(&mut placement, &mut fake, &mut now, 100_000, Duration::from_micros(10));
-    assert_eq!(placement.interval.get(), MAX_CHECK);
-    assert_eq!(placement.hand_overs_to_look.get(), MAX_HAND_OVERS_TO_LOOK);
+    assert_eq!(placement.interval.get(), CHECK_INTERVAL.ceiling());
+    assert_eq!(placement.hand_overs_to_look.get(), HAND_OVERS_TO_LOOK.ceiling());
     assert!((60..=70).contains(&looks), "{looks} looks in a second");
     // Hand-overs a millisecond apart: 1024 of them take a second, and the count sets the pace.
     let looks = looks_over(&mut placement, &mut fake, &mut now, 10_000, Duration::from_millis(1));
@@ -110,7 +110,7 @@ fn round_trips_in_bursts_far_apart_carry_a_look_in_one_of_a_thousand_at_most() {
     let mut fake = Fake { others: Some(1), ..Fake::shared_core() };
     let mut placement = Placement::new(Instant::now());
     let mut now = Instant::now();
-    // 100 bursts of 200 hand-overs 5 µs apart, 20 ms between bursts (more than MAX_CHECK):
+    // 100 bursts of 200 hand-overs 5 µs apart, 20 ms between bursts (more than CHECK_INTERVAL's ceiling):
     // timed alone, every burst would carry a look.
     let mut looks = 0;
     for _ in 0..100 {
@@ -118,7 +118,7 @@ fn round_trips_in_bursts_far_apart_carry_a_look_in_one_of_a_thousand_at_most() {
         looks += looks_over(&mut placement, &mut fake, &mut now, 200, Duration::from_micros(5));
     }
     // The first looks, at 4, 8, … 512 hand-overs, then one per 1024 of the 20,000.
-    assert!(looks <= 8 + 20_000 / MAX_HAND_OVERS_TO_LOOK, "{looks} looks in 100 bursts");
+    assert!(looks <= 8 + 20_000 / HAND_OVERS_TO_LOOK.ceiling(), "{looks} looks in 100 bursts");
 }
 
 #[test]
@@ -126,10 +126,10 @@ fn after_a_move_the_next_look_comes_at_the_next_row_of_hand_overs() {
     let mut fake = Fake::shared_core();
     let mut placement = Placement::new(Instant::now());
     let mut now = Instant::now();
-    assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK, true));
+    assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK.get(), true));
     // The peer followed to CPU 1 (it was woken there): the two share a core again.
     fake.peer = Some((1, true));
-    assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK, true));
+    assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK.get(), true));
     assert_eq!(fake.moves, vec![1, 0]);
     assert_eq!(placement.moves, 2);
 }
@@ -264,7 +264,7 @@ fn a_kept_peer_file_serves_the_looks_too_and_closes_with_its_os() {
     assert!(os.current().is_some() && os.peer().is_some(), "a live peer's CPU is known");
     // Hand-overs enough for a look, which reads the peer through the same file.
     let (mut placement, mut now) = (Placement::new(Instant::now()), Instant::now());
-    for _ in 0..HAND_OVERS_TO_LOOK {
+    for _ in 0..HAND_OVERS_TO_LOOK.get() {
         now += Duration::from_millis(1);
         placement.after_giving_up_the_core(&mut os, now, true);
     }

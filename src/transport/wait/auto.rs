@@ -8,24 +8,21 @@ use crate::transport::auto_counts::AutoCounts;
 use crate::transport::backoff::{Backoff, Countdown};
 use crate::transport::placement::{Cpus, Os, Placement};
 
-/// Longest spin, doubled up to from [`DEFAULT_SPIN_BUDGET`].
-pub(crate) const AUTO_MAX_SPIN_BUDGET: Duration = Duration::from_micros(500);
-/// The spin budget of waits that start or resume spinning.
-const SPIN_BUDGET: Backoff<Duration> = Backoff::new(DEFAULT_SPIN_BUDGET, AUTO_MAX_SPIN_BUDGET);
+/// The spin budget of waits that start or resume spinning, doubled up to the longest spin.
+pub(crate) const AUTO_SPIN_BUDGET: Backoff<Duration> =
+    Backoff::new(DEFAULT_SPIN_BUDGET, Duration::from_micros(500));
 /// Misses in a row after which waits stop spinning.
 pub(crate) const AUTO_MISSES_TO_BLOCK: u32 = 2;
 /// Longest sleep or yield that is cheap: the core handed to the peer and back.
 pub(crate) const AUTO_CHEAP_SLEEP: Duration = Duration::from_micros(20);
 /// Dear sleeps in a row after which waits spin again: at first, and at most.
-pub(crate) const AUTO_DEAR_SLEEPS_TO_SPIN: u32 = 2;
-pub(crate) const AUTO_MAX_DEAR_SLEEPS_TO_SPIN: u32 = 16;
+pub(crate) const AUTO_DEAR_SLEEPS_TO_SPIN: Backoff<u32> = Backoff::new(2, 16);
 /// Bounds of a probe's spin.
 pub(crate) const AUTO_MIN_PROBE_BUDGET: Duration = Duration::from_micros(5);
 pub(crate) const AUTO_MAX_PROBE_BUDGET: Duration = Duration::from_micros(200);
 /// Waits to the first probe and to the first yield probe; most waits between two of each.
-pub(crate) const AUTO_FIRST_PROBE: u32 = 4;
-pub(crate) const AUTO_MAX_PROBE: u32 = 1024;
-pub(crate) const AUTO_MAX_YIELD_PROBE: u32 = 16384;
+pub(crate) const AUTO_PROBE: Countdown = Countdown::new(4, 1024);
+pub(crate) const AUTO_YIELD_PROBE: Countdown = Countdown::new(4, 16384);
 /// How often the two masks are read: every second, every 10 ms while they confine the two.
 pub(crate) const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
 pub(crate) const CONFINED_RECHECK: Duration = Duration::from_millis(10);
@@ -93,14 +90,11 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     /// Knows nothing yet; reads the system through `cpus`; watches the peer from `watch_from`.
     pub(crate) fn new(cpus: C, watch_from: Option<Instant>) -> AutoWaiter<C> {
         AutoWaiter {
-            mode: Mode::Spinning { budget: SPIN_BUDGET, misses: 0, unconfirmed: false },
-            dear_sleeps_to_spin: Backoff::new(
-                AUTO_DEAR_SLEEPS_TO_SPIN,
-                AUTO_MAX_DEAR_SLEEPS_TO_SPIN,
-            ),
-            probe: Countdown::new(AUTO_FIRST_PROBE, AUTO_MAX_PROBE),
+            mode: Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0, unconfirmed: false },
+            dear_sleeps_to_spin: AUTO_DEAR_SLEEPS_TO_SPIN,
+            probe: AUTO_PROBE,
             yields: true,
-            yield_probe: Countdown::new(AUTO_FIRST_PROBE, AUTO_MAX_YIELD_PROBE),
+            yield_probe: AUTO_YIELD_PROBE,
             slept_average: Duration::ZERO,
             confined: false,
             counts: AutoCounts::default(),
@@ -248,12 +242,12 @@ impl<C: Cpus + Default> AutoWaiter<C> {
         }
         // A dear sleep short enough to spin through after a harmless spin lengthens the spin (a
         // miss at its longest) unless other work holds the CPUs, asked only where that counts.
-        let near = asleep <= 2 * AUTO_MAX_SPIN_BUDGET;
+        let near = asleep <= 2 * budget.ceiling();
         let mut miss = !right;
         if right && !hit && (near || budget.get() > DEFAULT_SPIN_BUDGET) && self.cpus.crowded() {
             budget.reset();
         } else if right && !hit && near {
-            miss = budget.get() >= AUTO_MAX_SPIN_BUDGET;
+            miss = budget.get() >= budget.ceiling();
             budget.double();
         }
         *misses = if miss { *misses + 1 } else { 0 };
@@ -280,7 +274,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
 
     /// Spins from the next wait on; probes half as far apart, twice the dear sleeps to resume.
     fn start_spinning(&mut self, unconfirmed: bool) {
-        self.mode = Mode::Spinning { budget: SPIN_BUDGET, misses: 0, unconfirmed };
+        self.mode = Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0, unconfirmed };
         self.probe.every.halve();
         self.dear_sleeps_to_spin.double();
     }

@@ -3,6 +3,8 @@ use crate::transport::placement::fake::{Fake, Reads};
 use crate::transport::wait::spin::AUTO_YIELD_RAN_ANOTHER;
 
 const US: Duration = Duration::from_micros(1);
+const AUTO_MAX_PROBE: u32 = AUTO_PROBE.every.ceiling();
+const AUTO_MAX_YIELD_PROBE: u32 = AUTO_YIELD_PROBE.every.ceiling();
 
 /// A waiter that knows nothing yet, with no peer watched, on a machine of two idle CPUs.
 fn waiter() -> AutoWaiter<Fake> {
@@ -277,7 +279,7 @@ fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_ti
     contended(&mut auto);
     for round in 1..=4u32 {
         assert!(!auto.is_spinning());
-        let needed = AUTO_DEAR_SLEEPS_TO_SPIN << (round - 1);
+        let needed = AUTO_DEAR_SLEEPS_TO_SPIN.get() << (round - 1);
         for _ in 0..needed {
             assert!(!auto.is_spinning());
             auto.record(&slept_at_once(300 * US));
@@ -289,14 +291,14 @@ fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_ti
     run(&mut auto, Partner::Elsewhere { after: 2 * US }, AUTO_MAX_PROBE + 1);
     assert!(auto.is_spinning());
     contended(&mut auto);
-    for _ in 0..AUTO_DEAR_SLEEPS_TO_SPIN {
+    for _ in 0..AUTO_DEAR_SLEEPS_TO_SPIN.get() {
         auto.record(&slept_at_once(300 * US));
     }
     assert!(auto.is_spinning());
     // However often it misses, the dear sleeps it waits for stop at the most.
     for _ in 0..10 {
         contended(&mut auto);
-        for _ in 0..AUTO_MAX_DEAR_SLEEPS_TO_SPIN {
+        for _ in 0..AUTO_DEAR_SLEEPS_TO_SPIN.ceiling() {
             auto.record(&slept_at_once(300 * US));
         }
         assert!(auto.is_spinning());
@@ -439,10 +441,10 @@ fn a_wait_that_does_not_spin_yields_first_until_a_yield_hands_the_core_to_anothe
     // The peer on this core answers during each yield: yielding goes on.
     assert!((0..100).all(|_| not_spinning(&mut auto, 5 * US, true)));
     // A yield that ran another task's slice stops it, at once, and the first yield probe
-    // comes twice AUTO_FIRST_PROBE waits later.
+    // comes twice the first gap of AUTO_YIELD_PROBE waits later.
     assert!(not_spinning(&mut auto, 2_000 * US, true));
     assert_eq!(auto.counts().dear_yields, 1);
-    let gap = 2 * AUTO_FIRST_PROBE;
+    let gap = 2 * AUTO_YIELD_PROBE.every.get();
     let first: Vec<bool> = (0..=gap).map(|_| not_spinning(&mut auto, 2_000 * US, false)).collect();
     let mut expected = vec![false; gap as usize];
     expected.push(true);
@@ -569,7 +571,7 @@ fn a_due_probe_is_put_off_only_when_the_peer_last_ran_on_this_cpu() {
         assert_eq!(budget.is_zero(), put_off, "{peer:?}");
         assert_eq!(auto.counts.kept_asleep, u64::from(put_off));
         // Put off twice as far, this wait counted.
-        assert_eq!(auto.probe.left, if put_off { 2 * AUTO_FIRST_PROBE - 1 } else { 0 });
+        assert_eq!(auto.probe.left, if put_off { 2 * AUTO_PROBE.every.get() - 1 } else { 0 });
     }
 }
 
