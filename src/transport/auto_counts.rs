@@ -12,9 +12,6 @@ macro_rules! auto_counts {
         }
 
         impl AutoCounts {
-            /// The names of the counts, in the order of [`AutoCounts::fields`].
-            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
-
             /// Every count with its name, in declaration order.
             pub fn fields(&self) -> impl Iterator<Item = (&'static str, u64)> + use<> {
                 [$((stringify!($name), self.$name)),*].into_iter()
@@ -28,15 +25,10 @@ macro_rules! auto_counts {
                 }
             }
 
-            /// What was counted between `self` and `later` (two readings of one connection, in
-            /// that order), count by count; a count that went down reads 0.
-            pub fn since(&self, later: &AutoCounts) -> AutoCounts {
-                AutoCounts { $($name: later.$name.saturating_sub(self.$name),)* }
-            }
-
-            /// Adds `other`'s counts to these.
-            pub fn add(&mut self, other: &AutoCounts) {
-                $(self.$name += other.$name;)*
+            /// Adds what was counted between `before` and `after` (two readings of one
+            /// connection, in that order), count by count; a count that went down adds 0.
+            pub fn add_between(&mut self, before: &AutoCounts, after: &AutoCounts) {
+                $(self.$name += after.$name.saturating_sub(before.$name);)*
             }
         }
     };
@@ -69,22 +61,24 @@ mod tests {
     #[test]
     fn every_count_is_listed_once_and_set_by_its_name() {
         let mut counts = AutoCounts::default();
-        for (i, name) in AutoCounts::NAMES.iter().enumerate() {
+        let names: Vec<_> = counts.fields().map(|(name, _)| name).collect();
+        for (i, name) in names.iter().enumerate() {
             *counts.field_mut(name).unwrap() = i as u64 + 1;
         }
         let listed: Vec<_> = counts.fields().collect();
-        assert_eq!(listed.len(), AutoCounts::NAMES.len());
+        assert_eq!(listed.len(), names.len());
         for (i, (name, value)) in listed.into_iter().enumerate() {
-            assert_eq!((name, value), (AutoCounts::NAMES[i], i as u64 + 1));
+            assert_eq!((name, value), (names[i], i as u64 + 1));
         }
         assert_eq!(counts.spun, 1);
-        assert_eq!(counts.dear_yields, AutoCounts::NAMES.len() as u64);
+        assert_eq!(counts.dear_yields, names.len() as u64);
         assert!(counts.field_mut("moves").is_none());
         let later = AutoCounts { spun: 5, hits: 0, ..counts };
-        let between = counts.since(&later);
+        let mut between = AutoCounts::default();
+        between.add_between(&counts, &later);
         assert_eq!((between.spun, between.hits, between.probes), (4, 0, 0));
         let mut sum = counts;
-        sum.add(&between);
+        sum.add_between(&counts, &later);
         assert_eq!(sum.spun, 5);
     }
 }
