@@ -86,13 +86,11 @@ impl Waits {
                 && spun >= AUTO_SPIN_YIELD_EVERY * (spin.spin_yields + 1)
             {
                 // Now and then in a long spin: a yield that runs another task (the peer on this
-                // core, other work) ends the spin, which would hold the core from it.
+                // core, other work) ends the spin, which would hold the core from it; one that
+                // runs none leaves nothing seen (a dear yield ran another task).
                 spin.spin_yields += 1;
-                let (ran_another, dear) = yield_cpu();
-                if ran_another {
-                    (spin.seen.yielded, spin.seen.contended, spin.seen.dear_yield) =
-                        (true, true, dear);
-                }
+                (spin.seen.contended, spin.seen.dear_yield) = yield_cpu();
+                spin.seen.yielded = spin.seen.contended;
             } else {
                 std::hint::spin_loop();
             }
