@@ -49,8 +49,7 @@ auto_counts! {
     contended,
     /// Spins not started (resumed by dear sleeps, or probes): the peer last ran on this CPU.
     kept_asleep,
-    /// Waits that did not spin whose yield took over 20 µs, so handed the core to another
-    /// task than the peer: yielding stopped.
+    /// Waits that did not spin whose yield handed the core to another task: yielding stopped.
     dear_yields,
 }
 

@@ -1,5 +1,4 @@
-//! [`Backoff`]: a count or a time that doubles and halves between a floor and a ceiling; and
-//! [`Countdown`], waits to the next probe, probes a [`Backoff`] apart.
+//! [`Backoff`], a count or time that doubles and halves; [`Countdown`], waits to the next probe.
 
 use std::ops::{Div, Mul};
 

@@ -1,6 +1,5 @@
-//! Where a waiting thread and its peer run: when their masks are read next, and a move of the
-//! thread to an idle CPU after a row of *hand-overs* (waits that gave their shared core up and
-//! got it back within a cheap sleep; docs/WAITING.md states the rule and its numbers).
+//! Where a waiting thread and its peer run: when their masks are read next, and a move to an
+//! idle CPU after a row of *hand-overs* (docs/WAITING.md states the rule and its numbers).
 
 use std::time::{Duration, Instant};
 
@@ -13,8 +12,7 @@ mod os;
 pub use cpus::Cpus;
 pub(crate) use os::Os;
 
-/// Hand-overs in a row after which a side looks whether to move, and the time a look that finds
-/// nothing to do puts off the next: both doubled by such looks, up to their ceilings.
+/// Hand-overs in a row to a look, and time to the next: doubled by each look that finds nothing.
 pub(crate) const HAND_OVERS_TO_LOOK: Backoff<u32> = Backoff::new(4, 1024);
 pub(crate) const CHECK_INTERVAL: Backoff<Duration> =
     Backoff::new(Duration::from_millis(1), Duration::from_millis(16));
@@ -27,8 +25,7 @@ pub(crate) struct Placement {
     /// Hand-overs in a row so far, and how many the next look waits for.
     hand_overs: u32,
     hand_overs_to_look: Backoff<u32>,
-    /// When the next look may come (`None`: at the next row of hand-overs), and how far off a
-    /// look that finds nothing to do puts the one after it.
+    /// When the next look may come (`None`: at the next row), how far a fruitless one puts it off.
     next_check: Option<Instant>,
     interval: Backoff<Duration>,
     /// The allowed CPUs, the CPU times of the last look and of this one: kept, not allocated.

@@ -10,9 +10,8 @@ use nix::unistd::Pid;
 
 use super::cpus::Cpus;
 
-/// The running system, as [`Cpus`]: system calls, and `/proc` read into buffers on the stack
-/// (`/proc/loadavg` and `/proc/stat` opened once per process, the peer's file as [`Os::new`]
-/// says). `Os::default()` knows no peer: its reads of the peer find nothing.
+/// The running system, as [`Cpus`]: system calls, and `/proc` read into buffers on the stack.
+/// `Os::default()` knows no peer: its reads of the peer find nothing.
 // `pub` in a crate-private module: the type of `Transport::auto_wait` names it.
 #[derive(Debug, Default)]
 pub struct Os {
@@ -23,8 +22,8 @@ pub struct Os {
 }
 
 impl Os {
-    /// The running system with process `peer` as the peer. Opens the machine-wide files if no
-    /// `Os` did before, and the peer's file at each read or, with `keep_file`, once (reads then
+    /// The running system with process `peer` as the peer: opens `/proc/loadavg` and `/proc/stat`
+    /// once per process, the peer's file at each read or, with `keep_file`, once (then reads
     /// cost half as much; once that process is gone it reads nothing, even if its pid is reused).
     pub(crate) fn new(peer: u32, keep_file: bool) -> Os {
         let _ = (shared(&LOADAVG, "/proc/loadavg"), shared(&STAT, "/proc/stat"));

@@ -110,7 +110,7 @@ fn round_trips_in_bursts_far_apart_carry_a_look_in_one_of_a_thousand_at_most() {
     let mut fake = Fake { others: Some(1), ..Fake::shared_core() };
     let mut placement = Placement::new(Instant::now());
     let mut now = Instant::now();
-    // 100 bursts of 200 hand-overs 5 µs apart, 20 ms between bursts (more than CHECK_INTERVAL's ceiling):
+    // 100 bursts of 200 hand-overs 5 µs apart, 20 ms between bursts (over CHECK_INTERVAL's 16 ms):
     // timed alone, every burst would carry a look.
     let mut looks = 0;
     for _ in 0..100 {

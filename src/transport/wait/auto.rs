@@ -1,5 +1,4 @@
-//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`], applied before and after each wait;
-//! docs/WAITING.md states them and why each number is what it is.
+//! [`AutoWaiter`]: the rules of [`super::Wait::Auto`]; docs/WAITING.md states them and why.
 
 use std::time::{Duration, Instant};
 
@@ -56,8 +55,7 @@ enum Mode {
     Sleeping { dear_sleeps: u32 },
 }
 
-/// What [`super::Wait::Auto`] learned of one connection and counted of its waits, and what it
-/// reads of the system (`C`).
+/// What `auto` learned of one connection and counted of its waits; `C` reads the system.
 #[derive(Debug)]
 pub struct AutoWaiter<C = Os> {
     mode: Mode,
@@ -230,12 +228,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
         }
         let Mode::Spinning { budget, misses, .. } = &mut self.mode else {
             self.counts.probes += 1;
-            if right {
-                self.start_spinning(false)
-            } else {
-                self.probe.put_off()
-            }
-            return;
+            return if right { self.start_spinning(false) } else { self.probe.put_off() };
         };
         if hit && seen.waited * 4 < budget.get() {
             budget.halve();
