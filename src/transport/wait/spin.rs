@@ -114,18 +114,17 @@ impl Waits {
     /// (what [`Wait::Auto`] learns from), and readies `spin` for the next one.
     #[inline]
     pub(crate) fn waited(&mut self, spin: &mut Waiting) {
-        if let Some(started) = spin.started {
-            if self.strategy == Wait::Auto {
-                // A wait that only spun ends at its last clock read but one (a poll before its
-                // data at most, a clock read saved); one that yielded or slept, at its end.
-                let now = match spin.clock_read {
-                    Some(read) if !spin.seen.slept && !spin.seen.yielded => read,
-                    _ => Instant::now(),
-                };
-                self.auto.after_wait(&WaitSeen { waited: now - started, ..spin.seen }, now);
-            }
-            *spin = Waiting::default();
+        let Some(started) = spin.started else { return };
+        if self.strategy == Wait::Auto {
+            // A wait that only spun ends at its last clock read but one (a poll before its data
+            // at most, a clock read saved); one that yielded or slept, at its end.
+            let now = match spin.clock_read {
+                Some(read) if !spin.seen.slept && !spin.seen.yielded => read,
+                _ => Instant::now(),
+            };
+            self.auto.after_wait(&WaitSeen { waited: now - started, ..spin.seen }, now);
         }
+        *spin = Waiting::default();
     }
 }
 
