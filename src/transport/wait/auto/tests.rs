@@ -3,6 +3,7 @@ use crate::transport::placement::fake::{Fake, Reads};
 use crate::transport::wait::spin::AUTO_YIELD_RAN_ANOTHER;
 
 const US: Duration = Duration::from_micros(1);
+/// Most waits between two probes, and between two yield probes.
 const AUTO_MAX_PROBE: u32 = AUTO_PROBE.every.ceiling();
 const AUTO_MAX_YIELD_PROBE: u32 = AUTO_YIELD_PROBE.every.ceiling();
 
