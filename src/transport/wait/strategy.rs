@@ -7,7 +7,8 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::units::{format_duration, parse_duration};
 
-/// Spin budget of [`Wait::Hybrid`] when none is given, and of [`Wait::Auto`]'s first spins.
+/// Spin budget of [`Wait::Hybrid`] when none is given, and of [`Wait::Auto`]'s spins at first:
+/// 50 µs, about what waking a sleeper on another CPU costs (docs/WAITING.md says why).
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
 /// How a side waits for its peer.
@@ -22,7 +23,8 @@ pub enum Wait {
         /// How long to spin before sleeping.
         spin: Duration,
     },
-    /// Spin while spinning pays, block while it does not, learned per connection; the default.
+    /// Spin while spinning pays, block while it does not, learned per connection from what
+    /// the waits see (docs/WAITING.md says how). The default.
     #[default]
     Auto,
 }
