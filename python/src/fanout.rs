@@ -203,11 +203,17 @@ impl PyFanout {
         }
         let outputs = reply_buffers(out, n)?;
         let loans = Loans::new();
-        // Each x lent in place, or copied once when it is not C-contiguous and aligned.
-        let held = (inputs.iter().enumerate())
-            .map(|(i, a)| loans.read_or_copy(a, &|| format!("xs[{i}]")))
-            .collect::<PyResult<Vec<_>>>()?;
-        let requests = held.iter().map(|values| Values::F64(values)).collect::<Vec<_>>();
+        // Each x lent in place, or copied once when it is not C-contiguous and aligned; an
+        // array given again right after itself (as `scatter` gives x) is read or copied once.
+        let mut held = Vec::with_capacity(n);
+        let mut which = Vec::with_capacity(n);
+        for (i, a) in inputs.iter().enumerate() {
+            if i == 0 || !a.is(&inputs[i - 1]) {
+                held.push(loans.read_or_copy(a, &|| format!("xs[{i}]"))?);
+            }
+            which.push(held.len() - 1);
+        }
+        let requests = which.iter().map(|&k| Values::F64(&held[k])).collect::<Vec<_>>();
         let mut replies = (outputs.iter().enumerate())
             .map(|(i, a)| Ok(ValuesMut::F64(loans.write(a, &|| format!("out[{i}]"))?)))
             .collect::<PyResult<Vec<_>>>()?;
