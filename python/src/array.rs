@@ -10,7 +10,7 @@ use crate::loans::Plain;
 
 /// An element type that crosses the boundary, float64 or float32: every path that moves
 /// arrays (a call, a served request) is written once, generic over it.
-pub(crate) trait Element: Plain + Copy + Default {
+pub(crate) trait Element: Plain + Default {
     /// The request that sends `values`; with `narrow` (f64 only), as f32 on the wire.
     fn values(values: &[Self], narrow: bool) -> Values<'_>;
     /// The reply buffer `dst`; with `narrow` (f64 only), widened from f32 on the wire.

@@ -98,7 +98,7 @@ impl Loans {
 
     /// `array`'s elements in row-major order: lent in place as [`Loans::read`] lends them, or,
     /// when it is not C-contiguous and aligned, copied once ([`copy_unwritten`]).
-    pub(crate) fn read_or_copy<'a, T: Plain + Copy, D: Dimension>(
+    pub(crate) fn read_or_copy<'a, T: Plain, D: Dimension>(
         &'a self,
         array: &'a Bound<'_, PyArray<T, D>>,
         what: &dyn Fn() -> String,
@@ -162,7 +162,7 @@ impl Loans {
 
 /// The element types of a [`Fresh`] array: plain numbers, of which every bit pattern is a
 /// value.
-pub(crate) trait Plain: Element {}
+pub(crate) trait Plain: Element + Copy {}
 impl Plain for u8 {}
 impl Plain for f32 {}
 impl Plain for f64 {}
@@ -237,7 +237,7 @@ impl<'py, T: Plain, D: Dimension> Fresh<'py, T, D> {
 /// it meanwhile. It follows the strides in bytes, element by element, so any layout numpy
 /// allows is read right: reversed, Fortran-ordered, unaligned, or strides that are not a
 /// multiple of the element's size (a field of a structured array).
-pub(crate) fn copy_unwritten<T: Plain + Copy, D: Dimension>(
+pub(crate) fn copy_unwritten<T: Plain, D: Dimension>(
     array: &Bound<'_, PyArray<T, D>>,
     what: &dyn Fn() -> String,
 ) -> PyResult<Vec<T>> {

@@ -41,7 +41,7 @@ pub(crate) struct Elements<'py, T: numpy::Element> {
     cols: Option<usize>,
 }
 
-impl<'py, T: Plain + Copy> Elements<'py, T> {
+impl<'py, T: Plain> Elements<'py, T> {
     pub(crate) fn new(
         array: &Bound<'py, PyArrayDyn<T>>,
         what: &dyn Fn() -> String,

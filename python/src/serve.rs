@@ -17,7 +17,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::array::{Array, Element, array, one_d};
 use crate::errors::IntoPy;
-use crate::loans::{Fresh, Loans, Plain};
+use crate::loans::{Fresh, Loans};
 use crate::parts::{Held, hold, to_numpy};
 
 /// A Python callable as a crate [`Handler`]: the request is copied into a new numpy array
@@ -41,7 +41,7 @@ pub(crate) enum Filled {
 impl PyHandler {
     /// Calls the Python handler with the request as a new array of `T` (and a zeroed `out`
     /// of `T` when it fills one in place), and returns what it answered.
-    fn invoke<'py, T: Element + Plain>(
+    fn invoke<'py, T: Element>(
         &self,
         py: Python<'py>,
         request: &Request<'_>,
