@@ -108,6 +108,10 @@ struct SoakArgs {
     /// Transport of every pair: pipe, shm-sem, shm-ring or tcp.
     #[arg(long, default_value = "pipe", value_parser = parse_transport)]
     transport: TransportKind,
+    /// A server command line each pair spawns instead of `peer --role server` (a server of
+    /// another implementation, as the report's --spawn); its default handler must echo.
+    #[arg(long, value_name = "CMD")]
+    spawn: Option<String>,
 }
 
 fn parse_transport(text: &str) -> Result<TransportKind, String> {
@@ -633,6 +637,7 @@ fn run_soak(args: &SoakArgs) -> peerpipe::Result<ExitCode> {
     config.peers = usize::from(args.peers);
     config.max_elements = args.max_elements;
     config.transport = args.transport;
+    config.spawn = args.spawn.clone();
     config.options.timeout = Some(args.timeout);
     config.options.wait = args.wait;
     config.validate()?;

@@ -129,6 +129,26 @@ fn soak_for_3s_with_2_pairs(transport: &str) {
     eprintln!("peer soak --duration 3s over {transport} took {:?}", started.elapsed());
 }
 
+/// `--spawn` soaks a server of another implementation: here `peer` itself, started from a
+/// shell line with its handler named, so the line is what runs, and the replay names it.
+#[test]
+fn peer_soak_with_spawn_runs_that_command_for_every_pair_and_names_it() {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(40));
+    let line = format!("{} --role server --handler echo-raw", peer_exe());
+    let args =
+        ["soak", "--duration", "1s", "--peers", "2", "--max-elements", "4096", "--spawn", &line];
+    let (status, stdout, stderr) = run_peer(&args, secs(30));
+    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(status.code(), Some(0), "{context}");
+    assert!(stdout.contains(&format!("servers: {line} (one per pair)")), "{context}");
+    assert!(stdout.contains(&format!("--spawn {line:?}")), "replayable: {context}");
+    assert!(stdout.contains("verdict: PASS"), "{context}");
+    let spawned_rows =
+        stdout.lines().filter(|l| l.starts_with("server ") && l.contains("(spawned)"));
+    assert_eq!(spawned_rows.count(), 2, "both servers are the spawned command: {context}");
+}
+
 #[test]
 fn peer_soak_refuses_an_unknown_transport_naming_the_known_ones() {
     let _lock = serialize(&FORK_LOCK);

@@ -25,6 +25,9 @@ pub const HANDLERS: [&str; 2] = ["echo", "echo-raw"];
 pub struct Config {
     /// This crate's `peer` binary, spawned as `peer --role server --handler H`.
     pub peer_exe: PathBuf,
+    /// A server command line every pair spawns instead (`--spawn`): a server of another
+    /// implementation whose default handler echoes, as `echo` and `echo-raw` do.
+    pub spawn: Option<String>,
     /// How long the pairs exchange after warm-up.
     pub duration: Duration,
     /// Number of client–server pairs (each client on its own thread).
@@ -45,6 +48,7 @@ impl Config {
     pub fn new(peer_exe: impl Into<PathBuf>, seed: u64) -> Config {
         Config {
             peer_exe: peer_exe.into(),
+            spawn: None,
             duration: DEFAULT_DURATION,
             peers: 1,
             max_elements: DEFAULT_MAX_ELEMENTS,
@@ -83,10 +87,16 @@ impl Config {
         Ok(())
     }
 
+    /// What pair `i`'s server is called in the report: its handler, or `spawned` for a
+    /// `--spawn` server.
+    pub fn server_label(&self, i: usize) -> &'static str {
+        if self.spawn.is_some() { "spawned" } else { HANDLERS[i % HANDLERS.len()] }
+    }
+
     /// The command line that replays this run.
     pub fn replay_command(&self) -> String {
         format!(
-            "peer soak --seed {} --duration {} --peers {} --max-elements {} --wait {}{}{}",
+            "peer soak --seed {} --duration {} --peers {} --max-elements {} --wait {}{}{}{}",
             self.seed,
             format_duration(self.duration),
             self.peers,
@@ -99,6 +109,7 @@ impl Config {
                 TransportKind::Pipe => String::new(),
                 other => format!(" --transport {other}"),
             },
+            self.spawn.as_ref().map_or(String::new(), |line| format!(" --spawn {line:?}")),
         )
     }
 }

@@ -309,5 +309,8 @@ pub fn render_plan(config: &Config, out: &mut impl Write) -> io::Result<()> {
         config.options.wait,
         config.options.timeout.map_or("none".to_owned(), format_duration),
     )?;
+    if let Some(line) = &config.spawn {
+        writeln!(out, "servers: {line} (one per pair)")?;
+    }
     writeln!(out, "seed {} (replay: {})", config.seed, config.replay_command())
 }

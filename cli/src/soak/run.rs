@@ -36,7 +36,10 @@ pub fn run(config: &Config) -> Result<SoakReport> {
     for i in 0..config.peers {
         let handler = HANDLERS[i % HANDLERS.len()];
         let options = Options { transport: config.transport, ..config.options.clone() };
-        peers.push(Peer::spawn_server(&config.peer_exe, handler, options)?);
+        peers.push(match &config.spawn {
+            Some(line) => Peer::spawn_shell(line, options)?,
+            None => Peer::spawn_server(&config.peer_exe, handler, options)?,
+        });
     }
     let pipe_capacity = peers.iter().filter_map(Peer::capacity).min();
     let max_depth = peers
@@ -49,76 +52,76 @@ pub fn run(config: &Config) -> Result<SoakReport> {
     // The workers and this thread meet four times: warm, go, done, measured.
     let gate = Gate::new(config.peers + 1);
 
-    let outcome = thread::scope(|scope| -> Result<_> {
-        let started = Instant::now();
-        let mut workers = Vec::with_capacity(config.peers);
-        for (i, peer) in peers.into_iter().enumerate() {
-            let gate = &gate;
-            let spawned = thread::Builder::new().name(format!("soak pair {}", i + 1)).spawn_scoped(
-                scope,
-                move || {
-                    let _abort = AbortOnPanic(gate);
-                    pair_worker(i, peer, config, gate)
-                },
-            );
-            match spawned {
-                Ok(worker) => workers.push(worker),
-                Err(e) => {
-                    // The peers not yet moved into a thread are dropped (closed) on return.
-                    gate.abort();
-                    for worker in workers {
-                        let _ = worker.join();
+    let outcome =
+        thread::scope(|scope| -> Result<_> {
+            let started = Instant::now();
+            let mut workers = Vec::with_capacity(config.peers);
+            for (i, peer) in peers.into_iter().enumerate() {
+                let gate = &gate;
+                let spawned = thread::Builder::new()
+                    .name(format!("soak pair {}", i + 1))
+                    .spawn_scoped(scope, move || {
+                        let _abort = AbortOnPanic(gate);
+                        pair_worker(i, peer, config, gate)
+                    });
+                match spawned {
+                    Ok(worker) => workers.push(worker),
+                    Err(e) => {
+                        // The peers not yet moved into a thread are dropped (closed) on return.
+                        gate.abort();
+                        for worker in workers {
+                            let _ = worker.join();
+                        }
+                        return Err(Error::Io(e));
                     }
-                    return Err(Error::Io(e));
                 }
             }
-        }
-        let me = std::process::id();
-        let roles = std::iter::once(("peer soak (this process)".to_owned(), Some(me))).chain(
-            server_pids.iter().enumerate().map(|(i, &pid)| {
-                (format!("server {} ({})", i + 1, HANDLERS[i % HANDLERS.len()]), pid)
-            }),
-        );
-        let mut processes: Vec<ProcessUsage> = roles
-            .filter_map(|(role, pid)| {
-                let pid = pid?;
-                let unmeasured = Err("not measured".to_owned());
-                Some(ProcessUsage { role, pid, start: unmeasured.clone(), end: unmeasured })
-            })
-            .collect();
-        let mut warm_up = Duration::ZERO;
-        let mut elapsed = Duration::ZERO;
-        if gate.wait() {
-            warm_up = started.elapsed();
-            for process in &mut processes {
-                process.start = usage_of(process.pid);
-            }
-            let go = Instant::now();
-            if gate.wait() && gate.wait() {
-                elapsed = go.elapsed();
+            let me = std::process::id();
+            let roles = std::iter::once(("peer soak (this process)".to_owned(), Some(me))).chain(
+                server_pids.iter().enumerate().map(|(i, &pid)| {
+                    (format!("server {} ({})", i + 1, config.server_label(i)), pid)
+                }),
+            );
+            let mut processes: Vec<ProcessUsage> = roles
+                .filter_map(|(role, pid)| {
+                    let pid = pid?;
+                    let unmeasured = Err("not measured".to_owned());
+                    Some(ProcessUsage { role, pid, start: unmeasured.clone(), end: unmeasured })
+                })
+                .collect();
+            let mut warm_up = Duration::ZERO;
+            let mut elapsed = Duration::ZERO;
+            if gate.wait() {
+                warm_up = started.elapsed();
                 for process in &mut processes {
-                    process.end = usage_of(process.pid);
+                    process.start = usage_of(process.pid);
                 }
-                gate.wait();
-            }
-        }
-        let mut pairs = Vec::with_capacity(workers.len());
-        let mut budget = usize::MAX;
-        let mut panic = None;
-        for worker in workers {
-            match worker.join() {
-                Ok((report, pair_budget)) => {
-                    budget = budget.min(pair_budget);
-                    pairs.push(report);
+                let go = Instant::now();
+                if gate.wait() && gate.wait() {
+                    elapsed = go.elapsed();
+                    for process in &mut processes {
+                        process.end = usage_of(process.pid);
+                    }
+                    gate.wait();
                 }
-                Err(payload) => panic = panic.or(Some(payload)),
             }
-        }
-        if let Some(payload) = panic {
-            std::panic::resume_unwind(payload);
-        }
-        Ok((pairs, processes, warm_up, elapsed, budget))
-    });
+            let mut pairs = Vec::with_capacity(workers.len());
+            let mut budget = usize::MAX;
+            let mut panic = None;
+            for worker in workers {
+                match worker.join() {
+                    Ok((report, pair_budget)) => {
+                        budget = budget.min(pair_budget);
+                        pairs.push(report);
+                    }
+                    Err(payload) => panic = panic.or(Some(payload)),
+                }
+            }
+            if let Some(payload) = panic {
+                std::panic::resume_unwind(payload);
+            }
+            Ok((pairs, processes, warm_up, elapsed, budget))
+        });
     let (pairs, processes, warm_up, elapsed, pipeline_budget) = outcome?;
 
     let mut total = Stats::new();
@@ -143,7 +146,7 @@ pub fn run(config: &Config) -> Result<SoakReport> {
 /// the processes are measured, close. Meets the others at all four points unless the gate is
 /// called off, in which case it closes at once.
 fn pair_worker(index: usize, peer: Peer, config: &Config, gate: &Gate) -> (PairReport, usize) {
-    let handler = HANDLERS[index % HANDLERS.len()];
+    let handler = config.server_label(index);
     let server_pid = peer.server_pid();
     let mut client = Client::new(peer, pair_seed(config.seed, index), config.max_elements);
     client.set_label(format!("pair {}", index + 1));
