@@ -24,8 +24,14 @@ if not LAUNCHER or not Path(LAUNCHER).is_file():
 
 def awkward_f64(n: int) -> np.ndarray:
     """n values, NaN payloads, a signalling NaN, -0.0, a subnormal and infinities first."""
-    special = [0x7FF8000000000001, 0x7FF0000000000001, 0x8000000000000000, 1,
-               0x7FF0000000000000, 0xFFF0000000000000]
+    special = [
+        0x7FF8000000000001,
+        0x7FF0000000000001,
+        0x8000000000000000,
+        1,
+        0x7FF0000000000000,
+        0xFFF0000000000000,
+    ]
     rest = np.random.default_rng(3).standard_normal(n - len(special)).view(np.uint64)
     return np.concatenate([np.array(special, dtype=np.uint64), rest]).view(np.float64)
 
