@@ -9,6 +9,7 @@
  *   primitiveFloat32sAsArray    FloatArray (n words)        -> Array of n Floats
  *   primitiveFloat32sFromArray  FloatArray <- Array of n Floats/SmallIntegers (rounded)
  *   primitiveProxyVersion       -> major * 1000 + minor of the interpreter proxy
+ *   primitiveClockMark, primitiveClockElapsedNs: a request's server time (its aux), see below
  * Every primitive validates all of its input before it pops, writes or allocates
  * anything; on bad input it calls primitiveFail() and returns, leaving the stack and
  * the receiver untouched so that the Smalltalk fallback code runs.
@@ -44,7 +45,8 @@
  *   isIntegerObject 40, isWords 44, floatObjectOf 48, floatValueOf 49,
  *   integerValueOf 51, nilObject 57, classArray 59, classFloat 63,
  *   instantiateClassindexableSize 70, popRemappableOop 72, pushRemappableOop 73,
- *   primitiveFail 80.
+ *   primitiveFail 80; for the clock also byteSizeOf 14, isBytes 37, integerObjectOf 50,
+ *   classLargePositiveInteger 64.
  *
  * Note: squeakvm.org's later interpreter-VM header (dtlewis290/squeakvm.org,
  * platforms/Cross/vm/sqVirtualMachine.h at cbbe8147368595ce0ee1554d3257a893263239ce)
@@ -416,5 +418,63 @@ sqInt primitiveProxyVersion(void)
 	sqInt v = VM->majorVersion() * 1000 + VM->minorVersion();
 	VM->pop(VM->methodArgumentCount() + 1);
 	VM->pushInteger(v);
+	return 0;
+}
+
+/* The server's time for a request (its reply's aux) without the image's clock, which answers
+ * LargeIntegers and costs microseconds a read here:
+ *   primitiveClockMark        receiver a ByteArray of at least 8 bytes: stores CLOCK_MONOTONIC
+ *                             in nanoseconds (native uint64) in its first 8; answers it
+ *   primitiveClockElapsedNs   receiver that ByteArray: nanoseconds since the mark, a
+ *                             SmallInteger, or a LargePositiveInteger above 2^30 - 1 */
+#include <time.h>
+
+static int isMarkArray(sqInt oop)
+{
+	return !VM->isIntegerObject(oop) && VM->isBytes(oop) && VM->byteSizeOf(oop) >= 8;
+}
+
+static uint64_t monotonicNs(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+sqInt primitiveClockMark(void)
+{
+	sqInt rcvr;
+	uint64_t now;
+	if (!argCountIs(0)) return fail();
+	rcvr = VM->stackValue(0);
+	if (!isMarkArray(rcvr)) return fail();
+	now = monotonicNs();
+	memcpy(VM->firstIndexableField(rcvr), &now, sizeof now);
+	return 0; /* the receiver stays on the stack as the answer */
+}
+
+sqInt primitiveClockElapsedNs(void)
+{
+	sqInt rcvr, result;
+	uint64_t mark, ns;
+	if (!argCountIs(0)) return fail();
+	rcvr = VM->stackValue(0);
+	if (!isMarkArray(rcvr)) return fail();
+	memcpy(&mark, VM->firstIndexableField(rcvr), sizeof mark);
+	ns = monotonicNs() - mark;
+	if (ns <= 0x3FFFFFFF) { /* a SmallInteger holds 31 bits here */
+		VM->popthenPush(1, VM->integerObjectOf((sqInt)ns));
+		return 0;
+	}
+	/* A LargePositiveInteger: its little-endian bytes, with no zero byte on top (normalized).
+	 * The allocation may collect garbage; nothing is held across it but ns. */
+	{
+		sqInt len = 4;
+		while (len < 8 && (ns >> (8 * len)) != 0) len++;
+		result = VM->instantiateClassindexableSize(VM->classLargePositiveInteger(), len);
+		for (sqInt i = 0; i < len; i++)
+			((unsigned char *)VM->firstIndexableField(result))[i] = (unsigned char)(ns >> (8 * i));
+	}
+	VM->popthenPush(1, result);
 	return 0;
 }
