@@ -11,7 +11,7 @@
 //! - [`waiting`]: how the default wait, `auto`, decides to spin, yield, sleep or move.
 //!
 //! Other files the README links to are source files of the repository, not part of this
-//! documentation: `examples/custom_server.rs` (a server of your own), `examples/clients/`
+//! documentation: `examples/custom_server.rs` (a server of your own), `clients/python/`
 //! (pure-Python clients written from the protocol alone), `python/` (the Python package and
 //! `python/examples/lorenz96_solve_ivp.py`), and `capi/` (the C ABI: `capi/include/peerpipe.h`,
 //! `capi/examples/client.c`, `server.c`, `client.f90`).

@@ -96,7 +96,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
             if !matches!(name, "target" | ".git" | "corpus" | "artifacts") {
                 walk(&path, files);
             }
-        } else if ["md", "rs", "py", "pyi", "c", "h", "f90", "toml", "sh", "txt"]
+        } else if ["md", "rs", "py", "pyi", "c", "h", "f90", "toml", "sh", "txt", "st"]
             .iter()
             .any(|ext| name.ends_with(&format!(".{ext}")))
         {

@@ -1,4 +1,4 @@
-//! Runs the Python clients of `examples/clients/` against the real `peer` binary:
+//! Runs the Python clients of `clients/python/` against the real `peer` binary:
 //! the stdlib example client (Lorenz-96 bit for bit), the numpy variant (which
 //! skips itself when numpy is missing), the protocol conformance check, and the
 //! stdlib shared-memory client (`--transport shm-ring`, Linux x86-64 only).
@@ -31,7 +31,7 @@ fn python3() -> Option<PathBuf> {
 }
 
 fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join("clients").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients").join("python").join(name)
 }
 
 /// Read a pipe to the end on a thread; the text arrives on the returned channel.
@@ -51,7 +51,7 @@ struct Run {
     stderr: String,
 }
 
-/// Run `python3 examples/clients/NAME --peer PEER ARGS...` with a deadline.
+/// Run `python3 clients/python/NAME --peer PEER ARGS...` with a deadline.
 /// Returns None when python3 is not on PATH.
 fn run_python(name: &str, args: &[&str]) -> Option<Run> {
     let Some(python) = python3() else {

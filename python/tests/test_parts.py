@@ -20,7 +20,7 @@ def parts_server(*args: str) -> list:
 
 def v1_only_server() -> list:
     """The stdlib reference server as an old one: its HELLO announces no parts=1."""
-    return [sys.executable, str(ROOT / "examples" / "clients" / "python_server.py"), "--v1-only"]
+    return [sys.executable, str(ROOT / "clients" / "python" / "python_server.py"), "--v1-only"]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS[:3])

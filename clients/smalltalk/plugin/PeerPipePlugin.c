@@ -52,7 +52,7 @@
  * platforms/Cross/vm/sqVirtualMachine.h at cbbe8147368595ce0ee1554d3257a893263239ce)
  * inserts "cloneObject" after "clone" (July 2021) without changing the major version,
  * which shifts every entry from instantiateClassindexableSize on by one.  This layout
- * is NOT for such a VM; it matches this VM (checked, see above) and the OpenSmalltalk
+ * is NOT for such a VM; it matches squeak-vm 4.10 (checked, see above) and the OpenSmalltalk
  * header.
  *
  * Allocation (instantiateClassindexableSize, floatObjectOf) may run a garbage

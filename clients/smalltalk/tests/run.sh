@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/../.." && pwd)
 peer=$(readlink -f "${1:?usage: run.sh PEER}")
 squeak=$here/peer-squeak
-conformance=$root/examples/clients/conformance.py
+conformance=$root/clients/python/conformance.py
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0 failed=0

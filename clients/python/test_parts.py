@@ -2,8 +2,8 @@
 """PARTS (§15) from both ends in Python: the client of python_client.py against
 the server of python_server.py, and both against the golden frames of fixtures/.
 
-    python3 examples/clients/test_parts.py                       (-v: each test's name)
-    python3 examples/clients/test_parts.py --peer target/debug/peer
+    python3 clients/python/test_parts.py                       (-v: each test's name)
+    python3 clients/python/test_parts.py --peer target/debug/peer
 
 Standard library only (unittest). Every read has a deadline, so a stuck
 server fails a test instead of hanging it. What is checked:
@@ -98,7 +98,7 @@ def parse_values_file(name):
     return function, [(dtype, cols, raw) for dtype, cols, _c, _f, raw in parts]
 
 
-@unittest.skipIf(MF is None, "fixtures/ not found beside examples/clients/")
+@unittest.skipIf(MF is None, "fixtures/ not found beside clients/python/")
 class GoldenFrames(unittest.TestCase):
     """The client's codec against fixtures/*.bin, written by make_fixtures.py."""
 
@@ -315,7 +315,7 @@ os.read(0, 1)
 """
 
 
-@unittest.skipIf(MF is None, "fixtures/ not found beside examples/clients/")
+@unittest.skipIf(MF is None, "fixtures/ not found beside clients/python/")
 class BrokenReplies(unittest.TestCase):
     """The client refuses every malformed PARTS reply, naming the check."""
 

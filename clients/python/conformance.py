@@ -962,7 +962,7 @@ def main(argv=None):
     ap.add_argument(
         "--server",
         help="server command instead of the peer binary, split like a shell line (no shell "
-        'runs it), e.g. "python3 examples/clients/python_server.py"; each check appends '
+        'runs it), e.g. "python3 clients/python/python_server.py"; each check appends '
         "--role server --handler NAME [--max-frame-bytes N]",
     )
     ap.add_argument("--timeout", type=float, default=5.0, help="deadline of every read, seconds")
