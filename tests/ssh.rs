@@ -110,7 +110,7 @@ fn the_stdlib_python_client_runs_lorenz96_over_ssh_bit_for_bit() {
         println!("skipped: python3 not found");
         return;
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/clients/python_client.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/python/python_client.py");
     let mut command = Command::new("python3");
     command.arg(script).arg("--").args(sshd.ssh_prefix().split_whitespace());
     command
