@@ -126,8 +126,18 @@ fn no_file_speaks_of_how_the_work_was_done() {
 }
 
 /// The folders of the repository whose every backticked path in the map is a path.
-const ROOTS: [&str; 9] =
-    ["src/", "cli/", "capi/", "python/", "docs/", "examples/", "tests/", "benches/", "fuzz/"];
+const ROOTS: [&str; 10] = [
+    "src/",
+    "cli/",
+    "capi/",
+    "python/",
+    "docs/",
+    "examples/",
+    "tests/",
+    "benches/",
+    "fuzz/",
+    "clients/",
+];
 
 /// Every path USAGE.md's "Where things are" names, in its table and in its "To add" list,
 /// found or not: a backticked name that starts with one of [`ROOTS`], or ends with `/` or a
