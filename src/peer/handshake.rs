@@ -4,9 +4,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::calls::{grow, retarget};
-use super::conversation::{Peer, State};
 use super::options::Options;
 use super::words::LastWords;
+use super::{Peer, State};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::frame::{self, HEADER_LEN, Header, Hello, Kind};

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::conversation::Peer;
+use super::Peer;
 use super::locate::{cannot_start, executable, find_peer_binary};
 use super::options::Options;
 use super::stderr_tail::StderrTail;

@@ -23,8 +23,8 @@
 //! [`paired_ratio_by_generation`] widens the interval to what the generations say, by a
 //! two-stage bootstrap (generations, then rounds within each) — see [`generation_interval`].
 
-use crate::error::{Error, Result};
 use crate::rng::Rng;
+use peerpipe::error::{Error, Result};
 
 /// How long each burst of a member lasts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,7 +161,7 @@ impl Rounds {
 ///
 /// # Examples
 /// ```
-/// use peerpipe::pairing::{self, Burst, Group, Schedule};
+/// use peerpipe_cli::pairing::{self, Burst, Group, Schedule};
 /// // Two members on a simulated machine: the floor costs 100 ns, the row 150 ns.
 /// struct Fake { clock: u64 }
 /// impl Group for Fake {
@@ -235,8 +235,8 @@ pub fn run(group: &mut impl Group, schedule: &Schedule) -> Result<Rounds> {
             }
             group.leave(member, round)?;
             samples.sort_unstable();
-            p50_ns[member].push(crate::stats::nearest_rank(&samples, 0.5));
-            p99_ns[member].push(crate::stats::nearest_rank(&samples, 0.99));
+            p50_ns[member].push(peerpipe::stats::nearest_rank(&samples, 0.5));
+            p99_ns[member].push(peerpipe::stats::nearest_rank(&samples, 0.99));
             round_trips[member] += samples.len() as u64;
         }
     }
@@ -260,7 +260,7 @@ pub struct PairedRatio {
 ///
 /// # Examples
 /// ```
-/// use peerpipe::pairing::paired_ratio;
+/// use peerpipe_cli::pairing::paired_ratio;
 /// // The machine is twice as slow in the middle rounds: both sides of those rounds slow down.
 /// let floor = [100, 100, 200, 200, 100];
 /// let row = [150, 150, 300, 300, 150];
@@ -290,7 +290,7 @@ fn round_ratios(row: &[u64], floor: &[u64]) -> Vec<f64> {
 ///
 /// # Examples
 /// ```
-/// use peerpipe::pairing::{paired_ratio, paired_ratio_by_generation};
+/// use peerpipe_cli::pairing::{paired_ratio, paired_ratio_by_generation};
 /// // Two generations that disagree (1.2 and 1.4) more than their rounds do.
 /// let floor = [100; 12];
 /// let row = [119, 120, 121, 120, 119, 121, 139, 140, 141, 140, 139, 141];
@@ -333,7 +333,7 @@ pub struct PairedDifference {
 ///
 /// # Examples
 /// ```
-/// use peerpipe::pairing::paired_difference_by_generation;
+/// use peerpipe_cli::pairing::paired_difference_by_generation;
 /// // A row 500 ns over its floor, measured once at 2 us floors and once at 6 us floors.
 /// let floor = [2_000, 2_010, 1_990, 6_000, 6_020, 5_980];
 /// let row = [2_500, 2_510, 2_480, 6_500, 6_530, 6_490];
@@ -401,7 +401,7 @@ const BOOTSTRAP_SEED: u64 = 0x7061_6972_6564; // "paired"
 ///
 /// # Examples
 /// ```
-/// use peerpipe::pairing::generation_interval;
+/// use peerpipe_cli::pairing::generation_interval;
 /// let alike = [vec![1.0, 1.1, 0.9], vec![1.0, 1.1, 0.9]];
 /// let apart = [vec![1.0, 1.1, 0.9], vec![2.0, 2.1, 1.9]];
 /// let [lo, hi] = generation_interval(&alike);
@@ -454,7 +454,7 @@ pub fn median(sorted: &[f64]) -> f64 {
 ///
 /// # Examples
 /// ```
-/// use peerpipe::pairing::median_interval;
+/// use peerpipe_cli::pairing::median_interval;
 /// let v: Vec<f64> = (1..=20).map(f64::from).collect();
 /// assert_eq!(median_interval(&v), [6.0, 15.0]); // P(6 <= rank of median <= 15) = 95.9 %
 /// assert_eq!(median_interval(&[1.0, 2.0, 3.0]), [1.0, 3.0]);
