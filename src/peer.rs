@@ -15,8 +15,8 @@
 //! server's HELLO, its requests in flight and whether it is still open — and hands on the
 //! items of the files of each concern, which all reach these fields: `locate` finds the
 //! `peer` binary ([`find_peer_binary`]); `options` holds the settings ([`Options`],
-//! [`DataPath`]); `spawn` starts servers by the one spawn rule ([`argv_command`],
-//! [`checked_shell_command`], the `Peer::spawn*` constructors); `handshake` exchanges HELLOs;
+//! [`DataPath`]); `command` is the one spawn rule ([`argv_command`], [`shell_command`],
+//! [`checked_shell_command`]) and `spawn` the `Peer::spawn*` constructors that follow it; `handshake` exchanges HELLOs;
 //! `calls` sends and receives DATA ([`Peer::call`]), `parts_calls` PARTS
 //! ([`Peer::call_parts`]); `reply` is what a reply is received into and what it tells
 //! ([`Reply`], [`CallTiming`]); `lifecycle` holds the peer's accessors and its ending (BYE,
@@ -49,11 +49,12 @@ use std::collections::VecDeque;
 use crate::clock::Stamp;
 use crate::frame::Hello;
 use crate::process::ChildGuard;
-pub use crate::process::{SPEAK_PEERPIPE, describe_status};
+pub use crate::process::{OWN_HELLO_ECHOED, SPEAK_PEERPIPE, describe_status};
 use crate::transport::{Deadline, Transport};
 pub use crate::transport::{INTERRUPT_CHECK, LEND_MIN_BYTES};
 
 mod calls;
+mod command;
 mod handshake;
 mod lifecycle;
 mod locate;
@@ -64,12 +65,10 @@ mod spawn;
 mod stderr_tail;
 mod words;
 
-pub use handshake::OWN_HELLO_ECHOED;
-pub use lifecycle::CLOSE_GRACE;
+pub use command::{argv_command, checked_shell_command, shell_command};
 pub use locate::{PEER_ENV, find_peer_binary};
-pub use options::{DEFAULT_TIMEOUT, DataPath, Options};
+pub use options::{CLOSE_GRACE, DEFAULT_TIMEOUT, DataPath, Options};
 pub use reply::{CallTiming, PartsReply, PartsTarget, Reply};
-pub use spawn::{argv_command, checked_shell_command, shell_command};
 use stderr_tail::StderrTail;
 use words::LastWords;
 

@@ -42,6 +42,11 @@ pub(crate) use speak_peerpipe;
 /// announcement), or ended before sending one: what a server is, and how to make one.
 pub const SPEAK_PEERPIPE: &str = speak_peerpipe!();
 
+/// Why a handshake fails when the peer's HELLO is byte for byte the one this side sent: the
+/// spawned program echoes its input instead of serving.
+pub const OWN_HELLO_ECHOED: &str =
+    "the peer sent back our own HELLO: is the command echoing its input, like cat?";
+
 /// The context of [`Error::PeerClosed`] when a tcp server ends before its announcement.
 const BEFORE_ANNOUNCING: &str = "before announcing its tcp address";
 use crate::transport::{

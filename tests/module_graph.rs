@@ -1,5 +1,6 @@
 //! No two modules of `src/`, `cli/src`, `capi/src` or `python/src` use each other, directly or
-//! through a chain.
+//! through a chain; no arrow goes back up between the folders of `src/` or of `cli/src`; and
+//! the library holds no module that only the CLI uses.
 //!
 //! A module is one `.rs` file (`mod.rs` and `lib.rs` name their folder's module); an inline
 //! `mod x { .. }` belongs to its file. Module A uses module B when a path written in A — in a
@@ -18,6 +19,13 @@
 //! cycles are the strongly connected components of the graph of uses (Tarjan); each is
 //! reported as its loops `a -> b -> a`, with the names that tie each use, so that whoever
 //! breaks it sees what to move.
+//!
+//! The same graph is then read a floor at a time: a floor is one of the crate's top-level
+//! modules with its whole folder (`peer` is `peer.rs` and everything under `peer/`), and
+//! floor A uses floor B when a file of A uses a file of B. An arrow back up is a use from a
+//! floor into one that (through any of its files) uses it: two folders that each reach into
+//! the other through different files are no cycle of files, but they are a circle of floors,
+//! and that is refused too.
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -514,13 +522,45 @@ fn loops(component: &[usize], uses: &Uses) -> Vec<Vec<usize>> {
 /// Every cycle of the crate in `dir`, told for someone who will break it; empty when none.
 fn cycles_of(dir: &Path, read: Read) -> String {
     let krate = Crate::load(dir, read);
-    let uses = krate.uses();
-    let name = |file: usize| krate.files[file].as_str();
+    tell(&krate.files, &krate.uses())
+}
+
+/// The top-level module (the floor) of a file: `peer` for `peer::calls`, `lib` for the root.
+fn floor_of(file: &str) -> &str {
+    file.split("::").next().unwrap_or(file)
+}
+
+/// Every circle of the floors of the crate in `dir` (its top-level modules, each with its
+/// folder), told as [`cycles_of`] tells cycles of files, each use with the files that make
+/// it; empty when none.
+fn floor_cycles_of(dir: &Path, read: Read) -> String {
+    let krate = Crate::load(dir, read);
+    let mut floors: Vec<String> = krate.files.iter().map(|f| floor_of(f).to_owned()).collect();
+    floors.sort();
+    floors.dedup();
+    let floor =
+        |file: usize| floors.binary_search_by(|f| f.as_str().cmp(floor_of(&krate.files[file])));
+    let mut uses = Uses::new();
+    for ((a, b), tie) in krate.uses() {
+        let (from, to) = (floor(a).unwrap(), floor(b).unwrap());
+        if from != to {
+            let (user, used) = (&krate.files[a], &krate.files[b]);
+            let tie = tie.iter().map(|name| format!("{name} ({user} -> {used})"));
+            uses.entry((from, to)).or_default().extend(tie);
+        }
+    }
+    tell(&floors, &uses)
+}
+
+/// The cycles of the graph `uses` over the nodes `names`, each with its loops and the names
+/// that tie each use; empty when none.
+fn tell(names: &[String], uses: &Uses) -> String {
+    let name = |node: usize| names[node].as_str();
     let mut told = String::new();
-    for component in cycles(krate.files.len(), &uses) {
+    for component in cycles(names.len(), uses) {
         let names: Vec<_> = component.iter().map(|&f| name(f)).collect();
         told += &format!("\n  {{{}}}\n", names.join(", "));
-        for path in loops(&component, &uses) {
+        for path in loops(&component, uses) {
             let walk: Vec<_> = path.iter().chain(&path[..1]).map(|&f| name(f)).collect();
             told += &format!("    {}\n", walk.join(" -> "));
         }
@@ -537,6 +577,16 @@ fn cycles_of(dir: &Path, read: Read) -> String {
 
 fn on_disk(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
+}
+
+fn assert_no_floor_cycles(source: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(source);
+    let told = floor_cycles_of(&dir, &on_disk);
+    assert!(
+        told.is_empty(),
+        "folders of {source} use each other (a -> b: the names a takes from b, and the files \
+         that take them); an arrow goes back up: move what they share below both:\n{told}"
+    );
 }
 
 fn assert_no_cycles(source: &str) {
@@ -563,6 +613,101 @@ fn no_two_modules_of_the_cli_use_each_other() {
 }
 
 #[test]
+fn no_arrow_goes_back_up_between_the_folders_of_the_library() {
+    assert_no_floor_cycles("src");
+}
+
+#[test]
+fn no_arrow_goes_back_up_between_the_folders_of_the_cli() {
+    assert_no_floor_cycles("cli/src");
+}
+
+/// What measures, and what only the `peer` command uses, which left the library for the CLI:
+/// (the module's name in `src/` before, its module in `cli/src` now).
+const MOVED_TO_THE_CLI: [(&str, &str); 5] = [
+    ("baseline", "baseline"),
+    ("pairing", "pairing"),
+    ("rng", "rng"),
+    ("interrupt", "interrupt"),
+    ("primitives", "probe/src/lib"),
+];
+
+/// Modules of the library that no code uses and that stay all the same: the documents.
+const DOCUMENTS_ONLY: [&str; 1] = ["guide"];
+
+/// Whether `text` names `module` of the library from outside it: `peerpipe::module` (then
+/// `::`, `;`, `,`, `}` or a space) or `module` inside a `use peerpipe::{..}` group.
+fn names_module(text: &str, module: &str) -> bool {
+    let path = format!("peerpipe::{module}");
+    let after_ok = |rest: &str| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+    let direct = text.match_indices(&path).any(|(at, _)| after_ok(&text[at + path.len()..]));
+    let grouped = text.match_indices("use peerpipe::{").any(|(at, found)| {
+        let group = &text[at + found.len()..];
+        let group = &group[..group.find('}').unwrap_or(group.len())];
+        group.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|word| word == module)
+    });
+    direct || grouped
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files(dir: &Path, into: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.ends_with("target") {
+            rust_files(&path, into);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            into.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_library_holds_no_module_that_only_the_cli_uses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let library = Crate::load(&root.join("src"), &on_disk);
+    let cli = Crate::load(&root.join("cli/src"), &on_disk);
+    let floors: BTreeSet<&str> = library.files.iter().map(|f| floor_of(f)).collect();
+    for (was, now) in MOVED_TO_THE_CLI {
+        assert!(!floors.contains(was), "src/ holds `{was}` again, which only the CLI uses");
+        let in_cli = cli.files.iter().any(|f| f == now)
+            || root.join("cli").join(format!("{now}.rs")).exists();
+        assert!(in_cli, "`{was}` is not in cli/ as `{now}`: update MOVED_TO_THE_CLI");
+    }
+    // Every other floor of the library is used by another floor of it, or named by a user of
+    // the library that is not the CLI: the bindings, the examples, the tests, the side
+    // workspaces.
+    let uses = library.uses();
+    let used_inside: BTreeSet<&str> = uses
+        .keys()
+        .filter(|(a, b)| floor_of(&library.files[*a]) != floor_of(&library.files[*b]))
+        .filter(|(a, _)| library.files[*a] != "lib")
+        .map(|(_, b)| floor_of(&library.files[*b]))
+        .collect();
+    let mut outside = Vec::new();
+    for dir in ["python/src", "capi/src", "examples", "tests", "benches/peers/src", "fuzz"] {
+        rust_files(&root.join(dir), &mut outside);
+    }
+    let outside: Vec<String> = outside
+        .iter()
+        .filter(|path| !path.ends_with("tests/module_graph.rs"))
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .collect();
+    let only_the_cli: Vec<&str> = floors
+        .iter()
+        .copied()
+        .filter(|floor| *floor != "lib" && !DOCUMENTS_ONLY.contains(floor))
+        .filter(|floor| !used_inside.contains(floor))
+        .filter(|floor| !outside.iter().any(|text| names_module(text, floor)))
+        .collect();
+    assert!(
+        only_the_cli.is_empty(),
+        "modules of src/ that nothing but the CLI uses (move them to cli/, or say in their \
+         module doc which public API needs them): {only_the_cli:?}"
+    );
+}
+
+#[test]
 fn no_two_modules_of_the_c_abi_use_each_other() {
     assert_no_cycles("capi/src");
 }
@@ -579,6 +724,45 @@ fn cycles_in(files: &[(&str, &str)]) -> String {
     let files: BTreeMap<PathBuf, String> =
         files.iter().map(|(path, text)| (Path::new("x").join(path), text.to_string())).collect();
     cycles_of(Path::new("x"), &|path: &Path| files.get(path).cloned())
+}
+
+fn floor_cycles_in(files: &[(&str, &str)]) -> String {
+    let files: BTreeMap<PathBuf, String> =
+        files.iter().map(|(path, text)| (Path::new("x").join(path), text.to_string())).collect();
+    floor_cycles_of(Path::new("x"), &|path: &Path| files.get(path).cloned())
+}
+
+#[test]
+fn two_folders_that_reach_into_each_other_through_different_files_are_a_circle() {
+    let files = [
+        ("lib.rs", "mod e; mod p;"),
+        ("e.rs", "mod fault; pub struct E(crate::p::F);"),
+        ("e/fault.rs", "pub struct Fault;"),
+        ("p.rs", "mod f; mod t; pub use f::F;"),
+        ("p/f.rs", "pub struct F;"),
+        ("p/t.rs", "pub fn t() -> crate::e::E { todo!() }"),
+    ];
+    assert_eq!(cycles_in(&files), "", "no file uses another back");
+    let told = floor_cycles_in(&files);
+    assert!(told.contains("{e, p}\n    e -> p -> e\n"), "{told}");
+    assert!(told.contains("      e -> p: F (e -> p::f)\n      p -> e: E (p::t -> e)\n"), "{told}");
+    let below = [
+        ("lib.rs", "mod e; mod p; mod w;"),
+        ("e.rs", "pub struct E(crate::w::F);"),
+        ("p.rs", "mod t; pub use crate::w::F;"),
+        ("p/t.rs", "pub fn t() -> crate::e::E { todo!() }"),
+        ("w.rs", "pub struct F;"),
+    ];
+    assert_eq!(floor_cycles_in(&below), "", "what both use, moved below both");
+}
+
+#[test]
+fn a_module_is_named_from_outside_by_its_path_or_in_a_group() {
+    assert!(names_module("use peerpipe::rhs::RemoteRhs;", "rhs"));
+    assert!(names_module("use peerpipe::{Options, lorenz96};", "lorenz96"));
+    assert!(names_module("peerpipe::stats::nearest_rank(&v, 0.5)", "stats"));
+    assert!(!names_module("use peerpipe::rhsx::R; use peerpipe::{Options, rhs_like};", "rhs"));
+    assert!(!names_module("use peerpipe::{Options};\nlet stats = 1;", "stats"));
 }
 
 #[test]

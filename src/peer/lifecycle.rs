@@ -5,15 +5,12 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use super::calls::{grow, retarget};
-use super::options::DataPath;
-use super::spawn::is_descendant;
+use super::command::is_descendant;
+use super::options::{CLOSE_GRACE, DataPath};
 use super::{Options, Peer, State};
 use crate::error::{Error, Result};
 use crate::frame::{Header, Hello, Kind};
 use crate::transport::{Deadline, TransportKind};
-
-/// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
-pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 impl Peer {
     /// The server's HELLO: its frame limit, handler and implementation.
