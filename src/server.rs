@@ -53,7 +53,7 @@ pub fn serve_stdio<H: Handler + ?Sized>(
 ///
 /// # Errors
 /// Any protocol violation by the client (after an ERROR frame was sent to it, best effort),
-/// end of stream before HELLO or inside a frame ([`Error::Truncated`]), a timeout inside a
+/// end of stream before HELLO or inside a frame ([`Error::Truncated`](crate::Error::Truncated)), a timeout inside a
 /// frame, or an I/O failure.
 pub fn serve<H: Handler + ?Sized>(
     transport: &mut Transport,

@@ -9,6 +9,10 @@
 //!   first: like a frame's header, they wake the server, which starts reading while the rest
 //!   is being lent (without it the floor read 5–8 % slower than the product from 512 KiB);
 //!   the raw server answers such a message the same way ([`serve_raw_echo`]).
+//!
+//! [`RawEcho`] is the client side; [`serve_raw_echo`] the server's loop, which `peer --role
+//! server --raw-echo BYTES` runs. Both are the `peer` command's measuring tools, built on the
+//! library's public transport and process API.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;

@@ -22,9 +22,9 @@ impl Peer {
     /// other dies; `command` must then start a server on the same transport.
     ///
     /// # Errors
-    /// [`Error::CannotStart`] naming the program when the command cannot be started; any
+    /// [`Error::CannotStart`](crate::Error::CannotStart) naming the program when the command cannot be started; any
     /// handshake error (the server is
-    /// then terminated and reaped, and [`Error::PeerExited`] says how it ended if it died).
+    /// then terminated and reaped, and [`Error::PeerExited`](crate::Error::PeerExited) says how it ended if it died).
     pub fn spawn(command: Command, options: Options) -> Result<Peer> {
         Peer::spawn_with(command, options, None)
     }
@@ -33,7 +33,7 @@ impl Peer {
     /// starts: the waits for a tcp server's announcement and for the server's HELLO are cut
     /// into slices of [`INTERRUPT_CHECK`](crate::transport::INTERRUPT_CHECK), and
     /// `interrupted()` is asked between them. Once it says yes, the server is terminated and
-    /// reaped, and [`Error::Interrupted`] returned.
+    /// reaped, and [`Error::Interrupted`](crate::Error::Interrupted) returned.
     ///
     /// ```
     /// # use std::process::Command;
@@ -49,7 +49,7 @@ impl Peer {
     /// ```
     ///
     /// # Errors
-    /// As [`Peer::spawn`], and [`Error::Interrupted`].
+    /// As [`Peer::spawn`], and [`Error::Interrupted`](crate::Error::Interrupted).
     pub fn spawn_interruptible(
         command: Command,
         options: Options,
@@ -79,11 +79,11 @@ impl Peer {
     }
 
     /// Spawns `sh -c COMMAND_LINE` as the server, e.g. `ssh host peer --role server` (see
-    /// [`shell_command`]: a simple command replaces the shell, so the spawned process is the
+    /// [`shell_command`](super::shell_command): a simple command replaces the shell, so the spawned process is the
     /// server).
     ///
     /// # Errors
-    /// [`Error::CannotStart`] when the program of a simple command is not there (see
+    /// [`Error::CannotStart`](crate::Error::CannotStart) when the program of a simple command is not there (see
     /// [`checked_shell_command`]); otherwise as [`Peer::spawn`].
     pub fn spawn_shell(command_line: &str, options: Options) -> Result<Peer> {
         Peer::spawn(checked_shell_command(command_line)?, options)
@@ -93,7 +93,7 @@ impl Peer {
     /// shell (see [`argv_command`]), as [`Peer::spawn`] does.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `argv` is empty; otherwise as [`Peer::spawn`].
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when `argv` is empty; otherwise as [`Peer::spawn`].
     pub fn spawn_argv<S: AsRef<std::ffi::OsStr>>(argv: &[S], options: Options) -> Result<Peer> {
         Peer::spawn(argv_command(argv)?, options)
     }
@@ -105,7 +105,7 @@ impl Peer {
     /// `cargo install --path cli` has put it there).
     ///
     /// # Errors
-    /// [`Error::CannotStart`] when a path is not an executable file; [`Error::PeerNotFound`]
+    /// [`Error::CannotStart`](crate::Error::CannotStart) when a path is not an executable file; [`Error::PeerNotFound`](crate::Error::PeerNotFound)
     /// naming every place looked at for a name; otherwise as [`Peer::spawn`].
     pub fn spawn_server(
         peer_exe: impl AsRef<Path>,
