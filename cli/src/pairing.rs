@@ -487,6 +487,3 @@ fn order_statistic_rank(n: usize, level: f64) -> usize {
     }
     best
 }
-
-#[cfg(test)]
-mod tests;

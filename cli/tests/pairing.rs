@@ -1,4 +1,13 @@
-use super::*;
+//! Paired, interleaved measurement (`peerpipe_cli::pairing`): on a simulated machine whose
+//! speed halves in spells, rounds give the true ratio where a row measured apart from its
+//! floor gets it wrong; the intervals, differences and generations of the rounds.
+//!
+//! An integration test of its own, not the library's unit tests: the simulated rounds keep a
+//! core busy for seconds, which must not run beside the report's timing probes.
+
+use peerpipe::error::Result;
+use peerpipe_cli::pairing::*;
+use peerpipe_cli::rng::Rng;
 
 /// A simulated machine: every member costs `base[m]` ns at full speed; the machine runs at
 /// half speed whenever `slow(clock)` is true. Round trips advance the clock.
