@@ -11,8 +11,8 @@ pub const RHS_FUNCTION: &str = "rhs";
 /// The function its Jacobian `jac(t, y, *args)` is served as: `jac`.
 pub const JAC_FUNCTION: &str = "jac";
 
-/// The parts of an ODE call, as [`crate::rhs::RemoteRhs::eval_at`] sends them: `t` (one f64), `y` (f64
-/// values, a vector or, for a vectorized call, an n × k matrix) and, when there are any, the
+/// The parts of an ODE call, as [`crate::rhs::RemoteRhs::eval_at`] sends them: `t` (one f64), `y`
+/// (f64 values, a vector or, for a vectorized call, an n × k matrix) and, when there are any, the
 /// parameters (f64 values) — returned as `(t, y, params)`, `params` empty without them.
 ///
 /// # Errors

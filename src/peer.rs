@@ -11,16 +11,16 @@
 //! terminated (SIGTERM, then SIGKILL after a grace period) and reaped, so no orphan or zombie
 //! is left behind; if it had already died, the error says how.
 //!
-//! This file holds what a [`Peer`] is made of — its transport, the server it spawned, the
-//! server's HELLO, its requests in flight and whether it is still open — and hands on the
-//! items of the files of each concern, which all reach these fields: `locate` finds the
-//! `peer` binary ([`find_peer_binary`]); `options` holds the settings ([`Options`],
-//! [`DataPath`]); `command` is the one spawn rule ([`argv_command`], [`shell_command`],
-//! [`checked_shell_command`]) and `spawn` the `Peer::spawn*` constructors that follow it; `handshake` exchanges HELLOs;
-//! `calls` sends and receives DATA ([`Peer::call`]), `parts_calls` PARTS
-//! ([`Peer::call_parts`]); `reply` is what a reply is received into and what it tells
-//! ([`Reply`], [`CallTiming`]); `lifecycle` holds the peer's accessors and its ending (BYE,
-//! reaping); `stderr_tail` and `words` keep what the server last wrote and said.
+//! This file holds what a [`Peer`] is made of — its transport, the server it spawned, the server's
+//! HELLO, its requests in flight and whether it is still open — and hands on the items of the files
+//! of each concern, which all reach these fields: `locate` finds the `peer` binary
+//! ([`find_peer_binary`]); `options` holds the settings ([`Options`], [`DataPath`]); `command` is
+//! the one spawn rule ([`argv_command`], [`shell_command`], [`checked_shell_command`]) and `spawn`
+//! the `Peer::spawn*` constructors that follow it; `handshake` exchanges HELLOs; `calls` sends and
+//! receives DATA ([`Peer::call`]), `parts_calls` PARTS ([`Peer::call_parts`]); `reply` is what a
+//! reply is received into and what it tells ([`Reply`], [`CallTiming`]); `lifecycle` holds the
+//! peer's accessors and its ending (BYE, reaping); `stderr_tail` and `words` keep what the server
+//! last wrote and said.
 //!
 //! ```
 //! use std::thread;

@@ -52,9 +52,9 @@ pub fn serve_stdio<H: Handler + ?Sized>(
 /// Runs the server side of one conversation over `transport` until BYE or end of stream.
 ///
 /// # Errors
-/// Any protocol violation by the client (after an ERROR frame was sent to it, best effort),
-/// end of stream before HELLO or inside a frame ([`Error::Truncated`](crate::Error::Truncated)), a timeout inside a
-/// frame, or an I/O failure.
+/// Any protocol violation by the client (after an ERROR frame was sent to it, best effort), end of
+/// stream before HELLO or inside a frame ([`Error::Truncated`](crate::Error::Truncated)), a timeout
+/// inside a frame, or an I/O failure.
 pub fn serve<H: Handler + ?Sized>(
     transport: &mut Transport,
     handler: &mut H,

@@ -31,11 +31,11 @@
 //! into the destination buffer. This module knows nothing of handlers, peers or reports.
 //!
 //! This file holds [`Transport`] (frames and waits over a link) and hands on the items of the
-//! others: `kind` the [`TransportKind`]s; `link` the [`Link`] trait the links implement; `deadline` the
-//! [`Deadline`]s; `target` where a guessed frame is read to; `wait` the [`Wait`] strategies,
-//! one wait's run and what [`Wait::Auto`] learns; `placement` where the two sides run, for
-//! it; `backoff` its doubling ladders; `auto_counts` what its waits saw; `pipe`, `shm` and
-//! `tcp` the links.
+//! others: `kind` the [`TransportKind`]s; `link` the [`Link`] trait the links implement;
+//! `deadline` the [`Deadline`]s; `target` where a guessed frame is read to; `wait` the
+//! [`Wait`] strategies, one wait's run and what [`Wait::Auto`] learns; `placement` where the
+//! two sides run, for it; `backoff` its doubling ladders; `auto_counts` what its waits saw;
+//! `pipe`, `shm` and `tcp` the links.
 
 use std::io::{IoSlice, IoSliceMut};
 

@@ -9,7 +9,8 @@ use std::process::Command;
 use super::locate::{cannot_start, executable};
 use crate::error::{Error, Result};
 
-/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`](super::Peer::spawn_shell) and `peer --spawn` run a server command.
+/// `sh -c COMMAND_LINE`, as [`Peer::spawn_shell`](super::Peer::spawn_shell) and `peer --spawn` run
+/// a server command.
 ///
 /// A simple command — words only, no shell operators, redirections, substitutions or
 /// assignments, and not a shell builtin — runs as `exec COMMAND_LINE`, so the shell replaces

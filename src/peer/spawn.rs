@@ -22,9 +22,9 @@ impl Peer {
     /// other dies; `command` must then start a server on the same transport.
     ///
     /// # Errors
-    /// [`Error::CannotStart`](crate::Error::CannotStart) naming the program when the command cannot be started; any
-    /// handshake error (the server is
-    /// then terminated and reaped, and [`Error::PeerExited`](crate::Error::PeerExited) says how it ended if it died).
+    /// [`Error::CannotStart`](crate::Error::CannotStart) naming the program when the command cannot
+    /// be started; any handshake error (the server is then terminated and reaped, and
+    /// [`Error::PeerExited`](crate::Error::PeerExited) says how it ended if it died).
     pub fn spawn(command: Command, options: Options) -> Result<Peer> {
         Peer::spawn_with(command, options, None)
     }
@@ -79,12 +79,12 @@ impl Peer {
     }
 
     /// Spawns `sh -c COMMAND_LINE` as the server, e.g. `ssh host peer --role server` (see
-    /// [`shell_command`](super::shell_command): a simple command replaces the shell, so the spawned process is the
-    /// server).
+    /// [`shell_command`](super::shell_command): a simple command replaces the shell, so the spawned
+    /// process is the server).
     ///
     /// # Errors
-    /// [`Error::CannotStart`](crate::Error::CannotStart) when the program of a simple command is not there (see
-    /// [`checked_shell_command`]); otherwise as [`Peer::spawn`].
+    /// [`Error::CannotStart`](crate::Error::CannotStart) when the program of a simple command is
+    /// not there (see [`checked_shell_command`]); otherwise as [`Peer::spawn`].
     pub fn spawn_shell(command_line: &str, options: Options) -> Result<Peer> {
         Peer::spawn(checked_shell_command(command_line)?, options)
     }
@@ -93,7 +93,8 @@ impl Peer {
     /// shell (see [`argv_command`]), as [`Peer::spawn`] does.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when `argv` is empty; otherwise as [`Peer::spawn`].
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when `argv` is empty; otherwise as
+    /// [`Peer::spawn`].
     pub fn spawn_argv<S: AsRef<std::ffi::OsStr>>(argv: &[S], options: Options) -> Result<Peer> {
         Peer::spawn(argv_command(argv)?, options)
     }
@@ -105,8 +106,9 @@ impl Peer {
     /// `cargo install --path cli` has put it there).
     ///
     /// # Errors
-    /// [`Error::CannotStart`](crate::Error::CannotStart) when a path is not an executable file; [`Error::PeerNotFound`](crate::Error::PeerNotFound)
-    /// naming every place looked at for a name; otherwise as [`Peer::spawn`].
+    /// [`Error::CannotStart`](crate::Error::CannotStart) when a path is not an executable file;
+    /// [`Error::PeerNotFound`](crate::Error::PeerNotFound) naming every place looked at for a name;
+    /// otherwise as [`Peer::spawn`].
     pub fn spawn_server(
         peer_exe: impl AsRef<Path>,
         handler: &str,

@@ -77,7 +77,8 @@ pub struct Round {
     pub preemptions: Option<u64>,
     /// Which generation (set of freshly spawned servers, counted from 0) measured this round;
     /// `ratio_ci` treats the rounds of one generation as alike (see
-    /// [`pairing::paired_ratio_by_generation`](crate::pairing::paired_ratio_by_generation)). 0 in reports written before it was recorded.
+    /// [`pairing::paired_ratio_by_generation`](crate::pairing::paired_ratio_by_generation)). 0 in
+    /// reports written before it was recorded.
     #[serde(default)]
     pub generation: u32,
     /// The machine's state at the start of the round: the p50 round trip of 4 KiB between the first
