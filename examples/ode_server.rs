@@ -19,8 +19,8 @@
 //! A `y` of shape (n, k) (SciPy's `vectorized=True`) arrives as a matrix part of k columns;
 //! the reply then has the same shape, column by column.
 
+use peerpipe::ode::{JAC_FUNCTION, RHS_FUNCTION};
 use peerpipe::parts::PartsOut;
-use peerpipe::rhs::{JAC_FUNCTION, RHS_FUNCTION};
 use peerpipe::server::{Call, Functions, StdioOptions, serve_stdio};
 
 type Model = fn(f64, &[f64], &[f64], &mut [f64]);
@@ -70,7 +70,7 @@ fn rhs(
 ) -> impl FnMut(Call<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
     let (mut column, mut derivative) = (vec![0.0; n], vec![0.0; n]);
     move |call, reply| {
-        let (t, y, p) = peerpipe::rhs::ode_parts(&call)?;
+        let (t, y, p) = peerpipe::ode::ode_parts(&call)?;
         let p = parameters(p, defaults)?;
         let k = columns(&call, y.len(), n)?;
         let out = if call.parts.get(1).and_then(|y| y.shape().rows()).is_some() {
@@ -94,7 +94,7 @@ fn jac(
     defaults: &'static [f64],
 ) -> impl FnMut(Call<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
     move |call, reply| {
-        let (t, y, p) = peerpipe::rhs::ode_parts(&call)?;
+        let (t, y, p) = peerpipe::ode::ode_parts(&call)?;
         let p = parameters(p, defaults)?;
         if y.len() != n {
             return Err(format!("jac: expected a state of {n} values, found {}", y.len()));

@@ -6,8 +6,7 @@
 use std::io;
 use std::time::Duration;
 
-use crate::parts::TableFault;
-use crate::wire::{Dtype, Kind};
+use crate::wire::{Dtype, Kind, TableFault};
 
 mod too_large;
 pub(crate) use too_large::RAISE_THE_CLIENTS_LIMIT;

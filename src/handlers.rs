@@ -134,7 +134,7 @@ impl Handler for Lorenz96 {
     }
 
     fn functions(&self) -> Vec<String> {
-        vec![crate::rhs::RHS_FUNCTION.to_owned()]
+        vec![crate::ode::RHS_FUNCTION.to_owned()]
     }
 
     /// Its default function takes one f64 part, the state, as a DATA request does. `rhs(t,
@@ -149,7 +149,7 @@ impl Handler for Lorenz96 {
             return lorenz96::rhs(state, lorenz96::FORCING, derivative)
                 .map_err(|e| format!("lorenz96: {e}"));
         }
-        let (_t, state, params) = crate::rhs::ode_parts(&call)?;
+        let (_t, state, params) = crate::ode::ode_parts(&call)?;
         let forcing = match params {
             [] => lorenz96::FORCING,
             [forcing] => *forcing,

@@ -45,34 +45,31 @@
 //!   sides.
 //! - [`process`]: spawning a server on two pipes (or a pipe and a shared region); terminating
 //!   and reaping it.
-//! - [`interrupt`]: SIGINT, SIGTERM and SIGHUP as a flag that ends a report or a soak
-//!   early, keeping what it measured (installed by the `peer` binary).
 //! - [`server`]: the loop that answers requests with any [`server::Handler`];
 //!   [`handlers`] holds `echo`, `echo-raw` and `lorenz96`.
+//! - [`ode`]: the server side of an ODE call — the functions `rhs` and `jac` and the decoding
+//!   of their parts (`t`, `y`, the parameters) — below both [`handlers`] and [`rhs`].
 //! - [`fanout`]: many peers called together — every request sent before any reply is awaited,
 //!   each reply into the caller's buffer, one server's failure an error naming it.
 //! - [`rhs`]: a remote right-hand side for integrators — `eval(&state, &mut derivative)`.
-//! - [`baseline`]: the raw-bytes floor — the same pair of processes moving the same bytes
-//!   with plain `read`/`write` — that [`rhs`] and the report measure a round trip against.
-//! - [`pairing`]: paired, interleaved rounds of a floor and the calls measured against it,
-//!   and the ratio with its confidence interval.
 //! - [`stats`]: the nanosecond histogram and the nearest-rank quantile every figure uses.
-//! - [`primitives`]: what a process-shared semaphore and a futex wake cost in one process.
 //! - [`lorenz96`]: the model's right-hand side in its one fixed evaluation order.
-//! - [`rng`]: the deterministic random numbers of the bootstrap in [`pairing`], of `peer
-//!   soak` and of the report's order of measurement.
 //! - [`clock`]: the timestamps of each call's split — the CPU's time-stamp counter where the
 //!   kernel keeps time with it, `Instant` elsewhere.
 //! - [`units`]: durations as people type them (`250ms`).
 //! - [`guide`]: the protocol, performance and guarantees documents (`docs/*.md`).
 //! - [`error`]: the one error enum, whose messages name expected and found values.
 //! - `wire` (private): the header's one-byte enums `Kind` and `Dtype` (reached as
-//!   [`frame::Kind`], [`frame::Dtype`]), below both `error` and `frame` so that neither
-//!   imports the other back.
+//!   [`frame::Kind`], [`frame::Dtype`]) and the part table's vocabulary (reached through
+//!   [`parts`]: its limits, `PartDtype`, `Shape`, `TableFault`), below `error`, `frame` and
+//!   `parts` so that none imports another back.
 //!
 //! The `peer` command — the server it runs, the latency report, `peer compare` and `peer
 //! soak` — is the `peerpipe-cli` package in `cli/`, which depends on this crate; this crate
-//! depends on none of its tools (argument parsing, progress bars, plots, JSON).
+//! depends on none of its tools (argument parsing, progress bars, plots, JSON), and holds
+//! none of its measuring: the raw-bytes floor and its server, the paired rounds and their
+//! ratios, the random order of measurement, the cost of the primitives and the signals that
+//! end a run early are the CLI's (`peerpipe_cli`, and its `peerpipe-probe` crate).
 //!
 //! `unsafe` code lives in one private module, `sys` (the shared mapping, atomics inside it,
 //! process-shared semaphores, futexes, `rdtsc`), every block with a `// SAFETY:` comment; the crate
@@ -87,7 +84,6 @@ compile_error!(
      F_SETPIPE_SZ and vmsplice, which this target does not have"
 );
 
-pub mod baseline;
 pub mod clock;
 pub mod codec;
 pub mod error;
@@ -95,16 +91,13 @@ pub mod fanout;
 pub mod frame;
 pub mod guide;
 pub mod handlers;
-pub mod interrupt;
 pub mod launcher;
 pub mod lorenz96;
-pub mod pairing;
+pub mod ode;
 pub mod parts;
 pub mod peer;
-pub mod primitives;
 pub mod process;
 pub mod rhs;
-pub mod rng;
 pub mod server;
 pub mod stats;
 mod sys;

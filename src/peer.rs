@@ -11,14 +11,16 @@
 //! terminated (SIGTERM, then SIGKILL after a grace period) and reaped, so no orphan or zombie
 //! is left behind; if it had already died, the error says how.
 //!
-//! One concern per file: `conversation` is what a [`Peer`] is made of; `locate` finds the
-//! `peer` binary ([`find_peer_binary`]); `options` holds the settings ([`Options`],
-//! [`DataPath`]); `spawn` starts servers by the one spawn rule ([`argv_command`],
-//! [`checked_shell_command`], the `Peer::spawn*` constructors); `handshake` exchanges HELLOs;
-//! `calls` sends and receives DATA ([`Peer::call`]), `parts_calls` PARTS
-//! ([`Peer::call_parts`]); `reply` is what a reply is received into and what it tells
-//! ([`Reply`], [`CallTiming`]); `stderr_tail` and `words` keep what the server last wrote
-//! and said. This file holds the peer's accessors and its ending (BYE, reaping).
+//! This file holds what a [`Peer`] is made of — its transport, the server it spawned, the server's
+//! HELLO, its requests in flight and whether it is still open — and hands on the items of the files
+//! of each concern, which all reach these fields: `locate` finds the `peer` binary
+//! ([`find_peer_binary`]); `options` holds the settings ([`Options`], [`DataPath`]); `command` is
+//! the one spawn rule ([`argv_command`], [`shell_command`], [`checked_shell_command`]) and `spawn`
+//! the `Peer::spawn*` constructors that follow it; `handshake` exchanges HELLOs; `calls` sends and
+//! receives DATA ([`Peer::call`]), `parts_calls` PARTS ([`Peer::call_parts`]); `reply` is what a
+//! reply is received into and what it tells ([`Reply`], [`CallTiming`]); `lifecycle` holds the
+//! peer's accessors and its ending (BYE, reaping); `stderr_tail` and `words` keep what the server
+//! last wrote and said.
 //!
 //! ```
 //! use std::thread;
@@ -42,18 +44,19 @@
 //! # Ok::<(), peerpipe::Error>(())
 //! ```
 
-use std::process::ExitStatus;
-use std::time::Duration;
+use std::collections::VecDeque;
 
-use crate::error::{Error, Result};
-use crate::frame::{Header, Hello, Kind};
-pub use crate::process::{SPEAK_PEERPIPE, describe_status};
-use crate::transport::{Deadline, TransportKind};
+use crate::clock::Stamp;
+use crate::frame::Hello;
+use crate::process::ChildGuard;
+pub use crate::process::{OWN_HELLO_ECHOED, SPEAK_PEERPIPE, describe_status};
+use crate::transport::{Deadline, Transport};
 pub use crate::transport::{INTERRUPT_CHECK, LEND_MIN_BYTES};
 
 mod calls;
-mod conversation;
+mod command;
 mod handshake;
+mod lifecycle;
 mod locate;
 mod options;
 mod parts_calls;
@@ -62,261 +65,62 @@ mod spawn;
 mod stderr_tail;
 mod words;
 
-use calls::{grow, retarget};
-pub use conversation::Peer;
-use conversation::State;
-pub use handshake::OWN_HELLO_ECHOED;
+pub use command::{argv_command, checked_shell_command, shell_command};
 pub use locate::{PEER_ENV, find_peer_binary};
-pub use options::{DEFAULT_TIMEOUT, DataPath, Options};
+pub use options::{CLOSE_GRACE, DEFAULT_TIMEOUT, DataPath, Options};
 pub use reply::{CallTiming, PartsReply, PartsTarget, Reply};
-use spawn::is_descendant;
-pub use spawn::{argv_command, checked_shell_command, shell_command};
+use stderr_tail::StderrTail;
+use words::LastWords;
 
-/// How long [`Peer::close`] waits for the server to exit after BYE before terminating it.
-pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
-
-impl Peer {
-    /// The server's HELLO: its frame limit, handler and implementation.
-    pub fn server_hello(&self) -> &Hello {
-        &self.server_hello
-    }
-
-    /// Bytes that can be in flight in each direction: the smaller pipe's capacity, or the
-    /// shared ring or slot size; `None` when unknown.
-    pub fn capacity(&self) -> Option<usize> {
-        self.transport.capacity()
-    }
-
-    /// Most requests that may be in flight at once, when the transport bounds it by count
-    /// (`shm-sem`: 3, each at most [`Peer::capacity`] bytes); `None` when only bytes bound it.
-    pub fn max_in_flight(&self) -> Option<usize> {
-        self.transport.max_frames_in_flight()
-    }
-
-    /// Moves of this side's thread to an idle CPU, off a core shared with the server (see
-    /// docs/WAITING.md; the server moves off the client's core the same way).
-    pub fn moves(&self) -> u64 {
-        self.transport.moves()
-    }
-
-    /// What this side's [`Wait::Auto`](crate::Wait::Auto) has learned of the connection, and
-    /// what its waits saw (unused with another wait strategy).
-    pub fn auto_wait(&self) -> &crate::transport::AutoWaiter {
-        self.transport.auto_wait()
-    }
-
-    /// Which transport this peer talks over.
-    pub fn transport_kind(&self) -> TransportKind {
-        self.transport.kind()
-    }
-
-    /// The id of the process this peer spawned — the server itself, or what stands between
-    /// (`sh -c`, an ssh client) — until it is reaped; `None` for a peer that connected to an
-    /// existing transport.
-    pub fn spawned_pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|child| child.id())
-    }
-
-    /// The id of the local process that serves, when this peer spawned the server and it can
-    /// be known: the spawned process when its HELLO's `pid=` names it (or names none), a
-    /// descendant of it when the HELLO names that (a server behind `sh -c "cd dir && peer
-    /// …"`), and `None` when the HELLO names a process that is not ours — a server on another
-    /// machine (`ssh host peer …`), whose CPU time cannot be read here.
-    pub fn server_pid(&self) -> Option<u32> {
-        let spawned = self.child.as_ref()?.id();
-        match self.server_hello.pid {
-            None => Some(spawned),
-            Some(pid) if pid == spawned || is_descendant(pid, spawned) => Some(pid),
-            Some(_) => None,
-        }
-    }
-
-    /// Switches between the zero-copy and codec paths for the following calls.
-    pub fn set_path(&mut self, path: DataPath) {
-        self.options.path = path;
-    }
-
-    /// Changes the deadline of each following reply (and of `close`); `None` waits forever.
-    /// A call already under way keeps the deadline it started with.
-    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
-        self.options.timeout = timeout;
-    }
-
-    /// The options in force.
-    pub fn options(&self) -> &Options {
-        &self.options
-    }
-
-    /// Number of requests sent whose replies have not been received yet.
-    pub fn in_flight(&self) -> usize {
-        self.pending.len()
-    }
-
-    /// True while calls can go on; false once an error ended the conversation (the server
-    /// was terminated and reaped, and every later call fails with [`Error::ClosedAfter`]).
-    /// An error after which it is still true — a refusal before anything was sent, an ERROR
-    /// reply, a reply of another shape — left the conversation in step: a binding asks this
-    /// rather than guessing from the error.
-    pub fn is_open(&self) -> bool {
-        self.state == State::Open
-    }
-
-    /// Ends the conversation: receives and discards replies still in flight, sends BYE, waits
-    /// for the server's BYE and for the server process to exit (terminating it after
-    /// [`CLOSE_GRACE`]), and returns its exit status when this peer spawned it.
-    ///
-    /// # Errors
-    /// Any error of the exchange; the server is terminated and reaped all the same.
-    pub fn close(mut self) -> Result<Option<ExitStatus>> {
-        self.shutdown()
-    }
-
-    /// Ends the conversation without BYE: drops any request in flight, terminates the server
-    /// (SIGTERM, then SIGKILL after [`crate::process::TERM_GRACE`]) and reaps it, returning
-    /// its exit status when this peer spawned it. For abandoning a call in progress — on
-    /// Ctrl-C, say — where [`Peer::close`] would first wait for the reply.
-    ///
-    /// # Errors
-    /// [`Error::Io`] when the server cannot be reaped.
-    pub fn terminate(mut self) -> Result<Option<ExitStatus>> {
-        self.state = State::Closed;
-        self.pending.clear();
-        match self.child.as_mut() {
-            Some(child) => Ok(Some(child.terminate()?)),
-            None => Ok(None),
-        }
-    }
-
-    fn shutdown(&mut self) -> Result<Option<ExitStatus>> {
-        if self.state == State::Open {
-            self.state = State::Closed;
-            if let Err(e) = self.say_bye() {
-                return Err(self.fail(e, "while closing"));
-            }
-        }
-        self.state = State::Closed;
-        let Some(child) = self.child.as_mut() else { return Ok(None) };
-        if let Some(status) = child.wait_timeout(CLOSE_GRACE)? {
-            return Ok(Some(status));
-        }
-        let status = child.terminate()?;
-        Err(crate::process::exited(
-            status,
-            format!("after not exiting within {CLOSE_GRACE:?} of BYE"),
-        ))
-    }
-
-    fn say_bye(&mut self) -> Result<()> {
-        let deadline = Deadline::after(self.options.timeout);
-        while let Some(pending) = self.pending.pop_front() {
-            self.discard_reply(pending.seq, deadline)?;
-        }
-        let seq = self.next_seq;
-        let header = Header::control(Kind::Bye, seq, 0).to_bytes();
-        self.transport.send_frame(&header, &[], deadline)?;
-        let raw = self
-            .transport
-            .recv_header(deadline)
-            .map_err(|e| retarget(e, "the server's BYE"))?
-            .ok_or(Error::PeerClosed { context: "before answering BYE" })?;
-        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
-        if header.kind != Kind::Bye {
-            return Err(Error::UnexpectedKind { expected: "BYE", found: header.kind });
-        }
-        if header.seq != seq {
-            return Err(Error::SeqMismatch { expected: seq, found: header.seq });
-        }
-        Ok(())
-    }
-
-    fn discard_reply(&mut self, seq: u64, deadline: Deadline) -> Result<()> {
-        let raw = self
-            .transport
-            .recv_header(deadline)?
-            .ok_or(Error::PeerClosed { context: "before replying" })?;
-        let header = Header::parse(&raw, self.options.max_frame_bytes)?;
-        if header.seq != seq {
-            return Err(Error::SeqMismatch { expected: seq, found: header.seq });
-        }
-        let len = header.payload_bytes()? as usize;
-        grow(&mut self.scratch, len);
-        self.transport.recv_payload(&mut self.scratch[..len], deadline)
-    }
-
-    fn check_open(&self) -> Result<()> {
-        match &self.state {
-            State::Open => Ok(()),
-            State::Failed(cause) => Err(Error::ClosedAfter { cause: cause.clone() }),
-            State::Closed => Err(Error::PeerClosed { context: "already (closed by this side)" }),
-        }
-    }
-
-    /// Marks the peer failed (every later call repeats why), terminates and reaps the server,
-    /// and names its exit in the error when it had died by itself.
-    fn fail(&mut self, error: Error, context: &str) -> Error {
-        let error = self.end_after(error, context);
-        let error = self.said.attach(error);
-        self.state = State::Failed(error.to_string());
-        error
-    }
-
-    /// Terminates and reaps the server after `error`, and names its exit in the error when it
-    /// had died by itself.
-    fn end_after(&mut self, error: Error, context: &str) -> Error {
-        self.pending.clear();
-        let Some(child) = self.child.as_mut() else { return error };
-        // A dead server shows up as end of stream slightly before its exit status is
-        // available, and a program that is no server (a bad HELLO) often ends right after
-        // what it printed; give it a moment so the error can say how it ended.
-        let died_on_its_own = match error {
-            Error::PeerClosed { .. } | Error::Truncated { .. } | Error::BadHello { .. } => {
-                child.wait_timeout(Duration::from_millis(100)).ok().flatten()
-            }
-            _ => child.try_wait().ok().flatten(),
-        };
-        match died_on_its_own {
-            Some(status) => {
-                let said = self
-                    .stderr
-                    .as_ref()
-                    .map(|tail| tail.text(Duration::from_millis(200)))
-                    .filter(|text| !text.is_empty())
-                    .map_or_else(String::new, |text| format!("; its stderr ended with: {text}"));
-                crate::process::exited(status, format!("{context} ({error}){said}"))
-            }
-            None => {
-                let _ = child.terminate();
-                error
-            }
-        }
-    }
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    seq: u64,
+    started: Stamp,
+    encode_ns: u64,
+    /// The deadline of [`Peer::recv_for`]'s waits for this reply, from the first of them.
+    reply_deadline: Option<Deadline>,
+    /// A PARTS request (its reply is received with [`Peer::recv_parts`]), not DATA.
+    parts: bool,
 }
 
-impl Drop for Peer {
-    fn drop(&mut self) {
-        if self.state == State::Open {
-            let _ = self.shutdown();
-        } else if let Some(child) = self.child.as_mut() {
-            let _ = child.terminate();
-        }
-        // The server is reaped: its stderr ends now (unless a process it started holds it),
-        // and the draining thread closes its end, so no descriptor outlives the peer.
-        if let Some(tail) = &self.stderr {
-            tail.wait_ended(STDERR_GRACE);
-        }
-    }
+/// A conversation with a server.
+#[derive(Debug)]
+pub struct Peer {
+    transport: Transport,
+    child: Option<ChildGuard>,
+    /// The spawned server's stderr, when captured ([`Options::capture_stderr`]).
+    stderr: Option<StderrTail>,
+    options: Options,
+    server_hello: Hello,
+    next_seq: u64,
+    pending: VecDeque<Pending>,
+    scratch: Vec<u8>,
+    state: State,
+    /// The server's last ERROR reply, appended to the error that ends the conversation.
+    said: LastWords,
+    /// The part table of the PARTS request being sent (reused).
+    table: crate::parts::Table,
+    /// A PARTS reply as it arrived, before its parts are copied out (reused).
+    parts_frame: crate::zerocopy::AlignedBuf,
 }
 
-/// How long dropping a peer waits for its server's stderr to end after reaping the server.
-const STDERR_GRACE: Duration = Duration::from_millis(100);
+#[derive(Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    /// Ended by an error, whose message every later call repeats.
+    Failed(String),
+    Closed,
+}
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use super::*;
     use crate::codec::{Values, ValuesMut};
-    use crate::transport::{Transport, Wait};
+    use crate::error::Error;
+    use crate::frame::{Header, Kind};
+    use crate::transport::{TransportKind, Wait};
 
     #[test]
     fn a_fourth_request_in_flight_over_shm_sem_is_refused_and_the_peer_stays_usable() {

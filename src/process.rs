@@ -5,13 +5,13 @@
 //! channel), and the server sees the end of its stream. A server stopped with `SIGSTOP`
 //! sees nothing until it runs again, so the code that stops servers makes sure they do:
 //!
-//! - on every way out that runs code (return, error, panic, and the signals of
-//!   [`crate::interrupt`]) the owner continues the servers it stopped and closes them;
+//! - on every way out that runs code (return, error, panic, and the signals that the `peer`
+//!   command turns into a flag) the owner continues the servers it stopped and closes them;
 //! - on the ways out that run none (SIGKILL, a crash), the kernel does: the servers of a run
 //!   of the report are spawned while a `TiedSpawns` guard lives on the spawning thread, so
 //!   they get `SIGKILL` when that thread ends (`prctl(PR_SET_PDEATHSIG)`); and every local
-//!   server that may be stopped (a raw floor,
-//!   `baseline::RawEcho`, and the report's handler servers) runs in a process group
+//!   server that may be stopped (the `peer` command's raw floor and the report's handler
+//!   servers) runs in a process group
 //!   of its own, which the kernel continues and hangs up (`SIGCONT`, `SIGHUP`) once its
 //!   client is gone and it is orphaned — and which keeps stopped processes out of the
 //!   client's own group, which the kernel would otherwise hang up whole once orphaned.
@@ -41,6 +41,11 @@ pub(crate) use speak_peerpipe;
 /// Why a spawn fails when the program printed something that is not a HELLO (or a tcp
 /// announcement), or ended before sending one: what a server is, and how to make one.
 pub const SPEAK_PEERPIPE: &str = speak_peerpipe!();
+
+/// Why a handshake fails when the peer's HELLO is byte for byte the one this side sent: the
+/// spawned program echoes its input instead of serving.
+pub const OWN_HELLO_ECHOED: &str =
+    "the peer sent back our own HELLO: is the command echoing its input, like cat?";
 
 /// The context of [`Error::PeerClosed`] when a tcp server ends before its announcement.
 const BEFORE_ANNOUNCING: &str = "before announcing its tcp address";
@@ -169,8 +174,13 @@ pub(crate) fn start(command: &mut Command) -> Result<Child> {
     })
 }
 
-/// [`spawn_connected`], with the child in a guard that terminates and reaps it.
-pub(crate) fn spawn_with_transport(
+/// [`spawn_connected`], with the child in a guard that terminates and reaps it; with
+/// `interrupted`, the wait for a tcp server's announcement asks it every
+/// [`crate::transport::INTERRUPT_CHECK`] and ends in [`Error::Interrupted`] once it says yes.
+///
+/// # Errors
+/// As [`spawn_connected`], and [`Error::Interrupted`].
+pub fn spawn_with_transport(
     command: Command,
     spawn: &Spawn,
     interrupted: Option<&dyn Fn() -> bool>,
@@ -185,7 +195,7 @@ thread_local! {
 }
 
 /// While a guard lives, every server spawned on this thread ([`spawn_connected`], and so
-/// `Peer::spawn*` and `RawEcho::spawn*`) gets `SIGKILL` from the kernel when this thread
+/// `Peer::spawn*` and [`spawn_with_transport`]) gets `SIGKILL` from the kernel when this thread
 /// ends — with the process, however it ends (`PR_SET_PDEATHSIG`). For runs whose servers all
 /// live and die inside one call on this thread, as the report's do: a server
 /// that must outlive its spawning thread (a library caller's, spawned from a short-lived
@@ -225,7 +235,7 @@ pub fn resume(pid: u32) {
 
 /// [`Error::PeerExited`] for a process that ended with `status`, noticed while doing
 /// `context`: the status in words and as a number.
-pub(crate) fn exited(status: ExitStatus, context: String) -> Error {
+pub fn exited(status: ExitStatus, context: String) -> Error {
     Error::PeerExited {
         status: describe_status(status),
         context,
@@ -281,19 +291,29 @@ pub fn describe_status(status: ExitStatus) -> String {
     }
 }
 
-/// Owns a spawned server process and never lets it outlive the owner unreaped.
+/// Owns a spawned server process and never lets it outlive the owner unreaped: dropping it
+/// terminates (SIGTERM, then SIGKILL after [`TERM_GRACE`]) and reaps the process. What
+/// [`spawn_with_transport`] returns, for a caller that speaks to its server by itself (the
+/// `peer` command's raw floor, say) and wants it reaped as a [`crate::Peer`]'s is.
 #[derive(Debug)]
-pub(crate) struct ChildGuard {
+pub struct ChildGuard {
     child: Child,
 }
 
 impl ChildGuard {
-    pub(crate) fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+    /// The exit status, if the process has exited (reaping it), without waiting.
+    ///
+    /// # Errors
+    /// As [`Child::try_wait`].
+    pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
         self.child.try_wait()
     }
 
     /// Waits up to `limit` for the process to exit.
-    pub(crate) fn wait_timeout(&mut self, limit: Duration) -> std::io::Result<Option<ExitStatus>> {
+    ///
+    /// # Errors
+    /// As [`Child::try_wait`].
+    pub fn wait_timeout(&mut self, limit: Duration) -> std::io::Result<Option<ExitStatus>> {
         let until = Instant::now() + limit;
         let mut pause = Duration::from_micros(50);
         loop {
@@ -328,7 +348,10 @@ impl ChildGuard {
     }
 
     /// SIGTERM, then SIGKILL after [`TERM_GRACE`]; always reaps.
-    pub(crate) fn terminate(&mut self) -> std::io::Result<ExitStatus> {
+    ///
+    /// # Errors
+    /// As [`Child::wait`].
+    pub fn terminate(&mut self) -> std::io::Result<ExitStatus> {
         if let Some(status) = self.child.try_wait()? {
             return Ok(status);
         }
@@ -353,7 +376,7 @@ impl Drop for ChildGuard {
 
 impl ChildGuard {
     /// The process id.
-    pub(crate) fn id(&self) -> u32 {
+    pub fn id(&self) -> u32 {
         self.child.id()
     }
 }

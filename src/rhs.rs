@@ -36,55 +36,14 @@
 //! ```
 
 use std::path::Path;
-use std::time::Instant;
 
 use hdrhistogram::Histogram;
 
-use crate::baseline::RawEcho;
 use crate::codec::{Values, ValuesMut};
 use crate::error::{Error, Result};
-use crate::pairing::{PairedRatio, paired_ratio};
+pub use crate::ode::{JAC_FUNCTION, RHS_FUNCTION, ode_parts};
 use crate::parts::{Part, PartMut};
 use crate::peer::{CallTiming, Options, Peer};
-use crate::server::Call;
-
-/// The function a right-hand side `fun(t, y, *args)` is served as: `rhs`.
-pub const RHS_FUNCTION: &str = "rhs";
-/// The function its Jacobian `jac(t, y, *args)` is served as: `jac`.
-pub const JAC_FUNCTION: &str = "jac";
-
-/// The parts of an ODE call, as [`RemoteRhs::eval_at`] sends them: `t` (one f64), `y` (f64
-/// values, a vector or, for a vectorized call, an n × k matrix) and, when there are any, the
-/// parameters (f64 values) — returned as `(t, y, params)`, `params` empty without them.
-///
-/// # Errors
-/// A message for the ERROR reply naming what was found instead.
-pub fn ode_parts<'a>(call: &Call<'a>) -> std::result::Result<(f64, &'a [f64], &'a [f64]), String> {
-    let n = call.parts.len();
-    if !(2..=3).contains(&n) {
-        return Err(format!(
-            "{}: expected the parts (t, y) or (t, y, args), found {n} parts",
-            call.function
-        ));
-    }
-    // One walk over the parts when they are what a solver sends; the checks below name
-    // what was found otherwise.
-    let mut views = call.parts.iter().map(|part| part.f64_view());
-    if let (Some(Some(&[t])), Some(Some(y))) = (views.next(), views.next()) {
-        match views.next() {
-            None => return Ok((t, y, &[])),
-            Some(Some(params)) => return Ok((t, y, params)),
-            Some(None) => {}
-        }
-    }
-    let t = call.f64(0)?;
-    if t.len() != 1 {
-        return Err(format!("{}: expected t as 1 f64, found {} values", call.function, t.len()));
-    }
-    let params = if n == 3 { call.f64(2)? } else { &[] };
-    Ok((t[0], call.f64(1)?, params))
-}
-use crate::process::{pause, resume};
 
 /// How the state and derivative travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -115,21 +74,6 @@ pub struct RhsStats {
     pub round_trips: Histogram<u64>,
     /// Distribution of the cost of going remote per call: round trip − server time.
     pub overheads: Histogram<u64>,
-    /// With a paired floor ([`RemoteRhs::pair_with_floor`]): one entry per segment of
-    /// calls, its overhead p50 beside the p50 of the floor burst that followed it.
-    pub segments: Vec<FloorSegment>,
-    /// Wall time spent in floor bursts, ns: not part of any call, but part of the caller's
-    /// wall time.
-    pub floor_wall_ns: u64,
-}
-
-/// One segment of calls and the floor burst measured right after it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FloorSegment {
-    /// p50 of the segment's overheads (round trip − server time), ns.
-    pub overhead_p50_ns: u64,
-    /// p50 of the floor burst, ns.
-    pub floor_p50_ns: u64,
 }
 
 impl RhsStats {
@@ -143,8 +87,6 @@ impl RhsStats {
             round_trip_ns: 0,
             round_trips: crate::stats::new_histogram(),
             overheads: crate::stats::new_histogram(),
-            segments: Vec::new(),
-            floor_wall_ns: 0,
         }
     }
 
@@ -175,98 +117,6 @@ impl RhsStats {
     pub fn overhead_quantile_ns(&self, q: f64) -> u64 {
         self.overheads.value_at_quantile(q)
     }
-
-    /// The paired overhead ratio: the median over segments of (the segment's overhead p50 ÷
-    /// the p50 of the floor burst measured right after it), with its 95 % interval; `None`
-    /// without a paired floor or before the first segment is complete.
-    pub fn overhead_ratio(&self) -> Option<PairedRatio> {
-        let overheads: Vec<u64> = self.segments.iter().map(|s| s.overhead_p50_ns).collect();
-        let floors: Vec<u64> = self.segments.iter().map(|s| s.floor_p50_ns).collect();
-        paired_ratio(&overheads, &floors)
-    }
-
-    /// The median of the floor bursts' p50s, ns; `None` without segments.
-    pub fn floor_p50_ns(&self) -> Option<u64> {
-        let mut floors: Vec<u64> = self.segments.iter().map(|s| s.floor_p50_ns).collect();
-        floors.sort_unstable();
-        (!floors.is_empty()).then(|| crate::stats::nearest_rank(&floors, 0.5))
-    }
-}
-
-/// A raw floor measured in bursts between segments of calls (see
-/// [`RemoteRhs::pair_with_floor`]).
-#[derive(Debug)]
-struct PairedFloor {
-    echo: RawEcho,
-    /// Calls per segment.
-    every: usize,
-    /// Timed round trips per floor burst.
-    burst: usize,
-    /// Overheads of the current segment (capacity `every`: no allocation per call).
-    overheads: Vec<u64>,
-    /// Round trips of the current floor burst (capacity `burst`).
-    floor: Vec<u64>,
-}
-
-/// Untimed round trips at the start of each floor burst, after the floor server was resumed.
-const FLOOR_SETTLE_ROUND_TRIPS: usize = 3;
-
-/// The floor's process when stopping it stops its server: not behind a launcher
-/// ([`RawEcho::behind_launcher`]).
-fn stoppable(echo: &RawEcho) -> Option<u32> {
-    (!echo.behind_launcher()).then(|| echo.server_pid())
-}
-
-impl PairedFloor {
-    /// Records one call's overhead; after `every` calls, stops the derivative server, runs a
-    /// floor burst and records the segment.
-    fn record(
-        &mut self,
-        overhead_ns: u64,
-        server_pid: Option<u32>,
-        stats: &mut RhsStats,
-    ) -> Result<()> {
-        self.overheads.push(overhead_ns);
-        if self.overheads.len() < self.every {
-            return Ok(());
-        }
-        let started = Instant::now();
-        if let Some(pid) = server_pid {
-            pause(pid);
-        }
-        let floor_pid = stoppable(&self.echo);
-        if let Some(pid) = floor_pid {
-            resume(pid);
-        }
-        let burst = self.burst();
-        if let Some(pid) = floor_pid {
-            pause(pid);
-        }
-        if let Some(pid) = server_pid {
-            resume(pid);
-        }
-        stats.floor_wall_ns += started.elapsed().as_nanos() as u64;
-        let floor_p50_ns = burst?;
-        self.overheads.sort_unstable();
-        let overhead_p50_ns = crate::stats::nearest_rank(&self.overheads, 0.5);
-        self.overheads.clear();
-        stats.segments.push(FloorSegment { overhead_p50_ns, floor_p50_ns });
-        Ok(())
-    }
-
-    /// One burst of the floor: its p50 in ns.
-    fn burst(&mut self) -> Result<u64> {
-        for _ in 0..FLOOR_SETTLE_ROUND_TRIPS {
-            self.echo.round_trip()?;
-        }
-        self.floor.clear();
-        for _ in 0..self.burst {
-            self.floor.push(self.echo.round_trip()?);
-        }
-        self.echo.verify()?;
-        self.floor.sort_unstable();
-        Ok(crate::stats::nearest_rank(&self.floor, 0.5))
-    }
 }
 
 /// A derivative evaluated by a server process, called like a local function.
@@ -276,7 +126,6 @@ pub struct RemoteRhs {
     exchange: Exchange,
     last: CallTiming,
     stats: RhsStats,
-    floor: Option<PairedFloor>,
 }
 
 impl RemoteRhs {
@@ -287,7 +136,6 @@ impl RemoteRhs {
             exchange: Exchange::F64,
             last: CallTiming::default(),
             stats: RhsStats::new(),
-            floor: None,
         }
     }
 
@@ -320,47 +168,6 @@ impl RemoteRhs {
         self
     }
 
-    /// Measures the cost of going remote against a raw floor paired with it in time: after
-    /// every `every_calls` calls, the derivative server is stopped (`SIGSTOP`) while `echo` —
-    /// a raw echo of the exchange's bytes, see [`RawEcho::spawn`] — runs a burst of
-    /// `burst_round_trips` round trips, and the segment's overhead p50 is recorded beside the
-    /// burst's p50 ([`RhsStats::segments`], [`RhsStats::overhead_ratio`]). The floor server is
-    /// stopped between bursts, so neither server takes a core from the other. The bursts add
-    /// wall time to the calls that end a segment ([`RhsStats::floor_wall_ns`]), not to their
-    /// timing. [`RemoteRhs::close`] closes the floor too.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when `every_calls` or `burst_round_trips` is zero; `echo` is
-    /// then closed and this `RemoteRhs` goes on as before.
-    pub fn pair_with_floor(
-        &mut self,
-        echo: RawEcho,
-        every_calls: usize,
-        burst_round_trips: usize,
-    ) -> Result<()> {
-        if every_calls == 0 || burst_round_trips == 0 {
-            return Err(Error::InvalidArgument {
-                what: "paired floor",
-                reason: format!(
-                    "needs at least 1 call per segment and 1 round trip per burst, found \
-                     {every_calls} and {burst_round_trips}"
-                ),
-            });
-        }
-        if let Some(pid) = stoppable(&echo) {
-            pause(pid);
-        }
-        self.stats.segments.reserve(64);
-        self.floor = Some(PairedFloor {
-            echo,
-            every: every_calls,
-            burst: burst_round_trips,
-            overheads: Vec::with_capacity(every_calls),
-            floor: Vec::with_capacity(burst_round_trips),
-        });
-        Ok(())
-    }
-
     /// Evaluates the derivative of `state` into `derivative`: one round trip, no allocation
     /// once warm. Returns this call's timing (also in [`RemoteRhs::last_timing`]).
     ///
@@ -383,7 +190,7 @@ impl RemoteRhs {
                 self.peer.call(Values::F64AsF32(state), ValuesMut::F64FromF32(derivative))?
             }
         };
-        self.record(timing)?;
+        self.record(timing);
         Ok(timing)
     }
 
@@ -468,18 +275,13 @@ impl RemoteRhs {
         let inputs = [Part::f64(&t), y, Part::f64(args)];
         let inputs = if args.is_empty() { &inputs[..2] } else { &inputs[..] };
         let timing = self.peer.call_parts(function, inputs, &mut [out])?;
-        self.record(timing)?;
+        self.record(timing);
         Ok(timing)
     }
 
-    fn record(&mut self, timing: CallTiming) -> Result<()> {
+    fn record(&mut self, timing: CallTiming) {
         self.last = timing;
         self.stats.add(&timing);
-        if let Some(floor) = &mut self.floor {
-            let overhead = timing.round_trip_ns.saturating_sub(timing.server_ns);
-            floor.record(overhead, self.peer.server_pid(), &mut self.stats)?;
-        }
-        Ok(())
     }
 
     /// Timing of the most recent successful call.
@@ -503,20 +305,12 @@ impl RemoteRhs {
         &mut self.peer
     }
 
-    /// Says BYE and reaps the server, and closes the paired floor if there is one.
+    /// Says BYE and reaps the server.
     ///
     /// # Errors
-    /// As [`Peer::close`], then as [`RawEcho::close`].
+    /// As [`Peer::close`].
     pub fn close(self) -> Result<()> {
-        let closed = self.peer.close().map(drop);
-        if let Some(floor) = self.floor {
-            if let Some(pid) = stoppable(&floor.echo) {
-                resume(pid);
-            }
-            closed?;
-            return floor.echo.close();
-        }
-        closed
+        self.peer.close().map(drop)
     }
 }
 
@@ -530,51 +324,4 @@ fn check_derivative_buffer(y: &[f64], dydt: &[f64]) -> Result<()> {
         expected: y.len() as u64,
         found: dydt.len() as u64,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::parts::{Role, Table};
-
-    /// `ode_parts` of a request calling `rhs` with `parts`.
-    fn ode(parts: &[Part<'_>]) -> std::result::Result<(f64, Vec<f64>, Vec<f64>), String> {
-        let mut table = Table::default();
-        table.write(RHS_FUNCTION, parts.iter().map(Part::shape)).unwrap();
-        let mut payload = table.as_bytes().to_vec();
-        for part in parts {
-            let mut bytes = Vec::new();
-            part.encode_into(&mut bytes);
-            payload.extend_from_slice(&bytes);
-            payload.resize(payload.len().next_multiple_of(8), 0);
-        }
-        let parts = crate::parts::parse(&payload, Role::Request).unwrap();
-        let call = Call { seq: 1, function: RHS_FUNCTION, parts };
-        ode_parts(&call).map(|(t, y, p)| (t, y.to_vec(), p.to_vec()))
-    }
-
-    #[test]
-    fn ode_parts_reads_t_y_and_args_and_names_what_else_it_found() {
-        let (t, y, p) = ([0.5], [1.0, 2.0], [3.0]);
-        assert_eq!(ode(&[Part::f64(&t), Part::f64(&y)]), Ok((0.5, y.to_vec(), vec![])));
-        let all = [Part::f64(&t), Part::f64(&y), Part::f64(&p)];
-        assert_eq!(ode(&all), Ok((0.5, y.to_vec(), p.to_vec())));
-        let (two, ints, narrow) = ([0.5, 1.0], [1i64], [1.0f32, 2.0]);
-        let refused = [
-            (vec![Part::f64(&t)], "expected the parts (t, y) or (t, y, args), found 1 parts"),
-            (vec![Part::f64(&two), Part::f64(&y)], "expected t as 1 f64, found 2 values"),
-            (vec![Part::i64(&ints), Part::f64(&y)], "expected part 0 of f64 values, found i64[1]"),
-            (
-                vec![Part::f64(&t), Part::f32(&narrow)],
-                "expected part 1 of f64 values, found f32[2]",
-            ),
-            (vec![Part::f64(&t), Part::f64(&y), Part::i64(&ints)], "expected part 2 of f64"),
-        ];
-        for (parts, message) in refused {
-            let error = ode(&parts).unwrap_err();
-            assert!(error.contains(message), "{error:?} should say {message:?}");
-        }
-        let four = [Part::f64(&t), Part::f64(&y), Part::f64(&p), Part::f64(&p)];
-        assert!(ode(&four).unwrap_err().contains("found 4 parts"));
-    }
 }

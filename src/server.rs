@@ -13,11 +13,10 @@
 //! settings and the summary ([`ServeOptions`], [`ServeSummary`]); `stdio` takes a server
 //! process's stdin and stdout as its transport ([`StdioOptions`]); `conversation` answers
 //! each request of one conversation, which [`serve`] drives with a handler and [`Session`]
-//! with the caller's own loop. This file holds those two entry points and the raw-bytes echo.
+//! with the caller's own loop. This file holds those two entry points.
 
-use crate::error::{Error, Result};
-use crate::frame::HEADER_LEN;
-use crate::transport::{Deadline, LEND_MIN_BYTES, Transport, TransportKind};
+use crate::error::Result;
+use crate::transport::{Transport, TransportKind};
 
 mod conversation;
 mod functions;
@@ -53,56 +52,13 @@ pub fn serve_stdio<H: Handler + ?Sized>(
 /// Runs the server side of one conversation over `transport` until BYE or end of stream.
 ///
 /// # Errors
-/// Any protocol violation by the client (after an ERROR frame was sent to it, best effort),
-/// end of stream before HELLO or inside a frame ([`Error::Truncated`]), a timeout inside a
-/// frame, or an I/O failure.
+/// Any protocol violation by the client (after an ERROR frame was sent to it, best effort), end of
+/// stream before HELLO or inside a frame ([`Error::Truncated`](crate::Error::Truncated)), a timeout
+/// inside a frame, or an I/O failure.
 pub fn serve<H: Handler + ?Sized>(
     transport: &mut Transport,
     handler: &mut H,
     options: &ServeOptions,
 ) -> Result<ServeSummary> {
     Conversation::new(transport, options).run(handler)
-}
-
-/// The raw-bytes baseline server: reads exactly `bytes` bytes, writes them back unchanged, and
-/// repeats until end of stream. No framing, no HELLO, no conversion: the floor a framed round
-/// trip of the same size is compared with. Returns the number of round trips served.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] when `bytes` is 0; [`Error::Truncated`] when the stream ends
-/// inside a message; I/O errors.
-pub fn serve_raw_echo(transport: &mut Transport, bytes: usize) -> Result<u64> {
-    if bytes == 0 {
-        return Err(Error::InvalidArgument {
-            what: "raw echo size",
-            reason: "must be at least 1 byte".into(),
-        });
-    }
-    let mut buf = vec![0u8; bytes];
-    // From the size at which a client lends its payloads, a large echo goes out on a pipe as a
-    // frame does: a header's worth of bytes first, which wakes the reader, then the rest
-    // (without it the floor read about 5 % slower than the product at 8 MiB).
-    let header_first = transport.kind() == TransportKind::Pipe && bytes >= LEND_MIN_BYTES;
-    let mut served = 0;
-    loop {
-        match transport.recv_exact(&mut buf, Deadline::NEVER)? {
-            got if got == bytes => {}
-            0 => return Ok(served),
-            got => {
-                return Err(Error::Truncated {
-                    what: "raw message",
-                    expected: bytes as u64,
-                    got: got as u64,
-                });
-            }
-        }
-        if header_first {
-            let (first, rest) = buf.split_at(HEADER_LEN);
-            transport.send_bytes(first, Deadline::NEVER)?;
-            transport.send_bytes(rest, Deadline::NEVER)?;
-        } else {
-            transport.send_bytes(&buf, Deadline::NEVER)?;
-        }
-        served += 1;
-    }
 }

@@ -1,6 +1,9 @@
-//! Order statistics of nanosecond samples, shared by [`crate::rhs`], [`crate::pairing`] and
-//! the report: one histogram shape and one quantile rule, so that every figure is computed
-//! the same way wherever it is printed.
+//! Order statistics of nanosecond samples: one histogram shape and one quantile rule, so that
+//! every figure is computed the same way wherever it is printed. In the library because a
+//! public API needs it: [`crate::rhs::RhsStats`] keeps a [`crate::rhs::RemoteRhs`]'s round
+//! trips and overheads in this histogram shape, read at its quantiles; the `peer` command's
+//! report, pairing and soak use the same two functions, so that their figures and a library
+//! user's agree.
 
 use hdrhistogram::Histogram;
 

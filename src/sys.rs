@@ -37,13 +37,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use std::num::NonZeroUsize;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::sys::memfd::{MFdFlags, memfd_create};
 use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
 use nix::time::{ClockId, clock_gettime};
 
@@ -96,11 +95,14 @@ impl Mapping {
     }
 
     /// A new private region of `len` bytes (a memfd nobody else has, closed once mapped), for
-    /// measuring these primitives inside one process.
+    /// the tests of these primitives inside one process.
     ///
     /// # Errors
     /// [`Error::Sys`] when the memfd or the mapping cannot be made.
+    #[cfg(test)]
     pub(crate) fn private(len: usize) -> Result<Mapping> {
+        use nix::sys::memfd::{MFdFlags, memfd_create};
+        use std::os::fd::AsFd;
         let fd = memfd_create(c"peerpipe-private", MFdFlags::MFD_CLOEXEC)?;
         nix::unistd::ftruncate(&fd, len as i64)?;
         Mapping::map_shared(fd.as_fd(), len)

@@ -3,8 +3,24 @@
 //! both sides need live here, so neither imports the other back. Reached through
 //! `peerpipe::frame::{Kind, Dtype}`; parsing a byte (`Kind::from_byte`, `Dtype::from_byte`) is
 //! in `frame`, next to the rest of the header's validation.
+//!
+//! The part table's vocabulary (docs/PROTOCOL.md §15) sits here for the same reason, below
+//! [`crate::error`] and [`crate::parts`]: `part_layout` (the limits, the padding, the rule of a
+//! function's name), `part_shape` (`PartDtype`, `Shape`) and `table_fault` (`TableFault`, why
+//! a table was refused, which an error carries). Reached through `peerpipe::parts`.
 
 use std::fmt;
+
+mod part_layout;
+mod part_shape;
+mod table_fault;
+
+pub(crate) use part_layout::name_byte;
+pub use part_layout::{
+    DESCRIPTOR_LEN, MAX_FUNCTIONS, MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN, check_function_name, pad8,
+};
+pub use part_shape::{PartDtype, Shape, describe_shapes};
+pub use table_fault::TableFault;
 
 /// What a frame is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,5 +1,6 @@
 //! No two modules of `src/`, `cli/src`, `capi/src` or `python/src` use each other, directly or
-//! through a chain.
+//! through a chain; no arrow goes back up between the folders of `src/` or of `cli/src`; and
+//! the library holds no module that only the CLI uses.
 //!
 //! A module is one `.rs` file (`mod.rs` and `lib.rs` name their folder's module); an inline
 //! `mod x { .. }` belongs to its file. Module A uses module B when a path written in A — in a
@@ -18,525 +19,34 @@
 //! cycles are the strongly connected components of the graph of uses (Tarjan); each is
 //! reported as its loops `a -> b -> a`, with the names that tie each use, so that whoever
 //! breaks it sees what to move.
+//!
+//! The same graph is then read a floor at a time: a floor is one of the crate's top-level
+//! modules with its whole folder (`peer` is `peer.rs` and everything under `peer/`), and
+//! floor A uses floor B when a file of A uses a file of B. An arrow back up is a use from a
+//! floor into one that (through any of its files) uses it: two folders that each reach into
+//! the other through different files are no cycle of files, but they are a circle of floors,
+//! and that is refused too.
 
-use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use proc_macro2::{Spacing, TokenStream, TokenTree};
-use syn::visit::{self, Visit};
-use syn::{Attribute, ImplItem, Item, UseTree};
+#[path = "module_graph/graph.rs"]
+mod graph;
 
-// ---------------------------------------------------------------------------------------------
-// The crate's modules: what each defines, imports and names.
-
-/// One crate: its files, its modules (index 0 is the root) and every path its code writes.
-struct Crate {
-    /// Each file's module name (`peer::calls`; `lib` for the root).
-    files: Vec<String>,
-    modules: Vec<Module>,
-    /// Every path written in the code: the module it is written in and its segments.
-    paths: Vec<(usize, Vec<String>)>,
-}
-
-/// One module: a file, or an inline `mod x { .. }` of a file.
-#[derive(Default)]
-struct Module {
-    file: usize,
-    parent: Option<usize>,
-    children: BTreeMap<String, usize>,
-    defined: BTreeSet<String>,
-    /// Local name -> the path it stands for, as written in this module.
-    imported: BTreeMap<String, Vec<String>>,
-    /// The paths of `use ..::*`, as written in this module.
-    globs: Vec<Vec<String>>,
-}
-
-/// Reads a source file by its path; `None` when there is none.
-type Read<'a> = &'a dyn Fn(&Path) -> Option<String>;
-
-impl Crate {
-    /// The crate whose root is `lib.rs` in `dir`, with every module its `mod` lines declare.
-    fn load(dir: &Path, read: Read) -> Crate {
-        let mut krate = Crate { files: Vec::new(), modules: Vec::new(), paths: Vec::new() };
-        krate.add_file(&dir.join("lib.rs"), dir, Vec::new(), None, read);
-        krate
-    }
-
-    /// Adds the module of `file`, whose submodules' files are in `children_dir`.
-    fn add_file(
-        &mut self,
-        file: &Path,
-        children_dir: &Path,
-        name: Vec<String>,
-        parent: Option<usize>,
-        read: Read,
-    ) -> usize {
-        let text = read(file).unwrap_or_else(|| panic!("{} is not there", file.display()));
-        let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        self.files.push(if name.is_empty() { "lib".to_owned() } else { name.join("::") });
-        let module = self.modules.len();
-        self.modules.push(Module { file: self.files.len() - 1, parent, ..Module::default() });
-        self.add_items(module, &parsed.items, children_dir, &name, read);
-        module
-    }
-
-    /// Adds what `items` of `module` define, import and name, and the submodules they declare
-    /// (whose files are in `dir`).
-    fn add_items(
-        &mut self,
-        module: usize,
-        items: &[Item],
-        dir: &Path,
-        name: &[String],
-        read: Read,
-    ) {
-        for item in items.iter().filter(|item| !is_test_only(item_attrs(item))) {
-            match item {
-                Item::Mod(declared) if declared.ident == "tests" => {}
-                Item::Mod(declared) => {
-                    let child = self.add_submodule(module, declared, dir, name, read);
-                    self.modules[module].children.insert(declared.ident.to_string(), child);
-                }
-                _ => {
-                    if let Some(defined) = item_name(item) {
-                        self.modules[module].defined.insert(defined);
-                    }
-                    let mut found = Found::default();
-                    found.visit_item(item);
-                    self.take(module, found);
-                }
-            }
-        }
-    }
-
-    /// Adds the submodule that `declared` declares: inline, a module of the same file; else the
-    /// file `dir/x.rs` or `dir/x/mod.rs`.
-    fn add_submodule(
-        &mut self,
-        module: usize,
-        declared: &syn::ItemMod,
-        dir: &Path,
-        name: &[String],
-        read: Read,
-    ) -> usize {
-        let ident = declared.ident.to_string();
-        let (child_name, child_dir) =
-            ([name, std::slice::from_ref(&ident)].concat(), dir.join(&ident));
-        let Some((_, inline)) = &declared.content else {
-            let file = child_file(dir, &ident, read);
-            return self.add_file(&file, &child_dir, child_name, Some(module), read);
-        };
-        let child = self.modules.len();
-        let file = self.modules[module].file;
-        self.modules.push(Module { file, parent: Some(module), ..Module::default() });
-        self.add_items(child, inline, &child_dir, &child_name, read);
-        child
-    }
-
-    /// Records what a walk over one item of `module` found.
-    fn take(&mut self, module: usize, found: Found) {
-        let target = &mut self.modules[module];
-        target.imported.extend(found.imported);
-        target.globs.extend(found.globs);
-        self.paths.extend(found.paths.into_iter().map(|path| (module, path)));
-    }
-}
-
-/// The file of submodule `name` declared by a module whose submodules live in `dir`.
-fn child_file(dir: &Path, name: &str, read: Read) -> PathBuf {
-    let flat = dir.join(format!("{name}.rs"));
-    let folder = dir.join(name).join("mod.rs");
-    if read(&flat).is_some() { flat } else { folder }
-}
-
-/// The name an item defines in its module's namespace, if it defines one.
-fn item_name(item: &Item) -> Option<String> {
-    let ident = match item {
-        Item::Const(i) => &i.ident,
-        Item::Enum(i) => &i.ident,
-        Item::Fn(i) => &i.sig.ident,
-        Item::Macro(i) => i.ident.as_ref()?,
-        Item::Static(i) => &i.ident,
-        Item::Struct(i) => &i.ident,
-        Item::Trait(i) => &i.ident,
-        Item::TraitAlias(i) => &i.ident,
-        Item::Type(i) => &i.ident,
-        Item::Union(i) => &i.ident,
-        _ => return None,
-    };
-    Some(ident.to_string())
-}
-
-fn item_attrs(item: &Item) -> &[Attribute] {
-    match item {
-        Item::Const(i) => &i.attrs,
-        Item::Enum(i) => &i.attrs,
-        Item::ExternCrate(i) => &i.attrs,
-        Item::Fn(i) => &i.attrs,
-        Item::ForeignMod(i) => &i.attrs,
-        Item::Impl(i) => &i.attrs,
-        Item::Macro(i) => &i.attrs,
-        Item::Mod(i) => &i.attrs,
-        Item::Static(i) => &i.attrs,
-        Item::Struct(i) => &i.attrs,
-        Item::Trait(i) => &i.attrs,
-        Item::TraitAlias(i) => &i.attrs,
-        Item::Type(i) => &i.attrs,
-        Item::Union(i) => &i.attrs,
-        Item::Use(i) => &i.attrs,
-        _ => &[],
-    }
-}
-
-fn impl_item_attrs(item: &ImplItem) -> &[Attribute] {
-    match item {
-        ImplItem::Const(i) => &i.attrs,
-        ImplItem::Fn(i) => &i.attrs,
-        ImplItem::Type(i) => &i.attrs,
-        ImplItem::Macro(i) => &i.attrs,
-        _ => &[],
-    }
-}
-
-/// `#[cfg(test)]`.
-fn is_test_only(attrs: &[Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        attr.path().is_ident("cfg")
-            && attr.meta.require_list().is_ok_and(|list| list.tokens.to_string() == "test")
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// The paths one item writes.
-
-/// What a walk over an item found: the paths it writes and the names its `use`s bring.
-#[derive(Default)]
-struct Found {
-    paths: Vec<Vec<String>>,
-    imported: Vec<(String, Vec<String>)>,
-    globs: Vec<Vec<String>>,
-}
-
-impl Found {
-    fn add_use(&mut self, prefix: &[String], tree: &UseTree) {
-        let under = |ident: &syn::Ident| -> Vec<String> {
-            if ident == "self" { prefix.to_vec() } else { [prefix, &[ident.to_string()]].concat() }
-        };
-        match tree {
-            UseTree::Path(path) => self.add_use(&under(&path.ident), &path.tree),
-            UseTree::Name(name) => {
-                let path = under(&name.ident);
-                self.imported.push((path.last().cloned().unwrap_or_default(), path.clone()));
-                self.paths.push(path);
-            }
-            UseTree::Rename(rename) => {
-                let path = under(&rename.ident);
-                if rename.rename != "_" {
-                    self.imported.push((rename.rename.to_string(), path.clone()));
-                }
-                self.paths.push(path);
-            }
-            UseTree::Glob(_) => self.globs.push(prefix.to_vec()),
-            UseTree::Group(group) => group.items.iter().for_each(|tree| self.add_use(prefix, tree)),
-        }
-    }
-}
-
-impl<'ast> Visit<'ast> for Found {
-    fn visit_item(&mut self, item: &'ast Item) {
-        if !is_test_only(item_attrs(item)) {
-            visit::visit_item(self, item);
-        }
-    }
-
-    fn visit_impl_item(&mut self, item: &'ast ImplItem) {
-        if !is_test_only(impl_item_attrs(item)) {
-            visit::visit_impl_item(self, item);
-        }
-    }
-
-    /// A module inside a function body is not followed.
-    fn visit_item_mod(&mut self, _: &'ast syn::ItemMod) {}
-
-    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
-        // `use ::name` names another crate: no prefix that resolves.
-        let prefix = if item.leading_colon.is_some() { vec!["::".to_owned()] } else { vec![] };
-        self.add_use(&prefix, &item.tree);
-    }
-
-    /// Attributes (derives, docs, `cfg`) name no item of the crate.
-    fn visit_attribute(&mut self, _: &'ast Attribute) {}
-
-    fn visit_path(&mut self, path: &'ast syn::Path) {
-        if path.leading_colon.is_none() {
-            self.paths.push(path.segments.iter().map(|s| s.ident.to_string()).collect());
-        }
-        visit::visit_path(self, path);
-    }
-
-    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        self.visit_path(&mac.path);
-        paths_in_tokens(mac.tokens.clone(), &mut self.paths);
-    }
-}
-
-/// Every `a::b::c` (and lone `a`) in a macro's tokens, except a field or method after `.`, a
-/// path after a leading `::` and a macro variable `$x` (but `$crate::` is `crate::`).
-fn paths_in_tokens(tokens: TokenStream, paths: &mut Vec<Vec<String>>) {
-    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
-    let punct = |at: usize, c: char| matches!(tokens.get(at), Some(TokenTree::Punct(p)) if p.as_char() == c);
-    let colons = |at: usize| {
-        matches!(tokens.get(at), Some(TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == Spacing::Joint)
-            && punct(at + 1, ':')
-    };
-    let mut at = 0;
-    while at < tokens.len() {
-        match &tokens[at] {
-            TokenTree::Group(group) => paths_in_tokens(group.stream(), paths),
-            TokenTree::Ident(ident) => {
-                let after = |c| at > 0 && punct(at - 1, c);
-                let written = !after('.') && !after(':') && (!after('$') || ident == "crate");
-                let mut path = vec![ident.to_string()];
-                while colons(at + 1) {
-                    let Some(TokenTree::Ident(next)) = tokens.get(at + 3) else { break };
-                    path.push(next.to_string());
-                    at += 3;
-                }
-                if written {
-                    paths.push(path);
-                }
-            }
-            TokenTree::Punct(_) | TokenTree::Literal(_) => {}
-        }
-        at += 1;
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Resolution: from a path to the file that defines what it names.
-
-/// Who uses whom: (file, file) -> the names the first takes from the second.
-type Uses = BTreeMap<(usize, usize), BTreeSet<String>>;
-
-/// The names being looked up (module, name), so that a loop of imports ends.
-type Seen = Vec<(usize, String)>;
-
-/// What a path names: a module, or an item of a module (by its name).
-#[derive(Clone)]
-enum Target {
-    Module(usize),
-    Item(usize, String),
-}
-
-impl Crate {
-    /// What `path`, written in `module`, names; `None` for a path into another crate (or a
-    /// local variable).
-    fn resolve(&self, module: usize, path: &[String], seen: &mut Seen) -> Option<Target> {
-        let (first, rest) = path.split_first()?;
-        let mut at = self.step(module, first, seen, None)?;
-        for segment in rest {
-            // After an item (an enum's variant, an associated item) the item's file stays.
-            let Target::Module(inside) = at else { break };
-            let fallback = Target::Item(inside, segment.clone());
-            at = self.step(inside, segment, seen, Some(fallback))?;
-        }
-        Some(at)
-    }
-
-    /// `name` looked up in `module` (`crate`, `super` and `self` relative to it); `or` when the
-    /// module has no such name.
-    fn step(
-        &self,
-        module: usize,
-        name: &str,
-        seen: &mut Seen,
-        or: Option<Target>,
-    ) -> Option<Target> {
-        match name {
-            "crate" => Some(Target::Module(0)),
-            "super" => self.modules[module].parent.map(Target::Module),
-            "self" => Some(Target::Module(module)),
-            _ => self.lookup(module, name, seen).or(or),
-        }
-    }
-
-    /// `name` in `module`'s namespace: a child module, an item it defines, a name it imports
-    /// (followed to where that is defined) or one that a glob of it brings.
-    fn lookup(&self, module: usize, name: &str, seen: &mut Seen) -> Option<Target> {
-        let here = &self.modules[module];
-        if let Some(&child) = here.children.get(name) {
-            return Some(Target::Module(child));
-        }
-        if here.defined.contains(name) {
-            return Some(Target::Item(module, name.to_owned()));
-        }
-        let key = (module, name.to_owned());
-        if seen.contains(&key) {
-            return None;
-        }
-        seen.push(key);
-        let found = match here.imported.get(name) {
-            Some(path) => self.resolve(module, path, seen),
-            None => here.globs.iter().find_map(|glob| match self.resolve(module, glob, seen)? {
-                Target::Module(from) => self.lookup(from, name, seen),
-                Target::Item(..) => None,
-            }),
-        };
-        seen.pop();
-        found
-    }
-
-    /// Who uses whom: (file, file) -> the names the first takes from the second.
-    fn uses(&self) -> Uses {
-        let mut uses = Uses::new();
-        for (module, path) in &self.paths {
-            if let Some(Target::Item(defining, name)) = self.resolve(*module, path, &mut Vec::new())
-            {
-                let (user, used) = (self.modules[*module].file, self.modules[defining].file);
-                if user != used {
-                    uses.entry((user, used)).or_default().insert(name);
-                }
-            }
-        }
-        uses
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Cycles: strongly connected components, each told as its loops.
-
-/// Tarjan's walk: each file's index in the walk, the lowest index it reaches, the stack.
-struct Tarjan<'a> {
-    next: Vec<Vec<usize>>,
-    index: Vec<Option<usize>>,
-    low: Vec<usize>,
-    stack: Vec<usize>,
-    on_stack: Vec<bool>,
-    counter: usize,
-    found: &'a mut Vec<Vec<usize>>,
-}
-
-impl Tarjan<'_> {
-    fn visit(&mut self, v: usize) {
-        self.index[v] = Some(self.counter);
-        self.low[v] = self.counter;
-        self.counter += 1;
-        self.stack.push(v);
-        self.on_stack[v] = true;
-        for w in self.next[v].clone() {
-            match self.index[w] {
-                None => {
-                    self.visit(w);
-                    self.low[v] = self.low[v].min(self.low[w]);
-                }
-                Some(index) if self.on_stack[w] => self.low[v] = self.low[v].min(index),
-                Some(_) => {}
-            }
-        }
-        if Some(self.low[v]) == self.index[v] {
-            let mut component = Vec::new();
-            while let Some(w) = self.stack.pop() {
-                self.on_stack[w] = false;
-                component.push(w);
-                if w == v {
-                    break;
-                }
-            }
-            if component.len() > 1 {
-                component.sort_unstable();
-                self.found.push(component);
-            }
-        }
-    }
-}
-
-/// The strongly connected components of more than one file (Tarjan), each sorted.
-fn cycles(files: usize, uses: &Uses) -> Vec<Vec<usize>> {
-    let mut next = vec![Vec::new(); files];
-    for &(user, used) in uses.keys() {
-        next[user].push(used);
-    }
-    let mut found = Vec::new();
-    let mut tarjan = Tarjan {
-        next,
-        index: vec![None; files],
-        low: vec![0; files],
-        stack: Vec::new(),
-        on_stack: vec![false; files],
-        counter: 0,
-        found: &mut found,
-    };
-    for v in 0..files {
-        if tarjan.index[v].is_none() {
-            tarjan.visit(v);
-        }
-    }
-    found.sort();
-    found
-}
-
-/// The loops of one component: for each use `a -> b` inside it, the shortest way back from `b`
-/// to `a`; each loop once, starting at its first file.
-fn loops(component: &[usize], uses: &Uses) -> Vec<Vec<usize>> {
-    let inside = |(a, b): &(usize, usize)| component.contains(a) && component.contains(b);
-    let mut found = BTreeSet::new();
-    for &(a, b) in uses.keys().filter(|edge| inside(edge)) {
-        let mut back: BTreeMap<usize, usize> = BTreeMap::from([(b, b)]);
-        let mut queue = VecDeque::from([b]);
-        while let Some(v) = queue.pop_front() {
-            if v == a {
-                break;
-            }
-            for &(_, w) in uses.keys().filter(|edge| edge.0 == v && inside(edge)) {
-                if let Entry::Vacant(entry) = back.entry(w) {
-                    entry.insert(v);
-                    queue.push_back(w);
-                }
-            }
-        }
-        let mut path = vec![a];
-        while *path.last().unwrap() != b {
-            path.push(back[path.last().unwrap()]);
-        }
-        path.push(a);
-        path.reverse(); // a -> b -> .. -> a
-        path.pop();
-        let start = (0..path.len()).min_by_key(|&i| path[i]).unwrap();
-        path.rotate_left(start);
-        found.insert(path);
-    }
-    let mut found: Vec<_> = found.into_iter().collect();
-    found.sort_by_key(|path| path.len());
-    found
-}
-
-/// Every cycle of the crate in `dir`, told for someone who will break it; empty when none.
-fn cycles_of(dir: &Path, read: Read) -> String {
-    let krate = Crate::load(dir, read);
-    let uses = krate.uses();
-    let name = |file: usize| krate.files[file].as_str();
-    let mut told = String::new();
-    for component in cycles(krate.files.len(), &uses) {
-        let names: Vec<_> = component.iter().map(|&f| name(f)).collect();
-        told += &format!("\n  {{{}}}\n", names.join(", "));
-        for path in loops(&component, &uses) {
-            let walk: Vec<_> = path.iter().chain(&path[..1]).map(|&f| name(f)).collect();
-            told += &format!("    {}\n", walk.join(" -> "));
-        }
-        told += "    where\n";
-        for ((a, b), tie) in
-            uses.iter().filter(|((a, b), _)| component.contains(a) && component.contains(b))
-        {
-            let tie: Vec<_> = tie.iter().map(String::as_str).collect();
-            told += &format!("      {} -> {}: {}\n", name(*a), name(*b), tie.join(", "));
-        }
-    }
-    told
-}
+use graph::{Crate, cycles_of, floor_cycles_of, floor_of};
 
 fn on_disk(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
+}
+
+fn assert_no_floor_cycles(source: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(source);
+    let told = floor_cycles_of(&dir, &on_disk);
+    assert!(
+        told.is_empty(),
+        "folders of {source} use each other (a -> b: the names a takes from b, and the files \
+         that take them); an arrow goes back up: move what they share below both:\n{told}"
+    );
 }
 
 fn assert_no_cycles(source: &str) {
@@ -563,6 +73,101 @@ fn no_two_modules_of_the_cli_use_each_other() {
 }
 
 #[test]
+fn no_arrow_goes_back_up_between_the_folders_of_the_library() {
+    assert_no_floor_cycles("src");
+}
+
+#[test]
+fn no_arrow_goes_back_up_between_the_folders_of_the_cli() {
+    assert_no_floor_cycles("cli/src");
+}
+
+/// What measures, and what only the `peer` command uses, which left the library for the CLI:
+/// (the module's name in `src/` before, its module in `cli/src` now).
+const MOVED_TO_THE_CLI: [(&str, &str); 5] = [
+    ("baseline", "baseline"),
+    ("pairing", "pairing"),
+    ("rng", "rng"),
+    ("interrupt", "interrupt"),
+    ("primitives", "probe/src/lib"),
+];
+
+/// Modules of the library that no code uses and that stay all the same: the documents.
+const DOCUMENTS_ONLY: [&str; 1] = ["guide"];
+
+/// Whether `text` names `module` of the library from outside it: `peerpipe::module` (then
+/// `::`, `;`, `,`, `}` or a space) or `module` inside a `use peerpipe::{..}` group.
+fn names_module(text: &str, module: &str) -> bool {
+    let path = format!("peerpipe::{module}");
+    let after_ok = |rest: &str| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+    let direct = text.match_indices(&path).any(|(at, _)| after_ok(&text[at + path.len()..]));
+    let grouped = text.match_indices("use peerpipe::{").any(|(at, found)| {
+        let group = &text[at + found.len()..];
+        let group = &group[..group.find('}').unwrap_or(group.len())];
+        group.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|word| word == module)
+    });
+    direct || grouped
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files(dir: &Path, into: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.ends_with("target") {
+            rust_files(&path, into);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            into.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_library_holds_no_module_that_only_the_cli_uses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let library = Crate::load(&root.join("src"), &on_disk);
+    let cli = Crate::load(&root.join("cli/src"), &on_disk);
+    let floors: BTreeSet<&str> = library.files.iter().map(|f| floor_of(f)).collect();
+    for (was, now) in MOVED_TO_THE_CLI {
+        assert!(!floors.contains(was), "src/ holds `{was}` again, which only the CLI uses");
+        let in_cli = cli.files.iter().any(|f| f == now)
+            || root.join("cli").join(format!("{now}.rs")).exists();
+        assert!(in_cli, "`{was}` is not in cli/ as `{now}`: update MOVED_TO_THE_CLI");
+    }
+    // Every other floor of the library is used by another floor of it, or named by a user of
+    // the library that is not the CLI: the bindings, the examples, the tests, the side
+    // workspaces.
+    let uses = library.uses();
+    let used_inside: BTreeSet<&str> = uses
+        .keys()
+        .filter(|(a, b)| floor_of(&library.files[*a]) != floor_of(&library.files[*b]))
+        .filter(|(a, _)| library.files[*a] != "lib")
+        .map(|(_, b)| floor_of(&library.files[*b]))
+        .collect();
+    let mut outside = Vec::new();
+    for dir in ["python/src", "capi/src", "examples", "tests", "benches/peers/src", "fuzz"] {
+        rust_files(&root.join(dir), &mut outside);
+    }
+    let outside: Vec<String> = outside
+        .iter()
+        .filter(|path| !path.ends_with("tests/module_graph.rs"))
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .collect();
+    let only_the_cli: Vec<&str> = floors
+        .iter()
+        .copied()
+        .filter(|floor| *floor != "lib" && !DOCUMENTS_ONLY.contains(floor))
+        .filter(|floor| !used_inside.contains(floor))
+        .filter(|floor| !outside.iter().any(|text| names_module(text, floor)))
+        .collect();
+    assert!(
+        only_the_cli.is_empty(),
+        "modules of src/ that nothing but the CLI uses (move them to cli/, or say in their \
+         module doc which public API needs them): {only_the_cli:?}"
+    );
+}
+
+#[test]
 fn no_two_modules_of_the_c_abi_use_each_other() {
     assert_no_cycles("capi/src");
 }
@@ -579,6 +184,45 @@ fn cycles_in(files: &[(&str, &str)]) -> String {
     let files: BTreeMap<PathBuf, String> =
         files.iter().map(|(path, text)| (Path::new("x").join(path), text.to_string())).collect();
     cycles_of(Path::new("x"), &|path: &Path| files.get(path).cloned())
+}
+
+fn floor_cycles_in(files: &[(&str, &str)]) -> String {
+    let files: BTreeMap<PathBuf, String> =
+        files.iter().map(|(path, text)| (Path::new("x").join(path), text.to_string())).collect();
+    floor_cycles_of(Path::new("x"), &|path: &Path| files.get(path).cloned())
+}
+
+#[test]
+fn two_folders_that_reach_into_each_other_through_different_files_are_a_circle() {
+    let files = [
+        ("lib.rs", "mod e; mod p;"),
+        ("e.rs", "mod fault; pub struct E(crate::p::F);"),
+        ("e/fault.rs", "pub struct Fault;"),
+        ("p.rs", "mod f; mod t; pub use f::F;"),
+        ("p/f.rs", "pub struct F;"),
+        ("p/t.rs", "pub fn t() -> crate::e::E { todo!() }"),
+    ];
+    assert_eq!(cycles_in(&files), "", "no file uses another back");
+    let told = floor_cycles_in(&files);
+    assert!(told.contains("{e, p}\n    e -> p -> e\n"), "{told}");
+    assert!(told.contains("      e -> p: F (e -> p::f)\n      p -> e: E (p::t -> e)\n"), "{told}");
+    let below = [
+        ("lib.rs", "mod e; mod p; mod w;"),
+        ("e.rs", "pub struct E(crate::w::F);"),
+        ("p.rs", "mod t; pub use crate::w::F;"),
+        ("p/t.rs", "pub fn t() -> crate::e::E { todo!() }"),
+        ("w.rs", "pub struct F;"),
+    ];
+    assert_eq!(floor_cycles_in(&below), "", "what both use, moved below both");
+}
+
+#[test]
+fn a_module_is_named_from_outside_by_its_path_or_in_a_group() {
+    assert!(names_module("use peerpipe::rhs::RemoteRhs;", "rhs"));
+    assert!(names_module("use peerpipe::{Options, lorenz96};", "lorenz96"));
+    assert!(names_module("peerpipe::stats::nearest_rank(&v, 0.5)", "stats"));
+    assert!(!names_module("use peerpipe::rhsx::R; use peerpipe::{Options, rhs_like};", "rhs"));
+    assert!(!names_module("use peerpipe::{Options};\nlet stats = 1;", "stats"));
 }
 
 #[test]

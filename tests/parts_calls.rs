@@ -53,13 +53,13 @@ fn functions() -> Functions {
         })
         .unwrap()
         .with("rhs", |call: Call<'_>, reply: &mut PartsOut| {
-            let (t, y, p) = peerpipe::rhs::ode_parts(&call)?;
+            let (t, y, p) = peerpipe::ode::ode_parts(&call)?;
             duffing(t, y, p, reply.f64(2)?);
             Ok(())
         })
         .unwrap()
         .with("jac", |call: Call<'_>, reply: &mut PartsOut| {
-            let (t, y, p) = peerpipe::rhs::ode_parts(&call)?;
+            let (t, y, p) = peerpipe::ode::ode_parts(&call)?;
             duffing_jac(t, y, p, reply.f64_matrix(2, 2)?);
             Ok(())
         })

@@ -14,9 +14,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use peerpipe::baseline::RawEcho;
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::{DataPath, Options, Peer, TransportKind, Wait};
+use peerpipe_cli::baseline::RawEcho;
 
 const PEER: &str = env!("CARGO_BIN_EXE_peer");
 

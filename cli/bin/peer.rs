@@ -420,13 +420,13 @@ fn main() -> ExitCode {
     };
     // Ended by SIGINT, SIGTERM or SIGHUP: 128 + the signal, as a shell reports it, after
     // whatever was measured has been printed and written.
-    if let Some(signal) = peerpipe::interrupt::requested() {
+    if let Some(signal) = peerpipe_cli::interrupt::requested() {
         if let Err(e) = &result
             && !matches!(e, Error::Io(io) if io.kind() == io::ErrorKind::BrokenPipe)
         {
             eprintln!("peer: error: {e}");
         }
-        return ExitCode::from(peerpipe::interrupt::exit_code(signal));
+        return ExitCode::from(peerpipe_cli::interrupt::exit_code(signal));
     }
     match result {
         Ok(code) => code,
@@ -468,7 +468,10 @@ fn run_server(args: &RunArgs) -> peerpipe::Result<()> {
     };
     let (_, mut transport) = server::stdio_transport_with(&stdio)?;
     let Some(mut handler) = handler else {
-        server::serve_raw_echo(&mut transport, args.raw_echo.unwrap_or_default() as usize)?;
+        peerpipe_cli::baseline::serve_raw_echo(
+            &mut transport,
+            args.raw_echo.unwrap_or_default() as usize,
+        )?;
         return Ok(());
     };
     match args.server_sleep {
@@ -559,7 +562,7 @@ fn run_report(args: &RunArgs) -> peerpipe::Result<()> {
         load: args.load,
     }
     .plan(std::env::current_exe()?)?;
-    peerpipe::interrupt::install()?;
+    peerpipe_cli::interrupt::install()?;
     if args.sync_costs {
         let costs = measure::measure_sync_costs(&plan)?;
         sync::render(&costs, &mut io::stdout().lock())?;
@@ -641,7 +644,7 @@ fn run_soak(args: &SoakArgs) -> peerpipe::Result<ExitCode> {
     config.options.timeout = Some(args.timeout);
     config.options.wait = args.wait;
     config.validate()?;
-    peerpipe::interrupt::install()?;
+    peerpipe_cli::interrupt::install()?;
     soak::render_plan(&config, &mut io::stdout().lock())?;
     io::stdout().flush()?;
     let report = soak::run(&config)?;

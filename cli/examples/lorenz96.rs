@@ -17,11 +17,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use peerpipe::baseline::RawEcho;
 use peerpipe::rhs::{Exchange, RemoteRhs};
 use peerpipe::server::{self, ServeOptions};
 use peerpipe::units::format_nanos;
 use peerpipe::{Error, Options, Result, TransportKind, Wait, handlers, lorenz96};
+use peerpipe_cli::baseline::RawEcho;
+use peerpipe_cli::paired_rhs::PairedRhs;
 use peerpipe_cli::report::Placement;
 use peerpipe_cli::report::placement::{Placer, default_placement};
 
@@ -98,7 +99,7 @@ fn main() {
 fn serve(args: &Args) -> Result<()> {
     let mut transport = server::stdio_transport_of(args.transport, args.wait)?;
     if let Some(bytes) = args.raw_echo {
-        server::serve_raw_echo(&mut transport, bytes)?;
+        peerpipe_cli::baseline::serve_raw_echo(&mut transport, bytes)?;
         return Ok(());
     }
     let name = args.handler.as_deref().unwrap_or("lorenz96");
@@ -220,17 +221,19 @@ fn run(args: &Args) -> Result<()> {
     })?;
 
     // Remote: the same formula in the server, one round trip per RK4 stage.
-    let mut rhs = placer
-        .spawn(|| RemoteRhs::spawn_server(&exe, handler, options.clone()))?
-        .with_exchange(exchange);
+    let mut rhs = PairedRhs::new(
+        placer
+            .spawn(|| RemoteRhs::spawn_server(&exe, handler, options.clone()))?
+            .with_exchange(exchange),
+    );
     rhs.pair_with_floor(echo, CALLS_PER_STEP * args.floor_every as usize, FLOOR_BURST)?;
     let (remote, remote_s) = integrate(args, |x, d| rhs.eval(x, d).map(drop))?;
-    let stats = rhs.stats().clone();
+    let (stats, floor) = (rhs.stats().clone(), rhs.floor().clone());
     rhs.close()?;
     // The floor bursts ran inside the remote integration's wall time: take them out.
-    let remote_s = remote_s - stats.floor_wall_ns as f64 * 1e-9;
-    let floor_p50 = stats.floor_p50_ns().unwrap_or(0);
-    let ratio = stats.overhead_ratio();
+    let remote_s = remote_s - floor.floor_wall_ns as f64 * 1e-9;
+    let floor_p50 = floor.floor_p50_ns().unwrap_or(0);
+    let ratio = floor.overhead_ratio();
 
     let max_abs_diff =
         local.iter().zip(&remote).map(|(a, b)| (a - b).abs()).fold(0.0f64, |m, d| m.max(d));
@@ -281,7 +284,7 @@ fn run(args: &Args) -> Result<()> {
             r.median,
             r.ci[0],
             r.ci[1],
-            stats.segments.len(),
+            floor.segments.len(),
             args.floor_every
         ),
         None => println!(
@@ -317,7 +320,7 @@ fn run(args: &Args) -> Result<()> {
         floor_p50,
         ratio.map_or("null".to_owned(), |r| format!("{:.4}", r.median)),
         ratio.map_or("null".to_owned(), |r| format!("[{:.4},{:.4}]", r.ci[0], r.ci[1])),
-        stats.segments.len(),
+        floor.segments.len(),
         max_abs_diff,
         args.wait.name(),
         args.transport,

@@ -1,12 +1,12 @@
 //! `peerpipe.serve_ode`: SciPy's `fun(t, y, *args)` and `jac(t, y, *args)` served as the
-//! functions `rhs` and `jac` ([`peerpipe::rhs::RHS_FUNCTION`], [`peerpipe::rhs::JAC_FUNCTION`])
+//! functions `rhs` and `jac` ([`peerpipe::ode::RHS_FUNCTION`], [`peerpipe::ode::JAC_FUNCTION`])
 //! that `RemoteRhs` (Python or Rust) calls. The parts are read by the crate
-//! ([`peerpipe::rhs::ode_parts`]); this module turns them into SciPy's arguments and checks
+//! ([`peerpipe::ode::ode_parts`]); this module turns them into SciPy's arguments and checks
 //! the shape of what comes back.
 
 use numpy::{PyArrayDyn, PyUntypedArrayMethods};
+use peerpipe::ode::{JAC_FUNCTION, RHS_FUNCTION, ode_parts};
 use peerpipe::parts::PartsOut;
-use peerpipe::rhs::{JAC_FUNCTION, RHS_FUNCTION, ode_parts};
 use peerpipe::server::{Call, Functions};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;

@@ -6,10 +6,11 @@
 //! one. [`Part`] and [`PartMut`] are a caller's slices to send and to receive into;
 //! [`PartsOut`] is the reusable buffer a server's function writes its reply into.
 //!
-//! One concern per file: `layout` (the limits, the padding, the rule of a function's name),
-//! `shape` ([`PartDtype`], [`Shape`]), `fault` ([`TableFault`]: why a table was refused),
-//! `table` (the table checked and written) and `values` (the caller's parts). This file only
-//! hands their items on.
+//! One concern per file: `table` (the table checked and written) and `values` (the caller's
+//! parts). The table's vocabulary — its limits, the padding and the rule of a function's name,
+//! [`PartDtype`] and [`Shape`], and [`TableFault`] (why a table was refused) — lives below
+//! both this module and [`crate::error`], whose variants name them (in the crate's private
+//! `wire` module), so that neither imports the other back. This file only hands them all on.
 //!
 //! ```
 //! use peerpipe::parts::{self, Part, Role, Shape, PartDtype, Table};
@@ -28,17 +29,13 @@
 //! # Ok::<(), peerpipe::Error>(())
 //! ```
 
-mod fault;
-mod layout;
-mod shape;
 mod table;
 mod values;
 
-pub use fault::TableFault;
-pub use layout::{
-    DESCRIPTOR_LEN, MAX_FUNCTIONS, MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN, check_function_name, pad8,
+pub use crate::wire::{
+    DESCRIPTOR_LEN, MAX_FUNCTIONS, MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN, PartDtype, Shape,
+    TableFault, check_function_name, describe_shapes, pad8,
 };
-pub use shape::{PartDtype, Shape, describe_shapes};
 pub(crate) use table::{ParseMemo, is_reply_table};
 pub use table::{Parsed, PartRef, Role, Table, parse, payload_len};
 pub use values::{Part, PartMut, PartsOut};

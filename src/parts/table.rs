@@ -1,12 +1,11 @@
 //! The part table: checked whole on the way in ([`parse`]), written on the way out
 //! ([`Table`]).
 
-use super::fault::TableFault;
-use super::layout::{
-    DESCRIPTOR_LEN, MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN, check_function_name, name_byte, pad8,
-};
-use super::shape::{PartDtype, Shape};
 use crate::error::{Error, Result};
+use crate::wire::{
+    DESCRIPTOR_LEN, MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN, PartDtype, Shape, TableFault,
+    check_function_name, name_byte, pad8,
+};
 
 /// Which way a PARTS payload travels: only a request names a function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,10 +1,9 @@
 //! A caller's values as parts: [`Part`] to send, [`PartMut`] to receive into, and
 //! [`PartsOut`], the reusable buffer a server's function writes its reply into.
 
-use super::layout::{DESCRIPTOR_LEN, MAX_PARTS, PREAMBLE_LEN, pad8};
-use super::shape::{PartDtype, Shape};
 use super::table::{PartRef, descriptor_bytes};
 use crate::error::{Error, Result};
+use crate::wire::{DESCRIPTOR_LEN, MAX_PARTS, PREAMBLE_LEN, PartDtype, Shape, pad8};
 use crate::zerocopy::NATIVE_IS_WIRE;
 
 #[derive(Clone, Copy, Debug)]

@@ -2,9 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::conversation::{Peer, Pending};
 use super::options::DataPath;
 use super::reply::{CallTiming, Reply, Target};
+use super::{Peer, Pending};
 use crate::clock::Stamp;
 use crate::codec::{self, Values, ValuesMut};
 use crate::error::{Error, Result};

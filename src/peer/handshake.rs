@@ -4,18 +4,14 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::calls::{grow, retarget};
-use super::conversation::{Peer, State};
 use super::options::Options;
 use super::words::LastWords;
+use super::{Peer, State};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::frame::{self, HEADER_LEN, Header, Hello, Kind};
-use crate::process::ChildGuard;
+use crate::process::{ChildGuard, OWN_HELLO_ECHOED};
 use crate::transport::{Deadline, INTERRUPT_CHECK, Transport};
-
-/// Why a handshake fails when the peer's HELLO is byte for byte the one this side sent.
-pub const OWN_HELLO_ECHOED: &str =
-    "the peer sent back our own HELLO: is the command echoing its input, like cat?";
 
 /// The context of [`Error::PeerClosed`] when the server ends its output before a HELLO.
 const BEFORE_HELLO: &str = concat!("before sending HELLO; ", crate::process::speak_peerpipe!());

@@ -8,6 +8,10 @@ use crate::error::{Error, Result};
 use crate::frame::DEFAULT_MAX_FRAME_BYTES;
 use crate::transport::{DEFAULT_PIPE_CAPACITY, DEFAULT_SHM_CAPACITY, TransportKind, Wait};
 
+/// How long [`Peer::close`](super::Peer::close) waits for the server to exit after BYE before
+/// terminating it.
+pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
 /// Default timeout for the handshake and for each reply: 10 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -4,8 +4,8 @@
 use std::io::IoSlice;
 use std::time::Duration;
 
-use super::conversation::{Peer, Pending};
 use super::reply::{CallTiming, PartsReply, PartsTarget, Reply, Target};
+use super::{Peer, Pending};
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
 use crate::frame::{self, HEADER_LEN, Header, Kind};

@@ -19,7 +19,7 @@ pub(crate) const CHECK_INTERVAL: Backoff<Duration> =
 
 /// What a side watches of where it and its peer run, and when it looks again.
 #[derive(Debug)]
-pub(crate) struct Placement {
+pub(crate) struct PlacementWatch {
     /// When the two masks are read next.
     pub(crate) next_masks: Instant,
     /// Hand-overs in a row so far, and how many the next look waits for.
@@ -36,10 +36,10 @@ pub(crate) struct Placement {
     pub(crate) moves: u64,
 }
 
-impl Placement {
+impl PlacementWatch {
     /// Nothing looked at yet; the masks first read at `next_masks`.
-    pub(crate) fn new(next_masks: Instant) -> Placement {
-        Placement {
+    pub(crate) fn new(next_masks: Instant) -> PlacementWatch {
+        PlacementWatch {
             next_masks,
             hand_overs: 0,
             hand_overs_to_look: HAND_OVERS_TO_LOOK,

@@ -3,12 +3,12 @@
 //! a placement shares the group's rounds, so that two waits are compared over bursts taken
 //! moments apart, in the same state of the machine.
 //!
-//! [`LiveGroup`] is the [`Group`] that [`peerpipe::pairing::run`] drives. Only the member being
+//! [`LiveGroup`] is the [`Group`] that [`crate::pairing::run`] drives. Only the member being
 //! measured has a running server: every other server of the group is stopped (`SIGSTOP`) for
 //! the length of the burst and continued (`SIGCONT`) for its own, so that idle servers — which
 //! spin forever with `--wait spin` — never take a core from the pair being timed. Every server
 //! is continued again when the group is dropped, whatever happened; and a run ended by a
-//! signal ([`peerpipe::interrupt`]) is seen before each burst and each round trip.
+//! signal ([`crate::interrupt`]) is seen before each burst and each round trip.
 //!
 //! At the start of every round, with every server stopped, a short probe of the cost of moving
 //! data between two CPUs ([`RoundProbe`]) says which state the machine was in for that round.
@@ -27,11 +27,11 @@ use super::format;
 use super::key::{Handler, Placement, RowId, Workload};
 use super::model::{BaselineRow, ClientWaits, Percentiles, Round, Row, shared_core_share};
 use super::reply::{Expectation, test_values, verify};
-use peerpipe::baseline::RawEcho;
+use crate::baseline::RawEcho;
+use crate::pairing::{Group, PairedRatio, Rounds, paired_ratio_by_generation};
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::error::Result;
 use peerpipe::lorenz96;
-use peerpipe::pairing::{Group, PairedRatio, Rounds, paired_ratio_by_generation};
 use peerpipe::peer::{CallTiming, DataPath, Peer};
 use peerpipe::process::{pause, resume};
 use peerpipe::stats::new_histogram;
@@ -121,9 +121,9 @@ pub(crate) fn command_line(command: &std::process::Command) -> String {
 
 /// The error that ended a round trip, or the interrupt when one came meanwhile: once a
 /// signal asked the run to end, what failed after it (a server killed by the same Ctrl-C, or
-/// after [`peerpipe::interrupt::GRACE`]) is not the story.
+/// after [`crate::interrupt::GRACE`]) is not the story.
 fn or_interrupted(error: peerpipe::Error) -> peerpipe::Error {
-    peerpipe::interrupt::check().err().unwrap_or(error)
+    crate::interrupt::check().err().unwrap_or(error)
 }
 
 impl Processes {
@@ -476,7 +476,7 @@ impl Group for LiveGroup<'_> {
     /// the client is pinned to its first allowed CPU for the probe only, apart from the
     /// partner on the second.
     fn round_starts(&mut self, _round: usize) -> Result<()> {
-        peerpipe::interrupt::check()?;
+        crate::interrupt::check()?;
         let Some(probe) = self.probe.as_mut() else {
             self.probes.push(None);
             return Ok(());
@@ -493,7 +493,7 @@ impl Group for LiveGroup<'_> {
     }
 
     fn enter(&mut self, member: usize) -> Result<()> {
-        peerpipe::interrupt::check()?;
+        crate::interrupt::check()?;
         let pid = self.server_pid(member);
         if pid != self.running {
             if let Some(running) = self.running {
@@ -514,7 +514,7 @@ impl Group for LiveGroup<'_> {
     }
 
     fn round_trip(&mut self, member: usize, timed: bool) -> Result<u64> {
-        peerpipe::interrupt::check()?;
+        crate::interrupt::check()?;
         let kind = self.member(member);
         let Some(processes) = self.processes.as_mut() else {
             return Err(peerpipe::Error::PeerClosed {

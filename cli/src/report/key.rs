@@ -14,6 +14,8 @@ use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 use serde::{Deserialize, Serialize};
 
+pub use super::placement::Placement;
+
 /// What is sent, and as what it travels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Workload {
@@ -60,49 +62,6 @@ impl FromStr for Workload {
             what: "dtype",
             reason: format!("expected f64, f32 or f64-as-f32, found {text:?}"),
         })
-    }
-}
-
-/// Where the two processes run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Placement {
-    /// Wherever the scheduler puts them.
-    Free,
-    /// Both pinned to one core (the server inherits the client's affinity at spawn).
-    Same,
-    /// Client and server pinned to two different cores: every wake-up crosses cores.
-    Split,
-}
-
-impl Placement {
-    /// `free` or `same`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Placement::Free => "free",
-            Placement::Same => "same",
-            Placement::Split => "split",
-        }
-    }
-}
-
-impl fmt::Display for Placement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
-
-impl FromStr for Placement {
-    type Err = Error;
-    fn from_str(text: &str) -> Result<Placement> {
-        match text {
-            "free" => Ok(Placement::Free),
-            "same" => Ok(Placement::Same),
-            "split" => Ok(Placement::Split),
-            _ => Err(Error::InvalidArgument {
-                what: "pin",
-                reason: format!("expected free, same or split, found {text:?}"),
-            }),
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Running the matrix: spawning servers, then measuring each group — for every wait strategy,
 //! a raw floor and every row that moves the same bytes with the same transport and placement —
 //! in interleaved rounds, so that every ratio is taken against a floor measured moments apart,
-//! and two waits are compared over bursts of the same rounds ([`peerpipe::pairing`]).
+//! and two waits are compared over bursts of the same rounds ([`crate::pairing`]).
 
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
@@ -27,10 +27,10 @@ pub use super::plan::{
 use super::reply::Expectation;
 use super::states;
 use super::sync::{self, SyncCost};
-use peerpipe::baseline::{RawEcho, route_line};
+use crate::baseline::{RawEcho, route_line};
+use crate::pairing;
+use crate::pairing::Group;
 use peerpipe::error::{Error, Result};
-use peerpipe::pairing;
-use peerpipe::pairing::Group;
 use peerpipe::peer::{Options, Peer, checked_shell_command};
 use peerpipe::process::Spawn;
 use peerpipe::transport::{TransportKind, Wait};
@@ -149,7 +149,7 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
             let all_bytes: BTreeSet<usize> =
                 waits.iter().flat_map(|&wait| plan.baseline_bytes(wait)).collect();
             for bytes in all_bytes {
-                if peerpipe::interrupt::requested().is_some() {
+                if crate::interrupt::requested().is_some() {
                     break 'run;
                 }
                 progress.set_message(format!("{bytes} B {transport} {pin}"));
@@ -173,7 +173,7 @@ pub fn run_partial(plan: &Plan, progress: &ProgressBar) -> Result<Outcome> {
         }
     }
     // A run ended by a signal says so, whatever failed on the way out.
-    if let Err(interrupted) = peerpipe::interrupt::check() {
+    if let Err(interrupted) = crate::interrupt::check() {
         error = Some(interrupted);
     }
     let sync_costs =

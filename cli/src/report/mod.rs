@@ -1,15 +1,15 @@
 //! The round-trip latency report: where the time of a round trip goes, against a raw-bytes
 //! floor measured in the same run.
 //!
-//! [`measure::run`] spawns servers and measures every combination of dtype, size, path,
-//! handler, wait strategy and placement, splitting each round trip into client encode, client
-//! decode, server time and transfer; [`baseline`](peerpipe::baseline) measures the same pair of processes moving
-//! the same bytes with plain `read`/`write`. The result is a [`Report`], which [`render`] turns
-//! into the answer, a table and a verdict, [`export`] into JSON, CSV and SVG, and [`compare`]
-//! holds against another run. [`pairing`](peerpipe::pairing) measures a floor and its rows in interleaved rounds, [`placement`]
-//! and [`cpu`] put the processes on their CPUs and watch them there, [`crosscore`] probes the
-//! machine's state at the start of every round and [`states`] finds the run's states in those
-//! probes.
+//! [`measure::run`] spawns servers and measures every combination of dtype, size, path, handler,
+//! wait strategy and placement, splitting each round trip into client encode, client decode, server
+//! time and transfer; [`baseline`](crate::baseline) measures the same pair of processes moving the
+//! same bytes with plain `read`/`write`. The result is a [`Report`], which [`render`] turns into
+//! the answer, a table and a verdict, [`export`] into JSON, CSV and SVG, and [`compare`] holds
+//! against another run. [`pairing`](crate::pairing) measures a floor and its rows in interleaved
+//! rounds, [`placement`] and [`cpu`] put the processes on their CPUs and watch them there,
+//! [`crosscore`] probes the machine's state at the start of every round and [`states`] finds the
+//! run's states in those probes.
 //!
 //! One concern per file: [`model`] holds what a run measured (the JSON document's types),
 //! [`key`] what identifies a row, [`states`] the machine's states and each row's figures in

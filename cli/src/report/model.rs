@@ -53,7 +53,7 @@ impl Percentiles {
 }
 
 /// One round of a floor or a row: the p50 of its burst in that round, and where the two
-/// processes ran (see [`pairing`](peerpipe::pairing)).
+/// processes ran (see [`pairing`](crate::pairing)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Round {
     /// p50 of the round trips of this burst.
@@ -77,7 +77,8 @@ pub struct Round {
     pub preemptions: Option<u64>,
     /// Which generation (set of freshly spawned servers, counted from 0) measured this round;
     /// `ratio_ci` treats the rounds of one generation as alike (see
-    /// [`pairing::paired_ratio_by_generation`](peerpipe::pairing::paired_ratio_by_generation)). 0 in reports written before it was recorded.
+    /// [`pairing::paired_ratio_by_generation`](crate::pairing::paired_ratio_by_generation)). 0 in
+    /// reports written before it was recorded.
     #[serde(default)]
     pub generation: u32,
     /// The machine's state at the start of the round: the p50 round trip of 4 KiB between the first
@@ -201,12 +202,12 @@ pub struct Row {
     pub mb_per_s: f64,
     /// The paired ratio to the floor with the same bytes, transport, wait and placement: the median
     /// over rounds of (this row's p50 ÷ the floor's p50 in the same round); see
-    /// [`pairing`](peerpipe::pairing). When the rounds carry machine states, over the rounds of the
+    /// [`pairing`](crate::pairing). When the rounds carry machine states, over the rounds of the
     /// row's main state only ([`states::main_state`](super::states::main_state)): ratios of
     /// different states are not one quantity.
     pub ratio_to_baseline: Option<f64>,
     /// The 95 % confidence interval of `ratio_to_baseline`, by rounds and by generation (see
-    /// [`pairing::paired_ratio_by_generation`](peerpipe::pairing::paired_ratio_by_generation)),
+    /// [`pairing::paired_ratio_by_generation`](crate::pairing::paired_ratio_by_generation)),
     /// over the same rounds.
     #[serde(default)]
     pub ratio_ci: Option<[f64; 2]>,

@@ -1,8 +1,54 @@
-//! Where the client and its servers run: the default placement and pinning.
+//! Where the client and its servers run: the [`Placement`] a row is measured at, the default
+//! one, and the [`Placer`] that pins the client and its servers where a placement says.
+
+use std::fmt;
+use std::str::FromStr;
 
 use super::cpu::Pinned;
-use super::key::Placement;
 use peerpipe::error::{Error, Result};
+
+/// Where the two processes run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Placement {
+    /// Wherever the scheduler puts them.
+    Free,
+    /// Both pinned to one core (the server inherits the client's affinity at spawn).
+    Same,
+    /// Client and server pinned to two different cores: every wake-up crosses cores.
+    Split,
+}
+
+impl Placement {
+    /// `free` or `same`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Placement::Free => "free",
+            Placement::Same => "same",
+            Placement::Split => "split",
+        }
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+impl FromStr for Placement {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Placement> {
+        match text {
+            "free" => Ok(Placement::Free),
+            "same" => Ok(Placement::Same),
+            "split" => Ok(Placement::Split),
+            _ => Err(Error::InvalidArgument {
+                what: "pin",
+                reason: format!("expected free, same or split, found {text:?}"),
+            }),
+        }
+    }
+}
 
 /// The placement `peer` uses when none is given: `split` when this process may run on two
 /// CPUs or more, else `free`.

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::pairing::{Burst, Schedule};
+use crate::rng::seed_from_clock;
 use peerpipe::error::{Error, Result};
-use peerpipe::pairing::{Burst, Schedule};
 use peerpipe::peer::{DataPath, Options};
-use peerpipe::rng::seed_from_clock;
 use peerpipe::transport::{DEFAULT_SPIN_BUDGET, TransportKind, Wait};
 
 use super::key::{Placement, Workload};
@@ -237,9 +237,9 @@ impl PlanRequest {
 pub struct Plan {
     /// The `peer` binary, used for servers and baselines.
     pub peer_exe: PathBuf,
-    /// A server command for `sh -c` instead of `peer_exe --role server`; for a transport
-    /// other than a pipe, `--transport KIND` is appended (see [`route_line`](peerpipe::baseline::route_line)) when it starts
-    /// `peer --role server` (it contains `--role server`).
+    /// A server command for `sh -c` instead of `peer_exe --role server`; for a transport other than
+    /// a pipe, `--transport KIND` is appended (see [`route_line`](crate::baseline::route_line))
+    /// when it starts `peer --role server` (it contains `--role server`).
     pub spawn: Option<String>,
     /// The command the raw floors run through, with `--raw-echo BYTES` appended (and
     /// `--transport KIND` when not a pipe), e.g. `ssh host peer --role server`; `None` runs
@@ -269,7 +269,7 @@ pub struct Plan {
     pub length: RowLength,
     /// Warm-up per row.
     pub warmup: Duration,
-    /// Rounds per group (see [`peerpipe::pairing`]).
+    /// Rounds per group (see [`crate::pairing`]).
     pub rounds: u32,
     /// Generations per group: the rounds are split into this many runs of freshly spawned
     /// servers (and freshly allocated buffers), so that what differs from one process to the
@@ -287,7 +287,8 @@ pub struct Plan {
     pub sync_operations: u64,
     /// Budget per round trip for the verdict.
     pub budget: Duration,
-    /// Busy threads run beside the client and servers for the whole run ([`Load`](super::load::Load)).
+    /// Busy threads run beside the client and servers for the whole run
+    /// ([`Load`](super::load::Load)).
     pub load: u32,
 }
 

@@ -54,7 +54,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::{MachineState, Report, Round};
-use peerpipe::pairing::{self, paired_difference_by_generation, paired_ratio_by_generation};
+use crate::pairing::{self, paired_difference_by_generation, paired_ratio_by_generation};
 
 /// Two groups of probes are two states only when their medians differ by at least this
 /// factor (see the [module documentation](self)).

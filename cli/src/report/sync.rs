@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use peerpipe::baseline::RawEcho;
+use crate::baseline::RawEcho;
 use peerpipe::error::Result;
 use peerpipe::transport::{TransportKind, Wait};
 
@@ -49,10 +49,11 @@ fn per_op(operations: u64, mut op: impl FnMut()) -> f64 {
 /// The in-process entries: no lock, an uncontended `std::sync::Mutex`, a re-entrant mutex
 /// (`parking_lot::ReentrantMutex`, locked twice by one thread), a process-shared semaphore
 /// post + take within one process, and a futex wake with nobody waiting (what a writer pays
-/// per message when the reader sleeps; both from [`peerpipe::primitives`]).
+/// per message when the reader sleeps; both from [`peerpipe_probe`]).
 ///
 /// # Errors
-/// [`peerpipe::Error::Sys`] when the shared mapping for the semaphore cannot be made.
+/// [`peerpipe::Error::Io`] when the shared page for the semaphore cannot be mapped or a
+/// semaphore or futex call fails.
 pub fn measure_in_process(operations: u64) -> Result<Vec<SyncCost>> {
     let operations = operations.max(1);
     let entry = |primitive: &str, operation: &str, ns_per_op: f64| SyncCost {
@@ -76,7 +77,7 @@ pub fn measure_in_process(operations: u64) -> Result<Vec<SyncCost>> {
         inner.set(outer.get() + 1);
     });
 
-    let shared = peerpipe::primitives::measure_in_process(operations)?;
+    let shared = peerpipe_probe::measure_in_process(operations)?;
     Ok(vec![
         entry("no lock", "increment a counter", no_lock),
         entry("std::sync::Mutex", "lock + increment + unlock, uncontended", std_mutex),

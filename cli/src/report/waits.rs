@@ -6,7 +6,7 @@
 //! the state the machine was in most, says how the two waits compare on this machine without
 //! a change of speed between them.
 
-use peerpipe::pairing::{PairedRatio, paired_ratio};
+use crate::pairing::{PairedRatio, paired_ratio};
 
 use super::format;
 use super::key::RowId;

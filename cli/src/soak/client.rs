@@ -6,11 +6,11 @@ use std::time::Instant;
 use super::random::{random_f32_bits, random_f64_bits, skewed_len};
 use super::stats::{KEPT_MISMATCHES, Stats};
 use super::verify::{ValueKind, replies_match, verify};
+use crate::rng::Rng;
 use peerpipe::codec::{Values, ValuesMut};
 use peerpipe::error::{Error, Result};
 use peerpipe::frame::HEADER_LEN;
 use peerpipe::peer::{DataPath, Peer};
-use peerpipe::rng::Rng;
 
 /// The most requests a pipelined batch sends before receiving.
 pub const MAX_PIPELINE_DEPTH: usize = 8;
@@ -211,7 +211,7 @@ impl Client {
     fn warm_up_batches(&mut self) -> Result<()> {
         for path in [DataPath::ZeroCopy, DataPath::Codec] {
             for kind in ValueKind::ALL {
-                if peerpipe::interrupt::requested().is_some() {
+                if crate::interrupt::requested().is_some() {
                     return Ok(());
                 }
                 self.batch(path, &[(kind, self.max_elements)])?;
@@ -265,12 +265,12 @@ impl Client {
     }
 
     /// Calls [`Client::exchange`] until `deadline`, or until a signal asks the run to end
-    /// ([`peerpipe::interrupt`]).
+    /// ([`crate::interrupt`]).
     ///
     /// # Errors
     /// The first error of [`Client::exchange`].
     pub fn run_until(&mut self, deadline: Instant) -> Result<()> {
-        while Instant::now() < deadline && peerpipe::interrupt::requested().is_none() {
+        while Instant::now() < deadline && crate::interrupt::requested().is_none() {
             self.exchange()?;
         }
         Ok(())

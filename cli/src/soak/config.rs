@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use crate::rng::splitmix64;
 use peerpipe::error::{Error, Result};
 use peerpipe::peer::Options;
-use peerpipe::rng::splitmix64;
 use peerpipe::transport::TransportKind;
 use peerpipe::units::format_duration;
 use std::time::Duration;
@@ -116,7 +116,7 @@ impl Config {
 
 /// A seed from the clock, for runs that were given none (print it so the run can be replayed).
 pub fn seed_from_clock() -> u64 {
-    peerpipe::rng::seed_from_clock()
+    crate::rng::seed_from_clock()
 }
 
 /// The seed of pair `index` derived from the run's seed.

@@ -1,7 +1,7 @@
 //! The random bit patterns and sizes a soak sends.
 
+use crate::rng::Rng;
 use peerpipe::codec::{F32_EDGE_BITS, F64_EDGE_BITS};
-use peerpipe::rng::Rng;
 
 // Random values
 

@@ -49,7 +49,7 @@ pub struct SoakReport {
     /// This process, then each server.
     pub processes: Vec<ProcessUsage>,
     /// The signal that ended the soak before its time (`SIGINT`, …; see
-    /// [`peerpipe::interrupt`]), if one did.
+    /// [`crate::interrupt`]), if one did.
     pub interrupted_by: Option<String>,
 }
 

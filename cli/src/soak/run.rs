@@ -138,7 +138,7 @@ pub fn run(config: &Config) -> Result<SoakReport> {
         pairs,
         total,
         processes,
-        interrupted_by: peerpipe::interrupt::requested().map(|signal| signal.as_str().to_owned()),
+        interrupted_by: crate::interrupt::requested().map(|signal| signal.as_str().to_owned()),
     })
 }
 

@@ -4,7 +4,7 @@ use super::*;
 
 /// `count` sleeps a millisecond apart, hand-overs or not: whether the last one moved.
 fn sleeps(
-    placement: &mut Placement,
+    placement: &mut PlacementWatch,
     fake: &mut Fake,
     now: &mut Instant,
     count: u32,
@@ -22,7 +22,7 @@ fn sleeps(
 #[test]
 fn a_side_handing_its_core_to_its_peer_moves_to_the_idle_cpu_after_a_few_hand_overs() {
     let mut fake = Fake::shared_core();
-    let mut placement = Placement::new(Instant::now());
+    let mut placement = PlacementWatch::new(Instant::now());
     let mut now = Instant::now();
     assert!(!sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK.get() - 1, true));
     assert!(
@@ -42,11 +42,11 @@ fn a_side_handing_its_core_to_its_peer_moves_to_the_idle_cpu_after_a_few_hand_ov
 fn a_peer_asleep_beside_it_counts_as_not_runnable() {
     // The peer sleeps on this core; a third task is runnable: it holds the other CPU.
     let mut fake = Fake { peer: Some((0, false)), others: Some(1), ..Fake::shared_core() };
-    let mut placement = Placement::new(Instant::now());
+    let mut placement = PlacementWatch::new(Instant::now());
     assert!(!sleeps(&mut placement, &mut fake, &mut Instant::now(), 100, true));
     // With the peer asleep and nothing else runnable, the other CPU is idle.
     let mut fake = Fake { peer: Some((0, false)), ..Fake::shared_core() };
-    let mut placement = Placement::new(Instant::now());
+    let mut placement = PlacementWatch::new(Instant::now());
     assert!(sleeps(&mut placement, &mut fake, &mut Instant::now(), HAND_OVERS_TO_LOOK.get(), true));
 }
 
@@ -58,7 +58,7 @@ fn it_moves_to_the_cpu_idle_longest_since_its_last_look() {
         others: Some(1),
         ..Fake::shared_core()
     };
-    let mut placement = Placement::new(Instant::now());
+    let mut placement = PlacementWatch::new(Instant::now());
     let mut now = Instant::now();
     assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK.get(), true));
     assert_eq!(fake.moves, vec![2]);
@@ -71,7 +71,7 @@ fn it_moves_to_the_cpu_idle_longest_since_its_last_look() {
 
 /// Counts the looks of `placement` over `count` hand-overs `step` apart.
 fn looks_over(
-    placement: &mut Placement,
+    placement: &mut PlacementWatch,
     fake: &mut Fake,
     now: &mut Instant,
     count: u32,
@@ -90,7 +90,7 @@ fn looks_over(
 #[test]
 fn looks_that_find_nothing_to_do_come_ever_further_apart_in_time_and_in_hand_overs() {
     let mut fake = Fake { others: Some(1), ..Fake::shared_core() };
-    let mut placement = Placement::new(Instant::now());
+    let mut placement = PlacementWatch::new(Instant::now());
     let mut now = Instant::now();
     // Hand-overs 10 µs apart beside busy work for a second: each look waits for twice the
     // time and twice the hand-overs of the one before, up to 16 ms and 1024; then the time
@@ -108,7 +108,7 @@ fn looks_that_find_nothing_to_do_come_ever_further_apart_in_time_and_in_hand_ove
 #[test]
 fn round_trips_in_bursts_far_apart_carry_a_look_in_one_of_a_thousand_at_most() {
     let mut fake = Fake { others: Some(1), ..Fake::shared_core() };
-    let mut placement = Placement::new(Instant::now());
+    let mut placement = PlacementWatch::new(Instant::now());
     let mut now = Instant::now();
     // 100 bursts of 200 hand-overs 5 µs apart, 20 ms between bursts (over CHECK_INTERVAL's 16 ms):
     // timed alone, every burst would carry a look.
@@ -124,7 +124,7 @@ fn round_trips_in_bursts_far_apart_carry_a_look_in_one_of_a_thousand_at_most() {
 #[test]
 fn after_a_move_the_next_look_comes_at_the_next_row_of_hand_overs() {
     let mut fake = Fake::shared_core();
-    let mut placement = Placement::new(Instant::now());
+    let mut placement = PlacementWatch::new(Instant::now());
     let mut now = Instant::now();
     assert!(sleeps(&mut placement, &mut fake, &mut now, HAND_OVERS_TO_LOOK.get(), true));
     // The peer followed to CPU 1 (it was woken there): the two share a core again.
@@ -143,7 +143,7 @@ fn nothing_moves_with_the_peer_elsewhere_one_cpu_allowed_or_the_machine_unknown(
         Fake { others: None, ..Fake::shared_core() },
     ] {
         let mut fake = fake;
-        let mut placement = Placement::new(Instant::now());
+        let mut placement = PlacementWatch::new(Instant::now());
         assert!(!sleeps(&mut placement, &mut fake, &mut Instant::now(), 100, true), "{fake:?}");
         assert!(fake.moves.is_empty());
         // Only a look that finds the two on one core, with CPUs to spare, asks the machine.
@@ -263,7 +263,7 @@ fn a_kept_peer_file_serves_the_looks_too_and_closes_with_its_os() {
     assert_eq!(holding(), 1, "kept open from the start");
     assert!(os.current().is_some() && os.peer().is_some(), "a live peer's CPU is known");
     // Hand-overs enough for a look, which reads the peer through the same file.
-    let (mut placement, mut now) = (Placement::new(Instant::now()), Instant::now());
+    let (mut placement, mut now) = (PlacementWatch::new(Instant::now()), Instant::now());
     for _ in 0..HAND_OVERS_TO_LOOK.get() {
         now += Duration::from_millis(1);
         placement.after_giving_up_the_core(&mut os, now, true);

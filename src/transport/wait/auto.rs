@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use super::strategy::DEFAULT_SPIN_BUDGET;
 use crate::transport::auto_counts::AutoCounts;
 use crate::transport::backoff::{Backoff, Countdown};
-use crate::transport::placement::{Cpus, Os, Placement};
+use crate::transport::placement::{Cpus, Os, PlacementWatch};
 
 /// The spin budget of waits that start or resume spinning, doubled up to the longest spin.
 pub(crate) const AUTO_SPIN_BUDGET: Backoff<Duration> =
@@ -73,14 +73,14 @@ pub struct AutoWaiter<C = Os> {
     counts: AutoCounts,
     cpus: C,
     /// Where a watched peer and this side run.
-    peer: Option<Box<Placement>>,
+    peer: Option<Box<PlacementWatch>>,
 }
 
 impl AutoWaiter {
     /// Watches process `peer` from now on, its `/proc/PID/stat` kept open when `keep_file`.
     pub(crate) fn watch_peer(&mut self, peer: u32, keep_file: bool) {
         self.cpus = Os::new(peer, keep_file);
-        self.peer = Some(Box::new(Placement::new(Instant::now() + CONFINED_RECHECK)));
+        self.peer = Some(Box::new(PlacementWatch::new(Instant::now() + CONFINED_RECHECK)));
     }
 }
 
@@ -97,7 +97,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
             confined: false,
             counts: AutoCounts::default(),
             cpus,
-            peer: watch_from.map(|from| Box::new(Placement::new(from + CONFINED_RECHECK))),
+            peer: watch_from.map(|from| Box::new(PlacementWatch::new(from + CONFINED_RECHECK))),
         }
     }
 

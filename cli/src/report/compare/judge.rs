@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use peerpipe::pairing::PairedDifference;
+use crate::pairing::PairedDifference;
 
 use crate::report::model::{BaselineRow, MachineState, Report, Row};
 use crate::report::states::{self, StateFigures};

@@ -5,7 +5,7 @@
 //! [`Mode`]:
 //!
 //! - [`Mode::Paired`] (the default of `peer compare`): a row is judged against its own floor
-//!   from the same run ([`peerpipe::pairing`]), so two runs taken while the machine ran at
+//!   from the same run ([`crate::pairing`]), so two runs taken while the machine ran at
 //!   different speeds compare correctly. Floors measure the machine and are shown, not judged.
 //!
 //!   When both reports found the machine's states ([`states`](super::states)), like is compared

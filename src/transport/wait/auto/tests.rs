@@ -1,6 +1,6 @@
 use super::*;
 use crate::transport::placement::fake::{Fake, Reads};
-use crate::transport::wait::spin::AUTO_YIELD_RAN_ANOTHER;
+use crate::transport::wait::waiter::AUTO_YIELD_RAN_ANOTHER;
 
 const US: Duration = Duration::from_micros(1);
 /// Most waits between two probes, and between two yield probes.

@@ -5,21 +5,25 @@
 //! - the echo comes back into a buffer of its own, as a reply does (reading into pages just
 //!   lent to the pipe cost 20 % more at 256 KiB here);
 //! - from [`LEND_MIN_BYTES`] on a pipe, the client lends its pages with `vmsplice`, as
-//!   [`crate::Peer::call`] lends a zero-copy payload, after copying a header's worth of bytes
+//!   [`peerpipe::Peer::call`] lends a zero-copy payload, after copying a header's worth of bytes
 //!   first: like a frame's header, they wake the server, which starts reading while the rest
 //!   is being lent (without it the floor read 5–8 % slower than the product from 512 KiB);
-//!   the raw server answers such a message the same way (`server::serve_raw_echo`).
+//!   the raw server answers such a message the same way ([`serve_raw_echo`]).
+//!
+//! [`RawEcho`] is the client side; [`serve_raw_echo`] the server's loop, which `peer --role
+//! server --raw-echo BYTES` runs. Both are the `peer` command's measuring tools, built on the
+//! library's public transport and process API.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::clock::{self, Stamp};
-use crate::error::{Error, Result};
-use crate::frame::HEADER_LEN;
-use crate::process::{ChildGuard, Spawn, spawn_with_transport};
-use crate::transport::{
+use peerpipe::clock::{self, Stamp};
+use peerpipe::error::{Error, Result};
+use peerpipe::frame::HEADER_LEN;
+use peerpipe::process::{ChildGuard, Spawn, spawn_with_transport};
+use peerpipe::transport::{
     DEFAULT_SHM_CAPACITY, Deadline, LEND_MIN_BYTES, Transport, TransportKind, Wait,
 };
 
@@ -28,7 +32,7 @@ use crate::transport::{
 /// needs.
 ///
 /// ```
-/// use peerpipe::baseline::route_line;
+/// use peerpipe_cli::baseline::route_line;
 /// use peerpipe::TransportKind;
 /// assert_eq!(
 ///     route_line("ssh h peer --role server", "--raw-echo 8", TransportKind::Pipe),
@@ -124,7 +128,7 @@ impl RawEcho {
     ///
     /// # Errors
     /// [`Error::CannotStart`] naming the route's program when the route is a simple command
-    /// whose program is not there ([`crate::peer::checked_shell_command`]); otherwise as
+    /// whose program is not there ([`peerpipe::peer::checked_shell_command`]); otherwise as
     /// [`RawEcho::spawn`].
     pub fn spawn_route(
         route: &str,
@@ -136,8 +140,8 @@ impl RawEcho {
         // `exec` for a simple command, as the rows' servers run: the spawned process is then
         // the route's own (the `ssh` client), which is stopped between bursts and reaped,
         // rather than a shell that would keep the route's pipes open after it died.
-        let command = crate::peer::checked_shell_command(&line)?;
-        let launched = crate::launcher::starts_elsewhere(&command);
+        let command = peerpipe::peer::checked_shell_command(&line)?;
+        let launched = peerpipe::launcher::starts_elsewhere(&command);
         let mut echo = RawEcho::spawn_command(command, Some(line), bytes, spawn, timeout)?;
         echo.launched = launched;
         Ok(echo)
@@ -183,7 +187,7 @@ impl RawEcho {
     }
 
     /// True when the route's program is a launcher that started the server elsewhere (`ssh`,
-    /// `srun`: [`crate::launcher::starts_elsewhere`]): the spawned process is then not the
+    /// `srun`: [`peerpipe::launcher::starts_elsewhere`]): the spawned process is then not the
     /// server, and stopping it would not stop the server (`srun` would only log every
     /// `SIGCONT`, and could not answer Slurm while stopped).
     pub fn behind_launcher(&self) -> bool {
@@ -201,7 +205,7 @@ impl RawEcho {
 
     /// `error`, which ended a round trip, naming this floor; when its server had died
     /// (within a moment: its end of stream may come first), [`Error::PeerExited`] saying
-    /// how, as [`crate::Peer`] reports a handler server's death.
+    /// how, as [`peerpipe::Peer`] reports a handler server's death.
     pub fn name_error(&mut self, error: Error) -> Error {
         let patience = match error {
             Error::PeerClosed { .. } | Error::Truncated { .. } => Duration::from_millis(100),
@@ -209,8 +213,8 @@ impl RawEcho {
         };
         let name = self.describe();
         match self.child.wait_timeout(patience) {
-            Ok(Some(status)) => crate::process::exited(status, format!("({error}); {name}")),
-            _ => crate::process::naming(error, &name),
+            Ok(Some(status)) => peerpipe::process::exited(status, format!("({error}); {name}")),
+            _ => peerpipe::process::naming(error, &name),
         }
     }
 
@@ -220,7 +224,7 @@ impl RawEcho {
     }
 
     /// True when the message is lent to the pipe (`vmsplice`) rather than copied into it: on
-    /// a pipe from [`LEND_MIN_BYTES`], as [`crate::Peer::call`] does with zero-copy payloads.
+    /// a pipe from [`LEND_MIN_BYTES`], as [`peerpipe::Peer::call`] does with zero-copy payloads.
     pub fn lends(&self) -> bool {
         self.lend
     }
@@ -285,12 +289,55 @@ impl RawEcho {
         self.transport = None;
         match self.child.wait_timeout(CLOSE_GRACE)? {
             Some(status) if status.success() => Ok(()),
-            Some(status) => Err(crate::process::exited(status, "after the baseline".into())),
+            Some(status) => Err(peerpipe::process::exited(status, "after the baseline".into())),
             None => {
                 let status = self.child.terminate()?;
                 let context = "after not exiting at end of stream (baseline)".into();
-                Err(crate::process::exited(status, context))
+                Err(peerpipe::process::exited(status, context))
             }
         }
+    }
+}
+
+/// The raw-bytes baseline server: reads exactly `bytes` bytes, writes them back unchanged, and
+/// repeats until end of stream. No framing, no HELLO, no conversion: the floor a framed round
+/// trip of the same size is compared with. Returns the number of round trips served.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `bytes` is 0; [`Error::Truncated`] when the stream ends
+/// inside a message; I/O errors.
+pub fn serve_raw_echo(transport: &mut Transport, bytes: usize) -> Result<u64> {
+    if bytes == 0 {
+        return Err(Error::InvalidArgument {
+            what: "raw echo size",
+            reason: "must be at least 1 byte".into(),
+        });
+    }
+    let mut buf = vec![0u8; bytes];
+    // From the size at which a client lends its payloads, a large echo goes out on a pipe as a
+    // frame does: a header's worth of bytes first, which wakes the reader, then the rest
+    // (without it the floor read about 5 % slower than the product at 8 MiB).
+    let header_first = transport.kind() == TransportKind::Pipe && bytes >= LEND_MIN_BYTES;
+    let mut served = 0;
+    loop {
+        match transport.recv_exact(&mut buf, Deadline::NEVER)? {
+            got if got == bytes => {}
+            0 => return Ok(served),
+            got => {
+                return Err(Error::Truncated {
+                    what: "raw message",
+                    expected: bytes as u64,
+                    got: got as u64,
+                });
+            }
+        }
+        if header_first {
+            let (first, rest) = buf.split_at(HEADER_LEN);
+            transport.send_bytes(first, Deadline::NEVER)?;
+            transport.send_bytes(rest, Deadline::NEVER)?;
+        } else {
+            transport.send_bytes(&buf, Deadline::NEVER)?;
+        }
+        served += 1;
     }
 }

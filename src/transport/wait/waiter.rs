@@ -1,5 +1,6 @@
-//! One wait, poll by poll: [`Waits::ready`] spins, yields and sleeps as the strategy says, and
-//! [`Waits::waited`] ends the wait, telling [`AutoWaiter`] what it saw.
+//! How a transport waits, whatever its strategy (block included): its [`Waiter`] runs one wait
+//! ([`Waiting`]) poll by poll — [`Waiter::ready`] spins, yields and sleeps as the strategy
+//! says, and [`Waiter::waited`] ends the wait, telling [`AutoWaiter`] what it saw.
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ pub(crate) const AUTO_YIELD_RAN_ANOTHER: Duration = Duration::from_micros(3);
 
 /// How one transport waits: its strategy, and what [`Wait::Auto`] learned of the connection.
 #[derive(Debug)]
-pub(crate) struct Waits {
+pub(crate) struct Waiter {
     pub(crate) strategy: Wait,
     pub(crate) auto: AutoWaiter,
 }
@@ -33,7 +34,7 @@ pub(crate) struct Waiting {
     spin_yields: u32,
 }
 
-impl Waits {
+impl Waiter {
     /// Called when `link` could not make progress in `direction`: returns when the caller
     /// should retry, or the timeout error (waiting for `waiting_for`).
     #[inline]

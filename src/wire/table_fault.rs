@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use super::layout::{MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN};
-use super::shape::PartDtype;
+use super::part_layout::{MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN};
+use super::part_shape::PartDtype;
 
 /// Why a part table was refused: one variant per check of docs/PROTOCOL.md §15 (T1–T10),
 /// each naming what it found.

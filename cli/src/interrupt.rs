@@ -12,7 +12,7 @@
 //! that a wait for a server that does not answer ends at once instead of at its deadline. A
 //! second signal ends the process at once (`_exit(128 + signal)`), the last resort of a user
 //! who pressed Ctrl-C twice; the servers of a report then die with it (`PR_SET_PDEATHSIG`,
-//! see [`crate::process`]), and those of a soak, never stopped, see their input end.
+//! see [`peerpipe::process`]), and those of a soak, never stopped, see their input end.
 //!
 //! A signal that was ignored when the program started stays ignored: `nohup peer …` keeps
 //! running when its terminal hangs up, and a background job of a non-interactive shell, which
@@ -31,7 +31,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::error::{Error, Result};
+use peerpipe::error::{Error, Result};
 
 /// How long a run gets, after the first signal, to end by itself before the killing thread
 /// kills this process's children: 1 s.
@@ -97,7 +97,7 @@ fn ignored_signals() -> u64 {
 }
 
 /// Kills (`SIGKILL`) every process whose parent is this process; they are reaped by whoever
-/// owns them ([`crate::process`]'s guards).
+/// owns them ([`peerpipe::process`]'s guards).
 fn kill_children() {
     let me = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else { return };

@@ -1,14 +1,16 @@
-//! `RemoteRhs` with a paired floor: segments of calls, each followed by a burst of the raw
-//! floor, give an overhead ratio with its interval, and nothing outlives `close`.
+//! `RemoteRhs` with a paired floor (`PairedRhs`): segments of calls, each followed by a burst
+//! of the raw floor, give an overhead ratio with its interval, and nothing outlives `close`.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::sync::Mutex;
 
 use common::{Watchdog, child_processes, leftovers, peer_exe, secs, serialize};
-use peerpipe::baseline::RawEcho;
 use peerpipe::rhs::RemoteRhs;
 use peerpipe::{Options, TransportKind, Wait, lorenz96};
+use peerpipe_cli::baseline::RawEcho;
+use peerpipe_cli::paired_rhs::PairedRhs;
 
 /// Both tests spawn servers; one asserts that no child of this process is left, so they take
 /// turns (the other test's live servers would otherwise be counted as leaks).
@@ -31,7 +33,8 @@ fn a_paired_floor_records_one_segment_per_n_calls_and_gives_an_overhead_ratio() 
             options.timeout,
         )
         .unwrap();
-        let mut rhs = RemoteRhs::spawn_server(peer_exe(), "lorenz96", options).unwrap();
+        let mut rhs =
+            PairedRhs::new(RemoteRhs::spawn_server(peer_exe(), "lorenz96", options).unwrap());
         rhs.pair_with_floor(echo, 10, 20).unwrap();
         let mut x = vec![lorenz96::FORCING; n];
         x[0] += 0.01;
@@ -42,14 +45,14 @@ fn a_paired_floor_records_one_segment_per_n_calls_and_gives_an_overhead_ratio() 
             assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
             x.iter_mut().zip(&got).for_each(|(xi, di)| *xi += 1e-3 * di);
         }
-        let stats = rhs.stats();
+        let (stats, floor) = (rhs.stats(), rhs.floor());
         assert_eq!(stats.calls, 65);
-        assert_eq!(stats.segments.len(), 6, "{transport}: one segment per 10 calls");
-        assert!(stats.segments.iter().all(|s| s.overhead_p50_ns > 0 && s.floor_p50_ns > 0));
-        assert!(stats.floor_wall_ns > 0);
-        let ratio = stats.overhead_ratio().expect("a ratio once segments exist");
+        assert_eq!(floor.segments.len(), 6, "{transport}: one segment per 10 calls");
+        assert!(floor.segments.iter().all(|s| s.overhead_p50_ns > 0 && s.floor_p50_ns > 0));
+        assert!(floor.floor_wall_ns > 0);
+        let ratio = floor.overhead_ratio().expect("a ratio once segments exist");
         assert!(ratio.ci[0] <= ratio.median && ratio.median <= ratio.ci[1], "{ratio:?}");
-        assert!(stats.floor_p50_ns().is_some());
+        assert!(floor.floor_p50_ns().is_some());
         rhs.close().unwrap();
         assert_eq!(child_processes(), [], "{transport}: close reaps the server and the floor");
     }
@@ -67,14 +70,15 @@ fn a_paired_floor_needs_calls_and_round_trips_and_a_refusal_loses_nothing() {
         Some(secs(5)),
     )
     .unwrap();
-    let mut rhs = RemoteRhs::spawn_server(peer_exe(), "echo", Options::default()).unwrap();
+    let mut rhs =
+        PairedRhs::new(RemoteRhs::spawn_server(peer_exe(), "echo", Options::default()).unwrap());
     let err = rhs.pair_with_floor(echo, 0, 20).unwrap_err().to_string();
     assert!(err.contains("at least 1 call per segment") && err.contains("found 0 and 20"), "{err}");
     // The refusal loses nothing: the derivative server still answers, and no floor was kept.
     let mut out = [0.0; 4];
     rhs.eval(&[1.0, 2.0, 3.0, 4.0], &mut out).unwrap();
     assert_eq!(out, [1.0, 2.0, 3.0, 4.0]);
-    assert!(rhs.stats().segments.is_empty());
+    assert!(rhs.floor().segments.is_empty());
     rhs.close().unwrap();
 }
 
@@ -92,7 +96,9 @@ fn paired_floor_client_entry() {
     let rhs = std::thread::spawn(move || {
         let echo = RawEcho::spawn(peer_exe().as_ref(), 64 * 8, options.wait, transport, None, None)
             .expect("spawn the floor");
-        let mut rhs = RemoteRhs::spawn_server(peer_exe(), "lorenz96", options).expect("spawn");
+        let mut rhs = PairedRhs::new(
+            RemoteRhs::spawn_server(peer_exe(), "lorenz96", options).expect("spawn"),
+        );
         let floor = echo.server_pid();
         rhs.pair_with_floor(echo, 1000, 10).expect("pair");
         (rhs, floor)
