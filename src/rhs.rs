@@ -160,6 +160,30 @@ impl RhsStats {
         self.overheads.saturating_record(t.round_trip_ns.saturating_sub(t.server_ns));
     }
 
+    /// Forgets every call counted so far, as before the first: counts, sums, both
+    /// histograms (their memory kept), the paired floor's segments and its wall time.
+    fn clear(&mut self) {
+        let RhsStats {
+            calls,
+            encode_ns,
+            decode_ns,
+            server_ns,
+            transfer_ns,
+            round_trip_ns,
+            round_trips,
+            overheads,
+            segments,
+            floor_wall_ns,
+        } = self;
+        for sum in [calls, encode_ns, decode_ns, server_ns, transfer_ns, round_trip_ns] {
+            *sum = 0;
+        }
+        *floor_wall_ns = 0;
+        round_trips.reset();
+        overheads.reset();
+        segments.clear();
+    }
+
     /// Mean round trip in nanoseconds (0 before the first call).
     pub fn mean_round_trip_ns(&self) -> u64 {
         self.round_trip_ns.checked_div(self.calls).unwrap_or(0)
@@ -487,9 +511,33 @@ impl RemoteRhs {
         self.last
     }
 
-    /// Cumulative timing.
+    /// Cumulative timing: every call since the `RemoteRhs` was made, or since
+    /// [`RemoteRhs::reset_stats`].
     pub fn stats(&self) -> &RhsStats {
         &self.stats
+    }
+
+    /// Starts the statistics afresh, e.g. between two solves: [`RemoteRhs::stats`] then
+    /// counts only the calls made after it. With a paired floor, the segment under way is
+    /// dropped too, so that no segment mixes calls from before and after. Allocates nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use peerpipe::{Options, rhs::RemoteRhs};
+    /// let mut rhs = RemoteRhs::spawn_server("peer", "lorenz96", Options::default())?;
+    /// let (x, mut dx) = (vec![8.0; 40], vec![0.0; 40]);
+    /// rhs.eval(&x, &mut dx)?; // a first solve
+    /// rhs.reset_stats();
+    /// rhs.eval(&x, &mut dx)?; // the second
+    /// assert_eq!(rhs.stats().calls, 1);
+    /// # Ok::<(), peerpipe::Error>(())
+    /// ```
+    pub fn reset_stats(&mut self) {
+        self.stats.clear();
+        if let Some(floor) = &mut self.floor {
+            floor.overheads.clear();
+        }
     }
 
     /// The underlying peer (its server HELLO, pipe capacity, pid).
