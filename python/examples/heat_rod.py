@@ -14,8 +14,9 @@ computing) and as many steps of a copy of this half while the server is idle, so
 the bare round trip and the half computed alone meet the same machine states. Printed, every
 figure a p50 (the median over steps): a split step and its two parts here (the exchange, then
 this half's compute), this half computed alone, the server's half, the bare round trip, one
-process stepping the whole rod, and the whole rod's compute per step above which splitting it
-in two pays on this machine (twice the exchange: a split step costs the exchange and half the
+process stepping the whole rod, whether a split step stays within the slower half's compute
++ 1.3 x the bare round trip, and the whole rod's compute per step above which splitting it in
+two pays on this machine (twice the exchange: a split step costs the exchange and half the
 compute, one process the whole compute); a JSON line ends the output. Exits 1 unless
 bit-identical.
 """
@@ -170,6 +171,8 @@ def main():
     # (2 x a half's) exceeds 2 x the exchange.
     f["split_pays_above_ns"] = 2 * f["exchange_p50_ns"]
     f["split_pays"] = f["step_p50_ns"] < f["one_process_p50_ns"]
+    bound = max(f["compute_p50_ns"], f["server_compute_p50_ns"]) + 1.3 * f["ping_p50_ns"]
+    f["within"] = f["step_p50_ns"] <= bound
     us = lambda ns: f"{ns / 1000:7.1f} us"  # noqa: E731
     slower = f["compute_p50_ns"] / max(f["compute_alone_p50_ns"], 1)
     print(
@@ -194,6 +197,10 @@ def main():
         f"side computes too"
     )
     print(f"  bare round trip       {us(f['ping_p50_ns'])}  the same call, neither side computing")
+    print(
+        f"  slower half + 1.3 x bare round trip {bound / 1000:.1f} us: the split step is "
+        + ("within it" if f["within"] else "over it")
+    )
     half = f["compute_alone_p50_ns"] / max(f["one_process_p50_ns"], 1)
     print(
         f"  one process           {us(f['one_process_p50_ns'])}  the whole rod's step (half the "
