@@ -1,10 +1,11 @@
 //! What a Python server's first request would pay beyond its second, paid before its HELLO:
 //! numpy's import (50–110 ms when the model's script had not imported it), rust-numpy's C API
 //! and borrow checking, a first array of each dtype made, read and copied as a request and a
-//! reply are, and a first ufunc (numpy's dispatch and a Python float's promotion, which a model's
-//! first line of arithmetic pays). `serve`, `serve_ode` and `Session` call it before they start serving, so
-//! that `Peer.spawn` (or C's `pp_spawn`) returns a server whose first call costs what its
-//! second does. Nothing of the model is called.
+//! reply are, and a first ufunc (numpy's dispatch and a Python float's promotion, which a
+//! model's first line of arithmetic pays). `serve`, `serve_ode` and `Session` call it before
+//! they start serving, so that `Peer.spawn` (or C's `pp_spawn`) returns a server whose first
+//! call costs about what a call after a pause does (docs/USAGE.md, "The first call", has the
+//! figures and what stays). Nothing of the model is called.
 
 use pyo3::intern;
 use pyo3::prelude::*;
