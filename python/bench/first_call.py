@@ -99,12 +99,17 @@ def main():
     parser.add_argument("--spawns", type=int, default=10)
     parser.add_argument("--n", type=int, default=200, help="float64 per call")
     parser.add_argument(
-        "--gap-ms", type=float, default=0.0, help="sleep before each timed call (Python only)"
+        "--gap-ms",
+        type=float,
+        default=0.0,
+        help="sleep before each timed call (not with --c-client)",
     )
     parser.add_argument("--c-client", help="capi/examples/python_model.c, built")
     args = parser.parse_args()
     if args.spawns < 1 or args.n < 1 or args.gap_ms < 0:
         parser.error("--spawns and --n take at least 1, --gap-ms at least 0")
+    if args.gap_ms > 0 and args.c_client:
+        parser.error("--gap-ms idles the Python clients only: the C client calls back to back")
     print(
         f"{args.spawns} spawns, {args.n} float64, {args.gap_ms:g} ms idle before each call; "
         "median [min-max] over spawns"
