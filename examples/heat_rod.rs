@@ -11,11 +11,13 @@
 //! ```
 //!
 //! Between blocks of steps (`--blocks`, 10) it times as many `ping` calls — the same exchange
-//! with neither side computing — so that a step and the bare round trip are measured in the
-//! same machine states. Printed: per step p50 (and its exchange and compute parts on this
-//! side), the server's compute per step, the bare round trip p50, what one process takes per
-//! step, and whether the step stays within the slower half's compute + 1.3 × the bare round
-//! trip. One JSON line ends the output. `--placement same` pins both processes to CPU 0,
+//! with neither side computing — and as many steps of a copy of this half with the server idle,
+//! so that a step, the bare round trip and the half alone are measured in the same machine
+//! states. Printed, every figure a p50 over steps and each with what it is: the split step and
+//! its exchange and compute parts on this side, this half computed alone, the server's half,
+//! the bare round trip, what one process takes per step, whether the step stays within the
+//! slower half's compute + 1.3 × the bare round trip, and the one-process step above which
+//! splitting in two pays (2 × the exchange). One JSON line ends the output. `--placement same` pins both processes to CPU 0,
 //! `split` this one to CPU 0 and the server to CPU 1, `free` (the default) leaves both to the
 //! scheduler.
 
@@ -90,7 +92,7 @@ fn serve(cells: usize, wait: Wait) -> Result<()> {
     let options = StdioOptions { wait, ..StdioOptions::default() };
     let mut session = Session::stdio("heat-rod-right", &["exchange", "ping", "state"], &options)?;
     let (mut u, mut next) = (initial(cells, cells), vec![0.0; cells]);
-    let (mut compute_ns, mut steps) = (0i64, 0i64);
+    let mut computes: Vec<u64> = Vec::new();
     while let Some(call) = session.recv()? {
         match call.function {
             "exchange" => {
@@ -110,12 +112,15 @@ fn serve(cells: usize, wait: Wait) -> Result<()> {
                 let started = Instant::now();
                 step(&u, left, RIGHT_END, &mut next);
                 std::mem::swap(&mut u, &mut next);
-                compute_ns += started.elapsed().as_nanos() as i64;
-                steps += 1;
+                computes.push(started.elapsed().as_nanos() as u64);
             }
             "ping" => session.reply(&[Part::f64(&u[..1])])?,
             // "state": the client's half comes with it; ours and what our steps took go back.
-            _ => session.reply(&[Part::f64(&u), Part::i64(&[compute_ns, steps])])?,
+            _ => {
+                let steps = computes.len() as i64;
+                let compute_p50 = if computes.is_empty() { 0 } else { p50(&mut computes) as i64 };
+                session.reply(&[Part::f64(&u), Part::i64(&[compute_p50, steps])])?;
+            }
         }
     }
     Ok(())
@@ -152,6 +157,8 @@ fn run(args: &Args) -> Result<bool> {
     let mut peer = Peer::spawn(command, Options { wait: args.wait, ..Options::default() })?;
     let n = args.cells;
     let (mut u, mut next, mut theirs) = (initial(0, n), vec![0.0; n], [0.0]);
+    // This half stepped alone between blocks, the server idle; the rod itself is not touched.
+    let (mut copy, mut copy_next, mut alone_half) = (u.clone(), vec![0.0; n], Vec::new());
     let per_block = args.steps / args.blocks;
     let (mut steps, mut exchanges, mut computes) = (Vec::new(), Vec::new(), Vec::new());
     let mut pings = Vec::new();
@@ -180,6 +187,12 @@ fn run(args: &Args) -> Result<bool> {
             peer.call_parts("ping", &[Part::f64(&u[n - 1..])], &mut [PartMut::f64(&mut edge)])?;
             pings.push(started.elapsed().as_nanos() as u64);
         }
+        for _ in 0..count {
+            let started = Instant::now();
+            step(&copy, LEFT_END, theirs[0], &mut copy_next);
+            std::mem::swap(&mut copy, &mut copy_next);
+            alone_half.push(started.elapsed().as_nanos() as u64);
+        }
     }
     let (mut right, mut server) = (vec![0.0; n], [0i64; 2]);
     peer.call_parts(
@@ -207,29 +220,69 @@ fn run(args: &Args) -> Result<bool> {
 
     let (step_p50, exchange_p50, compute_p50) =
         (p50(&mut steps), p50(&mut exchanges), p50(&mut computes));
-    let (ping_p50, alone_p50) = (p50(&mut pings), p50(&mut alone));
-    let server_compute = (server[0] / server[1].max(1)) as u64;
+    let (ping_p50, alone_p50, half_p50) = (p50(&mut pings), p50(&mut alone), p50(&mut alone_half));
+    let server_compute = server[0] as u64;
     let bound = compute_p50.max(server_compute) as f64 + 1.3 * ping_p50 as f64;
     let within = (step_p50 as f64) <= bound;
+    // A split step costs the exchange and half the compute, one process the whole compute:
+    // with the halves computing at once, splitting pays once one process's step exceeds 2 x
+    // the exchange.
+    let (split_pays_above, split_pays) = (2 * exchange_p50, step_p50 < alone_p50);
+    let us = |ns: u64| format!("{:7.2} us", ns as f64 / 1000.0);
+    let ratio = |a: u64, b: u64| a as f64 / b.max(1) as f64;
     println!(
-        "heat rod, 2 x {n} cells, {} steps ({}, wait {}): bit-identical to one process: {identical}",
+        "heat rod, 2 x {n} cells, {} steps ({}, wait {}), p50s over steps: \
+         bit-identical to one process: {identical}",
         args.steps, args.placement, args.wait
     );
+    println!("  split step            {}  = exchange + this half's compute:", us(step_p50));
     println!(
-        "  per step p50 {step_p50} ns: exchange {exchange_p50} ns ({:.0} %), compute here {compute_p50} ns; \
-         the server's compute {server_compute} ns per step (mean)",
-        100.0 * exchange_p50 as f64 / step_p50 as f64
+        "    exchange            {}  the call: send our edge, get theirs (the server replies \
+         first, then steps)",
+        us(exchange_p50)
     );
     println!(
-        "  bare round trip (ping) p50 {ping_p50} ns; one process: {alone_p50} ns per step; \
-         slower half + 1.3 x bare = {bound:.0} ns: {}",
-        if within { "within" } else { "over" }
+        "    compute here        {}  this half's step, right after the exchange, while the \
+         server steps its half",
+        us(compute_p50)
+    );
+    println!(
+        "  this half alone       {}  the same step with the server idle: beside the server's \
+         step it took {:.1}x as long",
+        us(half_p50),
+        ratio(compute_p50, half_p50)
+    );
+    println!(
+        "  server's half         {}  its step, hidden while this side computes too",
+        us(server_compute)
+    );
+    println!("  bare round trip       {}  the same call, neither side computing", us(ping_p50));
+    println!(
+        "  slower half + 1.3 x bare round trip {:.2} us: the split step is {}",
+        bound / 1000.0,
+        if within { "within it" } else { "over it" }
+    );
+    println!(
+        "  one process           {}  the whole rod's step (half the cells alone took {:.0} % of it)",
+        us(alone_p50),
+        100.0 * ratio(half_p50, alone_p50)
+    );
+    println!(
+        "  splitting pays above  {}  of one process's step: 2 x the exchange, if each half \
+         computes as fast beside the other as alone",
+        us(split_pays_above)
+    );
+    println!(
+        "  here                  {}  {}",
+        us(alone_p50),
+        if split_pays { "the split is faster" } else { "one process is faster" }
     );
     println!(
         "{{\"cells\":{n},\"steps\":{},\"placement\":\"{}\",\"wait\":\"{}\",\"identical\":{identical},\
          \"step_p50_ns\":{step_p50},\"exchange_p50_ns\":{exchange_p50},\"compute_p50_ns\":{compute_p50},\
-         \"server_compute_ns\":{server_compute},\"ping_p50_ns\":{ping_p50},\"one_process_ns\":{alone_p50},\
-         \"within\":{within}}}",
+         \"compute_alone_p50_ns\":{half_p50},\"server_compute_p50_ns\":{server_compute},\
+         \"ping_p50_ns\":{ping_p50},\"one_process_p50_ns\":{alone_p50},\"within\":{within},\
+         \"split_pays_above_ns\":{split_pays_above},\"split_pays\":{split_pays}}}",
         args.steps, args.placement, args.wait
     );
     Ok(identical)

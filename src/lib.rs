@@ -13,6 +13,7 @@
 #![doc = "[docs/WAITING.md]: crate::guide::waiting"]
 #![doc = "[docs/experiments/]: crate::guide"]
 #![doc = "[examples/custom_server.rs]: crate::server::Handler"]
+#![doc = "[clients/]: crate::guide"]
 #![doc = "[clients/python/]: crate::guide"]
 #![doc = "[clients/python/python_client.py]: crate::guide"]
 #![doc = "[clients/python/python_shm_client.py]: crate::guide"]

@@ -102,6 +102,26 @@ impl RhsStats {
         self.overheads.saturating_record(t.round_trip_ns.saturating_sub(t.server_ns));
     }
 
+    /// Forgets every call counted so far, as before the first: counts, sums and both
+    /// histograms (their memory kept).
+    pub(crate) fn clear(&mut self) {
+        let RhsStats {
+            calls,
+            encode_ns,
+            decode_ns,
+            server_ns,
+            transfer_ns,
+            round_trip_ns,
+            round_trips,
+            overheads,
+        } = self;
+        for sum in [calls, encode_ns, decode_ns, server_ns, transfer_ns, round_trip_ns] {
+            *sum = 0;
+        }
+        round_trips.reset();
+        overheads.reset();
+    }
+
     /// Mean round trip in nanoseconds (0 before the first call).
     pub fn mean_round_trip_ns(&self) -> u64 {
         self.round_trip_ns.checked_div(self.calls).unwrap_or(0)
@@ -289,9 +309,29 @@ impl RemoteRhs {
         self.last
     }
 
-    /// Cumulative timing.
+    /// Cumulative timing: every call since the `RemoteRhs` was made, or since
+    /// [`RemoteRhs::reset_stats`].
     pub fn stats(&self) -> &RhsStats {
         &self.stats
+    }
+
+    /// Starts the statistics afresh, e.g. between two solves: [`RemoteRhs::stats`] then
+    /// counts only the calls made after it. Allocates nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use peerpipe::{Options, rhs::RemoteRhs};
+    /// let mut rhs = RemoteRhs::spawn_server("peer", "lorenz96", Options::default())?;
+    /// let (x, mut dx) = (vec![8.0; 40], vec![0.0; 40]);
+    /// rhs.eval(&x, &mut dx)?; // a first solve
+    /// rhs.reset_stats();
+    /// rhs.eval(&x, &mut dx)?; // the second
+    /// assert_eq!(rhs.stats().calls, 1);
+    /// # Ok::<(), peerpipe::Error>(())
+    /// ```
+    pub fn reset_stats(&mut self) {
+        self.stats.clear();
     }
 
     /// The underlying peer (its server HELLO, pipe capacity, pid).

@@ -143,6 +143,10 @@ fn the_heat_rod_split_in_two_is_bit_identical_to_one_process() {
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("\"identical\":true"), "{stdout}");
     assert!(stdout.contains("\"steps\":3000"), "{stdout}");
+    // Every figure a p50, printed with what it is, and when splitting pays.
+    for said in ["p50s over steps", "this half alone", "splitting pays above", "\"split_pays\":"] {
+        assert!(stdout.contains(said), "no `{said}` in:\n{stdout}");
+    }
 }
 
 #[test]

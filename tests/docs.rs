@@ -32,6 +32,25 @@ fn the_readme_is_at_most_150_lines_with_the_table_of_waits_and_a_link_to_the_rul
 }
 
 #[test]
+fn the_readmes_first_screen_installs_python_rust_and_c_and_makes_a_python_call() {
+    let readme = read("README.md");
+    let first_screen: String = readme.lines().take(40).collect::<Vec<_>>().join("\n");
+    for said in [
+        "pip install peerpipe-*.whl peerpipe_cli-*.whl", // Python, from the wheels
+        "cargo add",                                     // Rust
+        "-p peerpipe-capi",                              // C
+        "peerpipe.serve(",                               // a model in Python...
+        "peerpipe.Peer.spawn(",                          // ...called from another process
+        "model.call(y, dy)",
+    ] {
+        assert!(first_screen.contains(said), "the README's first 40 lines lack `{said}`");
+    }
+    // python/tests/test_readme.py runs the quick start's two blocks as they stand.
+    let test = read("python/tests/test_readme.py");
+    assert!(test.contains("## Quick start"), "python/tests/test_readme.py runs another section");
+}
+
+#[test]
 fn performance_md_is_at_most_400_lines() {
     let lines = read("docs/PERFORMANCE.md").lines().count();
     assert!(

@@ -171,3 +171,39 @@ fn the_c_functions_servers_run_clean_under_valgrind() {
     peer.call_f64(&y, &mut dy).unwrap_err();
     close_clean(peer, child, &log, "tests/c/parts.c serve");
 }
+
+/// Environment variable naming a Python that has the `peerpipe` package installed: without
+/// it the test of a C program calling a Python model is skipped (`.ci/run` sets it to its
+/// venv's Python once it has built and installed the wheel, and runs that test again).
+const PYTHON_VAR: &str = "PEERPIPE_PYTHON";
+
+#[test]
+fn a_c_program_calls_a_python_model_bit_for_bit_and_clean_under_valgrind() {
+    if !common::have("cc") || !common::have("valgrind") {
+        return;
+    }
+    let Some(python) = std::env::var_os(PYTHON_VAR) else {
+        println!("skipped: {PYTHON_VAR} names no Python with peerpipe installed");
+        return;
+    };
+    let example = common::compile_c("examples/python_model.c");
+    let model = common::crate_dir().join("examples/model.py");
+    let log = common::build_dir().join("valgrind-python-model.log");
+    let mut command = valgrind(&log);
+    command.arg(&example).arg(&python).arg(&model);
+    let output = common::run(command, Duration::from_secs(300), "python_model.c");
+    let stdout = &output.assert_success("python_model.c").stdout;
+    assert!(stdout.contains("bit for bit the local solve"), "{stdout}");
+    for line in ["first call ", "second call ", "median call "] {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
+    assert_clean(&log, "python_model.c");
+
+    // A Python that is not there: the spawn's error names it, and the program says so.
+    let missing = common::build_dir().join("no-such-venv/bin/python");
+    let mut command = std::process::Command::new(&example);
+    command.arg(&missing).arg(&model);
+    let output = common::run(command, Duration::from_secs(60), "python_model.c, no Python");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(output.stderr.contains(&*missing.to_string_lossy()), "{}", output.stderr);
+}

@@ -199,6 +199,18 @@ impl PairedRhs {
         Ok(timing)
     }
 
+    /// Starts afresh, e.g. between two solves: [`RemoteRhs::reset_stats`], the floor's
+    /// segments and wall time, and the segment under way, so that no segment mixes calls from
+    /// before and after. Allocates nothing.
+    pub fn reset_stats(&mut self) {
+        self.rhs.reset_stats();
+        self.stats.segments.clear();
+        self.stats.floor_wall_ns = 0;
+        if let Some(floor) = &mut self.floor {
+            floor.overheads.clear();
+        }
+    }
+
     /// The calls' cumulative timing ([`RemoteRhs::stats`]).
     pub fn stats(&self) -> &RhsStats {
         self.rhs.stats()

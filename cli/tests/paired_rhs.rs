@@ -82,6 +82,51 @@ fn a_paired_floor_needs_calls_and_round_trips_and_a_refusal_loses_nothing() {
     rhs.close().unwrap();
 }
 
+#[test]
+fn reset_stats_counts_only_the_calls_after_it_and_drops_the_segment_under_way() {
+    let _lock = serialize(&FORK_LOCK);
+    let _watchdog = Watchdog::new(secs(60));
+    let options = Options::default();
+    let echo = RawEcho::spawn(
+        peer_exe().as_ref(),
+        8 * 8,
+        options.wait,
+        options.transport,
+        options.pipe_capacity,
+        options.timeout,
+    )
+    .unwrap();
+    let mut rhs = PairedRhs::new(RemoteRhs::spawn_server(peer_exe(), "echo", options).unwrap());
+    rhs.pair_with_floor(echo, 10, 5).unwrap();
+    let (x, mut out) = ([0.5; 8], [0.0; 8]);
+    let mut calls = |rhs: &mut PairedRhs, n: usize| {
+        for _ in 0..n {
+            rhs.eval(&x, &mut out).unwrap();
+        }
+    };
+    calls(&mut rhs, 25); // two segments, and 5 calls of a third
+    assert_eq!((rhs.stats().calls, rhs.floor().segments.len()), (25, 2));
+    rhs.reset_stats();
+    let stats = rhs.stats();
+    assert_eq!(
+        (stats.calls, stats.round_trip_ns, stats.server_ns, rhs.floor().floor_wall_ns),
+        (0, 0, 0, 0)
+    );
+    assert_eq!(
+        (stats.round_trips.len(), stats.overheads.len(), rhs.floor().segments.len()),
+        (0, 0, 0)
+    );
+    assert_eq!(stats.mean_round_trip_ns(), 0);
+    // The 5 calls before the reset do not complete a segment with the 8 after it.
+    calls(&mut rhs, 8);
+    assert_eq!((rhs.stats().calls, rhs.floor().segments.len()), (8, 0));
+    calls(&mut rhs, 12);
+    let stats = rhs.stats();
+    assert_eq!((stats.calls, stats.round_trips.len(), rhs.floor().segments.len()), (20, 20, 2));
+    assert!(stats.round_trip_ns > 0 && rhs.floor().floor_wall_ns > 0);
+    rhs.close().unwrap();
+}
+
 /// The environment variable that turns `paired_floor_client_entry` into a client.
 const PAIRED_CLIENT_VAR: &str = "PEERPIPE_PAIRED_FLOOR_CLIENT";
 

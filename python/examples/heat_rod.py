@@ -10,10 +10,15 @@ stepped in one process.
         [--placement free|same|split]
 
 Between blocks of steps it times as many ``ping`` calls (the same exchange, neither side
-computing), so that a step and the bare round trip meet the same machine states. Printed: the
-step p50, its exchange and compute parts here, the server's compute per step, the bare round
-trip p50, one process's step, and whether a step stays within the slower half's compute + 1.3 x
-the bare round trip; a JSON line ends the output. Exits 1 unless bit-identical.
+computing) and as many steps of a copy of this half while the server is idle, so that a step,
+the bare round trip and the half computed alone meet the same machine states. Printed, every
+figure a p50 (the median over steps): a split step and its two parts here (the exchange, then
+this half's compute), this half computed alone, the server's half, the bare round trip, one
+process stepping the whole rod, whether a split step stays within the slower half's compute
++ 1.3 x the bare round trip, and the whole rod's compute per step above which splitting it in
+two pays on this machine (twice the exchange: a split step costs the exchange and half the
+compute, one process the whole compute); a JSON line ends the output. Exits 1 unless
+bit-identical.
 """
 
 import argparse
@@ -59,7 +64,7 @@ def serve(cells, wait):
     """The right half: reply first, step after."""
     rod = Rod(initial(cells, cells))
     u = rod.u
-    compute_ns = steps = 0
+    computes = []
     with peerpipe.Session(
         ["exchange", "ping", "state"], name="heat-rod-right", wait=wait
     ) as session:
@@ -69,12 +74,12 @@ def serve(cells, wait):
                 session.reply(u[:1])
                 started = time.perf_counter_ns()
                 rod.step(parts[0][0], RIGHT_END)
-                compute_ns += time.perf_counter_ns() - started
-                steps += 1
+                computes.append(time.perf_counter_ns() - started)
             elif function == "ping":
                 session.reply(u[:1])
             else:  # "state": the client's half came with it; ours and our timing go back
-                session.reply(u, np.array([compute_ns, steps], dtype=np.int64))
+                p50 = int(statistics.median(computes)) if computes else 0
+                session.reply(u, np.array([p50, len(computes)], dtype=np.int64))
 
 
 def main():
@@ -105,7 +110,8 @@ def main():
         server = ["taskset", "-c", "1", *server]
     rod, theirs, edge = Rod(initial(0, n)), np.empty(1), np.empty(1)
     u = rod.u
-    steps, exchanges, computes, pings = [], [], [], []
+    scratch = Rod(u.copy())  # this half stepped alone, between blocks: the rod is not touched
+    steps, exchanges, computes, pings, alone_half = [], [], [], [], []
     clock = time.perf_counter_ns
     with peerpipe.Peer.spawn(server, wait=args.wait) as peer:
         done = 0
@@ -125,6 +131,10 @@ def main():
                 started = clock()
                 peer.call_parts("ping", u[-1:], out=(edge,))
                 pings.append(clock() - started)
+            for _ in range(count):
+                started = clock()
+                scratch.step(LEFT_END, edge[0])
+                alone_half.append(clock() - started)
         right, (server_compute_ns, server_steps) = peer.call_parts("state", u)
 
     whole, alone = Rod(initial(0, 2 * n)), []
@@ -150,26 +160,60 @@ def main():
         "step_p50_ns": int(statistics.median(steps)),
         "exchange_p50_ns": int(statistics.median(exchanges)),
         "compute_p50_ns": int(statistics.median(computes)),
-        "server_compute_ns": int(server_compute_ns // max(server_steps, 1)),
+        "compute_alone_p50_ns": int(statistics.median(alone_half)),
+        "server_compute_p50_ns": int(server_compute_ns),
         "ping_p50_ns": int(statistics.median(pings)),
-        "one_process_ns": int(statistics.median(alone)),
+        "one_process_p50_ns": int(statistics.median(alone)),
     }
-    bound = (
-        max(figures["compute_p50_ns"], figures["server_compute_ns"]) + 1.3 * figures["ping_p50_ns"]
-    )
-    figures["within"] = figures["step_p50_ns"] <= bound
     f = figures
+    # A split step costs the exchange plus this half's compute, one process the whole rod's:
+    # with the halves computing at once, splitting pays once the whole rod's compute per step
+    # (2 x a half's) exceeds 2 x the exchange.
+    f["split_pays_above_ns"] = 2 * f["exchange_p50_ns"]
+    f["split_pays"] = f["step_p50_ns"] < f["one_process_p50_ns"]
+    bound = max(f["compute_p50_ns"], f["server_compute_p50_ns"]) + 1.3 * f["ping_p50_ns"]
+    f["within"] = f["step_p50_ns"] <= bound
+    us = lambda ns: f"{ns / 1000:7.1f} us"  # noqa: E731
+    slower = f["compute_p50_ns"] / max(f["compute_alone_p50_ns"], 1)
     print(
-        f"heat rod, 2 x {n} cells, {args.steps} steps ({args.placement}, wait {args.wait}): bit-identical to one process: {identical}"
+        f"heat rod, 2 x {n} cells, {args.steps} steps ({args.placement}, wait {args.wait}), "
+        f"p50s over steps: bit-identical to one process: {identical}"
+    )
+    print(f"  split step            {us(f['step_p50_ns'])}  = exchange + this half's compute:")
+    print(
+        f"    exchange            {us(f['exchange_p50_ns'])}  the call: send our edge, get theirs "
+        f"(the server replies first, then steps)"
     )
     print(
-        f"  per step p50 {f['step_p50_ns']} ns: exchange {f['exchange_p50_ns']} ns "
-        f"({100 * f['exchange_p50_ns'] / f['step_p50_ns']:.0f} %), compute here {f['compute_p50_ns']} ns; "
-        f"the server's compute {f['server_compute_ns']} ns per step (mean)"
+        f"    compute here        {us(f['compute_p50_ns'])}  this half's step, right after the "
+        f"exchange, while the server steps its half"
     )
     print(
-        f"  bare round trip (ping) p50 {f['ping_p50_ns']} ns; one process: {f['one_process_ns']} ns per step; "
-        f"slower half + 1.3 x bare = {bound:.0f} ns: {'within' if f['within'] else 'over'}"
+        f"  this half alone       {us(f['compute_alone_p50_ns'])}  the same step with the server "
+        f"idle: beside the server's step it took {slower:.1f}x as long"
+    )
+    print(
+        f"  server's half         {us(f['server_compute_p50_ns'])}  its step, hidden while this "
+        f"side computes too"
+    )
+    print(f"  bare round trip       {us(f['ping_p50_ns'])}  the same call, neither side computing")
+    print(
+        f"  slower half + 1.3 x bare round trip {bound / 1000:.1f} us: the split step is "
+        + ("within it" if f["within"] else "over it")
+    )
+    half = f["compute_alone_p50_ns"] / max(f["one_process_p50_ns"], 1)
+    print(
+        f"  one process           {us(f['one_process_p50_ns'])}  the whole rod's step (half the "
+        f"cells alone took {half:.0%} of it"
+        + ("; a step's fixed cost, five numpy calls, outweighs its cells)" if half > 0.7 else ")")
+    )
+    print(
+        f"  splitting pays above  {us(f['split_pays_above_ns'])}  of one process's step: 2 x the "
+        f"exchange, if each half computes as fast beside the other as alone"
+    )
+    print(
+        f"  here                  {us(f['one_process_p50_ns'])}  "
+        + ("the split is faster" if f["split_pays"] else "one process is faster")
     )
     print(json.dumps(figures))
     return 0 if identical else 1

@@ -337,7 +337,8 @@ class RemoteRhs:
     def vectorized(self) -> bool:
         """True when ``y`` may be (n, k) (made with ``vectorized=True``)."""
     def stats(self) -> Dict[str, int]:
-        """Cumulative timing: calls; *_ns_total sums (round_trip, server, encode, decode,
+        """Timing of the calls since the RemoteRhs was made or ``reset_stats()`` last ran
+        (docs/USAGE.md, "What RemoteRhs.stats() says", describes every key): calls; *_ns_total sums (round_trip, server, encode, decode,
         transfer); mean_round_trip_ns; overhead_{p50,p90,p99,max}_ns (round trip - server
         time per call) and round_trip_{p50,p90,p99,max}_ns; and what this side's waits did
         under wait="auto": wait_spun (waits that spun), wait_hits (of them, answered within
@@ -349,6 +350,10 @@ class RemoteRhs:
         wait_spinning (spinning now) and wait_moves (moves of this side's thread to an idle
         CPU, off a core shared with the server). Every evaluation counts: ``__call__``,
         ``eval``, ``jac`` and vectorized calls alike."""
+    def reset_stats(self) -> None:
+        """Starts ``stats()`` afresh, e.g. between two solves: its counts, sums, percentiles
+        and wait counts are then those of the calls made after this. ``wait_spinning`` (a
+        state) and ``last_timing`` are left as they are."""
     @property
     def last_timing(self) -> CallTiming:
         """Timing of the most recent successful call."""

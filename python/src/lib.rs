@@ -25,7 +25,8 @@
 //! - `peer`: `Peer` (`call`, `call_parts`) and `CallTiming`; `rhs`: `RemoteRhs`, SciPy's
 //!   `fun(t, y, *args)` and `jac(t, y, *args)` over the crate's `RemoteRhs`;
 //! - `serve`: `serve`, Python callables as the handler and the functions by name of the
-//!   crate's stdio server; `ode`: `serve_ode`, SciPy's `fun` and `jac` served as `rhs`, `jac`.
+//!   crate's stdio server; `ode`: `serve_ode`, SciPy's `fun` and `jac` served as `rhs`, `jac`;
+//! - `warm`: what a server's first request would pay beyond its second, paid before its HELLO.
 
 #![deny(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -45,6 +46,7 @@ mod rhs;
 mod serve;
 mod session;
 mod spawn;
+mod warm;
 
 use errors::{
     Error, Interrupted, PeerExited, ProtocolError, RemoteError, ShapeError, TooLarge, Unsupported,

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use numpy::{PyArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
 use peerpipe::frame::Hello;
 use peerpipe::rhs::{self, Exchange, RHS_FUNCTION};
+use peerpipe::transport::AutoCounts;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -35,6 +36,10 @@ pub(crate) struct PyRemoteRhs {
     functions: Vec<String>,
     /// The parameters of the call under way (reused).
     args: Vec<f64>,
+    /// The auto wait's counts and the moves when `reset_stats` was last called (zero before):
+    /// `stats()` reports what came after.
+    waits_before: AutoCounts,
+    moves_before: u64,
 }
 
 /// `numbers.Real`, which numpy's float and integer scalars are registered as.
@@ -240,6 +245,8 @@ impl PyRemoteRhs {
             vectorized,
             functions: hello.functions,
             args: Vec::new(),
+            waits_before: AutoCounts::default(),
+            moves_before: 0,
         })
     }
 
@@ -351,13 +358,16 @@ impl PyRemoteRhs {
         self.vectorized
     }
 
-    /// Cumulative timing: calls, sums in ns, and percentiles of the round trip and of the
-    /// overhead (round trip − server time) per call; and what this side's waits did under
-    /// the auto wait.
+    /// Timing of the calls since the `RemoteRhs` was made or `reset_stats()` last ran: calls,
+    /// sums in ns, and percentiles of the round trip and of the overhead (round trip − server
+    /// time) per call; and what this side's waits did under the auto wait. Every key is
+    /// described in docs/USAGE.md ("What `RemoteRhs.stats()` says").
     fn stats<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (waits_before, moves_before) = (self.waits_before, self.moves_before);
         let rhs = self.open()?;
         let auto = rhs.peer().auto_wait();
-        let counts = auto.counts();
+        let mut counts = AutoCounts::default();
+        counts.add_between(&waits_before, &auto.counts());
         let stats = rhs.stats();
         let d = PyDict::new(py);
         d.set_item("calls", stats.calls)?;
@@ -375,8 +385,19 @@ impl PyRemoteRhs {
             d.set_item(format!("wait_{name}"), value)?;
         }
         d.set_item("wait_spinning", auto.is_spinning())?;
-        d.set_item("wait_moves", rhs.peer().moves())?;
+        d.set_item("wait_moves", rhs.peer().moves().saturating_sub(moves_before))?;
         Ok(d)
+    }
+
+    /// Starts `stats()` afresh, e.g. between two solves: the calls, sums, percentiles and
+    /// wait counts it reports are then those of the calls made after this one.
+    /// `wait_spinning` stays what it is (a state, not a count), and so does `last_timing`.
+    fn reset_stats(&mut self) -> PyResult<()> {
+        let rhs = self.open()?;
+        rhs.reset_stats();
+        let (waits, moves) = (rhs.peer().auto_wait().counts(), rhs.peer().moves());
+        (self.waits_before, self.moves_before) = (waits, moves);
+        Ok(())
     }
 
     /// Timing of the most recent successful call.

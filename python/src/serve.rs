@@ -19,6 +19,7 @@ use crate::array::{Array, Element, array, one_d};
 use crate::errors::IntoPy;
 use crate::loans::{Fresh, Loans};
 use crate::parts::{Held, hold, to_numpy};
+use crate::warm;
 
 /// A Python callable as a crate [`Handler`]: the request is copied into a new numpy array
 /// (so the callable may keep it), the reply copied out of the returned (or filled) array.
@@ -315,12 +316,14 @@ pub(crate) fn stdio_options(
 }
 
 /// Serves stdio with `handler` until BYE or end of stream, without the GIL (a tcp server
-/// waits for its client to connect here); returns what `serve` returns.
+/// waits for its client to connect here), its first request's extra costs paid before the
+/// HELLO ([`warm::before_hello`]); returns what `serve` returns.
 pub(crate) fn run<'py>(
     py: Python<'py>,
     handler: &mut (impl Handler + Send),
     stdio: &StdioOptions,
 ) -> PyResult<Bound<'py, PyDict>> {
+    warm::before_hello(py)?;
     let (kind, summary) = py.detach(|| server::serve_stdio(handler, stdio)).py_err(py)?;
     let d = PyDict::new(py);
     d.set_item("replies", summary.replies)?;

@@ -55,6 +55,7 @@ impl PySession {
             PyTypeError::new_err("functions must be a list of names (str), e.g. [\"exchange\"]")
         })?;
         let stdio = stdio_options(py, transport, wait, max_frame_bytes, frame_timeout, listen)?;
+        crate::warm::before_hello(py)?;
         let session = py
             .detach(|| {
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();

@@ -26,6 +26,18 @@ def peer_exe() -> str:
     return path
 
 
+def rust_example(name: str) -> Path:
+    """The Rust example NAME (cargo build --example NAME): in the directory PEERPIPE_EXAMPLES
+    when it is set (.ci/run sets it when `peer` is the wheel's), else in examples/ beside the
+    `peer` binary, where cargo puts both."""
+    folder = os.environ.get("PEERPIPE_EXAMPLES")
+    path = Path(folder) if folder else Path(peer_exe()).resolve().parent / "examples"
+    path = path / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: cargo build --example {name}", pytrace=False)
+    return path
+
+
 def rust_server(handler: str, transport: str) -> list:
     """The command of `peer --role server --handler HANDLER --transport KIND`."""
     return [peer_exe(), "--role", "server", "--handler", handler, "--transport", transport]

@@ -29,6 +29,13 @@ def test_the_heat_rod_split_in_two_is_bit_identical_to_one_process():
     figures = json.loads(out.stdout.splitlines()[-1])
     assert figures["identical"] is True
     assert figures["steps"] == 2000
+    # Every figure is a p50 and is printed with what it is, the break-even of splitting too.
+    for key in ["step", "exchange", "compute", "compute_alone", "server_compute", "ping"]:
+        assert figures[f"{key}_p50_ns"] > 0, key
+    assert figures["split_pays_above_ns"] == 2 * figures["exchange_p50_ns"]
+    assert figures["split_pays"] == (figures["step_p50_ns"] < figures["one_process_p50_ns"])
+    for said in ["p50s over steps", "this half alone", "splitting pays above", "one process"]:
+        assert said in out.stdout, said
 
 
 def test_a_session_answers_in_its_own_loop_and_refuses_what_is_out_of_turn():

@@ -14,6 +14,7 @@ from conftest import (
     peer_exe,
     python_echo_server,
     python_server,
+    rust_example,
     rust_server,
     shell_line,
 )
@@ -55,11 +56,8 @@ def test_the_peer_report_measures_a_python_echo_server_on_every_transport(tmp_pa
 
 
 def rhs_spawn_example() -> Path:
-    """target/<profile>/examples/rhs_spawn beside the `peer` binary (cargo test builds it)."""
-    path = Path(peer_exe()).resolve().parent / "examples" / "rhs_spawn"
-    if not path.exists():
-        pytest.fail(f"{path} is missing: cargo build --example rhs_spawn", pytrace=False)
-    return path
+    """examples/rhs_spawn.rs, built (cargo test builds it)."""
+    return rust_example("rhs_spawn")
 
 
 def test_a_rust_remote_rhs_calling_a_python_server_matches_the_library_bit_for_bit():

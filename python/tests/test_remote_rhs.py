@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import children, peer_exe, python_server, rust_server
+from conftest import children, python_server, rust_example, rust_server
 from odes import DUFFING, ROBERTSON, duffing, duffing_jac, robertson, robertson_jac
 from test_parts import v1_only_server
 
@@ -17,13 +17,8 @@ solve_ivp = pytest.importorskip("scipy.integrate").solve_ivp
 
 
 def rust_ode_server(model: str) -> list:
-    """target/<profile>/examples/ode_server beside the `peer` binary."""
-    from pathlib import Path
-
-    path = Path(peer_exe()).resolve().parent / "examples" / "ode_server"
-    if not path.exists():
-        pytest.fail(f"{path} is missing: cargo build --example ode_server", pytrace=False)
-    return [str(path), model]
+    """examples/ode_server.rs, built, serving MODEL."""
+    return [str(rust_example("ode_server")), model]
 
 
 SERVERS = {
@@ -308,3 +303,23 @@ def test_an_error_that_ends_the_conversation_closes_the_rhs():
     rhs.close()
     with pytest.raises(ValueError, match=r"^RemoteRhs is closed$"):
         rhs(0.0, np.ones(4))
+
+
+def test_reset_stats_starts_every_count_afresh_between_two_solves():
+    with peerpipe.RemoteRhs(python_server("ode_server", "duffing")) as rhs:
+        first = solve_ivp(rhs, (0.0, 5.0), [1.0, 0.0], method="RK45", args=DUFFING)
+        before = rhs.stats()
+        assert before["calls"] == first.nfev and before["round_trip_ns_total"] > 0
+        assert before["wait_spun"] + before["wait_slept_at_once"] > 0
+        rhs.reset_stats()
+        after = rhs.stats()
+        assert set(after) == set(before)  # the same keys, every count and sum back to 0
+        for key, value in after.items():
+            if key != "wait_spinning":
+                assert value == 0, (key, value)
+        second = solve_ivp(rhs, (0.0, 2.0), [1.0, 0.0], method="RK45", args=DUFFING)
+        stats = rhs.stats()
+        assert stats["calls"] == second.nfev < first.nfev
+        assert stats["round_trip_ns_total"] > 0 and stats["round_trip_p50_ns"] > 0
+    with pytest.raises(ValueError, match="closed"):
+        rhs.reset_stats()

@@ -291,10 +291,11 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
         };
         let payload = hello.to_payload();
         let header = Header::control(Kind::Hello, 0, payload.len() as u64).to_bytes();
-        self.transport.borrow_mut().send_frame(&header, &payload, deadline)?;
-        // The clock of the replies' server time is chosen (and calibrated) while the client
-        // answers, not in the first request.
+        // The clock of the replies' server time is chosen (and calibrated, 2 ms of spinning)
+        // before the HELLO goes out: a client answers the HELLO and sends its first request
+        // at once, which would otherwise wait for the calibration.
         clock::init();
+        self.transport.borrow_mut().send_frame(&header, &payload, deadline)?;
         let raw = match self.transport.borrow_mut().recv_header(deadline) {
             Ok(Some(raw)) => raw,
             Ok(None) => {
