@@ -4,6 +4,7 @@
  * word objects) and Arrays of Floats:
  *   primitiveFloat64sAsArray    PPFloat64Array (2n words)  -> Array of n Floats
  *   primitiveFloat64sFromArray  PPFloat64Array <- Array of n Floats/SmallIntegers
+ *   primitiveFloat64sIntoArray  PPFloat64Array -> the n Floats of an Array, in place
  *   primitiveFloat64At          PPFloat64Array, index      -> Float
  *   primitiveFloat64AtPut       PPFloat64Array, index, value (stores, answers value)
  *   primitiveFloat32sAsArray    FloatArray (n words)        -> Array of n Floats
@@ -305,6 +306,39 @@ sqInt primitiveFloat64sAsArray(void)
 	if (result == 0) return 0;                     /* already failed */
 	/* rcvr may have moved; the stack slot was updated by the GC, and is popped. */
 	VM->popthenPush(1, result);
+	return 0;
+}
+
+/* PPFloat64Array>>asArrayInto: anArray  (element i into the Float at anArray[i], in place)
+   Every element of anArray must be a Float object; else this fails and the Smalltalk
+   fallback replaces what is not a Float.  A Float's body holds its most significant 32-bit
+   word first (a Float's basicAt: 1 is its high word), whatever the host's order.  No
+   allocation: no garbage collection, no oop moves. */
+sqInt primitiveFloat64sIntoArray(void)
+{
+	sqInt rcvr, arg, n, i, floatClass;
+	const unsigned char *body;
+	if (!argCountIs(1)) return fail();
+	arg = VM->stackValue(0);
+	rcvr = VM->stackValue(1);
+	n = f64Count(rcvr);
+	if (n < 0 || VM->isIntegerObject(arg) || VM->fetchClassOf(arg) != VM->classArray()
+	    || VM->slotSizeOf(arg) != n) return fail();
+	floatClass = VM->classFloat();
+	for (i = 0; i < n; i++) {
+		sqInt f = VM->fetchPointerofObject(i, arg);
+		if (VM->isIntegerObject(f) || VM->fetchClassOf(f) != floatClass) return fail();
+	}
+	body = (const unsigned char *)VM->firstIndexableField(rcvr);
+	for (i = 0; i < n; i++) {
+		uint32_t *words = (uint32_t *)VM->firstIndexableField(VM->fetchPointerofObject(i, arg));
+		uint64_t bits;
+		memcpy(&bits, body + 8 * i, 8);
+		words[0] = (uint32_t)(bits >> 32);
+		words[1] = (uint32_t)bits;
+	}
+	VM->pop(1);                                    /* leave anArray as the result */
+	VM->popthenPush(1, arg);
 	return 0;
 }
 
