@@ -29,8 +29,9 @@ tally() { # tally NAME CMD...: a check whose last line is `N passed, M failed`
 
 out=$(timeout 600 "$squeak" image 2>&1); note $? "the image is made (or found) in ${PEERPIPE_SQUEAK_DIR:-the cache}" "$out"
 tally "PeerPipePlugin: every interpreter-proxy entry and conversion" bash "$here/plugin/check-plugin.sh"
-tally "conformance of the Smalltalk server (plugin, wait block, peerpipe's timeouts)" \
+tally "conformance of the Smalltalk server (plugin, wait auto, peerpipe's timeouts)" \
     timeout 300 python3 "$conformance" --server "$squeak" --slow
+tally "conformance of the Smalltalk server (wait block)" timeout 300 python3 "$conformance" --server "$squeak --wait block"
 tally "conformance of the Smalltalk server (wait aio)" timeout 300 python3 "$conformance" --server "$squeak --wait aio"
 tally "conformance of the Smalltalk server (no plugin)" \
     env PEERPIPE_SQUEAK_PLUGIN=off timeout 300 python3 "$conformance" --server "$squeak"
