@@ -3,13 +3,15 @@
 
 Each build's `examples/echo_rounds` (one persistent `Peer`, 500 f64 per call, auto wait, with
 the server `peer --role server --handler echo` of the same build) is asked for a round of N
-calls in turn — A B, then B A, ... — so both builds meet the same machine states. Printed: each
+calls in turn (with `--parts`, PARTS calls instead: t, the 500 f64 and 8 parameters to the
+function `rhs` of the same build's `examples/parts_cost --serve`) — A B, then B A, ... — so both builds meet the same machine states. Printed: each
 round's p50s, then the median over rounds of B / A with its range and of B - A in ns. Exits 2
 on a usage error.
 
-    cargo build --release --bin peer --example echo_rounds            # B: this checkout
-    (cd OTHER && cargo build --release --bin peer --example echo_rounds)  # A: another one
-    python3 benches/ab_echo.py --a OTHER/target/release --b target/release [--rounds 40] [--calls 2000]
+    cargo build --release --bin peer --example echo_rounds --example parts_cost            # B
+    (cd OTHER && cargo build --release --bin peer --example echo_rounds --example parts_cost)  # A
+    python3 benches/ab_echo.py --a OTHER/target/release --b target/release [--rounds 40] \
+        [--calls 2000] [--parts]
 """
 
 import argparse
@@ -19,17 +21,22 @@ import subprocess
 import sys
 
 
-def start(release_dir):
+def start(release_dir, parts):
     exe = os.path.join(release_dir, "examples", "echo_rounds")
-    peer = os.path.join(release_dir, "peer")
-    for path in (exe, peer):
+    if parts:
+        server_exe = os.path.join(release_dir, "examples", "parts_cost")
+        server, extra = f"{server_exe} --serve", ["--parts"]
+    else:
+        server_exe = os.path.join(release_dir, "peer")
+        server, extra = f"{server_exe} --role server --handler echo", []
+    for path in (exe, server_exe):
         if not os.access(path, os.X_OK):
             sys.exit(
-                f"ab_echo: {path} is missing: cargo build --release --bin peer --example echo_rounds"
+                f"ab_echo: {path} is missing: cargo build --release --bin peer "
+                "--example echo_rounds --example parts_cost"
             )
-    server = f"{peer} --role server --handler echo"
     return subprocess.Popen(
-        [exe, server], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        [exe, server, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
     )
 
 
@@ -49,10 +56,11 @@ def main():
     parser.add_argument("--b", required=True, help="B's release directory")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--parts", action="store_true", help="PARTS calls to rhs, not DATA")
     args = parser.parse_args()
     if args.rounds < 1 or args.calls < 1:
         parser.error("--rounds and --calls take a number of at least 1")
-    a, b = start(args.a), start(args.b)
+    a, b = start(args.a, args.parts), start(args.b, args.parts)
     try:
         round_of(a, 500)  # warm-up
         round_of(b, 500)

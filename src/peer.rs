@@ -16,9 +16,11 @@
 //! of each concern, which all reach these fields: `locate` finds the `peer` binary
 //! ([`find_peer_binary`]); `options` holds the settings ([`Options`], [`DataPath`]); `command` is
 //! the one spawn rule ([`argv_command`], [`shell_command`], [`checked_shell_command`]) and `spawn`
-//! the `Peer::spawn*` constructors that follow it; `handshake` exchanges HELLOs; `calls` sends and
-//! receives DATA ([`Peer::call`]), `parts_calls` PARTS ([`Peer::call_parts`]); `reply` is what a
-//! reply is received into and what it tells ([`Reply`], [`CallTiming`]); `lifecycle` holds the
+//! the `Peer::spawn*` constructors that follow it; `handshake` exchanges HELLOs; `message` is the
+//! one message model of a call ([`Request`], [`ReplyInto`]), `calls` its one path
+//! ([`Peer::call_request`]) and the short forms ([`Peer::call`], [`Peer::call_parts`]),
+//! `data_frames` and `parts_frames` its two wire forms, DATA and PARTS; `reply` is what a
+//! received reply tells ([`Reply`], [`CallTiming`], [`PartsReply`]); `lifecycle` holds the
 //! peer's accessors and its ending (BYE, reaping); `stderr_tail` and `words` keep what the server
 //! last wrote and said.
 //!
@@ -55,11 +57,13 @@ pub use crate::transport::{INTERRUPT_CHECK, LEND_MIN_BYTES};
 
 mod calls;
 mod command;
+mod data_frames;
 mod handshake;
 mod lifecycle;
 mod locate;
+mod message;
 mod options;
-mod parts_calls;
+mod parts_frames;
 mod reply;
 mod spawn;
 mod stderr_tail;
@@ -68,7 +72,8 @@ mod words;
 pub use command::{argv_command, checked_shell_command, shell_command};
 pub use locate::{PEER_ENV, find_peer_binary};
 pub use options::{CLOSE_GRACE, DEFAULT_TIMEOUT, DataPath, Options};
-pub use reply::{CallTiming, PartsReply, PartsTarget, Reply};
+pub use message::{ReplyInto, Request};
+pub use reply::{CallTiming, PartsReply, Reply};
 use stderr_tail::StderrTail;
 use words::LastWords;
 
@@ -79,7 +84,7 @@ struct Pending {
     encode_ns: u64,
     /// The deadline of [`Peer::recv_for`]'s waits for this reply, from the first of them.
     reply_deadline: Option<Deadline>,
-    /// A PARTS request (its reply is received with [`Peer::recv_parts`]), not DATA.
+    /// A PARTS request (its reply is received into parts), not DATA.
     parts: bool,
 }
 

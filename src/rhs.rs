@@ -43,7 +43,7 @@ use crate::codec::{Values, ValuesMut};
 use crate::error::{Error, Result};
 pub use crate::ode::{JAC_FUNCTION, RHS_FUNCTION, ode_parts};
 use crate::parts::{Part, PartMut};
-use crate::peer::{CallTiming, Options, Peer};
+use crate::peer::{CallTiming, Options, Peer, ReplyInto, Request};
 
 /// How the state and derivative travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -204,14 +204,11 @@ impl RemoteRhs {
                 found: derivative.len() as u64,
             });
         }
-        let timing = match self.exchange {
-            Exchange::F64 => self.peer.call(Values::F64(state), ValuesMut::F64(derivative))?,
-            Exchange::F64AsF32 => {
-                self.peer.call(Values::F64AsF32(state), ValuesMut::F64FromF32(derivative))?
-            }
+        let (request, into) = match self.exchange {
+            Exchange::F64 => (Values::F64(state), ValuesMut::F64(derivative)),
+            Exchange::F64AsF32 => (Values::F64AsF32(state), ValuesMut::F64FromF32(derivative)),
         };
-        self.record(timing);
-        Ok(timing)
+        self.call(Request::Array(request), ReplyInto::Array(into))
     }
 
     /// `fun(t, y, *args)` exactly as SciPy's `solve_ivp` calls it: sends `t`, the state `y`
@@ -293,8 +290,13 @@ impl RemoteRhs {
     ) -> Result<CallTiming> {
         let t = [t];
         let inputs = [Part::f64(&t), y, Part::f64(args)];
-        let inputs = if args.is_empty() { &inputs[..2] } else { &inputs[..] };
-        let timing = self.peer.call_parts(function, inputs, &mut [out])?;
+        let parts = if args.is_empty() { &inputs[..2] } else { &inputs[..] };
+        self.call(Request::Call { function, parts }, ReplyInto::Parts(&mut [out]))
+    }
+
+    /// The one round trip of every evaluation, counted in the statistics.
+    fn call(&mut self, request: Request<'_, '_>, into: ReplyInto<'_, '_>) -> Result<CallTiming> {
+        let timing = self.peer.call_request(request, into)?;
         self.record(timing);
         Ok(timing)
     }

@@ -10,11 +10,11 @@ use std::thread::{self, JoinHandle};
 use common::{Watchdog, bits64, pseudo_random_f64, secs};
 use peerpipe::frame::{DEFAULT_MAX_FRAME_BYTES, HEADER_LEN, Header, Hello, Kind};
 use peerpipe::parts::{Part, PartMut, PartsOut};
-use peerpipe::peer::PartsReply;
+use peerpipe::peer::{PartsReply, ReplyInto, Request};
 use peerpipe::rhs::RemoteRhs;
 use peerpipe::server::{Call, Functions, ServeOptions, ServeSummary, serve};
 use peerpipe::transport::{Deadline, Transport, TransportKind};
-use peerpipe::{Error, ErrorKind, Options, Peer, Result, Wait};
+use peerpipe::{Error, ErrorKind, Options, Peer, Result, Values, ValuesMut, Wait};
 
 /// `step(t, y, p)`: `y[i] * p[i % 8] + t`, in this order.
 fn step(t: f64, y: &[f64], p: &[f64], out: &mut [f64]) {
@@ -121,6 +121,52 @@ fn time_state_and_parameters_go_to_a_named_function_bit_for_bit() {
         let summary = server.join().unwrap().expect("serve");
         assert_eq!((summary.replies, summary.rejected), (6, 0));
     }
+}
+
+#[test]
+fn one_call_path_takes_both_forms_and_refuses_a_reply_the_buffers_cannot_take() {
+    let _watchdog = Watchdog::new(secs(60));
+    let (mut peer, server) = start(TransportKind::Pipe);
+    let y = pseudo_random_f64(10, 3);
+    let (mut sum, mut array) = ([0.0; 3], [0.0; 10]);
+    // A request whose reply the buffers cannot take is refused before anything is sent.
+    let observe = Request::Call { function: "observe", parts: &[Part::f64(&y)] };
+    let refused = peer.call_request(observe, ReplyInto::Array(ValuesMut::F64(&mut array)));
+    assert!(
+        matches!(&refused, Err(Error::InvalidArgument { what: "call_request", reason })
+            if reason.contains("a PARTS request")),
+        "{refused:?}"
+    );
+    // The one path, PARTS: the reply into the caller's parts.
+    let mut into = [PartMut::f64(&mut sum)];
+    peer.call_request(observe, ReplyInto::Parts(&mut into)).expect("observe");
+    assert_eq!(sum[2].to_bits(), y.iter().sum::<f64>().to_bits());
+    // Pipelined, a PARTS and a DATA request; each reply asked into the other's buffers is
+    // refused, the request staying in flight, and then received where it belongs.
+    let first = peer.send_request(observe).expect("send PARTS");
+    let second = peer.send_request(Request::Array(Values::F64(&y))).expect("send DATA");
+    let wrong = peer.recv_reply(ReplyInto::Array(ValuesMut::F64(&mut array)));
+    assert!(
+        matches!(&wrong, Err(Error::InvalidArgument { reason, .. })
+            if reason.contains(&format!("seq {first} is a PARTS request"))),
+        "{wrong:?}"
+    );
+    let mut any = PartsReply::new();
+    assert_eq!(peer.recv_reply(ReplyInto::Any(&mut any)).expect("PARTS reply").seq, first);
+    assert_eq!(any.parts().get(0).unwrap().f64_view().unwrap()[2], sum[2]);
+    let wrong = peer.recv_reply(ReplyInto::Any(&mut any));
+    assert!(
+        matches!(&wrong, Err(Error::InvalidArgument { reason, .. })
+            if reason.contains(&format!("seq {second} is a DATA request"))),
+        "{wrong:?}"
+    );
+    // This server serves functions only: its answer to DATA is an ERROR, the peer usable.
+    let remote = peer.recv_reply(ReplyInto::Array(ValuesMut::F64(&mut array)));
+    assert!(matches!(&remote, Err(Error::Remote { seq, .. }) if *seq == second), "{remote:?}");
+    peer.call_parts("observe", &[Part::f64(&y)], &mut [PartMut::f64(&mut sum)]).expect("after");
+    peer.close().expect("close");
+    let summary = server.join().unwrap().expect("serve");
+    assert_eq!((summary.replies, summary.rejected), (3, 1));
 }
 
 #[test]

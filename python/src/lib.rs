@@ -4,7 +4,7 @@
 //! and errors — nothing else. Arrays come in as numpy arrays and are lent to the crate as
 //! slices; replies land in the caller's `out` array without allocation. Every wait runs
 //! inside `Python::detach` so other threads run; a call's wait for its reply is cut into
-//! slices of at most [`boundary::SLICE`] (`Peer::recv_for`, `Peer::recv_parts_for`), with
+//! slices of at most [`boundary::SLICE`] (`Peer::recv_reply_for`), with
 //! `Python::check_signals` between them,
 //! so Ctrl-C is seen within ~100 ms; a spawn's handshake runs on a thread of its own, waited
 //! for the same way (`spawn::spawn_interruptibly`). Rust errors become the exceptions created

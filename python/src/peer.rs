@@ -4,8 +4,7 @@ use std::process::ExitStatus;
 use std::sync::Mutex;
 
 use numpy::{PyArray1, PyUntypedArrayMethods};
-use peerpipe::codec::{Values, ValuesMut};
-use peerpipe::peer::{PartsReply, PartsTarget, Reply};
+use peerpipe::peer::{PartsReply, ReplyInto, Request};
 use peerpipe::{CallTiming, TransportKind};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -238,12 +237,8 @@ impl PyPeer {
         parts_of(&held, &loans, &|i| format!("part {i}"), &mut inputs)?;
         let Some(out) = out else {
             let mut reply = std::mem::take(&mut self.reply);
-            let called = self.converse(py, |peer, first| {
-                if first {
-                    peer.send_parts(function, &inputs)?;
-                }
-                peer.recv_parts_for(PartsTarget::Any(&mut reply), SLICE)
-            });
+            let request = Request::Call { function, parts: &inputs };
+            let called = self.converse(py, request, ReplyInto::Any(&mut reply));
             let arrays = called.and_then(|()| {
                 let parts = reply.parts();
                 let arrays = parts.iter().map(|part| to_numpy(py, &part));
@@ -271,12 +266,8 @@ impl PyPeer {
         for (i, held) in held_out.iter().enumerate() {
             targets.push(held.part_mut(&loans, &|| format!("out[{i}]"))?);
         }
-        self.converse(py, |peer, first| {
-            if first {
-                peer.send_parts(function, &inputs)?;
-            }
-            peer.recv_parts_for(PartsTarget::Into(&mut targets), SLICE)
-        })?;
+        let request = Request::Call { function, parts: &inputs };
+        self.converse(py, request, ReplyInto::Parts(&mut targets))?;
         Ok(out)
     }
 
@@ -379,35 +370,25 @@ impl PyPeer {
         let loans = Loans::new();
         let values = loans.read_or_copy(x, &|| "x".to_owned())?;
         let dst = loans.write(out, &|| "out".to_owned())?;
-        self.exchange(py, T::values(&values, narrow), T::values_mut(dst, narrow))
+        let request = Request::Array(T::values(&values, narrow));
+        self.converse(py, request, ReplyInto::Array(T::values_mut(dst, narrow)))
     }
 
-    /// One round trip with the GIL released: send, then wait for the reply in slices.
-    fn exchange(
-        &mut self,
-        py: Python<'_>,
-        values: Values<'_>,
-        mut dst: ValuesMut<'_>,
-    ) -> PyResult<()> {
-        self.converse(py, |peer, first| {
-            if first {
-                peer.send(values)?;
-            }
-            peer.recv_for(dst.reborrow(), SLICE)
-        })
-    }
-
-    /// Runs `step` with the GIL released — `first` true the first time, when it sends the
-    /// request, and each time waits for the reply at most [`SLICE`] — until the reply is in,
-    /// with signal checks in between. On Ctrl-C (any error from a signal handler) the server
-    /// is terminated and reaped and the peer closed, and the handler's exception is raised.
+    /// The one round trip of every call, with the GIL released: sends `request`, then waits
+    /// for its reply into `into` at most [`SLICE`] at a time, with signal checks in between,
+    /// until it is in. On Ctrl-C (any error from a signal handler) the server is terminated
+    /// and reaped and the peer closed, and the handler's exception is raised.
     fn converse(
         &mut self,
         py: Python<'_>,
-        mut step: impl FnMut(&mut peerpipe::Peer, bool) -> peerpipe::Result<Option<Reply>> + Send,
+        request: Request<'_, '_>,
+        mut into: ReplyInto<'_, '_>,
     ) -> PyResult<()> {
         let peer = self.open()?;
-        let mut got = py.detach(|| step(peer, true));
+        let mut got = py.detach(|| {
+            peer.send_request(request)?;
+            peer.recv_reply_for(&mut into, SLICE)
+        });
         loop {
             match got {
                 Ok(Some(reply)) => {
@@ -424,7 +405,7 @@ impl PyPeer {
                         return Err(interrupted);
                     }
                     let peer = self.open()?;
-                    got = py.detach(|| step(peer, false));
+                    got = py.detach(|| peer.recv_reply_for(&mut into, SLICE));
                 }
                 Err(e) => {
                     self.closed_by_error();

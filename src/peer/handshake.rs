@@ -3,7 +3,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::calls::{grow, retarget};
+use super::calls::retarget;
+use super::data_frames::grow;
 use super::options::Options;
 use super::words::LastWords;
 use super::{Peer, State};

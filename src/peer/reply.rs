@@ -1,10 +1,8 @@
-//! What a reply is received into — [`Target`]: DATA into one buffer, PARTS into the caller's
-//! parts or a [`PartsReply`] ([`PartsTarget`]) — and what a received [`Reply`] tells: its seq
-//! and where the time went ([`CallTiming`]).
+//! What a received [`Reply`] tells — its seq and where the time went ([`CallTiming`]) — and
+//! [`PartsReply`], a PARTS reply of any shape kept from call to call.
 
-use crate::codec::ValuesMut;
 use crate::frame::HEADER_LEN;
-use crate::parts::{self, Parsed, PartMut, Role};
+use crate::parts::{self, Parsed, Role};
 use crate::zerocopy::AlignedBuf;
 
 /// Where the time of one round trip went, in nanoseconds.
@@ -38,13 +36,6 @@ pub struct Reply {
     pub timing: CallTiming,
 }
 
-/// What a reply is received into: DATA into one buffer, PARTS into a [`PartsTarget`].
-#[derive(Debug)]
-pub(super) enum Target<'r, 'a> {
-    Data(ValuesMut<'a>),
-    Parts(PartsTarget<'r, 'a>),
-}
-
 /// A PARTS reply whatever its shape, received into a buffer kept from call to call (no
 /// allocation once it has held a reply as large). See
 /// [`Peer::call_parts_any`](super::Peer::call_parts_any).
@@ -71,14 +62,4 @@ impl PartsReply {
         };
         parts::parse(payload, Role::Reply).expect("a received reply's table was checked")
     }
-}
-
-/// Where a PARTS reply goes: into the caller's buffers, whose shapes it must have, or into
-/// a [`PartsReply`] whatever its shape.
-#[derive(Debug)]
-pub enum PartsTarget<'r, 'a> {
-    /// The caller's buffers, one per part, in order.
-    Into(&'r mut [PartMut<'a>]),
-    /// Any shape.
-    Any(&'r mut PartsReply),
 }

@@ -1,10 +1,11 @@
-//! Calls of several typed parts to functions by name (docs/PROTOCOL.md §15): the time, a
-//! state and parameters out in one frame, a reply of its own shape back.
+//! The PARTS wire form of a call (docs/PROTOCOL.md §15): a [`Request::Call`](super::Request)
+//! — the time, a state and parameters to a function by name — sent from the caller's slices
+//! in one vectored write, and its reply, of its own shape, received into the caller's parts
+//! or a [`PartsReply`].
 
 use std::io::IoSlice;
-use std::time::Duration;
 
-use super::reply::{CallTiming, PartsReply, PartsTarget, Reply, Target};
+use super::reply::{CallTiming, PartsReply, Reply};
 use super::{Peer, Pending};
 use crate::clock::Stamp;
 use crate::error::{Error, Result};
@@ -30,79 +31,33 @@ impl Peer {
         self.server_hello.parts
     }
 
-    /// Calls `function` (`""`: the server's default function) with `inputs`, and receives the
-    /// reply's parts into `outputs`, whose shapes (dtype, length, matrix columns) the reply
-    /// must have: one round trip, sent from the caller's slices in one vectored write, no
-    /// allocation once warm.
-    ///
-    /// # Errors
-    /// Refused before anything is sent, the peer staying usable: [`Error::Unsupported`] when
-    /// the server does not speak PARTS; [`Error::InvalidArgument`] for a bad function name,
-    /// more than [`parts::MAX_PARTS`] parts or replies still in flight;
-    /// [`Error::FrameTooLarge`] beyond the server's `max_frame_bytes`. After the call, the
-    /// peer staying usable: [`Error::Remote`] (the server's ERROR: an unknown function, a
-    /// refused call) and [`Error::ShapeMismatch`] (a reply of other shapes than `outputs`,
-    /// read whole). Otherwise those of [`Peer::recv`], after which the server is terminated.
-    /// On error the contents of `outputs` are unspecified.
-    pub fn call_parts(
-        &mut self,
-        function: &str,
-        inputs: &[Part<'_>],
-        outputs: &mut [PartMut<'_>],
-    ) -> Result<CallTiming> {
-        self.check_nothing_in_flight("call_parts")?;
-        self.send_parts(function, inputs)?;
-        Ok(self.recv_parts(PartsTarget::Into(outputs))?.timing)
-    }
-
-    /// [`Peer::call_parts`] with a reply of any shape, received into `reply`.
-    ///
-    /// # Errors
-    /// As [`Peer::call_parts`], without [`Error::ShapeMismatch`].
-    pub fn call_parts_any(
-        &mut self,
-        function: &str,
-        inputs: &[Part<'_>],
-        reply: &mut PartsReply,
-    ) -> Result<CallTiming> {
-        self.check_nothing_in_flight("call_parts_any")?;
-        self.send_parts(function, inputs)?;
-        Ok(self.recv_parts(PartsTarget::Any(reply))?.timing)
-    }
-
-    fn check_nothing_in_flight(&self, what: &'static str) -> Result<()> {
-        self.check_open()?;
-        if self.pending.is_empty() {
+    /// Refuses a PARTS request to a server whose HELLO does not announce `parts=1`.
+    pub(super) fn check_speaks_parts(&self) -> Result<()> {
+        if self.server_hello.parts {
             return Ok(());
         }
-        Err(Error::InvalidArgument {
-            what,
-            reason: format!(
-                "{} pipelined replies are still in flight; recv them first",
-                self.pending.len()
-            ),
+        let server = self.server_hello.implementation.as_deref().unwrap_or("unnamed");
+        Err(Error::Unsupported {
+            what: "PARTS requests",
+            server: format!("{server}, whose HELLO does not announce parts=1"),
+            hint: "it serves DATA requests only, one array per call",
         })
     }
 
-    /// Sends one PARTS request calling `function` with `inputs` and returns its seq, without
-    /// waiting for the reply (receive it with [`Peer::recv_parts`]); pipelining as for
-    /// [`Peer::send`].
+    /// Writes the PARTS frame of request `seq` calling `function` with `inputs` (`started`
+    /// before anything was checked); returns whether it went out and the time spent encoding.
     ///
     /// # Errors
-    /// The refusals of [`Peer::call_parts`] (nothing sent, the peer usable); a timeout or the
-    /// server's end while writing, after which the server is terminated.
-    pub fn send_parts(&mut self, function: &str, inputs: &[Part<'_>]) -> Result<u64> {
-        self.check_open()?;
-        if !self.server_hello.parts {
-            let server = self.server_hello.implementation.as_deref().unwrap_or("unnamed");
-            return Err(Error::Unsupported {
-                what: "PARTS requests",
-                server: format!("{server}, whose HELLO does not announce parts=1"),
-                hint: "it serves DATA requests only, one array per call",
-            });
-        }
-        self.check_room_in_flight()?;
-        let started = Stamp::now();
+    /// Refusals, nothing sent: a bad function name or too many parts
+    /// ([`Error::InvalidArgument`]), [`Error::FrameTooLarge`] beyond the server's
+    /// `max_frame_bytes`.
+    pub(super) fn send_call(
+        &mut self,
+        seq: u64,
+        started: Stamp,
+        function: &str,
+        inputs: &[Part<'_>],
+    ) -> Result<(Result<()>, u64)> {
         self.table.write(function, inputs.iter().map(Part::shape))?;
         let len = self.table.payload_len();
         if len > self.server_hello.max_frame_bytes {
@@ -112,7 +67,6 @@ impl Peer {
                 refused_by: crate::error::RefusedBy::Client,
             });
         }
-        let seq = self.next_seq;
         let header = Header::parts(seq, len).to_bytes();
         let deadline = Deadline::from_first_wait(self.options.timeout);
         let mut encode_ns = 0;
@@ -133,7 +87,7 @@ impl Peer {
             let pieces = [self.table.as_bytes(), &self.scratch[..]];
             self.transport.send_frame_pieces(&header, &pieces, deadline)
         };
-        self.sent(sent, seq, started, encode_ns, true)
+        Ok((sent, encode_ns))
     }
 
     /// Sends the header, the table and `inputs` from the caller's memory, each part followed
@@ -164,53 +118,29 @@ impl Peer {
         self.transport.send_frame_slices(&mut slices[..used], deadline)
     }
 
-    /// Receives the PARTS reply to the oldest request in flight (one sent with
-    /// [`Peer::send_parts`]) into `target`.
-    ///
-    /// # Errors
-    /// As [`Peer::call_parts`] after sending; [`Error::InvalidArgument`] when nothing is in
-    /// flight or the oldest request was DATA (receive it with [`Peer::recv`]).
-    pub fn recv_parts(&mut self, target: PartsTarget<'_, '_>) -> Result<Reply> {
-        let deadline = Deadline::after(self.options.timeout);
-        let reply = self.recv_until(Target::Parts(target), deadline, None)?;
-        Ok(reply.expect("a wait without an idle limit returns a reply or an error"))
-    }
-
-    /// [`Peer::recv_parts`] in slices, as [`Peer::recv_for`] receives DATA: `Ok(None)` when
-    /// no byte of the reply has arrived within `patience`, the request staying in flight.
-    ///
-    /// # Errors
-    /// As [`Peer::recv_parts`].
-    pub fn recv_parts_for(
-        &mut self,
-        target: PartsTarget<'_, '_>,
-        patience: Duration,
-    ) -> Result<Option<Reply>> {
-        self.recv_for_target(Target::Parts(target), patience)
-    }
-
-    /// The PARTS reply to `pending` into `target`, by `deadline`.
-    pub(super) fn recv_parts_reply(
+    /// The PARTS reply to `pending` into `outputs`, whose shapes it must have, by
+    /// `deadline`.
+    pub(super) fn recv_parts_into(
         &mut self,
         pending: Pending,
-        target: PartsTarget<'_, '_>,
+        outputs: &mut [PartMut<'_>],
         deadline: Deadline,
     ) -> Result<Reply> {
-        let (server_ns, decode_started) = match target {
+        let (server_ns, decode_started) = match outputs.len() {
             // One part (a solver's derivative): the smallest arrays.
-            PartsTarget::Into(outputs) if NATIVE_IS_WIRE && outputs.len() == 1 => self
+            1 if NATIVE_IS_WIRE => self
                 .recv_parts_scattered::<1, { parts::PREAMBLE_LEN + parts::DESCRIPTOR_LEN }, 3>(
                     pending.seq,
                     outputs,
                     deadline,
                 )?,
-            PartsTarget::Into(outputs) if NATIVE_IS_WIRE && outputs.len() <= SCATTER_PARTS => self
+            n if NATIVE_IS_WIRE && n <= SCATTER_PARTS => self
                 .recv_parts_scattered::<SCATTER_PARTS, SCATTER_TABLE, MAX_SCATTER>(
                     pending.seq,
                     outputs,
                     deadline,
                 )?,
-            PartsTarget::Into(outputs) => {
+            _ => {
                 // The reply's length as the caller expects it: the whole frame in one read.
                 let guess = parts::payload_len(outputs.iter().map(PartMut::shape)).unwrap_or(0);
                 let mut frame = std::mem::take(&mut self.parts_frame);
@@ -224,27 +154,24 @@ impl Peer {
                 self.parts_frame = frame;
                 result?
             }
-            PartsTarget::Any(reply) => {
-                // Guess the length the last reply had.
-                let guess = reply.len;
-                reply.len = 0;
-                let (len, aux) =
-                    self.recv_parts_frame(pending.seq, &mut reply.frame, guess, deadline)?;
-                parts::parse(&reply.frame.as_bytes()[HEADER_LEN..][..len], Role::Reply)?;
-                reply.len = len;
-                (aux, Stamp::now())
-            }
         };
-        let done = Stamp::now();
-        Ok(Reply {
-            seq: pending.seq,
-            timing: CallTiming {
-                encode_ns: pending.encode_ns,
-                decode_ns: done.nanos_since(decode_started),
-                server_ns,
-                round_trip_ns: done.nanos_since(pending.started),
-            },
-        })
+        Ok(parts_reply(pending, server_ns, decode_started))
+    }
+
+    /// The PARTS reply to `pending`, whatever its shape, into `reply`, by `deadline`.
+    pub(super) fn recv_parts_any(
+        &mut self,
+        pending: Pending,
+        reply: &mut PartsReply,
+        deadline: Deadline,
+    ) -> Result<Reply> {
+        // Guess the length the last reply had.
+        let guess = reply.len;
+        reply.len = 0;
+        let (len, aux) = self.recv_parts_frame(pending.seq, &mut reply.frame, guess, deadline)?;
+        parts::parse(&reply.frame.as_bytes()[HEADER_LEN..][..len], Role::Reply)?;
+        reply.len = len;
+        Ok(parts_reply(pending, aux, Stamp::now()))
     }
 
     /// The reply to `seq` read straight into `outputs` (a little-endian target, at most
@@ -383,6 +310,21 @@ impl Peer {
             self.transport.recv_payload(&mut frame.as_bytes_mut()[HEADER_LEN..], deadline)?;
         }
         Ok((len, header.aux))
+    }
+}
+
+/// The reply to `pending`, its parts in place since `decode_started`, the server's time
+/// `server_ns`.
+fn parts_reply(pending: Pending, server_ns: u64, decode_started: Stamp) -> Reply {
+    let done = Stamp::now();
+    Reply {
+        seq: pending.seq,
+        timing: CallTiming {
+            encode_ns: pending.encode_ns,
+            decode_ns: done.nanos_since(decode_started),
+            server_ns,
+            round_trip_ns: done.nanos_since(pending.started),
+        },
     }
 }
 
