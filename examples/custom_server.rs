@@ -8,6 +8,7 @@
 //! ```
 
 use peerpipe::frame::Dtype;
+use peerpipe::parts::PartsOut;
 use peerpipe::server::{self, Handler, Request, Response, ServeOptions};
 use peerpipe::{Result, Wait};
 
@@ -22,13 +23,19 @@ impl Handler for Doubler {
         "doubler"
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> std::result::Result<Response<'a>, String> {
-        request.expect_dtype(Dtype::F64)?;
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        _: &mut PartsOut,
+    ) -> std::result::Result<Response<'a>, String> {
+        // One array (a DATA request, or the same as one part): other requests get ERROR.
+        let array = request.array()?;
+        array.expect_dtype(Dtype::F64)?;
         // View the payload in place when possible; decode with the codec otherwise.
-        let input: &[f64] = match request.f64_view() {
+        let input: &[f64] = match array.f64_view() {
             Some(view) => view,
             None => {
-                request.decode_f64_into(&mut self.input)?;
+                array.decode_f64_into(&mut self.input)?;
                 &self.input
             }
         };

@@ -21,7 +21,7 @@
 
 use peerpipe::ode::{JAC_FUNCTION, RHS_FUNCTION};
 use peerpipe::parts::PartsOut;
-use peerpipe::server::{Call, Functions, StdioOptions, serve_stdio};
+use peerpipe::server::{Functions, Request, StdioOptions, serve_stdio};
 
 type Model = fn(f64, &[f64], &[f64], &mut [f64]);
 
@@ -67,7 +67,7 @@ fn rhs(
     model: Model,
     n: usize,
     defaults: &'static [f64],
-) -> impl FnMut(Call<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
+) -> impl FnMut(Request<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
     let (mut column, mut derivative) = (vec![0.0; n], vec![0.0; n]);
     move |call, reply| {
         let (t, y, p) = peerpipe::ode::ode_parts(&call)?;
@@ -92,7 +92,7 @@ fn jac(
     jacobian: Model,
     n: usize,
     defaults: &'static [f64],
-) -> impl FnMut(Call<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
+) -> impl FnMut(Request<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
     move |call, reply| {
         let (t, y, p) = peerpipe::ode::ode_parts(&call)?;
         let p = parameters(p, defaults)?;
@@ -113,7 +113,7 @@ fn parameters<'a>(given: &'a [f64], defaults: &'a [f64]) -> Result<&'a [f64], St
 }
 
 /// The columns of `y` (1 for a vector), checking that it holds `n` rows.
-fn columns(call: &Call<'_>, len: usize, n: usize) -> Result<usize, String> {
+fn columns(call: &Request<'_>, len: usize, n: usize) -> Result<usize, String> {
     let shape = call.parts.get(1).map(|y| y.shape()).ok_or("no y")?;
     let k = if shape.rows().is_some() { shape.cols as usize } else { 1 };
     if len != n * k {

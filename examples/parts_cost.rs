@@ -24,7 +24,7 @@
 use std::process::Command;
 
 use peerpipe::parts::{Part, PartMut, PartsOut};
-use peerpipe::server::{Call, Functions, Handler, Request, Response, StdioOptions, serve_stdio};
+use peerpipe::server::{Functions, Handler, Request, Response, StdioOptions, serve_stdio};
 use peerpipe::{Options, Peer, Result, Wait};
 
 const STATE: usize = 500;
@@ -43,17 +43,21 @@ impl Handler for Server {
     fn name(&self) -> &str {
         "parts-cost"
     }
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> std::result::Result<Response<'a>, String> {
-        let values = request.f64_view().ok_or("expected f64 values")?;
-        self.copy.clear();
-        self.copy.extend_from_slice(values);
-        Ok(Response::F64(&self.copy))
-    }
     fn functions(&self) -> Vec<String> {
         self.functions.functions()
     }
-    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> std::result::Result<(), String> {
-        self.functions.call(call, reply)
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        out: &mut PartsOut,
+    ) -> std::result::Result<Response<'a>, String> {
+        if !request.function.is_empty() {
+            return self.functions.handle(request, out);
+        }
+        let values = request.array()?.f64_view().ok_or("expected f64 values")?;
+        self.copy.clear();
+        self.copy.extend_from_slice(values);
+        Ok(Response::F64(&self.copy))
     }
 }
 

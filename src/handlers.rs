@@ -7,7 +7,7 @@ use crate::codec::{self, Values, ValuesMut};
 use crate::frame::Dtype;
 use crate::lorenz96;
 use crate::parts::PartsOut;
-use crate::server::{Call, Handler, Request, Response};
+use crate::server::{Array, Handler, Request, Response};
 use crate::zerocopy::resize_exact;
 
 /// Names accepted by [`by_name`].
@@ -39,35 +39,40 @@ impl Handler for Echo {
         "echo"
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
-        let count = request.count as usize;
-        resize_exact(&mut self.encoded, request.payload.len(), 0);
-        let converted = match request.dtype {
-            Dtype::Bytes => return Ok(Response::Bytes(request.payload)),
+    /// One array is decoded and encoded again; any other request (several parts, i64) is
+    /// answered with the same parts.
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        out: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
+        let Ok(array) = request.array() else {
+            return echo_parts(request, out);
+        };
+        let count = array.count as usize;
+        resize_exact(&mut self.encoded, array.payload.len(), 0);
+        let converted = match array.dtype {
+            Dtype::Bytes => return Ok(Response::Bytes(array.payload)),
             Dtype::F64 => {
                 resize_exact(&mut self.f64s, count, 0.0);
-                codec::decode_into(request.payload, ValuesMut::F64(&mut self.f64s))
+                codec::decode_into(array.payload, ValuesMut::F64(&mut self.f64s))
                     .and_then(|()| codec::encode_into(Values::F64(&self.f64s), &mut self.encoded))
             }
             Dtype::F32 => {
                 resize_exact(&mut self.f32s, count, 0.0);
-                codec::decode_into(request.payload, ValuesMut::F32(&mut self.f32s))
+                codec::decode_into(array.payload, ValuesMut::F32(&mut self.f32s))
                     .and_then(|()| codec::encode_into(Values::F32(&self.f32s), &mut self.encoded))
             }
         };
         converted.map_err(|e| e.to_string())?;
-        Ok(Response::Wire { dtype: request.dtype, count: request.count, payload: &self.encoded })
-    }
-
-    /// Its default function answers a PARTS request with the same parts.
-    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
-        echo_parts(call, reply)
+        Ok(Response::Wire { dtype: array.dtype, count: array.count, payload: &self.encoded })
     }
 }
 
-/// A PARTS request's parts as the reply, bit for bit.
-fn echo_parts(call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
-    call.parts.iter().try_for_each(|part| reply.push_received(&part))
+/// A request's parts as the reply, bit for bit.
+fn echo_parts<'a>(request: Request<'_>, out: &mut PartsOut) -> Result<Response<'a>, String> {
+    request.parts.iter().try_for_each(|part| out.push_received(&part))?;
+    Ok(Response::Parts)
 }
 
 /// Replies with the request's payload bytes untouched: the server converts nothing.
@@ -79,13 +84,17 @@ impl Handler for EchoRaw {
         "echo-raw"
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
-        Ok(Response::Wire { dtype: request.dtype, count: request.count, payload: request.payload })
-    }
-
-    /// Its default function answers a PARTS request with the same parts.
-    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
-        echo_parts(call, reply)
+    /// One array is answered with its bytes as they came, any other request with the same
+    /// parts.
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        out: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
+        match request.array() {
+            Ok(Array { dtype, count, payload }) => Ok(Response::Wire { dtype, count, payload }),
+            Err(_) => echo_parts(request, out),
+        }
     }
 }
 
@@ -118,38 +127,35 @@ impl Handler for Lorenz96 {
         "lorenz96"
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
-        request.expect_dtype(Dtype::F64).map_err(|e| format!("lorenz96: {e}"))?;
-        let state: &[f64] = match request.f64_view() {
-            Some(view) => view,
-            None => {
-                request.decode_f64_into(&mut self.state)?;
-                &self.state
-            }
-        };
-        resize_exact(&mut self.derivative, state.len(), 0.0);
-        lorenz96::rhs(state, self.forcing, &mut self.derivative)
-            .map_err(|e| format!("lorenz96: {e}"))?;
-        Ok(Response::F64(&self.derivative))
-    }
-
     fn functions(&self) -> Vec<String> {
         vec![crate::ode::RHS_FUNCTION.to_owned()]
     }
 
-    /// Its default function takes one f64 part, the state, as a DATA request does. `rhs(t,
-    /// y)` or `rhs(t, y, forcing)` is called as [`crate::rhs::RemoteRhs::eval_at`] calls it:
-    /// the model is autonomous, so `t` is read (it must be one f64) and does not change the
-    /// answer; the forcing, when given (one f64), replaces 8.0.
-    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
-        if call.function.is_empty() {
-            call.expect_parts(1)?;
-            let state = call.f64(0)?;
-            let derivative = reply.f64_to_overwrite(state.len())?;
-            return lorenz96::rhs(state, lorenz96::FORCING, derivative)
-                .map_err(|e| format!("lorenz96: {e}"));
+    /// Its default function takes one f64 array, the state. `rhs(t, y)` or `rhs(t, y,
+    /// forcing)` is called as [`crate::rhs::RemoteRhs::eval_at`] calls it: the model is
+    /// autonomous, so `t` is read (it must be one f64) and does not change the answer; the
+    /// forcing, when given (one f64), replaces 8.0.
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        out: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
+        if request.function.is_empty() {
+            let array = request.array().map_err(|e| format!("lorenz96: {e}"))?;
+            array.expect_dtype(Dtype::F64).map_err(|e| format!("lorenz96: {e}"))?;
+            let state: &[f64] = match array.f64_view() {
+                Some(view) => view,
+                None => {
+                    array.decode_f64_into(&mut self.state)?;
+                    &self.state
+                }
+            };
+            resize_exact(&mut self.derivative, state.len(), 0.0);
+            lorenz96::rhs(state, self.forcing, &mut self.derivative)
+                .map_err(|e| format!("lorenz96: {e}"))?;
+            return Ok(Response::F64(&self.derivative));
         }
-        let (_t, state, params) = crate::ode::ode_parts(&call)?;
+        let (_t, state, params) = crate::ode::ode_parts(&request)?;
         let forcing = match params {
             [] => lorenz96::FORCING,
             [forcing] => *forcing,
@@ -160,8 +166,9 @@ impl Handler for Lorenz96 {
                 ));
             }
         };
-        let derivative = reply.f64_to_overwrite(state.len())?;
-        lorenz96::rhs(state, forcing, derivative).map_err(|e| format!("lorenz96 rhs: {e}"))
+        let derivative = out.f64_to_overwrite(state.len())?;
+        lorenz96::rhs(state, forcing, derivative).map_err(|e| format!("lorenz96 rhs: {e}"))?;
+        Ok(Response::Parts)
     }
 }
 
@@ -180,19 +187,24 @@ impl Handler for Lorenz96F32 {
         "lorenz96-f32"
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
-        request.expect_dtype(Dtype::F32).map_err(|e| format!("lorenz96-f32: {e}"))?;
-        let n = request.count as usize;
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        _: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
+        let array = request.array().map_err(|e| format!("lorenz96-f32: {e}"))?;
+        array.expect_dtype(Dtype::F32).map_err(|e| format!("lorenz96-f32: {e}"))?;
+        let n = array.count as usize;
         resize_exact(&mut self.state, n, 0.0);
         resize_exact(&mut self.derivative, n, 0.0);
-        resize_exact(&mut self.encoded, request.payload.len(), 0);
-        codec::decode_into(request.payload, ValuesMut::F64FromF32(&mut self.state))
+        resize_exact(&mut self.encoded, array.payload.len(), 0);
+        codec::decode_into(array.payload, ValuesMut::F64FromF32(&mut self.state))
             .map_err(|e| e.to_string())?;
         lorenz96::rhs(&self.state, lorenz96::FORCING, &mut self.derivative)
             .map_err(|e| format!("lorenz96-f32: {e}"))?;
         codec::encode_into(Values::F64AsF32(&self.derivative), &mut self.encoded)
             .map_err(|e| e.to_string())?;
-        Ok(Response::Wire { dtype: Dtype::F32, count: request.count, payload: &self.encoded })
+        Ok(Response::Wire { dtype: Dtype::F32, count: array.count, payload: &self.encoded })
     }
 }
 
@@ -219,11 +231,19 @@ impl<H: Handler> Handler for Sleeping<H> {
         self.inner.name()
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+    fn functions(&self) -> Vec<String> {
+        self.inner.functions()
+    }
+
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        out: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
         // A 1 µs timer slack, not Linux's default 50 µs: the sleep stands for work of about
         // this length, not a length plus up to 50 µs.
         crate::sys::tighten_timer_slack();
         std::thread::sleep(self.sleep);
-        self.inner.handle(request)
+        self.inner.handle(request, out)
     }
 }

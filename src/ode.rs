@@ -4,7 +4,7 @@
 //! client that calls them ([`crate::rhs`], which hands these names on), so that a server
 //! needs nothing of the client.
 
-use crate::server::Call;
+use crate::server::Request;
 
 /// The function a right-hand side `fun(t, y, *args)` is served as: `rhs`.
 pub const RHS_FUNCTION: &str = "rhs";
@@ -17,7 +17,9 @@ pub const JAC_FUNCTION: &str = "jac";
 ///
 /// # Errors
 /// A message for the ERROR reply naming what was found instead.
-pub fn ode_parts<'a>(call: &Call<'a>) -> std::result::Result<(f64, &'a [f64], &'a [f64]), String> {
+pub fn ode_parts<'a>(
+    call: &Request<'a>,
+) -> std::result::Result<(f64, &'a [f64], &'a [f64]), String> {
     let n = call.parts.len();
     if !(2..=3).contains(&n) {
         return Err(format!(
@@ -60,7 +62,7 @@ mod tests {
             payload.resize(payload.len().next_multiple_of(8), 0);
         }
         let parts = crate::parts::parse(&payload, Role::Request).unwrap();
-        let call = Call { seq: 1, function: RHS_FUNCTION, parts };
+        let call = Request { seq: 1, function: RHS_FUNCTION, parts };
         ode_parts(&call).map(|(t, y, p)| (t, y.to_vec(), p.to_vec()))
     }
 

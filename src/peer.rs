@@ -71,8 +71,8 @@ mod words;
 
 pub use command::{argv_command, checked_shell_command, shell_command};
 pub use locate::{PEER_ENV, find_peer_binary};
-pub use options::{CLOSE_GRACE, DEFAULT_TIMEOUT, DataPath, Options};
 pub use message::{ReplyInto, Request};
+pub use options::{CLOSE_GRACE, DEFAULT_TIMEOUT, DataPath, Options};
 pub use reply::{CallTiming, PartsReply, Reply};
 use stderr_tail::StderrTail;
 use words::LastWords;

@@ -1,7 +1,8 @@
 //! The server side: [`serve`] runs the protocol loop for any [`Handler`].
 //!
-//! The loop writes its HELLO, reads the client's, then answers every DATA request with exactly
-//! one DATA or ERROR reply carrying the request's seq, in order, until BYE or a clean end of
+//! The loop writes its HELLO, reads the client's, then answers every request — DATA or PARTS,
+//! which the handler sees alike, as a [`Request`] — with exactly one reply of the request's
+//! form or ERROR, carrying the request's seq, in order, until BYE or a clean end of
 //! stream. A request the handler rejects gets ERROR and the conversation goes on; a frame that
 //! breaks the format gets ERROR (with its seq where the header could be read) and ends the
 //! loop with that error.
@@ -9,7 +10,7 @@
 //! A server of your own is a handler and a call to [`serve`]; see `examples/custom_server.rs`.
 //!
 //! One concern per file: `handler` is what a server's code sees and answers ([`Handler`],
-//! [`Request`], [`Call`]); `functions` serves functions by name ([`Functions`]); `options` the
+//! [`Request`], its one [`Array`], [`Response`]); `functions` serves functions by name ([`Functions`]); `options` the
 //! settings and the summary ([`ServeOptions`], [`ServeSummary`]); `stdio` takes a server
 //! process's stdin and stdout as its transport ([`StdioOptions`]); `conversation` answers
 //! each request of one conversation, which [`serve`] drives with a handler and [`Session`]
@@ -27,7 +28,7 @@ mod stdio;
 
 use conversation::Conversation;
 pub use functions::{Function, Functions};
-pub use handler::{Call, Handler, Request, Response};
+pub use handler::{Array, Handler, Request, Response};
 pub use options::{DEFAULT_FRAME_TIMEOUT, Ending, ServeOptions, ServeSummary};
 pub use session::{Next, Session};
 pub use stdio::{

@@ -12,7 +12,7 @@ use peerpipe::frame::{DEFAULT_MAX_FRAME_BYTES, HEADER_LEN, Header, Hello, Kind};
 use peerpipe::parts::{Part, PartMut, PartsOut};
 use peerpipe::peer::{PartsReply, ReplyInto, Request};
 use peerpipe::rhs::RemoteRhs;
-use peerpipe::server::{Call, Functions, ServeOptions, ServeSummary, serve};
+use peerpipe::server::{self, Functions, ServeOptions, ServeSummary, serve};
 use peerpipe::transport::{Deadline, Transport, TransportKind};
 use peerpipe::{Error, ErrorKind, Options, Peer, Result, Values, ValuesMut, Wait};
 
@@ -37,14 +37,14 @@ fn duffing_jac(_t: f64, y: &[f64], p: &[f64], out: &mut [f64]) {
 
 fn functions() -> Functions {
     Functions::new("test-model")
-        .with("step", |call: Call<'_>, reply: &mut PartsOut| {
+        .with("step", |call: server::Request<'_>, reply: &mut PartsOut| {
             call.expect_parts(3)?;
             let (t, y, p) = (call.f64(0)?[0], call.f64(1)?, call.f64(2)?);
             step(t, y, p, reply.f64(y.len())?);
             Ok(())
         })
         .unwrap()
-        .with("observe", |call: Call<'_>, reply: &mut PartsOut| {
+        .with("observe", |call: server::Request<'_>, reply: &mut PartsOut| {
             let y = call.f64(0)?;
             let min = y.iter().copied().fold(f64::INFINITY, f64::min);
             let max = y.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -52,26 +52,26 @@ fn functions() -> Functions {
             Ok(())
         })
         .unwrap()
-        .with("rhs", |call: Call<'_>, reply: &mut PartsOut| {
+        .with("rhs", |call: server::Request<'_>, reply: &mut PartsOut| {
             let (t, y, p) = peerpipe::ode::ode_parts(&call)?;
             duffing(t, y, p, reply.f64(2)?);
             Ok(())
         })
         .unwrap()
-        .with("jac", |call: Call<'_>, reply: &mut PartsOut| {
+        .with("jac", |call: server::Request<'_>, reply: &mut PartsOut| {
             let (t, y, p) = peerpipe::ode::ode_parts(&call)?;
             duffing_jac(t, y, p, reply.f64_matrix(2, 2)?);
             Ok(())
         })
         .unwrap()
-        .with("as-matrix", |call: Call<'_>, reply: &mut PartsOut| {
+        .with("as-matrix", |call: server::Request<'_>, reply: &mut PartsOut| {
             // The values back as a matrix of 2 columns: as long as a vector, another shape.
             let y = call.f64(0)?;
             reply.f64_matrix(y.len() / 2, 2)?.copy_from_slice(y);
             Ok(())
         })
         .unwrap()
-        .with("wrong-shape", |call: Call<'_>, reply: &mut PartsOut| {
+        .with("wrong-shape", |call: server::Request<'_>, reply: &mut PartsOut| {
             // Answers one element fewer than it was given.
             let y = call.f64(0)?;
             reply.f64(y.len().saturating_sub(1))?.copy_from_slice(&y[1..]);
@@ -271,9 +271,10 @@ fn an_unknown_function_is_an_error_naming_the_servers_and_the_conversation_goes_
     // The same table again (the server keeps the last one it accepted): refused again.
     let again = peer.call_parts("obsrve", &[Part::f64(&[1.0])], &mut [PartMut::f64(&mut out)]);
     assert_eq!(again.unwrap_err().kind(), ErrorKind::Remote);
-    // A DATA request to a server of functions is refused the same way.
+    // A DATA request to a server of functions is refused the same way: a call to the default
+    // function, which it does not serve.
     let err = peer.call_f64(&[1.0], &mut [0.0]).unwrap_err();
-    assert!(err.to_string().contains("call one with a PARTS request"), "{err}");
+    assert!(err.to_string().contains("serves functions by name (step, observe, rhs"), "{err}");
     peer.call_parts("observe", &[Part::f64(&[1.0])], &mut [PartMut::f64(&mut out)]).unwrap();
     // Bad arguments are refused before anything is sent.
     for (name, why) in [("a b", "' '"), ("", "no function named")] {

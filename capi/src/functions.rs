@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void};
 
 use peerpipe::parts::{MAX_PARTS, Part, PartDtype, PartsOut, Shape};
-use peerpipe::server::{Call, Functions, Handler, Request, Response};
+use peerpipe::server::{Functions, Handler, Request, Response};
 
 use crate::error::{Failure, PP_EINVAL, invalid};
 use crate::ffi::{self, guard, guard_or};
@@ -94,7 +94,7 @@ unsafe impl Send for Bound {}
 impl Bound {
     /// Answers one request: the C function reads `call`'s parts and makes the reply's, which
     /// are then copied into `out`; or the message of the ERROR to send.
-    fn answer(&mut self, call: Call<'_>, out: &mut PartsOut) -> Result<(), String> {
+    fn answer(&mut self, call: Request<'_>, out: &mut PartsOut) -> Result<(), String> {
         self.call.parts.load(&call.parts);
         self.call.failure.set(None);
         self.reply.clear();
@@ -119,7 +119,7 @@ impl pp_call {
     }
 
     /// Points at the parts of `call` (valid while its payload is), named as it is.
-    pub(crate) fn load(&mut self, call: &Call<'_>) {
+    pub(crate) fn load(&mut self, call: &Request<'_>) {
         self.function.clear();
         self.function.push_str(call.function);
         self.parts.load(&call.parts);
@@ -232,14 +232,15 @@ impl Handler for Renamed<'_> {
     fn name(&self) -> &str {
         self.name
     }
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
-        self.functions.handle(request)
-    }
     fn functions(&self) -> Vec<String> {
         self.functions.functions()
     }
-    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
-        self.functions.call(call, reply)
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        out: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
+        self.functions.handle(request, out)
     }
 }
 

@@ -3,7 +3,8 @@
 use std::ffi::{c_int, c_void};
 
 use peerpipe::frame::Dtype;
-use peerpipe::server::{self, Handler, Request, Response, ServeOptions, StdioOptions};
+use peerpipe::parts::PartsOut;
+use peerpipe::server::{self, Array, Handler, Request, Response, ServeOptions, StdioOptions};
 use peerpipe::zerocopy;
 
 use crate::error::invalid;
@@ -146,7 +147,7 @@ pub(crate) fn stdio_options(options: &pp_options) -> StdioOptions {
 trait Element: Copy + Default {
     const DTYPE: Dtype;
     fn view(payload: &[u8]) -> Option<&[Self]>;
-    fn decode(request: &Request<'_>, into: &mut Vec<Self>) -> Result<(), String>;
+    fn decode(array: &Array<'_>, into: &mut Vec<Self>) -> Result<(), String>;
     fn response(values: &[Self]) -> Response<'_>;
 }
 
@@ -155,8 +156,8 @@ impl Element for f64 {
     fn view(payload: &[u8]) -> Option<&[f64]> {
         zerocopy::view_f64(payload)
     }
-    fn decode(request: &Request<'_>, into: &mut Vec<f64>) -> Result<(), String> {
-        request.decode_f64_into(into)
+    fn decode(array: &Array<'_>, into: &mut Vec<f64>) -> Result<(), String> {
+        array.decode_f64_into(into)
     }
     fn response(values: &[f64]) -> Response<'_> {
         Response::F64(values)
@@ -168,9 +169,9 @@ impl Element for f32 {
     fn view(payload: &[u8]) -> Option<&[f32]> {
         zerocopy::view_f32(payload)
     }
-    fn decode(request: &Request<'_>, into: &mut Vec<f32>) -> Result<(), String> {
-        into.resize(request.count as usize, 0.0);
-        peerpipe::codec::decode_into(request.payload, peerpipe::ValuesMut::F32(into))
+    fn decode(array: &Array<'_>, into: &mut Vec<f32>) -> Result<(), String> {
+        into.resize(array.count as usize, 0.0);
+        peerpipe::codec::decode_into(array.payload, peerpipe::ValuesMut::F32(into))
             .map_err(|e| e.to_string())
     }
     fn response(values: &[f32]) -> Response<'_> {
@@ -195,13 +196,20 @@ impl<T: Element> Handler for CHandler<T> {
         &self.name
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
-        request.expect_dtype(T::DTYPE)?;
-        let n = request.count as usize;
-        let input: &[T] = match T::view(request.payload) {
+    /// One array of the handler's dtype (a DATA request, or the same as one part); other
+    /// requests get ERROR.
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        _: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
+        let array = request.array()?;
+        array.expect_dtype(T::DTYPE)?;
+        let n = array.count as usize;
+        let input: &[T] = match T::view(array.payload) {
             Some(view) => view,
             None => {
-                T::decode(&request, &mut self.input)?;
+                T::decode(&array, &mut self.input)?;
                 &self.input
             }
         };

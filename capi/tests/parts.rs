@@ -223,7 +223,7 @@ fn every_parts_case_from_c_gets_its_code_and_the_rust_message() {
     expect(
         "default-function",
         "PP_EREMOTE",
-        &format!("no function named: this server has {served}"),
+        &format!("no function named: this server serves functions by name ({served})"),
     );
     expect("data-request", "PP_EREMOTE", "serves functions by name");
     expect("ok-after-remote-errors", "PP_OK", "");

@@ -447,6 +447,7 @@ impl peerpipe::server::Handler for HundredDoubles {
     fn handle<'a>(
         &'a mut self,
         _request: peerpipe::server::Request<'a>,
+        _: &mut peerpipe::parts::PartsOut,
     ) -> Result<peerpipe::server::Response<'a>, String> {
         Ok(peerpipe::server::Response::F64(&self.0))
     }

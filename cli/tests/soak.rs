@@ -13,6 +13,7 @@ use common::{
     Watchdog, child_processes, misbehaving_command, peer_exe, secs, serialize, wait_or_kill,
 };
 use peerpipe::codec::Values;
+use peerpipe::parts::PartsOut;
 use peerpipe::server::{Handler, Request, Response, ServeOptions, serve};
 use peerpipe::transport::{Transport, Wait};
 use peerpipe::{Error, Options, Peer};
@@ -250,13 +251,18 @@ impl Handler for FlipOneBit {
         "flip-one-bit"
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        _: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
+        let array = request.array()?;
         self.reply.clear();
-        self.reply.extend_from_slice(request.payload);
+        self.reply.extend_from_slice(array.payload);
         if let Some(middle) = self.reply.len().checked_sub(1).map(|last| last / 2) {
             self.reply[middle] ^= 0x04;
         }
-        Ok(Response::Wire { dtype: request.dtype, count: request.count, payload: &self.reply })
+        Ok(Response::Wire { dtype: array.dtype, count: array.count, payload: &self.reply })
     }
 }
 

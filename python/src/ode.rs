@@ -7,7 +7,7 @@
 use numpy::{PyArrayDyn, PyUntypedArrayMethods};
 use peerpipe::ode::{JAC_FUNCTION, RHS_FUNCTION, ode_parts};
 use peerpipe::parts::PartsOut;
-use peerpipe::server::{Call, Functions};
+use peerpipe::server::{Functions, Request};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -76,7 +76,7 @@ enum Returns {
 fn ode_function(
     callable: Py<PyAny>,
     returns: Returns,
-) -> impl FnMut(Call<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
+) -> impl FnMut(Request<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
     move |call, reply| {
         let (t, y, params) = ode_parts(&call)?;
         let y_shape = call.parts.get(1).map(|part| part.shape()).ok_or("no y")?;

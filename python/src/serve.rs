@@ -8,7 +8,7 @@ use peerpipe::codec;
 use peerpipe::frame::Dtype;
 use peerpipe::parts::PartsOut;
 use peerpipe::server::{
-    self, Call, Ending, Functions, Handler, Request, Response, ServeOptions, StdioOptions,
+    self, Ending, Functions, Handler, Request, Response, ServeOptions, StdioOptions,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
@@ -45,7 +45,7 @@ impl PyHandler {
     fn invoke<'py, T: Element>(
         &self,
         py: Python<'py>,
-        request: &Request<'_>,
+        request: &server::Array<'_>,
     ) -> Result<Bound<'py, PyAny>, String> {
         let n = request.count as usize;
         let mut x = Fresh::<T, _>::new(py, n).map_err(|e| e.to_string())?;
@@ -67,8 +67,8 @@ impl PyHandler {
         Ok(called.map_err(|e| format!("{}: {e}", self.name))?.into_bound(py))
     }
 
-    /// Answers `request`: the handler's reply copied into the buffer of its dtype.
-    fn answer(&mut self, py: Python<'_>, request: &Request<'_>) -> Result<Filled, String> {
+    /// Answers `request`, one array: the handler's reply copied into the buffer of its dtype.
+    fn answer(&mut self, py: Python<'_>, request: &server::Array<'_>) -> Result<Filled, String> {
         let reply = match request.dtype {
             Dtype::F64 => self.invoke::<f64>(py, request)?,
             Dtype::F32 => self.invoke::<f32>(py, request)?,
@@ -101,21 +101,26 @@ impl Handler for PyHandler {
         &self.name
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
-        match Python::attach(|py| self.answer(py, &request))? {
+    /// One array (a DATA request, or the same as one part); other requests get ERROR.
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        _: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
+        let array = request.array().map_err(|e| format!("{}: {e}", self.name))?;
+        match Python::attach(|py| self.answer(py, &array))? {
             Filled::F64 => Ok(f64::response(&self.f64s)),
             Filled::F32 => Ok(f32::response(&self.f32s)),
         }
     }
 }
 
-/// What a Python server serves: a DATA handler, functions by name (PARTS), or both.
+/// What a Python server serves: a handler (its default function, which a DATA request calls),
+/// functions by name, or both.
 struct Served {
     name: String,
     data: Option<PyHandler>,
     functions: Functions,
-    /// `functions` serves at least one.
-    by_name: bool,
 }
 
 impl Handler for Served {
@@ -123,23 +128,20 @@ impl Handler for Served {
         &self.name
     }
 
-    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
-        match &mut self.data {
-            Some(handler) => handler.handle(request),
-            None => self.functions.handle(request),
-        }
-    }
-
     fn functions(&self) -> Vec<String> {
         self.functions.functions()
     }
 
-    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
+    /// The default function is the handler, when there is one; named functions are the
+    /// functions'.
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        out: &mut PartsOut,
+    ) -> Result<Response<'a>, String> {
         match &mut self.data {
-            // Functions by name: a PARTS request naming none is refused, naming them.
-            _ if self.by_name => self.functions.call(call, reply),
-            Some(handler) => handler.call(call, reply),
-            None => self.functions.call(call, reply),
+            Some(handler) if request.function.is_empty() => handler.handle(request, out),
+            _ => self.functions.handle(request, out),
         }
     }
 }
@@ -189,8 +191,7 @@ pub(crate) fn serve<'py>(
         (None, None) => "python".to_owned(),
     };
     let stdio = stdio_options(py, transport, wait, max_frame_bytes, frame_timeout, listen)?;
-    let by_name_count = by_name.names().len();
-    let mut served = Served { name, data, functions: by_name, by_name: by_name_count > 0 };
+    let mut served = Served { name, data, functions: by_name };
     run(py, &mut served, &stdio)
 }
 
@@ -224,7 +225,7 @@ fn named_functions(py: Python<'_>, given: &Bound<'_, PyAny>) -> PyResult<Functio
 fn python_function(
     name: String,
     callable: Py<PyAny>,
-) -> impl FnMut(Call<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
+) -> impl FnMut(Request<'_>, &mut PartsOut) -> Result<(), String> + Send + 'static {
     move |call, reply| {
         Python::attach(|py| {
             let args = call.parts.iter().map(|part| to_numpy(py, &part));

@@ -195,6 +195,12 @@ def test_a_server_with_a_handler_and_functions_serves_both():
         assert peer.call(np.arange(3.0)).tolist() == [0.0, 1.0, 2.0]
         assert peer.call_parts("observe", np.arange(3.0))[0].tolist() == [0.0, 2.0, 3.0]
         assert peer.server_hello["handler"] == "py-parts"
+        # One array to the default function sent as PARTS is the same call as DATA: the
+        # handler answers it, in the request's form.
+        (echoed,) = peer.call_parts("", np.arange(3.0))
+        assert echoed.tolist() == [0.0, 1.0, 2.0]
+        with pytest.raises(peerpipe.RemoteError, match="expected one array of f64, f32 or bytes"):
+            peer.call_parts("", np.arange(3.0), np.arange(2.0))
 
 
 def test_a_request_larger_than_the_server_accepts_is_refused_and_the_peer_stays_usable():

@@ -36,7 +36,7 @@ pub use crate::wire::{
     DESCRIPTOR_LEN, MAX_FUNCTIONS, MAX_NAME_LEN, MAX_PARTS, PREAMBLE_LEN, PartDtype, Shape,
     TableFault, check_function_name, describe_shapes, pad8,
 };
-pub(crate) use table::{ParseMemo, is_reply_table};
+pub(crate) use table::{ParseMemo, Slot, is_reply_table};
 pub use table::{Parsed, PartRef, Role, Table, parse, payload_len};
 pub use values::{Part, PartMut, PartsOut};
 

@@ -48,6 +48,11 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// A part of `shape` that is the whole of its payload, from its first byte.
+    pub(crate) fn whole(shape: Shape) -> Slot {
+        Slot { shape, offset: 0 }
+    }
+
     /// The part's length in bytes, without padding (its shape was checked: no overflow).
     fn len(&self) -> usize {
         self.shape.count as usize * self.shape.dtype.width() as usize
@@ -110,6 +115,12 @@ fn bytemuck_view<T: bytemuck::Pod>(bytes: &[u8]) -> Option<&[T]> {
 }
 
 impl<'a> Parsed<'a> {
+    /// The parts of a payload that has no table: one part, `slot` (from
+    /// [`Slot::whole`]), to the default function — a DATA request's one array.
+    pub(crate) fn one(payload: &'a [u8], slot: &'a [Slot; 1]) -> Parsed<'a> {
+        Parsed { payload, function: "", parts: 1, descriptors: 0, slots: slot, repeated: false }
+    }
+
     /// The function a request names; `""` for the default function and in every reply.
     pub fn function(&self) -> &'a str {
         self.function
@@ -168,7 +179,10 @@ impl<'a> Parsed<'a> {
     /// The shapes of the parts in order.
     pub fn shapes(&self) -> impl ExactSizeIterator<Item = Shape> + Clone + 'a {
         let parsed = *self;
-        (0..self.parts).map(move |i| parsed.shape_of(i))
+        (0..self.parts).map(move |i| match parsed.slots.get(i) {
+            Some(slot) => slot.shape,
+            None => parsed.shape_of(i),
+        })
     }
 }
 

@@ -400,9 +400,18 @@ impl PartsOut {
     /// # Errors
     /// As [`PartsOut::f64`].
     pub fn push_received(&mut self, part: &PartRef<'_>) -> std::result::Result<(), String> {
-        let shape = part.shape();
+        self.push_wire(part.shape(), part.bytes())
+    }
+
+    /// Appends a part of `shape` from its wire bytes (`bytes`, little-endian, as long as the
+    /// shape says), converting from wire order.
+    pub(crate) fn push_wire(
+        &mut self,
+        shape: Shape,
+        wire: &[u8],
+    ) -> std::result::Result<(), String> {
         let bytes = self.add_unfilled(shape)?;
-        bytes.copy_from_slice(part.bytes());
+        bytes.copy_from_slice(wire);
         if !NATIVE_IS_WIRE {
             swap_words(bytes, shape.dtype);
         }

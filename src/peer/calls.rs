@@ -187,11 +187,7 @@ impl Peer {
             _ => {
                 return Err(Error::InvalidArgument {
                     what: "recv",
-                    reason: format!(
-                        "seq {} is {}",
-                        pending.seq,
-                        mismatch_reason(pending.parts)
-                    ),
+                    reason: format!("seq {} is {}", pending.seq, mismatch_reason(pending.parts)),
                 });
             }
         };

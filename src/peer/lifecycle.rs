@@ -5,8 +5,8 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use super::calls::retarget;
-use super::data_frames::grow;
 use super::command::is_descendant;
+use super::data_frames::grow;
 use super::options::{CLOSE_GRACE, DataPath};
 use super::{Options, Peer, State};
 use crate::error::{Error, Result};

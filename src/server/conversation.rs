@@ -8,13 +8,13 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use super::functions::unknown_function;
-use super::handler::{Call, Handler, Request, Response};
+use super::handler::{Handler, Request, Response, array_dtype, part_dtype};
 use super::options::{Ending, ServeOptions, ServeSummary};
 use crate::clock::{self, Stamp};
 use crate::codec::{self, Values};
 use crate::error::{Error, Result};
 use crate::frame::{self, Dtype, HEADER_LEN, Header, Hello, Kind, MAX_CONTROL_PAYLOAD};
-use crate::parts::{ParseMemo, Parsed, PartsOut, Role};
+use crate::parts::{ParseMemo, Parsed, PartsOut, Role, Shape, Slot, describe_shapes};
 use crate::transport::{Deadline, Received, Transport};
 use crate::zerocopy::{self, AlignedBuf};
 
@@ -78,74 +78,74 @@ impl<T: BorrowMut<Transport>, O: Borrow<ServeOptions>> Conversation<T, O> {
         let mut summary = ServeSummary { replies: 0, rejected: 0, ending: Ending::EndOfStream };
         let mut encoded = Vec::new();
         loop {
-            let answered = match self.next_request(None)? {
+            let (seq, started, deadline, payload, data) = match self.next_request(None)? {
                 Incoming::Ended(ending) => {
                     summary.ending = ending;
                     return Ok(summary);
                 }
                 Incoming::Idle => unreachable!("no idle limit"),
                 Incoming::Parts { seq, started, deadline, payload } => {
+                    (seq, started, deadline, payload, None)
+                }
+                Incoming::Data { header, started, deadline, payload } => {
+                    let shape = Shape::vector(part_dtype(header.dtype), header.count);
+                    (header.seq, started, deadline, payload, Some([Slot::whole(shape)]))
+                }
+            };
+            self.reply.clear();
+            let answered = match &data {
+                // A DATA request: the one-part, unnamed form of a request.
+                Some(slot) => {
+                    let parts = Parsed::one(&self.request.as_bytes()[payload], slot);
+                    let request = Request { seq, function: "", parts };
+                    handler.handle(request, &mut self.reply)
+                }
+                None => {
                     let transport = self.transport.borrow_mut();
                     let (request, tables, client_max) =
                         (&self.request, &mut self.tables, self.client_max);
-                    let parsed =
+                    let parts =
                         parse_request(request, tables, transport, client_max, seq, payload)?;
-                    self.reply.clear();
-                    let function = parsed.function();
-                    let answered = match refusal(&parsed, &self.functions, &mut self.served) {
+                    match refusal(&parts, &self.functions, &mut self.served) {
                         None => {
-                            handler.call(Call { seq, function, parts: parsed }, &mut self.reply)
+                            let request = Request { seq, function: parts.function(), parts };
+                            handler.handle(request, &mut self.reply)
                         }
                         Some(message) => Err(message),
-                    };
-                    let answered = match answered {
-                        Ok(()) => self.send_parts(seq, started, deadline)?,
-                        Err(message) => Err(message),
-                    };
-                    answered.map_err(|message| (seq, started, message, deadline))
-                }
-                Incoming::Data { header, started, deadline, payload } => {
-                    let request = Request {
-                        seq: header.seq,
-                        dtype: header.dtype,
-                        count: header.count,
-                        payload: &self.request.as_bytes()[payload],
-                    };
-                    let reply = match handler.handle(request) {
-                        Ok(response) => wire_form(response, &mut encoded),
-                        Err(message) => Err(message),
-                    };
-                    let client_max = self.client_max.unwrap_or(0);
-                    let reply = reply.and_then(|(dtype, count, payload)| {
-                        if payload.len() as u64 > client_max {
-                            Err(format!(
-                                "reply of {} bytes exceeds the client's max_frame_bytes {}{}",
-                                payload.len(),
-                                client_max,
-                                crate::error::RAISE_THE_CLIENTS_LIMIT
-                            ))
-                        } else {
-                            Ok((dtype, count, payload))
-                        }
-                    });
-                    match reply {
-                        Ok((dtype, count, payload)) => {
-                            let mut out = Header::data(header.seq, dtype, count);
-                            out.aux = started.elapsed_nanos();
-                            self.transport.borrow_mut().send_frame(
-                                &out.to_bytes(),
-                                payload,
-                                deadline,
-                            )?;
-                            Ok(())
-                        }
-                        Err(message) => Err((header.seq, started, message, deadline)),
                     }
                 }
             };
-            match answered {
+            // The reply takes the request's wire form.
+            let sent = match (answered, data.is_some()) {
+                (Ok(response), true) => {
+                    let transport = self.transport.borrow_mut();
+                    let to = Answering { seq, started, deadline };
+                    send_array(
+                        transport,
+                        self.client_max,
+                        &mut self.reply,
+                        to,
+                        response,
+                        &mut encoded,
+                    )?
+                }
+                (Ok(Response::Parts), false) => self.send_parts(seq, started, deadline)?,
+                (Ok(array), false) => {
+                    let pushed =
+                        wire_form(array, &mut encoded).and_then(|(dtype, count, bytes)| {
+                            let shape = Shape::vector(part_dtype(dtype), count);
+                            self.reply.push_wire(shape, bytes)
+                        });
+                    match pushed {
+                        Ok(()) => self.send_parts(seq, started, deadline)?,
+                        Err(message) => Err(message),
+                    }
+                }
+                (Err(message), _) => Err(message),
+            };
+            match sent {
                 Ok(()) => summary.replies += 1,
-                Err((seq, started, message, deadline)) => {
+                Err(message) => {
                     self.reject(seq, started, &message, deadline)?;
                     summary.rejected += 1;
                 }
@@ -383,7 +383,50 @@ fn error_limit(client_max: Option<u64>) -> usize {
     client_max.unwrap_or(MAX_CONTROL_PAYLOAD).min(MAX_CONTROL_PAYLOAD) as usize
 }
 
-/// The (dtype, count, bytes) a response goes out as; encodes into `encoded` when the
+/// The request being answered: its seq, when it was read, the deadline of its reply.
+#[derive(Clone, Copy)]
+struct Answering {
+    seq: u64,
+    started: Stamp,
+    deadline: Deadline,
+}
+
+/// Sends `response` as the DATA reply `to` a request: an array, or the one vector part of
+/// f64, f32 or bytes in `reply`. The inner `Err` is the message of an ERROR to send in its
+/// place (a reply DATA cannot carry, or one larger than the client's `client_max` accepts);
+/// the outer one a failure to send, which ends the conversation.
+fn send_array(
+    transport: &mut Transport,
+    client_max: Option<u64>,
+    reply: &mut PartsOut,
+    to: Answering,
+    response: Response<'_>,
+    encoded: &mut Vec<u8>,
+) -> Result<std::result::Result<(), String>> {
+    let array = match response {
+        Response::Parts => one_array(reply),
+        array => wire_form(array, encoded),
+    };
+    let client_max = client_max.unwrap_or(0);
+    let (dtype, count, payload) = match array {
+        Ok((_, _, payload)) if payload.len() as u64 > client_max => {
+            return Ok(Err(format!(
+                "reply of {} bytes exceeds the client's max_frame_bytes {}{}",
+                payload.len(),
+                client_max,
+                crate::error::RAISE_THE_CLIENTS_LIMIT
+            )));
+        }
+        Ok(array) => array,
+        Err(message) => return Ok(Err(message)),
+    };
+    let mut out = Header::data(to.seq, dtype, count);
+    out.aux = to.started.elapsed_nanos();
+    transport.send_frame(&out.to_bytes(), payload, to.deadline)?;
+    Ok(Ok(()))
+}
+
+/// The (dtype, count, bytes) an array response goes out as; encodes into `encoded` when the
 /// zero-copy path is unavailable.
 fn wire_form<'a>(
     response: Response<'a>,
@@ -403,6 +446,7 @@ fn wire_form<'a>(
         }
         Response::F64(v) => Values::F64(v),
         Response::F32(v) => Values::F32(v),
+        Response::Parts => return Err("handler bug: parts where an array was expected".into()),
     };
     let (dtype, count) = (values.wire_dtype(), values.len() as u64);
     if let Some(bytes) = zerocopy::wire_bytes(values) {
@@ -411,6 +455,23 @@ fn wire_form<'a>(
     zerocopy::resize_exact(encoded, values.wire_len(), 0);
     codec::encode_into(values, encoded).map_err(|e| e.to_string())?;
     Ok((dtype, count, encoded))
+}
+
+/// The (dtype, count, bytes) of the one vector part of f64, f32 or bytes in `reply`: a
+/// DATA request's reply written as parts. Any other reply is the message of an ERROR.
+fn one_array(reply: &mut PartsOut) -> std::result::Result<(Dtype, u64, &[u8]), String> {
+    let one = match reply.shapes() {
+        [shape] if shape.cols == 0 => array_dtype(shape.dtype).map(|dtype| (dtype, shape.count)),
+        _ => None,
+    };
+    let Some((dtype, count)) = one else {
+        return Err(format!(
+            "a DATA request's reply is one array of f64, f32 or bytes; the handler answered {}",
+            describe_shapes(reply.shapes().iter().copied())
+        ));
+    };
+    let [_table, values] = reply.wire_payload();
+    Ok((dtype, count, &values[..(count * dtype.width()) as usize]))
 }
 
 /// An ERROR payload cut to at most `max` bytes, at a character boundary.

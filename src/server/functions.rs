@@ -1,14 +1,14 @@
 //! [`Functions`]: a handler that serves several functions by name — `rhs`, `jac`, `observe`
 //! — each a closure over a PARTS request's parts that writes the reply's parts.
 
-use super::handler::{Call, Handler, Request, Response};
+use super::handler::{Handler, Request, Response};
 use crate::error::{Error, Result};
 use crate::parts::{MAX_FUNCTIONS, PartsOut, check_function_name};
 
 /// One function of a [`Functions`] server: reads the call's parts, writes the reply's into
 /// the (empty) [`PartsOut`], or returns the message of an ERROR reply.
 pub type Function =
-    Box<dyn FnMut(Call<'_>, &mut PartsOut) -> std::result::Result<(), String> + Send>;
+    Box<dyn FnMut(Request<'_>, &mut PartsOut) -> std::result::Result<(), String> + Send>;
 
 /// Functions served by name through PARTS requests (docs/PROTOCOL.md §15), announced in the
 /// server's HELLO. A DATA request, or a PARTS request naming no function, gets an ERROR
@@ -75,7 +75,7 @@ impl Functions {
     pub fn add(
         &mut self,
         name: &str,
-        function: impl FnMut(Call<'_>, &mut PartsOut) -> std::result::Result<(), String>
+        function: impl FnMut(Request<'_>, &mut PartsOut) -> std::result::Result<(), String>
         + Send
         + 'static,
     ) -> Result<()> {
@@ -98,7 +98,7 @@ impl Functions {
     pub fn with(
         mut self,
         name: &str,
-        function: impl FnMut(Call<'_>, &mut PartsOut) -> std::result::Result<(), String>
+        function: impl FnMut(Request<'_>, &mut PartsOut) -> std::result::Result<(), String>
         + Send
         + 'static,
     ) -> Result<Functions> {
@@ -117,32 +117,28 @@ impl Handler for Functions {
         &self.name
     }
 
-    fn handle<'a>(&'a mut self, _: Request<'a>) -> std::result::Result<Response<'a>, String> {
-        Err(data_refused(&self.names().join(", ")))
-    }
-
     fn functions(&self) -> Vec<String> {
         self.entries.iter().map(|(n, _)| n.clone()).collect()
     }
 
-    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> std::result::Result<(), String> {
-        match self.entries.iter_mut().find(|(n, _)| n == call.function) {
-            Some((_, function)) => function(call, reply),
-            None if call.function.is_empty() => Err(format!(
-                "no function named: this server has {}; name one",
-                self.names().join(", ")
-            )),
-            None => Err(unknown_function(call.function, &self.functions())),
+    fn handle<'a>(
+        &'a mut self,
+        request: Request<'a>,
+        out: &mut PartsOut,
+    ) -> std::result::Result<Response<'a>, String> {
+        match self.entries.iter_mut().find(|(n, _)| n == request.function) {
+            Some((_, function)) => function(request, out).map(|()| Response::Parts),
+            None if request.function.is_empty() => Err(no_function_named(&self.names().join(", "))),
+            None => Err(unknown_function(request.function, &self.functions())),
         }
     }
 }
 
-/// The message of the ERROR answering a DATA request to a server that serves only the
-/// functions named in `names` (joined with ", ").
-pub(crate) fn data_refused(names: &str) -> String {
-    format!(
-        "this server serves functions by name ({names}): call one with a PARTS request, not DATA"
-    )
+/// The message of the ERROR answering a request to the default function — a DATA request,
+/// or a PARTS request that names none — from a server that serves only the functions named in
+/// `names` (joined with ", ").
+pub(crate) fn no_function_named(names: &str) -> String {
+    format!("no function named: this server serves functions by name ({names}); name one")
 }
 
 /// The message of the ERROR answering a call to a function the server does not serve.

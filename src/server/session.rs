@@ -34,8 +34,8 @@
 use std::time::Instant;
 
 use super::conversation::{Conversation, Incoming};
-use super::functions::data_refused;
-use super::handler::Call;
+use super::functions::no_function_named;
+use super::handler::Request;
 use super::options::{Ending, ServeOptions};
 use super::stdio::{StdioOptions, stdio_transport_with};
 use crate::clock::Stamp;
@@ -45,8 +45,8 @@ use crate::transport::{Deadline, Transport};
 
 /// The server side of one conversation, driven by the caller: [`Session::recv`] gives the
 /// next call, and [`Session::reply`] (or [`Session::reject`]) answers it — one answer per
-/// call, in order, before the next is received. Answers DATA requests and calls to functions
-/// it does not serve with ERROR itself, and BYE with BYE, as [`serve`](super::serve) does.
+/// call, in order, before the next is received. Answers calls to functions it does not serve
+/// — the default function included, which a DATA request calls — with ERROR itself, and BYE with BYE, as [`serve`](super::serve) does.
 pub struct Session {
     conversation: Conversation<Transport, ServeOptions>,
     /// The call received and not answered yet.
@@ -68,7 +68,7 @@ struct Pending {
 #[derive(Debug)]
 pub enum Next<'a> {
     /// A call to answer (borrowed until the answer).
-    Call(Call<'a>),
+    Call(Request<'a>),
     /// Nothing arrived before the idle limit; call again.
     Idle,
     /// The conversation ended: the client said BYE, or closed its end between frames (it
@@ -134,7 +134,7 @@ impl Session {
     ///
     /// # Errors
     /// As [`Session::next`].
-    pub fn recv(&mut self) -> Result<Option<Call<'_>>> {
+    pub fn recv(&mut self) -> Result<Option<Request<'_>>> {
         match self.next(None)? {
             Next::Call(call) => Ok(Some(call)),
             Next::End(_) => Ok(None),
@@ -172,7 +172,8 @@ impl Session {
                 }
                 Incoming::Idle => return Ok(Next::Idle),
                 Incoming::Data { header, started, deadline, .. } => {
-                    let message = data_refused(&self.conversation.functions.join(", "));
+                    // A call to the default function, which a session does not serve.
+                    let message = no_function_named(&self.conversation.functions.join(", "));
                     self.answer_error(header.seq, started, &message, deadline)?;
                     continue;
                 }
@@ -181,7 +182,12 @@ impl Session {
                 }
             };
             let checked = self.conversation.check_call(seq, payload.clone());
-            let unknown = self.note(checked)?;
+            let mut unknown = self.note(checked)?;
+            if unknown.is_none()
+                && self.conversation.parse_parts(seq, payload.clone())?.function().is_empty()
+            {
+                unknown = Some(no_function_named(&self.conversation.functions.join(", ")));
+            }
             if let Some(message) = unknown {
                 self.answer_error(seq, started, &message, deadline)?;
                 continue;
@@ -189,7 +195,7 @@ impl Session {
             self.pending = Some(Pending { seq, started, deadline });
             // Checked a moment ago: the memo of the last table answers at once.
             let parts = self.conversation.parse_parts(seq, payload)?;
-            return Ok(Next::Call(Call { seq, function: parts.function(), parts }));
+            return Ok(Next::Call(Request { seq, function: parts.function(), parts }));
         }
     }
 

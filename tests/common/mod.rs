@@ -652,6 +652,7 @@ pub const OUT_OF_CHEESE: &str = "handler failed: out of cheese";
 /// must land on stderr, not in the stream.
 fn noisy_echo(kind: TransportKind) -> ! {
     use peerpipe::handlers::EchoRaw;
+    use peerpipe::parts::PartsOut;
     use peerpipe::server::{
         Handler, Request, Response, ServeOptions, serve, stdio_transport, stdio_transport_of,
     };
@@ -661,9 +662,13 @@ fn noisy_echo(kind: TransportKind) -> ! {
         fn name(&self) -> &str {
             "noisy-echo"
         }
-        fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        fn handle<'a>(
+            &'a mut self,
+            request: Request<'a>,
+            out: &mut PartsOut,
+        ) -> Result<Response<'a>, String> {
             println!("noisy-echo: a stray print from the handler, seq {}", request.seq);
-            self.0.handle(request)
+            self.0.handle(request, out)
         }
     }
 
