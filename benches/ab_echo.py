@@ -36,7 +36,11 @@ def start(release_dir, parts):
                 "--example echo_rounds --example parts_cost"
             )
     return subprocess.Popen(
-        [exe, server, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        [exe, server, *extra],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        bufsize=1,
     )
 
 
@@ -52,11 +56,15 @@ def round_of(proc, calls):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--a", required=True, help="A's release directory (peer, examples/)")
+    parser.add_argument(
+        "--a", required=True, help="A's release directory (peer, examples/)"
+    )
     parser.add_argument("--b", required=True, help="B's release directory")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--parts", action="store_true", help="PARTS calls to rhs, not DATA")
+    parser.add_argument(
+        "--parts", action="store_true", help="PARTS calls to rhs, not DATA"
+    )
     args = parser.parse_args()
     if args.rounds < 1 or args.calls < 1:
         parser.error("--rounds and --calls take a number of at least 1")
