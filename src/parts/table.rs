@@ -137,7 +137,18 @@ impl<'a> Parsed<'a> {
     }
 
     /// Part `index`, `None` past the last.
+    #[inline]
     pub fn get(&self, index: usize) -> Option<PartRef<'a>> {
+        // Where a memo (or a DATA request's one part) has the slots, at once; else walking the
+        // descriptors.
+        match self.slots.get(index) {
+            Some(&slot) if index < self.parts => Some(self.part(slot)),
+            _ => self.walk_to(index),
+        }
+    }
+
+    /// Part `index`, found walking the descriptors.
+    fn walk_to(&self, index: usize) -> Option<PartRef<'a>> {
         self.located().nth(index).map(|slot| self.part(slot))
     }
 
@@ -161,6 +172,7 @@ impl<'a> Parsed<'a> {
     }
 
     /// The part at `slot`.
+    #[inline]
     fn part(&self, slot: Slot) -> PartRef<'a> {
         let bytes = &self.payload[slot.offset..slot.offset + slot.len()];
         PartRef { shape: slot.shape, bytes }

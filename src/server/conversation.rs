@@ -395,6 +395,7 @@ struct Answering {
 /// f64, f32 or bytes in `reply`. The inner `Err` is the message of an ERROR to send in its
 /// place (a reply DATA cannot carry, or one larger than the client's `client_max` accepts);
 /// the outer one a failure to send, which ends the conversation.
+#[inline(always)]
 fn send_array(
     transport: &mut Transport,
     client_max: Option<u64>,

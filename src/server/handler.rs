@@ -29,20 +29,21 @@ impl<'a> Request<'a> {
     ///
     /// # Errors
     /// The message, when the request names a function or has other parts.
+    #[inline]
     pub fn array(&self) -> std::result::Result<Array<'a>, String> {
-        let part = self.parts.get(0).filter(|_| self.function.is_empty() && self.parts.len() == 1);
-        let array = part.and_then(|part| {
+        let one = self.function.is_empty() && self.parts.len() == 1;
+        let array = one.then(|| self.parts.get(0)).flatten().and_then(|part| {
             let shape = part.shape();
             let dtype = array_dtype(shape.dtype).filter(|_| shape.cols == 0)?;
             Some(Array { dtype, count: shape.count, payload: part.bytes() })
         });
-        array.ok_or_else(|| {
-            format!(
-                "{}: expected one array of f64, f32 or bytes, found {}",
-                self.label(),
-                describe_shapes(self.parts.shapes())
-            )
-        })
+        array.ok_or_else(|| self.not_one_array())
+    }
+
+    #[cold]
+    fn not_one_array(&self) -> String {
+        let found = describe_shapes(self.parts.shapes());
+        format!("{}: expected one array of f64, f32 or bytes, found {found}", self.label())
     }
 
     /// Part `index` as f64 values in place, or a message for the ERROR reply naming the
@@ -186,6 +187,7 @@ impl<H: Handler + ?Sized> Handler for Box<H> {
 }
 
 /// The wire dtype of an array part, `None` for i64 (which only PARTS carries).
+#[inline]
 pub(crate) fn array_dtype(dtype: PartDtype) -> Option<Dtype> {
     match dtype {
         PartDtype::Bytes => Some(Dtype::Bytes),
