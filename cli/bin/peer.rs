@@ -69,12 +69,12 @@ enum Command {
     Serve(ServeArgs),
 
     /// Compare two `--json` reports. Exit 0 when nothing differs, 1 when something does, 2 on
-    /// error, 3 when A and B were measured in different states of the machine: they share no
-    /// state (or no row ran in one they share), so nothing can be compared, or — when rows are
-    /// not judged per state (--mode absolute, or a report without per-round states) —
-    /// something differs while moving 4 KiB between the CPUs took more than 1.5x longer in one
-    /// run than in the other for most of it (see the note it prints): the difference may be
-    /// the machine's, not the code's; measure both again.
+    /// error (a file that is not a report of the format this peer writes among them), 3 when A
+    /// and B were measured in different states of the machine: they share no state (or no row
+    /// ran in one they share), so nothing can be compared, or — with --mode absolute, where
+    /// rows are not judged per state — something differs while moving 4 KiB between the CPUs
+    /// took more than 1.5x longer in one run than in the other for most of it (see the note it
+    /// prints): the difference may be the machine's, not the code's; measure both again.
     ///
     /// By default (--mode paired) each row is judged against its own floor from the same run,
     /// so two runs taken while the machine ran at different speeds compare correctly. When
@@ -82,7 +82,8 @@ enum Command {
     /// state both ran in, on the time it adds to its floor there: it differs when that added
     /// time moved by more than --abs and by more than --rel percent of A's round trip in
     /// that state, and the 95 % intervals of the two added times do not overlap (the ratios
-    /// are shown as context). Reports without states are judged on the ratio: a row differs
+    /// are shown as context). Reports without states (no round probed) are judged on the
+    /// ratio: a row differs
     /// when the 95 % intervals of its two ratios do not overlap, the ratio moved by more than
     /// --rel percent and the change, converted to time at the floors' mean p50, exceeds
     /// --abs. --mode absolute compares p50 round trips instead, allowing for the spread of

@@ -62,7 +62,6 @@ fn report_with_p50(p50: u64) -> Report {
             rounds: vec![],
             shared_core_share: None,
             route: None,
-            cross_core: None,
         }],
         rows: vec![Row {
             id: RowId {
@@ -286,14 +285,16 @@ fn a_spawn_command_whose_program_cannot_start_exits_2_naming_the_program() {
     assert!(text.contains(&format!("cannot start \"{program}\"")), "{text}");
 }
 
-/// Writes `report` as a report from before per-round states was: its rounds carry no probe,
-/// and its floor the probe taken before its group, which moved 4 KiB between the CPUs and back
-/// in `block_ns` (`cross_core`, which a run no longer writes).
-fn write_from_before_states(dir: &Path, name: &str, report: &Report, block_ns: u64) -> String {
-    let mut value = serde_json::to_value(report).expect("serialise");
-    value["baseline"][0]["cross_core"] =
-        serde_json::json!({"line_ns": block_ns / 8, "block_ns": block_ns});
+/// Writes `report` as a file of another format: `format` set to `format`, or taken out.
+fn write_of_format(dir: &Path, name: &str, report: &Report, format: Option<u64>) -> String {
     let path = dir.join(name);
+    export::write_json(report, &path).expect("write a report");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    match format {
+        Some(format) => value["format"] = format.into(),
+        None => drop(value.as_object_mut().unwrap().remove("format")),
+    }
     fs::write(&path, serde_json::to_string_pretty(&value).unwrap()).expect("write a report");
     path.to_str().expect("UTF-8 temp path").to_owned()
 }
@@ -301,31 +302,49 @@ fn write_from_before_states(dir: &Path, name: &str, report: &Report, block_ns: u
 #[test]
 fn compare_exits_3_when_a_difference_comes_with_a_change_of_machine_state() {
     let dir = temp_dir("compare-states");
-    // Reports from before per-round states: only their floors' probes say the machine was in
-    // different states. The ratio moved from 1.30 to 1.05 with tight intervals: a difference
-    // by the numbers.
-    let fast = paired_report(1_800, 1.30, [1.28, 1.32]);
-    let slow = paired_report(5_800, 1.05, [1.03, 1.07]);
-    let a = write_from_before_states(&dir, "fast.json", &fast, 900);
-    let b = write_from_before_states(&dir, "slow.json", &slow, 3_400);
-    let compare = |a: &str, b: &str| peer(&["compare", a, b, "--abs", "100ns", "--rel", "5"]);
-    let out = compare(&a, &b);
+    // Rows judged on their p50s (absolute): the machine's states are not matched, and most of
+    // A's rounds moved 4 KiB across CPUs in ~0.9 us, most of B's in ~3.5 us. The p50s moved:
+    // a difference by the numbers, which the change of state may explain.
+    let fast = write(&dir, "fast.json", &report_in_state(900, 1_800, 1.30));
+    let slow = write(&dir, "slow.json", &report_in_state(3_500, 5_800, 1.05));
+    let compare = |a: &str, b: &str| {
+        peer(&["compare", a, b, "--abs", "100ns", "--rel", "5", "--mode", "absolute"])
+    };
+    let out = compare(&fast, &slow);
     assert_eq!(out.status.code(), Some(3), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("the machine was in different states"), "{}", stdout(&out));
-    // The same two ratios measured in one state: an ordinary difference, exit 1.
-    let b = write_from_before_states(&dir, "slow-same-state.json", &slow, 950);
-    let out = compare(&a, &b);
-    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
-    // A report with per-round states against one from before them: the state most of its
-    // rounds ran in (4 KiB in ~3.5 us) against the old report's probes.
-    let b = write(&dir, "slow-with-states.json", &report_in_state(3_500, 5_800, 1.05));
-    let out = compare(&a, &b);
-    assert_eq!(out.status.code(), Some(3), "{}{}", stdout(&out), stderr(&out));
     assert!(
-        stdout(&out).contains("took 900ns in A and 3.51us in B for most of each run"),
+        stdout(&out).contains("took 910ns in A and 3.51us in B for most of each run"),
         "{}",
         stdout(&out)
     );
+    // The same two runs measured in one state: an ordinary difference, exit 1.
+    let slow = write(&dir, "slow-same-state.json", &report_in_state(950, 5_800, 1.05));
+    let out = compare(&fast, &slow);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn compare_refuses_a_report_of_another_format_naming_both_formats() {
+    let dir = temp_dir("compare-format");
+    let report = report_in_state(900, 1_800, 1.30);
+    let current = write(&dir, "current.json", &report);
+    for (name, format, found) in [
+        ("older.json", None, "has no `format`"),
+        ("newer.json", Some(2), "is a report of format 2"),
+        ("zero.json", Some(0), "is a report of format 0"),
+    ] {
+        let other = write_of_format(&dir, name, &report, format);
+        for (a, b) in [(&current, &other), (&other, &current)] {
+            let out = peer(&["compare", a, b]);
+            assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+            let text = stderr(&out);
+            assert!(text.contains(&format!("{name} {found}")), "{text}");
+            assert!(text.contains("this peer reads format 1 only"), "{text}");
+            assert!(stdout(&out).is_empty(), "nothing judged: {}", stdout(&out));
+        }
+    }
     fs::remove_dir_all(dir).ok();
 }
 
@@ -612,10 +631,8 @@ fn rounds_are_probed_with_every_placement_and_groups_no_longer() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let report = export::read_json(&json).unwrap();
-    // The rounds' probes are the one record of the machine's state: no group is probed apart
-    // (`cross_core`, which reports from before per-round states carry).
+    // The rounds' probes are the one record of the machine's state: no group is probed apart.
     assert!(!fs::read_to_string(&json).unwrap().contains("cross_core"));
-    assert!(report.baseline.iter().all(|b| b.cross_core.is_none()));
     let floors = |pin: &'static str| report.baseline.iter().filter(move |b| b.pin.name() == pin);
     // Every round is probed whatever the placement (the probe measures the machine, not the
     // group), and a row's round carries its floor's figure.

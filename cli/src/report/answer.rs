@@ -129,11 +129,9 @@ pub struct AnswerRecord {
     pub overhead_ns: Overhead,
     /// The budget judged on that overhead at p50 and p99, as the answer and the verdict print
     /// it; `null` when no budget was set.
-    #[serde(default)]
     pub budget: Option<Judgement>,
     /// True when the row's paired ratio is resolved ([`RatioVerdict`]); false when no row the
     /// answer could pick had a resolved ratio.
-    #[serde(default)]
     pub ratio_resolved: bool,
 }
 

@@ -4,7 +4,7 @@
 //! A ratio is **resolved** when its 95 % interval lies within ±[`RESOLVED_WITHIN`] of its
 //! median and does not straddle 1.0× (the floor itself: such a row is neither faster nor
 //! slower than the bare bytes as far as the run can tell). Otherwise — and when the run
-//! recorded no interval (too few rounds, or a report from before pairing) — it is
+//! recorded no interval (no floor of its bytes) — it is
 //! **unresolved**, and printed as `unresolved [lo-hi]` rather than as a figure. More rounds
 //! (`--rounds`) narrow the interval.
 

@@ -70,8 +70,7 @@ impl Breakdown {
 /// #     rounds: vec![], shared_core_share: None, client_waits: None };
 /// # let base = BaselineRow { bytes: 8, transport: TransportKind::Pipe, wait: Wait::Block,
 /// #     pin: Placement::Free, lent: false, iterations: 1,
-/// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None, route: None,
-/// #     cross_core: None };
+/// #     rtt_ns: p(60_000), rounds: vec![], shared_core_share: None, route: None };
 /// # let report = Report { peerpipe: "0".into(), machine: Default::default(),
 /// #     config: Default::default(), baseline: vec![base], rows: vec![row.clone()],
 /// #     sync_costs: vec![], skipped: vec![] };
