@@ -31,9 +31,9 @@ use serve::ServeArgs;
 ///
 /// With no arguments, `peer` runs the round-trip latency report: it spawns servers, measures
 /// every combination of dtype, size, path, handler and wait strategy against a raw-bytes
-/// floor, and prints first the answer — per size, what a call costs beyond the server's own
-/// time (p50, p99, its ratio to the floor, the --budget met or missed at p50 and at p99) —
-/// then the table and the verdict.
+/// floor, and prints first its summary — per size, what a call costs beyond the server's own
+/// time (p50, p99, its ratio to the floor, the --budget met or missed at p50 and at p99), then
+/// where each size's round trip goes — and then the table.
 ///
 /// Ratios are paired: a floor and the rows that move the same bytes are measured in rounds
 /// (--rounds), each round one short burst of each in a random order, and a row's ratio is the
@@ -306,8 +306,8 @@ struct ReportArgs {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(peerpipe_cli::report::load::MAX_LOAD)))]
     load: u32,
 
-    /// The budget per call, judged on its overhead (round trip - server time) at p50
-    /// and at p99, by the answer and the verdict alike; 0 sets none.
+    /// The budget per call, judged once per size on its overhead (round trip - server time)
+    /// at p50 and at p99; 0 sets none.
     #[arg(long, default_value = "150us", value_parser = parse_timeout)]
     budget: Duration,
 
@@ -475,12 +475,10 @@ fn run_report(args: &ReportArgs) -> peerpipe::Result<()> {
         export::write_svg(&report, path)?;
     }
     let mut out = io::stdout().lock();
-    render::answer(&report, &mut out)?;
+    render::summary(&report, &mut out)?;
     writeln!(out)?;
     render::table(&report, &mut out)?;
     render::skipped(&report, &mut out)?;
-    writeln!(out)?;
-    render::verdict(&report, &mut out)?;
     if !report.sync_costs.is_empty() {
         writeln!(out)?;
         sync::render(&report.sync_costs, &mut out)?;

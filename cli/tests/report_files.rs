@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use peerpipe_cli::report::{Report, answer, export};
+use peerpipe_cli::report::{Report, export, summary};
 use reports::{report, row, sample, with_probes};
 use serde_json::Value;
 
@@ -352,9 +352,9 @@ fn json_carries_the_answer_with_its_budget_judged_at_p50_and_p99() {
         serde_json::json!({"met": false, "margin_ns": 825_000})
     );
     // The entries read back as what the answer printed; the report reads as before.
-    let records: Vec<answer::AnswerRecord> =
+    let records: Vec<summary::AnswerRecord> =
         serde_json::from_value(value["answer"].clone()).expect("answer entries read");
-    assert_eq!(records, answer::records(&original));
+    assert_eq!(records, summary::records(&original));
     assert_eq!(export::read_json(&file.path).expect("read_json").rows.len(), original.rows.len());
     // No budget: `null`.
     let mut unbudgeted = original.clone();

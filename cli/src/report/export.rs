@@ -16,10 +16,10 @@ use serde::Serialize;
 use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 
-use super::answer::{self, AnswerRecord};
 use super::columns;
 use super::key::{Handler, Placement, RowKey, Workload};
 use super::model::{BaselineRow, Report, Row};
+use super::summary::{self, AnswerRecord};
 use peerpipe::error::{Error, Result};
 use peerpipe::units::format_nanos;
 
@@ -28,7 +28,7 @@ use peerpipe::units::format_nanos;
 pub const FORMAT: u64 = 1;
 
 /// What `--json` writes: its [`FORMAT`], the report's own fields, then `answer` — the answer of
-/// every measured size as the report printed it ([`answer::records`]: its row, overhead and
+/// every measured size as the report printed it ([`summary::records`]: its row, overhead and
 /// budget judgement). The answer is derived from the rows, so [`read_json`] ignores it.
 #[derive(Serialize)]
 struct Document<'a> {
@@ -39,14 +39,14 @@ struct Document<'a> {
 }
 
 /// Writes the report as pretty-printed JSON (the shape documented in docs/REPORT.md), with the
-/// answer of every size as `answer` ([`answer::records`]), ending in a newline. CPU times that
+/// answer of every size as `answer` ([`summary::records`]), ending in a newline. CPU times that
 /// could not be measured (NaN) are written as `null`; [`read_json`] reads them back as NaN.
 ///
 /// # Errors
 /// [`Error::Io`] naming the file when it cannot be written; the file may then be partly
 /// written.
 pub fn write_json(report: &Report, path: &Path) -> Result<()> {
-    let document = Document { format: FORMAT, report, answer: answer::records(report) };
+    let document = Document { format: FORMAT, report, answer: summary::records(report) };
     let text = serde_json::to_string_pretty(&document).map_err(|e| {
         io::Error::other(format!("serialising the report for {}: {e}", path.display()))
     })?;
@@ -55,7 +55,7 @@ pub fn write_json(report: &Report, path: &Path) -> Result<()> {
 }
 
 /// Reads a report written by [`write_json`] of this [`FORMAT`]. `null` CPU times and rates
-/// read as NaN; the `answer` is not read (it is derived from the rows: [`answer::records`]
+/// read as NaN; the `answer` is not read (it is derived from the rows: [`summary::records`]
 /// gives it again).
 ///
 /// # Errors
