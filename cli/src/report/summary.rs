@@ -20,7 +20,7 @@
 //!
 //! This file works the summary out; [`render::summary`](super::render::summary) writes it.
 
-use peerpipe::transport::{TransportKind, Wait};
+use peerpipe::transport::Wait;
 use serde::{Deserialize, Serialize};
 
 use super::budget::{self, Judgement, Overhead};
@@ -256,8 +256,11 @@ pub fn breakdown(report: &Report, row: &Row) -> Breakdown {
         .saturating_add(row.server_ns.p50)
         .min(round_trip);
     let transfer = round_trip - converting;
-    let waiting =
-        wake_up_ns(report, row.id.transport, row.id.wait, row.id.pin).map(|w| w.min(transfer));
+    // A wake-up: the p50 of the smallest floor of this transport, wait and placement.
+    let waiting = (report.baseline.iter())
+        .filter(|b| (b.transport, b.wait, b.pin) == (row.id.transport, row.id.wait, row.id.pin))
+        .min_by_key(|b| b.bytes)
+        .map(|b| b.rtt_ns.p50.min(transfer));
     Breakdown {
         round_trip_ns: round_trip,
         converting_ns: converting,
@@ -266,28 +269,9 @@ pub fn breakdown(report: &Report, row: &Row) -> Breakdown {
     }
 }
 
-/// The p50 of the smallest-bytes baseline of this transport at this wait and placement.
-fn wake_up_ns(
-    report: &Report,
-    transport: TransportKind,
-    wait: Wait,
-    pin: Placement,
-) -> Option<u64> {
-    report
-        .baseline
-        .iter()
-        .filter(|b| b.transport == transport && b.wait == wait && b.pin == pin)
-        .min_by_key(|b| b.bytes)
-        .map(|b| b.rtt_ns.p50)
-}
-
 /// One wait and placement of a size: its fastest row and where that row's p50 goes.
 #[derive(Clone, Copy, Debug)]
 pub struct Setting<'a> {
-    /// The placement.
-    pub pin: Placement,
-    /// The wait strategy.
-    pub wait: Wait,
     /// The row with the lowest p50 round trip at this wait and placement.
     pub fastest: &'a Row,
     /// Where its p50 round trip goes.
@@ -391,7 +375,7 @@ fn size_summary<'a>(
         .filter_map(|(pin, wait)| {
             let fastest =
                 fastest(rows.iter().copied().filter(|r| r.id.pin == pin && r.id.wait == wait))?;
-            Some(Setting { pin, wait, fastest, breakdown: breakdown(report, fastest) })
+            Some(Setting { fastest, breakdown: breakdown(report, fastest) })
         })
         .collect();
     let answer = realistic(report, dtype, elements);

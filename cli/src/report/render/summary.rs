@@ -358,7 +358,7 @@ fn where_it_goes(summary: &Summary<'_>, several_pins: bool, out: &mut dyn Write)
     let setting_width = measured
         .iter()
         .flat_map(|s| &s.settings)
-        .map(|s| setting_name(s.pin, s.wait).chars().count())
+        .map(|s| setting_name(s.fastest.id.pin, s.fastest.id.wait).chars().count())
         .max()
         .unwrap_or(0);
     for size in measured {
@@ -386,7 +386,7 @@ fn where_it_goes(summary: &Summary<'_>, several_pins: bool, out: &mut dyn Write)
             writeln!(
                 out,
                 "  {:<setting_width$} {:>7} = {parts} [{} {}{}]",
-                setting_name(setting.pin, setting.wait),
+                setting_name(setting.fastest.id.pin, setting.fastest.id.wait),
                 format::ns(b.round_trip_ns),
                 row.id.handler,
                 row.id.path,
