@@ -14,8 +14,8 @@ use crate::report::model::{ClientWaits, Report, Row};
 use crate::report::ratio::{self, RatioVerdict};
 use crate::report::states;
 use crate::report::summary::{
-    Answer, BELOW_FLOOR, DEFAULT_WAIT, SizeSummary, Summary, UNPINNED, converting_handlers,
-    placement_spread, placements_of,
+    Answer, BELOW_FLOOR, DEFAULT_WAIT, Setting, SizeSummary, Summary, UNPINNED,
+    converting_handlers, placement_spread, placements_of,
 };
 use crate::report::waits;
 
@@ -108,22 +108,12 @@ fn heading(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         out,
-        "answer: what a call costs beyond the server's own time ({converting}; {wait_phrase})"
-    )?;
-    writeln!(out, "{}", budget::DEFINITION)?;
-    writeln!(
-        out,
-        "x floor = paired ratio of the round trip to the raw read/write of the same bytes [95% \
-         interval];"
-    )?;
-    writeln!(
-        out,
-        "added = round trip - that floor, paired; both over the rounds of the state the machine \
-         was in most."
-    )?;
-    writeln!(
-        out,
-        "Details: where each size's round trip goes, then the table; docs/PERFORMANCE.md."
+        "answer: what a call costs beyond the server's own time ({converting}; {wait_phrase})\n\
+         {}\nx floor = paired ratio of the round trip to the raw read/write of the same bytes \
+         [95% interval];\nadded = round trip - that floor, paired; both over the rounds of the \
+         state the machine was in most.\nDetails: where each size's round trip goes, then the \
+         table; docs/PERFORMANCE.md.",
+        budget::DEFINITION
     )
 }
 
@@ -193,21 +183,12 @@ fn tally(summary: &Summary<'_>, out: &mut dyn Write) -> io::Result<()> {
         return writeln!(out, "no budget was set (--budget).");
     }
     let (met, missed) = summary.tally();
-    let judged = met.len() + missed.len();
+    let (head, judged) = (format::ns(budget), met.len() + missed.len());
+    let head = format!("budget {head} on the overhead at p50 and p99:");
     if missed.is_empty() {
-        return writeln!(
-            out,
-            "budget {} on the overhead at p50 and p99: every size meets it ({} of {judged}).",
-            format::ns(budget),
-            met.len(),
-        );
+        return writeln!(out, "{head} every size meets it ({} of {judged}).", met.len());
     }
-    writeln!(
-        out,
-        "budget {} on the overhead at p50 and p99: met by {} of {judged} sizes; missed by:",
-        format::ns(budget),
-        met.len(),
-    )?;
+    writeln!(out, "{head} met by {} of {judged} sizes; missed by:", met.len())?;
     let mut line = String::from(" ");
     for (i, (size, at)) in missed.iter().enumerate() {
         let end = if i + 1 < missed.len() { "," } else { "." };
@@ -366,32 +347,8 @@ fn where_it_goes(summary: &Summary<'_>, several_pins: bool, out: &mut dyn Write)
         writeln!(out)?;
         writeln!(out, "{} ({}):", size.label(), format::bytes(best.id.bytes))?;
         for setting in &size.settings {
-            let b = setting.breakdown;
-            let (conv, moving, waiting) = b.shares_pct();
-            let parts = match b.waiting_ns {
-                Some(w) => format!(
-                    "converting {conv:4.1}% ({}), moving {moving:4.1}% ({}), waiting {waiting:4.1}% ({})",
-                    format::ns(b.converting_ns),
-                    format::ns(b.moving_ns),
-                    format::ns(w)
-                ),
-                None => format!(
-                    "converting {conv:4.1}% ({}), transfer {moving:4.1}% ({}; no baseline to \
-                     split moving from waiting)",
-                    format::ns(b.converting_ns),
-                    format::ns(b.moving_ns)
-                ),
-            };
-            let row = setting.fastest;
-            writeln!(
-                out,
-                "  {:<setting_width$} {:>7} = {parts} [{} {}{}]",
-                setting_name(setting.fastest.id.pin, setting.fastest.id.wait),
-                format::ns(b.round_trip_ns),
-                row.id.handler,
-                row.id.path,
-                transport_suffix(row, " ")
-            )?;
+            let name = setting_name(setting.fastest.id.pin, setting.fastest.id.wait);
+            writeln!(out, "  {name:<setting_width$} {}", breakdown_text(setting))?;
         }
         let placement = if several_pins { format!(", {}", best.id.pin) } else { String::new() };
         writeln!(
@@ -407,6 +364,27 @@ fn where_it_goes(summary: &Summary<'_>, several_pins: bool, out: &mut dyn Write)
         beside_the_answer(size, out)?;
     }
     Ok(())
+}
+
+/// `80us = converting 10.0% (8us), moving 27.5% (22us), waiting 62.5% (50us) [echo-raw
+/// zero-copy]`: where the p50 round trip of a setting's fastest row goes.
+fn breakdown_text(setting: &Setting<'_>) -> String {
+    let (b, row) = (setting.breakdown, setting.fastest);
+    let (conv, moving, waiting) = b.shares_pct();
+    let (c, m) = (format::ns(b.converting_ns), format::ns(b.moving_ns));
+    let parts = match b.waiting_ns {
+        Some(w) => format!(
+            "converting {conv:4.1}% ({c}), moving {moving:4.1}% ({m}), waiting {waiting:4.1}% ({})",
+            format::ns(w)
+        ),
+        None => format!(
+            "converting {conv:4.1}% ({c}), transfer {moving:4.1}% ({m}; no baseline to split \
+             moving from waiting)"
+        ),
+    };
+    let (handler, path) = (&row.id.handler, row.id.path);
+    let transport = transport_suffix(row, " ");
+    format!("{:>7} = {parts} [{handler} {path}{transport}]", format::ns(b.round_trip_ns))
 }
 
 /// `your case's round trip p50 27us; not your case: raw floor p50 17us (bytes only); echo-raw
