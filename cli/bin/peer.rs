@@ -209,20 +209,20 @@ struct ReportArgs {
     #[arg(long, value_name = "N", default_value_t = sync::DEFAULT_OPERATIONS, value_parser = clap::value_parser!(u64).range(1..))]
     sync_ops: u64,
 
-    /// The server command, run with `sh -c`, e.g. "ssh host peer --role server"
-    /// [default: this binary as --role server --handler H]. When CMD starts `peer --role
-    /// server` (it contains "--role server"), the raw floors run through it too, as `CMD
-    /// --raw-echo BYTES`, so each ratio is against what the route itself costs; otherwise they
-    /// run locally (see --spawn-floor). For a transport other than pipe, `--transport KIND`
-    /// is appended to such a CMD. The server's CPU time is not measured (`-`): the spawned process
-    /// may be an ssh client.
+    /// The server command, run with `sh -c`, e.g. "ssh host peer serve" [default: this binary
+    /// as --role server --handler H]. When CMD starts peer's server (it contains "--role
+    /// server", or "peer serve"), the raw floors run through it too, as `CMD --raw-echo
+    /// BYTES`, so each ratio is against what the route itself costs; otherwise they run
+    /// locally (see --spawn-floor). For a transport other than pipe, `--transport KIND` is
+    /// appended to such a CMD. The server's CPU time is not measured (`-`): the spawned
+    /// process may be an ssh client.
     #[arg(long, value_name = "CMD")]
     spawn: Option<String>,
 
-    /// The command the raw floors run through, with `--raw-echo BYTES` appended: a
-    /// command that starts `peer --role server`, e.g. "ssh host peer --role server" beside
-    /// --spawn "ssh host python3 model.py" [default: --spawn's CMD when it contains "--role
-    /// server", else this binary locally].
+    /// The command the raw floors run through, with `--raw-echo BYTES` appended: a command
+    /// that starts peer's server, e.g. "ssh host peer serve" beside --spawn "ssh host python3
+    /// model.py" [default: --spawn's CMD when it starts peer's server, else this binary
+    /// locally].
     #[arg(long, value_name = "CMD")]
     spawn_floor: Option<String>,
 

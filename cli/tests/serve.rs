@@ -6,7 +6,7 @@ mod common;
 
 use std::process::{Command, Output};
 
-use common::peer_exe;
+use common::{Watchdog, peer_exe, secs};
 use peerpipe::{Options, Peer};
 
 /// Flags only a server takes.
@@ -106,4 +106,29 @@ fn a_role_other_than_client_or_server_is_refused() {
     let out = peer(&["--sizes", "8", "--role"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(said(&out).contains("--role needs a value: client or server"), "{}", said(&out));
+}
+
+#[test]
+fn a_spawn_command_that_starts_peer_serve_carries_the_floors_too() {
+    let _watchdog = Watchdog::new(secs(120));
+    let dir = std::env::temp_dir().join(format!("peerpipe-serve-route-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let json = dir.join("run.json");
+    let spawn = format!("{} serve", peer_exe());
+    let out = peer(
+        &[
+            &["--spawn", &spawn, "--sizes", "8", "--dtype", "f64", "--path", "codec"][..],
+            &["--wait", "block", "--duration", "4ms", "--warmup", "1ms", "--rounds", "2"],
+            &["--generations", "1", "--json", json.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let report = peerpipe_cli::report::export::read_json(&json).expect("the JSON reads back");
+    assert!(!report.rows.is_empty(), "{}", said(&out));
+    for floor in &report.baseline {
+        let route = format!("{spawn} --raw-echo {}", floor.bytes);
+        assert_eq!(floor.route.as_deref(), Some(route.as_str()), "{}", said(&out));
+    }
+    std::fs::remove_dir_all(dir).ok();
 }
