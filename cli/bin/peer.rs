@@ -47,7 +47,7 @@ use serve::ServeArgs;
 /// (a cheap read that does not wait for the copy before it), else with clock_gettime; the
 /// report's `clock:` line says which. PEERPIPE_CLOCK=monotonic always uses clock_gettime.
 #[derive(Debug, Parser)]
-#[command(name = "peer", version, args_conflicts_with_subcommands = true)]
+#[command(name = "peer", version, propagate_version = true, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

@@ -61,6 +61,9 @@ fn peer_serve_help_lists_only_the_servers_flags() {
             assert!(!flags.iter().any(|f| f == flag), "{flag} in {args:?}: {flags:?}");
         }
     }
+    // The version, as `peer --role server --version` has always printed it.
+    let out = peer(&["--role", "server", "--version"]);
+    assert!(out.status.success() && said(&out).contains(env!("CARGO_PKG_VERSION")), "{out:?}");
 }
 
 #[test]
