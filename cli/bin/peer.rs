@@ -494,10 +494,16 @@ fn run_report(args: &ReportArgs) -> peerpipe::Result<()> {
 /// exit code. A flag that belongs to the server given to the report, or the other way round,
 /// is refused naming the command it belongs to.
 fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
-    let args = serve::role_as_subcommand(args).map_err(|reason| {
-        eprintln!("peer: error: {reason}");
-        ExitCode::from(2)
-    })?;
+    let cli = Cli::command();
+    let mut subcommands: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+    subcommands.push("help");
+    let args = match serve::role_as_subcommand(args, &subcommands) {
+        Ok(args) => args,
+        Err(reason) => {
+            eprintln!("peer: error: {reason}");
+            return Err(ExitCode::from(2));
+        }
+    };
     let err = match Cli::try_parse_from(&args) {
         Ok(cli) => return Ok(cli),
         Err(err) => err,
@@ -507,25 +513,21 @@ fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
         _ => err.exit(),
     };
     let flag = flag.split('=').next().unwrap_or_default();
-    let serving = args.get(1).is_some_and(|first| first == "serve");
-    let (elsewhere, belongs_to) = match serving {
-        true => (Cli::command(), "the report (`peer`), not to a server"),
-        false => (serve_command(), "a server (`peer serve`, or `peer --role server`)"),
+    let first = args.get(1).and_then(|first| first.to_str());
+    let (elsewhere, belongs_to) = match cli.find_subcommand("serve") {
+        Some(serve) if first != Some("serve") => {
+            (serve, "a server (`peer serve`, or `peer --role server`)")
+        }
+        _ => (&cli, "the report (`peer`), not to a server"),
     };
-    let known = elsewhere.get_arguments().filter_map(|arg| arg.get_long());
-    if args.get(1).is_some_and(|first| first == "compare" || first == "soak")
-        || !known.into_iter().any(|long| flag.strip_prefix("--") == Some(long))
+    let mut known = elsewhere.get_arguments().filter_map(|arg| arg.get_long());
+    if matches!(first, Some("compare" | "soak"))
+        || !known.any(|long| flag.strip_prefix("--") == Some(long))
     {
         err.exit()
     }
     eprintln!("peer: error: invalid {flag}: applies to {belongs_to}");
     Err(ExitCode::from(2))
-}
-
-/// `peer serve`'s own command, for the names of its flags.
-fn serve_command() -> clap::Command {
-    let cli = Cli::command();
-    cli.find_subcommand("serve").cloned().unwrap_or(cli)
 }
 
 fn run_compare(args: &CompareArgs) -> peerpipe::Result<ExitCode> {

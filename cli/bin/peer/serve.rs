@@ -77,12 +77,14 @@ pub struct ServeArgs {
 }
 
 /// `peer --role server ARGS` as `peer serve ARGS`, and `peer --role client ARGS` as `peer
-/// ARGS`: `--role` (or `--role=VALUE`) anywhere before a subcommand is read here, so that
-/// both spellings of a server parse into the one [`ServeArgs`]. Arguments that start with a
-/// subcommand are left as they are.
-pub fn role_as_subcommand(mut args: Vec<OsString>) -> Result<Vec<OsString>, String> {
-    const SUBCOMMANDS: [&str; 4] = ["serve", "compare", "soak", "help"];
-    if args.get(1).is_some_and(|first| SUBCOMMANDS.iter().any(|name| first == *name)) {
+/// ARGS`: `--role` (or `--role=VALUE`) anywhere in the report's arguments is read here, so
+/// that both spellings of a server parse into the one [`ServeArgs`]. Arguments that start with
+/// one of `subcommands` are left as they are.
+pub fn role_as_subcommand(
+    mut args: Vec<OsString>,
+    subcommands: &[&str],
+) -> Result<Vec<OsString>, String> {
+    if args.get(1).is_some_and(|first| subcommands.iter().any(|name| first == *name)) {
         return Ok(args);
     }
     let Some(at) = args.iter().skip(1).position(|arg| {
