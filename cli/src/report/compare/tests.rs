@@ -93,9 +93,9 @@ fn in_a_shared_state_the_added_time_is_judged_not_the_ratio() {
     let faster = in_state((1_100.0, [1_000.0, 1_400.0]), (600.0, [550.0, 650.0]));
     assert_eq!((faster.difference_ns(), judge_paired(&faster, t)), (-500.0, Outcome::Differs));
     // Without states the same figures are judged on the ratios, whose intervals overlap.
-    let old = PairedChange { states: None, ..moved };
-    assert!(!old.on_added_time());
-    assert_eq!(judge_paired(&old, t), Outcome::WithinInterval);
+    let overall = PairedChange { states: None, ..moved };
+    assert!(!overall.on_added_time());
+    assert_eq!(judge_paired(&overall, t), Outcome::WithinInterval);
 }
 
 /// A report of one row and its floor in 20 rounds of the given states: each round's
@@ -186,16 +186,16 @@ fn reports_that_share_no_state_have_nothing_to_compare() {
 #[test]
 fn a_report_without_states_is_judged_on_its_overall_ratio() {
     let a = run(|_| FAST, 0);
-    let mut old = run(|_| FAST, 500);
-    old.machine.states.clear();
-    for round in old.baseline[0].rounds.iter_mut().chain(&mut old.rows[0].rounds) {
+    let mut unprobed = run(|_| FAST, 500);
+    unprobed.machine.states.clear();
+    for round in unprobed.baseline[0].rounds.iter_mut().chain(&mut unprobed.rows[0].rounds) {
         (round.probe_ns, round.state) = (None, None);
     }
-    let c = compare(&a, &old, T, Mode::Paired);
+    let c = compare(&a, &unprobed, T, Mode::Paired);
     assert!(c.states.is_none() && !c.no_state_in_common());
     let change = c.rows[0].paired.unwrap();
     assert_eq!(change.states, None);
-    assert_eq!(change.b_ratio, old.rows[0].ratio_to_baseline.unwrap());
+    assert_eq!(change.b_ratio, unprobed.rows[0].ratio_to_baseline.unwrap());
     assert!(c.differs());
 }
 
