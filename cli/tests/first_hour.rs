@@ -217,8 +217,8 @@ fn the_500_double_answer_is_in_the_first_15_lines_of_a_full_size_run() {
     assert!(line.contains("met") || line.contains("MISSED"), "{line}");
     assert!(line.contains("echo ") && !line.contains("echo-raw"), "{line}");
     assert!(first.iter().any(|l| l.contains("overhead = round trip - server time")), "{stdout}");
-    // The verdict names the realistic row and, apart, the floor and echo-raw.
-    assert!(stdout.contains("  your case: echo "), "{stdout}");
+    // The summary names the realistic row and, apart, the floor and echo-raw.
+    assert!(stdout.contains("  your case's round trip p50 "), "{stdout}");
     assert!(stdout.contains("not your case: raw floor p50"), "{stdout}");
 }
 

@@ -1,10 +1,9 @@
-//! One budget, judged at the tail, and ratios said unresolved when they are: the answer, the
-//! verdict, the table and the JSON answer agree, on hand-built reports (no processes, no
-//! clocks).
+//! One budget, judged at the tail, and ratios said unresolved when they are: the summary, the
+//! table and the JSON answer agree, on hand-built reports (no processes, no clocks).
 
 mod reports;
 
-use peerpipe_cli::report::{Report, Row, answer, format, render};
+use peerpipe_cli::report::{Report, Row, format, render, summary};
 use reports::{report, row, sample};
 
 fn text_of(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
@@ -13,43 +12,38 @@ fn text_of(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
     String::from_utf8(out).expect("UTF-8 output")
 }
 
-/// What the verdict says of one size: its label, the overhead p50 and p99 of "your case", and
-/// the budget's judgement in words.
+/// What the summary's line says of one size: its label, the overhead p50 and p99 of the
+/// answer's row, and the budget's judgement in words.
 #[derive(Debug)]
-struct VerdictOfSize {
+struct SummaryOfSize {
     size: String,
     p50: String,
     p99: String,
     judged: String,
 }
 
-/// Reads every size's block of the verdict (`f64 x 500 (4000 B):` … up to the next one).
-fn verdict_by_size(text: &str) -> Vec<VerdictOfSize> {
-    let between = |line: &str, from: &str, to: &str| -> String {
-        let start = line.find(from).unwrap_or_else(|| panic!("no {from:?} in {line}")) + from.len();
-        let rest = &line[start..];
-        rest[..rest.find(to).unwrap_or(rest.len())].to_owned()
-    };
-    let mut found: Vec<VerdictOfSize> = Vec::new();
-    for line in text.lines() {
-        if !line.starts_with(' ') && line.ends_with("):") && line.contains(" x ") {
-            let size = line[..line.rfind(" (").expect("a size heading")].to_owned();
-            found.push(VerdictOfSize {
-                size,
-                p50: String::new(),
-                p99: String::new(),
-                judged: String::new(),
-            });
-        } else if line.starts_with("  your case: ") {
-            let last = found.last_mut().expect("a size before its case");
-            last.p50 = between(line, "overhead p50 ", ",");
-            last.p99 = between(line, ", p99 ", " (");
-        } else if line.starts_with("  budget ") {
-            found.last_mut().expect("a size before its budget").judged =
-                between(line, "on your case's overhead: ", "\n");
-        }
-    }
-    found
+/// Reads every size's line of the summary (`  f64 x 500   25.6us  52.6us  ...`), taking the
+/// judgement as it is written there (`met at ...` or `MISSED at ...`, up to the row: a
+/// handler, a path and a wait, over pipes).
+fn summary_by_size(text: &str, sizes: &[&str]) -> Vec<SummaryOfSize> {
+    sizes
+        .iter()
+        .map(|&size| {
+            let line = answer_line(text, size);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let at = line
+                .find("met at ")
+                .or_else(|| line.find("MISSED at "))
+                .unwrap_or_else(|| panic!("no judgement in {line}"));
+            let rest: Vec<&str> = line[at..].split_whitespace().collect();
+            SummaryOfSize {
+                size: size.to_owned(),
+                p50: words[0].to_owned(),
+                p99: words[1].to_owned(),
+                judged: rest[..rest.len() - 3].join(" "),
+            }
+        })
+        .collect()
 }
 
 /// The answer's line for `size`, after the label and its padding: overhead, p99, then the rest.
@@ -80,20 +74,14 @@ fn three_outcomes() -> Report {
 }
 
 #[test]
-fn the_answer_and_the_verdict_give_the_same_overhead_and_budget_result_for_every_size() {
+fn the_summary_and_the_json_answer_give_the_same_overhead_and_budget_result_for_every_size() {
     let report = three_outcomes();
-    let answered = text_of(|out| render::answer(&report, out));
-    let verdict = text_of(|out| render::verdict(&report, out));
-    let sizes = verdict_by_size(&verdict);
-    assert_eq!(sizes.len(), 3, "{verdict}");
-    let records = answer::records(&report);
+    let summary = text_of(|out| render::summary(&report, out));
+    let sizes = summary_by_size(&summary, &["f64 x 500", "f64 x 65536", "f32 x 65536"]);
+    let records = summary::records(&report);
     assert_eq!(records.len(), 3);
     for (of_size, record) in sizes.iter().zip(&records) {
-        assert!(!of_size.judged.is_empty(), "{of_size:?}\n{verdict}");
-        let line = answer_line(&answered, &of_size.size);
-        let figures: Vec<&str> = line.split_whitespace().take(2).collect();
-        assert_eq!(figures, [of_size.p50.as_str(), of_size.p99.as_str()], "{of_size:?}: {line}");
-        assert!(line.contains(&format!(" {} ", of_size.judged)), "{of_size:?}: {line}");
+        assert!(!of_size.judged.is_empty(), "{of_size:?}\n{summary}");
         // The JSON answer carries the same figures and judgement.
         assert_eq!(format!("{} x {}", record.id.dtype, record.id.elements), of_size.size);
         assert_eq!(format::ns(record.overhead_ns.p50_ns), of_size.p50);
@@ -113,31 +101,28 @@ fn the_answer_and_the_verdict_give_the_same_overhead_and_budget_result_for_every
         ]
     );
     assert_eq!((sizes[1].p50.as_str(), sizes[1].p99.as_str()), ("194us", "398us"));
-    // The summary counts what the lines say.
+    // Each size's budget is said once: on its line, never again per size.
+    assert!(!summary.contains("your case's overhead"), "{summary}");
+    // The tally counts what the lines say.
     assert!(
-        verdict.contains("budget 150us on the overhead at p50 and p99: met by 1 of 3 sizes"),
-        "{verdict}"
+        summary.contains("budget 150us on the overhead at p50 and p99: met by 1 of 3 sizes"),
+        "{summary}"
     );
-    assert!(verdict.contains("  f64 x 65536 (at p50), f32 x 65536 (at p99)."), "{verdict}");
+    assert!(summary.contains("  f64 x 65536 (at p50), f32 x 65536 (at p99)."), "{summary}");
 }
 
 #[test]
-fn a_row_whose_p99_misses_the_budget_says_so_in_the_answer_and_the_verdict() {
+fn a_row_whose_p99_misses_the_budget_says_so_in_the_summary() {
     let report = three_outcomes();
-    let answered = text_of(|out| render::answer(&report, out));
-    let line = answer_line(&answered, "f32 x 65536");
+    let summary = text_of(|out| render::summary(&report, out));
+    let line = answer_line(&summary, "f32 x 65536");
     assert_eq!(line.split_whitespace().take(2).collect::<Vec<_>>(), ["95us", "5.56ms"], "{line}");
     assert!(line.contains(" met at p50, MISSED at p99 by 5.41ms "), "{line}");
     assert!(line.trim_end().ends_with("echo zero-copy, auto"), "{line}");
-    let verdict = text_of(|out| render::verdict(&report, out));
-    assert!(
-        verdict.contains(
-            "overhead p50 95us, p99 5.56ms (round trip 100us)\n  budget 150us on your case's \
-             overhead: met at p50, MISSED at p99 by 5.41ms\n"
-        ),
-        "{verdict}"
-    );
-    let record = &answer::records(&report)[2];
+    // The answer's round trip (100 us) is said with where the size's time goes.
+    let block = summary.split("\nf32 x 65536 (").nth(1).expect("the size's block");
+    assert!(block.contains("  your case's round trip p50 100us"), "{summary}");
+    let record = &summary::records(&report)[2];
     let judged = record.budget.expect("a budget");
     assert!(judged.p50.met && !judged.p99.met, "{judged:?}");
     assert_eq!((judged.p50.margin_ns, judged.p99.margin_ns), (55_000, 5_410_000));
@@ -147,9 +132,9 @@ fn a_row_whose_p99_misses_the_budget_says_so_in_the_answer_and_the_verdict() {
     for r in &mut calm.rows {
         r.rtt_ns.p99 = 150_000;
     }
-    let verdict = text_of(|out| render::verdict(&calm, out));
-    assert!(verdict.contains("on your case's overhead: met at p50 and p99\n"), "{verdict}");
-    assert!(verdict.contains("every size meets it (1 of 1)."), "{verdict}");
+    let summary = text_of(|out| render::summary(&calm, out));
+    assert!(answer_line(&summary, "f32 x 65536").contains(" met at p50 and p99 "), "{summary}");
+    assert!(summary.contains("every size meets it (1 of 1)."), "{summary}");
 }
 
 /// f64 × 500 echo rows at the default wait, with the given ratios and intervals in order:
@@ -174,7 +159,7 @@ fn an_unresolved_ratio_is_printed_as_unresolved_in_the_answer_and_the_table() {
         (1.5, None, "unresolved (no interval)", "unres.         -"),
     ] {
         let report = two_rows((median, ci), (median, ci));
-        let answered = text_of(|out| render::answer(&report, out));
+        let answered = text_of(|out| render::summary(&report, out));
         let line = answer_line(&answered, "f64 x 500");
         assert!(line.contains(shown), "{line}");
         assert!(!line.contains(&format!("{}x", format::ratio(median))), "{line}");
@@ -186,11 +171,11 @@ fn an_unresolved_ratio_is_printed_as_unresolved_in_the_answer_and_the_table() {
         for line in table.lines() {
             assert!(line.chars().count() <= 120, "{} columns: {line}", line.chars().count());
         }
-        assert!(!answer::records(&report)[0].ratio_resolved);
+        assert!(!summary::records(&report)[0].ratio_resolved);
     }
     // Resolved: a result, and no note.
     let report = two_rows((1.25, Some([1.2, 1.3])), (1.3, Some([1.25, 1.35])));
-    let answered = text_of(|out| render::answer(&report, out));
+    let answered = text_of(|out| render::summary(&report, out));
     assert!(answer_line(&answered, "f64 x 500").contains(" 1.25x [1.20-1.30] "), "{answered}");
     assert!(!answered.contains("unresolved"), "{answered}");
     assert!(!text_of(|out| render::table(&report, out)).contains("unres."));
@@ -199,18 +184,20 @@ fn an_unresolved_ratio_is_printed_as_unresolved_in_the_answer_and_the_table() {
 #[test]
 fn the_answer_picks_a_resolved_row_over_a_faster_unresolved_one() {
     let report = two_rows((0.21, Some([0.19, 1.64])), (1.3, Some([1.25, 1.35])));
-    let answered = text_of(|out| render::answer(&report, out));
+    let answered = text_of(|out| render::summary(&report, out));
     let line = answer_line(&answered, "f64 x 500");
     assert!(line.trim_end().ends_with("echo codec, auto"), "{line}");
     assert!(line.contains(" 1.30x [1.25-1.35] "), "{line}");
-    assert!(!answered.contains("unresolved"), "{answered}");
-    // The verdict's case is the same row.
-    let verdict = text_of(|out| render::verdict(&report, out));
-    assert!(verdict.contains("  your case: echo codec, auto (both sides convert)"), "{verdict}");
+    // The answer says no unresolved ratio (the list of ratios below the floor, under it, names
+    // the faster row's).
+    let (answer_part, _) = answered.split_once("\nwhere the p50 round trip goes").unwrap();
+    assert!(!answer_part.contains("unresolved"), "{answered}");
+    // Where the size's time goes speaks of the same row: the codec row's 30 us round trip.
+    assert!(answered.contains("  your case's round trip p50 30us"), "{answered}");
 
     // With no resolved row to pick, it falls back to the lowest overhead and says so.
     let report = two_rows((0.21, Some([0.19, 1.64])), (1.3, Some([0.9, 1.35])));
-    let answered = text_of(|out| render::answer(&report, out));
+    let answered = text_of(|out| render::summary(&report, out));
     let line = answer_line(&answered, "f64 x 500");
     assert!(line.trim_end().ends_with("echo zero-copy, auto"), "{line}");
     assert!(line.contains(" unresolved [0.19-1.64] "), "{line}");
@@ -228,7 +215,7 @@ fn the_answer_picks_a_resolved_row_over_a_faster_unresolved_one() {
     let mut spin = row("f64", 500, "echo", "zero-copy", "spin", 10_000);
     (spin.ratio_to_baseline, spin.ratio_ci) = (Some(1.25), Some([1.2, 1.3]));
     report.rows.push(spin);
-    let answered = text_of(|out| render::answer(&report, out));
+    let answered = text_of(|out| render::summary(&report, out));
     let line = answer_line(&answered, "f64 x 500");
     assert!(line.trim_end().ends_with("echo zero-copy, auto"), "{line}");
     assert!(line.contains("unresolved [0.19-1.64]"), "{line}");
@@ -238,27 +225,26 @@ fn the_answer_picks_a_resolved_row_over_a_faster_unresolved_one() {
 fn a_ratio_below_the_floor_that_is_unresolved_is_not_listed_as_a_result() {
     let mut report = sample();
     (report.rows[0].ratio_to_baseline, report.rows[0].ratio_ci) = (Some(0.21), Some([0.19, 1.64]));
-    let verdict = text_of(|out| render::verdict(&report, out));
-    let line = verdict
+    let summary = text_of(|out| render::summary(&report, out));
+    let line = summary
         .lines()
         .find(|l| l.starts_with("  f64 x 500 echo-raw zero-copy, block, free: "))
-        .unwrap_or_else(|| panic!("{verdict}"));
+        .unwrap_or_else(|| panic!("{summary}"));
     assert!(
         line.ends_with(": unresolved [0.19-1.64]: too wide to say whether it beat its floor"),
         "{line}"
     );
-    assert!(!verdict.contains("0.21x"), "{verdict}");
+    assert!(!summary.contains("0.21x"), "{summary}");
 }
 
 #[test]
-fn a_budget_of_zero_is_no_budget_in_the_answer_the_verdict_or_the_json() {
+fn a_budget_of_zero_is_no_budget_in_the_summary_or_the_json() {
     let mut report = sample();
     report.config.budget_ns = 0;
-    let answered = text_of(|out| render::answer(&report, out));
+    let answered = text_of(|out| render::summary(&report, out));
     assert!(answered.contains(" budget ") && !answered.contains("budget 0"), "{answered}");
     assert!(!answered.contains("met at") && !answered.contains("MISSED"), "{answered}");
-    let verdict = text_of(|out| render::verdict(&report, out));
-    assert!(!verdict.contains("on your case's overhead"), "{verdict}");
-    assert!(verdict.contains("no budget was set (--budget)."), "{verdict}");
-    assert!(answer::records(&report).iter().all(|r| r.budget.is_none()));
+    assert!(!answered.contains("on the overhead at p50 and p99"), "{answered}");
+    assert!(answered.contains("no budget was set (--budget)."), "{answered}");
+    assert!(summary::records(&report).iter().all(|r| r.budget.is_none()));
 }

@@ -1,5 +1,5 @@
-//! The report's files: the JSON contract (keys, nesting, names, reports from before a field
-//! existed, unreadable files), CSV and SVG, on hand-built reports (no processes, no clocks).
+//! The report's files: the JSON contract (keys, nesting, names, its format version, unreadable
+//! files), CSV and SVG, on hand-built reports (no processes, no clocks).
 
 mod reports;
 
@@ -7,10 +7,8 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use peerpipe_cli::report::compare::{self, Mode, Thresholds};
-use peerpipe_cli::report::{Report, answer, export};
+use peerpipe_cli::report::{Report, export, summary};
 use reports::{report, row, sample, with_probes};
 use serde_json::Value;
 
@@ -229,7 +227,11 @@ fn json_round_trips_through_a_file() {
     let file = Scratch::new("run.json");
     let original = sample();
     let text = file.write(&original, export::write_json);
-    assert!(text.starts_with("{\n  \"peerpipe\""), "pretty-printed: {}", &text[..40]);
+    assert!(
+        text.starts_with("{\n  \"format\": 1,\n  \"peerpipe\""),
+        "pretty-printed: {}",
+        &text[..40]
+    );
     let back = export::read_json(&file.path).expect("read_json");
     // Integers (every percentile) come back exactly; serde_json's default float parser may
     // miss the last bit of a 17-digit float, so floats are compared to 1e-12.
@@ -350,9 +352,9 @@ fn json_carries_the_answer_with_its_budget_judged_at_p50_and_p99() {
         serde_json::json!({"met": false, "margin_ns": 825_000})
     );
     // The entries read back as what the answer printed; the report reads as before.
-    let records: Vec<answer::AnswerRecord> =
+    let records: Vec<summary::AnswerRecord> =
         serde_json::from_value(value["answer"].clone()).expect("answer entries read");
-    assert_eq!(records, answer::records(&original));
+    assert_eq!(records, summary::records(&original));
     assert_eq!(export::read_json(&file.path).expect("read_json").rows.len(), original.rows.len());
     // No budget: `null`.
     let mut unbudgeted = original.clone();
@@ -382,68 +384,41 @@ fn names_are_written_as_the_report_always_wrote_them_and_read_back_typed() {
 }
 
 #[test]
-fn compare_reads_a_report_written_before_the_optional_fields_existed() {
-    // What an early report held: no transport on floors (they were pipes), no rounds, no
-    // intervals, no sync costs or skipped rows, a shorter config.
-    let mut old = serde_json::to_value(sample()).expect("serialise");
+fn a_report_without_the_format_or_of_another_is_refused_naming_the_formats() {
+    // What an early report held: no format, no transport on floors (they were pipes), no
+    // rounds, no intervals, no sync costs or skipped rows, a shorter config; one from before
+    // per-round states carried a probe on its floors (`cross_core`). Such files, and any of
+    // another format, are refused with what was found and what is read.
+    let file = Scratch::new("old.json");
+    let text = file.write(&sample(), export::write_json);
+    assert!(text.starts_with(&format!("{{\n  \"format\": {},\n", export::FORMAT)), "{text}");
+    let written: Value = serde_json::from_str(&text).unwrap();
+    let mut old = written.clone();
+    old.as_object_mut().unwrap().remove("format");
     for floor in old["baseline"].as_array_mut().unwrap() {
         let floor = floor.as_object_mut().unwrap();
         for key in ["transport", "lent", "rounds", "shared_core_share", "route"] {
             floor.remove(key);
         }
+        floor.insert("cross_core".into(), serde_json::json!({"line_ns": 120, "block_ns": 900}));
     }
-    for row in old["rows"].as_array_mut().unwrap() {
-        let row = row.as_object_mut().unwrap();
-        for key in ["ratio_ci", "rounds", "shared_core_share"] {
-            row.remove(key);
-        }
-    }
-    let config = old["config"].as_object_mut().unwrap();
-    for key in [
-        "rounds",
-        "generations",
-        "order_seed",
-        "server_delay_ns",
-        "transports",
-        "shm_size",
-        "load",
-        "waits_share_rounds",
-    ] {
-        config.remove(key);
-    }
-    old["machine"].as_object_mut().unwrap().remove("clock");
     let top = old.as_object_mut().unwrap();
     top.remove("sync_costs");
     top.remove("skipped");
-
-    let file = Scratch::new("old.json");
-    fs::write(&file.path, serde_json::to_string_pretty(&old).unwrap()).unwrap();
-    let read = export::read_json(&file.path).expect("an old report reads");
-    assert!(read.baseline.iter().all(|b| b.transport.name() == "pipe" && b.rounds.is_empty()));
-    assert!(read.sync_costs.is_empty() && read.skipped.is_empty());
-    // Its waits were measured in rounds of their own: never compared round by round.
-    assert!(!read.config.waits_share_rounds);
-    let thresholds = Thresholds { abs: Duration::from_micros(5), rel_pct: 10.0 };
-    let comparison = compare::compare(&read, &sample(), thresholds, Mode::Absolute);
-    assert_eq!(comparison.rows.len(), sample().rows.len(), "every row matched by its key");
-    assert_eq!(comparison.baselines.len(), sample().baseline.len());
-    assert!(comparison.only_in_a.is_empty() && comparison.only_in_b.is_empty());
-}
-
-#[test]
-fn a_report_from_before_per_round_states_keeps_its_floors_cross_core_probes_when_read() {
-    // Such a report probed the machine once before each group, into the floor's `cross_core`;
-    // a run now probes every round instead, and never writes the field.
-    let mut old = serde_json::to_value(sample()).expect("serialise");
-    assert!(old["baseline"].as_array().unwrap().iter().all(|b| b.get("cross_core").is_none()));
-    old["baseline"][0]["cross_core"] = serde_json::json!({"line_ns": 120, "block_ns": 900});
-    old["baseline"][1]["cross_core"] = Value::Null;
-    let read: Report = serde_json::from_value(old).expect("an old report reads");
-    assert_eq!(read.baseline[0].cross_core.map(|c| c.block_ns), Some(900));
-    assert!(read.baseline[1..].iter().all(|b| b.cross_core.is_none()));
-    // Read-only: what is read is not written back.
-    let again = serde_json::to_value(&read).expect("serialise");
-    assert!(again["baseline"][0].get("cross_core").is_none(), "{}", again["baseline"][0]);
+    let mut newer = written.clone();
+    newer["format"] = Value::from(export::FORMAT + 1);
+    let mut named = written;
+    named["format"] = Value::from("one");
+    for (document, found) in [
+        (old, "has no `format`".to_owned()),
+        (newer, format!("is a report of format {}", export::FORMAT + 1)),
+        (named, "is a report of format \"one\"".to_owned()),
+    ] {
+        fs::write(&file.path, serde_json::to_string_pretty(&document).unwrap()).unwrap();
+        let err = export::read_json(&file.path).unwrap_err().to_string();
+        assert!(err.contains(&format!("old.json {found}")), "{err}");
+        assert!(err.contains(&format!("this peer reads format {} only", export::FORMAT)), "{err}");
+    }
 }
 
 #[test]
@@ -477,11 +452,12 @@ fn reading_a_bad_report_names_the_file_and_the_problem() {
     assert!(err.contains("notes.json") && err.contains("line 1"), "{err}");
 
     let not_a_report = dir.join("other.json");
-    fs::write(&not_a_report, "{\"peerpipe\": \"0.1.0\", \"rows\": []}").unwrap();
+    fs::write(&not_a_report, "{\"format\": 1, \"peerpipe\": \"0.1.0\", \"rows\": []}").unwrap();
     let err = export::read_json(&not_a_report).unwrap_err().to_string();
     assert!(err.contains("other.json") && err.contains("missing field `machine`"), "{err}");
 
     let mut value = serde_json::to_value(sample()).unwrap();
+    value["format"] = Value::from(export::FORMAT);
     value["rows"][2]["elements"] = Value::from("many");
     let mistyped = dir.join("mistyped.json");
     fs::write(&mistyped, serde_json::to_string_pretty(&value).unwrap()).unwrap();

@@ -1,5 +1,5 @@
 //! The report's outputs, byte for byte, on fixed hand-built reports (no processes, no clocks):
-//! the JSON, the CSV, the SVG plot, the printed text (answer, table, skipped rows, verdict and
+//! the JSON, the CSV, the SVG plot, the printed text (summary, table, skipped rows and
 //! synchronisation costs, in the order `peer` prints them), `peer compare`'s text in both
 //! modes and the soak's plan line. A change of any byte of these is a change of the report's
 //! output, which a refactoring must not make.
@@ -72,16 +72,14 @@ fn written(
     text
 }
 
-/// What `peer` prints for a report: the answer, the table, the skipped rows, the verdict and
-/// the synchronisation costs, as `run_report` writes them.
+/// What `peer` prints for a report: the summary, the table, the skipped rows and the
+/// synchronisation costs, as `run_report` writes them.
 fn printed(report: &Report) -> String {
     let mut out = Vec::new();
-    render::answer(report, &mut out).unwrap();
+    render::summary(report, &mut out).unwrap();
     writeln!(out).unwrap();
     render::table(report, &mut out).unwrap();
     render::skipped(report, &mut out).unwrap();
-    writeln!(out).unwrap();
-    render::verdict(report, &mut out).unwrap();
     if !report.sync_costs.is_empty() {
         writeln!(out).unwrap();
         sync::render(&report.sync_costs, &mut out).unwrap();

@@ -1,6 +1,5 @@
 //! The budget (`--budget`): the one figure it is judged on and the one judgement, which the
-//! answer ([`answer`](super::answer)) and the verdict ([`render`](super::render)) both print,
-//! so that they agree for every size.
+//! summary ([`summary`](super::summary)) prints once per size and the JSON's answer carries.
 //!
 //! The figure is the **overhead** of a call ([`Overhead`]): the round trip minus the server's
 //! own time — what going to another process costs, whatever the server computes. The budget
@@ -96,13 +95,13 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    /// True when the overhead meets the budget at p50 and at p99: what the verdict counts as
+    /// True when the overhead meets the budget at p50 and at p99: what the summary counts as
     /// a size that meets it.
     pub fn met(&self) -> bool {
         self.p50.met && self.p99.met
     }
 
-    /// The judgement in words, as the answer and the verdict both print it:
+    /// The judgement in words, as the summary prints it:
     /// `met at p50 and p99`, `met at p50, MISSED at p99 by 5.41ms`, `MISSED at p50 by 43.6us`
     /// (the p99 then misses too, by more). For the unordered overheads of a hand-edited report
     /// (p99 below p50), `MISSED at p50 by 43.6us, met at p99`.

@@ -14,28 +14,12 @@
 //! The probe is a ping-pong of a 4 KiB block between the calling thread and a partner thread
 //! on the second CPU, through atomics only: no system call, no wake-up, just the caches. It
 //! spins, so it runs only where each side has a CPU of its own.
-//!
-//! Reports written before per-round states carry instead, on each floor, a probe taken once
-//! before its group ([`CrossCore`]); `peer compare` still reads it from them.
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
-
-use serde::Deserialize;
-
-/// The probe a floor of a report written before per-round states carries (`cross_core` in
-/// its JSON): the p50 round trip of [`BLOCK_BYTES`] between the first two CPUs, measured once
-/// before the floor's group. New runs measure [`RoundProbe`]s instead and do not write it;
-/// `peer compare` reads it to tell two such reports' machine states apart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-pub struct CrossCore {
-    /// 4 KiB written on one CPU, read and written back on the other, read again, in
-    /// nanoseconds.
-    pub block_ns: u64,
-}
 
 /// Bytes of the block that [`RoundProbe`] moves each way.
 pub const BLOCK_BYTES: usize = 4096;

@@ -16,33 +16,37 @@ use serde::Serialize;
 use peerpipe::peer::DataPath;
 use peerpipe::transport::{TransportKind, Wait};
 
-use super::answer::{self, AnswerRecord};
 use super::columns;
 use super::key::{Handler, Placement, RowKey, Workload};
 use super::model::{BaselineRow, Report, Row};
+use super::summary::{self, AnswerRecord};
 use peerpipe::error::{Error, Result};
 use peerpipe::units::format_nanos;
 
-/// What `--json` writes: the report's own fields, then `answer` — the answer of every
-/// measured size as the report printed it ([`answer::records`]: its row, overhead and budget
-/// judgement). The answer is derived from the rows, so [`read_json`] ignores it and reports
-/// written before it existed read the same.
+/// The version of the JSON document: `format` in it. A change to what a field means, or to
+/// which fields there are, is a new version; [`read_json`] reads this one only.
+pub const FORMAT: u64 = 1;
+
+/// What `--json` writes: its [`FORMAT`], the report's own fields, then `answer` — the answer of
+/// every measured size as the report printed it ([`summary::records`]: its row, overhead and
+/// budget judgement). The answer is derived from the rows, so [`read_json`] ignores it.
 #[derive(Serialize)]
 struct Document<'a> {
+    format: u64,
     #[serde(flatten)]
     report: &'a Report,
     answer: Vec<AnswerRecord>,
 }
 
 /// Writes the report as pretty-printed JSON (the shape documented in docs/REPORT.md), with the
-/// answer of every size as `answer` ([`answer::records`]), ending in a newline. CPU times that
+/// answer of every size as `answer` ([`summary::records`]), ending in a newline. CPU times that
 /// could not be measured (NaN) are written as `null`; [`read_json`] reads them back as NaN.
 ///
 /// # Errors
 /// [`Error::Io`] naming the file when it cannot be written; the file may then be partly
 /// written.
 pub fn write_json(report: &Report, path: &Path) -> Result<()> {
-    let document = Document { report, answer: answer::records(report) };
+    let document = Document { format: FORMAT, report, answer: summary::records(report) };
     let text = serde_json::to_string_pretty(&document).map_err(|e| {
         io::Error::other(format!("serialising the report for {}: {e}", path.display()))
     })?;
@@ -50,13 +54,16 @@ pub fn write_json(report: &Report, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Reads a report written by [`write_json`]. `null` CPU times and rates read as NaN; the
-/// `answer` is not read (it is derived from the rows: [`answer::records`] gives it again).
+/// Reads a report written by [`write_json`] of this [`FORMAT`]. `null` CPU times and rates
+/// read as NaN; the `answer` is not read (it is derived from the rows: [`summary::records`]
+/// gives it again).
 ///
 /// # Errors
 /// - [`Error::Io`] naming the file when it cannot be read;
-/// - [`Error::InvalidArgument`] (`what: "report"`) naming the file and what was wrong, with
-///   the line and column, when it is not JSON or not a report (a missing or mistyped field).
+/// - [`Error::InvalidArgument`] (`what: "report"`) naming the file and what was wrong: with
+///   the line and column when it is not JSON; the format found and the one read when its
+///   `format` is another or missing; the field when it is not a report (a missing or mistyped
+///   field).
 ///
 /// # Examples
 /// ```
@@ -67,11 +74,26 @@ pub fn write_json(report: &Report, path: &Path) -> Result<()> {
 /// ```
 pub fn read_json(path: &Path) -> Result<Report> {
     let text = fs::read_to_string(path).map_err(|e| in_file(e, "reading", path))?;
-    let not_a_report = |e: serde_json::Error| Error::InvalidArgument {
+    let refused = |reason: String| Error::InvalidArgument {
         what: "report",
-        reason: format!("{} is not a peerpipe JSON report: {e}", path.display()),
+        reason: format!("{} {reason}", path.display()),
     };
-    serde_json::from_str::<Report>(&text).map_err(not_a_report)
+    let not_a_report =
+        |e: serde_json::Error| refused(format!("is not a peerpipe JSON report: {e}"));
+    // The format first, so that a report of another version is refused as that, not by the
+    // first field it lacks; then the report, whose errors carry their line and column.
+    let document: serde_json::Value = serde_json::from_str(&text).map_err(not_a_report)?;
+    let found = match document.get("format") {
+        Some(found) if found.as_u64() == Some(FORMAT) => {
+            return serde_json::from_str::<Report>(&text).map_err(not_a_report);
+        }
+        Some(found) => format!("is a report of format {found}"),
+        None => "has no `format`: a report from before format 1, or not a report".to_owned(),
+    };
+    Err(refused(format!(
+        "{found}; this peer reads format {FORMAT} only: measure again with this peer, or \
+         compare with the peer that wrote it"
+    )))
 }
 
 /// The CSV header: identity columns, then `{phase}_{percentile}_ns` for the phases `rtt`,

@@ -1,6 +1,6 @@
 //! The report's numbers as text, and the one derived rate: the helpers that measuring (the
-//! private `group` module), the table ([`render`](super::render)), the answer
-//! ([`answer`](super::answer)) and the files ([`export`](super::export)) share. Below all of
+//! private `group` module), the table ([`render`](super::render)), the summary
+//! ([`summary`](super::summary)) and the files ([`export`](super::export)) share. Below all of
 //! them; it imports none.
 
 use peerpipe::units::format_nanos;

@@ -426,7 +426,6 @@ impl<'a> LiveGroup<'a> {
                     shared_core_share: shared_core_share(&floor_rounds),
                     rounds: floor_rounds,
                     route: floor.route.clone(),
-                    cross_core: None,
                 }
             })
             .collect();

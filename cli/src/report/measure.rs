@@ -17,7 +17,7 @@ use super::load::{Load, MAX_LOAD};
 use super::machine;
 use super::model::{BaselineRow, Report, Row, Skipped};
 use super::placement::Placer;
-use super::plan::PEER_SERVER;
+use super::plan::starts_peer_server;
 pub use super::plan::{
     ALL_WAITS_MAX_ELEMENTS, DEFAULT_BUDGET, DEFAULT_GENERATIONS, DEFAULT_ROUNDS,
     DEFAULT_ROW_DURATION, DEFAULT_SIZES, DEFAULT_WARMUP, MAX_ROUNDS, MIN_BURST_ROUND_TRIPS, Plan,
@@ -434,9 +434,9 @@ impl<'p> Section<'p> {
         let options =
             Options { wait: slot.wait, transport: self.transport, ..plan.options.clone() };
         let commands: Vec<Command> = match &plan.spawn {
-            // A command that starts `peer --role server` is told the transport; any other
+            // A command that starts `peer`'s server is told the transport; any other
             // server finds it out itself (`TransportKind::of_stdin`).
-            Some(line) if line.contains(PEER_SERVER) => {
+            Some(line) if starts_peer_server(line) => {
                 vec![checked_shell_command(&route_line(line, "", self.transport))?]
             }
             Some(line) => vec![checked_shell_command(line)?],

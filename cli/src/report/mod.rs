@@ -5,7 +5,7 @@
 //! wait strategy and placement, splitting each round trip into client encode, client decode, server
 //! time and transfer; [`baseline`](crate::baseline) measures the same pair of processes moving the
 //! same bytes with plain `read`/`write`. The result is a [`Report`], which [`render`] turns into
-//! the answer, a table and a verdict, [`export`] into JSON, CSV and SVG, and [`compare`] holds
+//! the summary and a table, [`export`] into JSON, CSV and SVG, and [`compare`] holds
 //! against another run. [`pairing`](crate::pairing) measures a floor and its rows in interleaved
 //! rounds, [`placement`] and [`cpu`] put the processes on their CPUs and watch them there,
 //! [`crosscore`] probes the machine's state at the start of every round and [`states`] finds the
@@ -14,11 +14,10 @@
 //! One concern per file: [`model`] holds what a run measured (the JSON document's types),
 //! [`key`] what identifies a row, [`states`] the machine's states and each row's figures in
 //! them, `columns.rs` how every field of a row is written in the JSON, the CSV and the table;
-//! [`answer`], [`budget`], [`ratio`] and [`waits`] work out what the report says, [`render`]
+//! [`summary`], [`budget`], [`ratio`] and [`waits`] work out what the report says, [`render`]
 //! writes it as text and [`export`] as files; [`plan`] and [`measure`] run the processes.
 //! This file only names the modules and hands the model's types on.
 
-pub mod answer;
 pub mod budget;
 mod columns;
 pub mod compare;
@@ -38,6 +37,7 @@ pub mod ratio;
 pub mod render;
 pub mod reply;
 pub mod states;
+pub mod summary;
 pub mod sync;
 pub mod waits;
 

@@ -14,7 +14,6 @@ use peerpipe::Peer;
 use peerpipe::transport::{AutoCounts, TransportKind, Wait};
 use serde::{Deserialize, Serialize};
 
-use super::crosscore::CrossCore;
 use super::key::{self, FloorKey, Placement, RowId, RowKey};
 use super::sync::SyncCost;
 
@@ -59,12 +58,11 @@ pub struct Round {
     /// p50 of the round trips of this burst.
     pub p50_ns: u64,
     /// p99 of the round trips of this burst (nearest rank): whether a row's tail sits in a
-    /// few rounds or in every one. `null` in reports written before it was recorded.
-    #[serde(default)]
+    /// few rounds or in every one; `null` when unknown.
     pub p99_ns: Option<u64>,
     /// For a row: the p50 of its floor's burst in the same round, the denominator of this
     /// round's ratio.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub floor_p50_ns: Option<u64>,
     /// The CPU the client ran on at the end of the burst (`sched_getcpu`), when known.
     pub client_cpu: Option<u32>,
@@ -73,23 +71,18 @@ pub struct Round {
     /// Involuntary context switches of the client thread and the server during the burst's
     /// timed round trips: how often another task took a CPU from either side. Zero on a quiet
     /// machine with pinned processes; `null` when unknown.
-    #[serde(default)]
     pub preemptions: Option<u64>,
     /// Which generation (set of freshly spawned servers, counted from 0) measured this round;
     /// `ratio_ci` treats the rounds of one generation as alike (see
-    /// [`pairing::paired_ratio_by_generation`](crate::pairing::paired_ratio_by_generation)). 0 in
-    /// reports written before it was recorded.
-    #[serde(default)]
+    /// [`pairing::paired_ratio_by_generation`](crate::pairing::paired_ratio_by_generation)).
     pub generation: u32,
     /// The machine's state at the start of the round: the p50 round trip of 4 KiB between the first
     /// two allowed CPUs, in nanoseconds ([`RoundProbe`](super::crosscore::RoundProbe)), the same
     /// figure in the floor's round and in every row's. `null` when the process may use one CPU,
-    /// when the probe got no answer in time, and in reports from before it was recorded.
-    #[serde(default)]
+    /// and when the probe got no answer in time.
     pub probe_ns: Option<u64>,
     /// Which of the run's [`Machine::states`] the round ran in (see [`states`](super::states));
     /// `null` when unknown.
-    #[serde(default)]
     pub state: Option<u32>,
 }
 
@@ -123,9 +116,8 @@ pub struct BaselineRow {
     /// Bytes moved each way per round trip.
     pub bytes: u64,
     /// Transport of the raw echo: `pipe` (plain `read`/`write`), `shm-sem` or `shm-ring` (the
-    /// same bytes through the link, no framing). Absent in reports from before shared
-    /// memory: `pipe`.
-    #[serde(default = "pipe", with = "key::as_text")]
+    /// same bytes through the link, no framing).
+    #[serde(with = "key::as_text")]
     pub transport: TransportKind,
     /// Wait strategy of both sides.
     #[serde(with = "key::as_text")]
@@ -137,30 +129,21 @@ pub struct BaselineRow {
     /// them, as [`peerpipe::Peer::call`] does for zero-copy payloads of at least
     /// [`peerpipe::peer::LEND_MIN_BYTES`]: the floor moves the bytes the cheapest way the
     /// transport knows.
-    #[serde(default)]
     pub lent: bool,
     /// Timed round trips.
     pub iterations: u64,
     /// Round-trip percentiles over every timed round trip.
     pub rtt_ns: Percentiles,
     /// Each round's burst, in order.
-    #[serde(default)]
     pub rounds: Vec<Round>,
     /// Share of rounds in which client and server ran on the same CPU (see
     /// [`shared_core_share`]).
-    #[serde(default)]
     pub shared_core_share: Option<f64>,
     /// The command the floor's server ran through (`--spawn` or `--spawn-floor`, with
     /// `--raw-echo BYTES` appended), when not this binary on this machine: the floor then
     /// costs what the route costs, so the rows' ratios measure framing and conversion only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
-    /// In reports written before rounds were probed: the probe of the machine's state taken
-    /// just before this floor's group ([`CrossCore`]), which `peer compare` reads
-    /// to tell two such reports' states apart. New runs tag their rounds instead
-    /// ([`Round::probe_ns`], [`Machine::states`]): always `None` in them, and never written.
-    #[serde(default, skip_serializing)]
-    pub cross_core: Option<CrossCore>,
 }
 
 /// One measured combination.
@@ -209,18 +192,14 @@ pub struct Row {
     /// The 95 % confidence interval of `ratio_to_baseline`, by rounds and by generation (see
     /// [`pairing::paired_ratio_by_generation`](crate::pairing::paired_ratio_by_generation)),
     /// over the same rounds.
-    #[serde(default)]
     pub ratio_ci: Option<[f64; 2]>,
     /// Each round's burst, in order, with its floor's p50 in the same round.
-    #[serde(default)]
     pub rounds: Vec<Round>,
     /// Share of rounds in which client and server ran on the same CPU (see
     /// [`shared_core_share`]).
-    #[serde(default)]
     pub shared_core_share: Option<f64>,
     /// Under the `auto` wait: what the client's waits did over the timed round trips; `None`
-    /// at the other waits, and in reports written before it was counted.
-    #[serde(default)]
+    /// (absent from the JSON) at the other waits.
     pub client_waits: Option<ClientWaits>,
 }
 
@@ -282,10 +261,6 @@ pub(crate) mod nan_as_null {
     }
 }
 
-fn pipe() -> TransportKind {
-    TransportKind::Pipe
-}
-
 fn round_spread(rounds: &[Round]) -> u64 {
     let p50s = rounds.iter().map(|r| r.p50_ns);
     match (p50s.clone().min(), p50s.max()) {
@@ -309,14 +284,11 @@ pub struct Machine {
     pub pipe_size_granted: Option<u64>,
     /// Target endianness of this build.
     pub endian: String,
-    /// The clock the split was timed with ([`peerpipe::clock::source`]); empty in reports
-    /// written before it was recorded.
-    #[serde(default)]
+    /// The clock the split was timed with ([`peerpipe::clock::source`]).
     pub clock: String,
     /// The states the machine was in during the run, found in the rounds' probes
     /// ([`states::find`](super::states::find)), fastest first; every round's `state` is an index
-    /// into it. Empty when no round was probed and in reports from before states.
-    #[serde(default)]
+    /// into it. Empty when no round was probed.
     pub states: Vec<MachineState>,
 }
 
@@ -360,17 +332,13 @@ pub struct ConfigRecord {
     /// Warm-up time per row in nanoseconds.
     pub warmup_ns: u64,
     /// Rounds per group: every floor and row gets one burst per round, in a random order.
-    #[serde(default)]
     pub rounds: u32,
     /// Generations per group: the rounds ran on this many sets of freshly spawned servers.
-    #[serde(default)]
     pub generations: u32,
     /// Seed of the order of bursts within each round.
-    #[serde(default)]
     pub order_seed: u64,
     /// Busy-wait of every handler server before it answers a request (`--server-delay`), in
     /// nanoseconds; 0 when none.
-    #[serde(default)]
     pub server_delay_ns: u64,
     /// The server command, when not this binary.
     pub spawn: Option<String>,
@@ -378,22 +346,17 @@ pub struct ConfigRecord {
     pub budget_ns: u64,
     /// Pipe capacity requested.
     pub pipe_size: u64,
-    /// Transports measured (absent in reports from before shared memory: pipe only).
-    #[serde(default)]
+    /// Transports measured.
     pub transports: Vec<String>,
     /// Bytes per direction of the shared-memory transports.
-    #[serde(default)]
     pub shm_size: u64,
     /// Hybrid spin budget in nanoseconds.
     pub hybrid_spin_ns: u64,
     /// Busy threads that ran beside the client and servers for the whole run (`--load`); 0
-    /// when none, and in reports from before the flag existed.
-    #[serde(default)]
+    /// when none.
     pub load: u32,
-    /// True when every wait of a placement was measured in the same rounds, so that two waits' rows
-    /// can be compared round by round ([`waits::compare`](super::waits::compare)); false in reports
-    /// from before, which measured each wait in rounds of its own.
-    #[serde(default)]
+    /// True when every wait of a placement was measured in the same rounds, so that two waits'
+    /// rows can be compared round by round ([`waits::compare`](super::waits::compare)).
     pub waits_share_rounds: bool,
 }
 
@@ -411,13 +374,11 @@ pub struct Report {
     /// Measured combinations.
     pub rows: Vec<Row>,
     /// The synchronisation-cost table (measured when a shared-memory transport is in the run,
-    /// or alone with `--sync-costs`); empty otherwise and in reports from before it existed.
-    #[serde(default)]
+    /// or alone with `--sync-costs`); empty otherwise.
     pub sync_costs: Vec<SyncCost>,
     /// Rows that were not measured, each with why: the handler cannot serve them (found by
     /// a probe call before the group starts, e.g. `lorenz96` with f32 or fewer than 4
-    /// elements), or their group failed mid-run. Empty in reports from before it existed.
-    #[serde(default)]
+    /// elements), or their group failed mid-run.
     pub skipped: Vec<Skipped>,
 }
 
@@ -432,7 +393,6 @@ pub struct Skipped {
     pub reason: String,
     /// True when the row could have been measured but its group failed (the run then exits
     /// non-zero); false when the handler cannot serve it (no error).
-    #[serde(default)]
     pub failed: bool,
 }
 
@@ -486,7 +446,7 @@ impl Report {
 /// trips before each burst left out): the counts of [`AutoCounts`], under its names in the
 /// JSON (`spun`, `hits`, ...), and the moves of the client's thread to an idle CPU (`moves`).
 /// A round trip whose reply was there at the first poll did not wait and is in none of them.
-/// A count missing from a report (one from before it was counted) reads as 0.
+/// Read back, every count must be there, and nothing else.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientWaits {
     /// The counts of the waits.
@@ -519,17 +479,22 @@ impl<'de> Deserialize<'de> for ClientWaits {
                 self,
                 mut map: A,
             ) -> Result<ClientWaits, A::Error> {
+                use serde::de::Error as _;
                 let mut waits = ClientWaits::default();
+                let mut seen = Vec::new();
                 while let Some(key) = map.next_key::<String>()? {
                     match (key.as_str(), waits.counts.field_mut(&key)) {
                         ("moves", _) => waits.moves = map.next_value()?,
                         (_, Some(count)) => *count = map.next_value()?,
-                        (_, None) => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
-                        }
+                        (_, None) => return Err(A::Error::unknown_field(&key, &[])),
                     }
+                    seen.push(key);
                 }
-                Ok(waits)
+                let names = waits.counts.fields().map(|(name, _)| name).chain(["moves"]);
+                match names.into_iter().find(|name| !seen.iter().any(|s| s == name)) {
+                    Some(missing) => Err(A::Error::missing_field(missing)),
+                    None => Ok(waits),
+                }
             }
         }
         deserializer.deserialize_map(Counts)
@@ -616,7 +581,7 @@ mod tests {
     }
 
     #[test]
-    fn client_waits_keep_their_json_names_and_order_and_read_older_reports() {
+    fn client_waits_keep_their_json_names_and_order_and_refuse_other_counts() {
         let mut counts = AutoCounts::default();
         let names: Vec<_> = counts.fields().map(|(name, _)| name).collect();
         for (i, name) in names.iter().enumerate() {
@@ -632,8 +597,10 @@ mod tests {
         assert_eq!(serde_json::from_str::<ClientWaits>(&json).unwrap(), waits);
         let older = "{\"spun\":1,\"hits\":2,\"slept_at_once\":3,\"probes\":4,\"stopped_spinning\":5,\
                      \"contended\":6,\"kept_asleep\":7,\"moves\":9}";
-        let read: ClientWaits = serde_json::from_str(older).unwrap();
-        assert_eq!(read.counts.dear_yields, 0);
-        assert_eq!(read.counts.kept_asleep, 7);
+        let err = serde_json::from_str::<ClientWaits>(older).unwrap_err().to_string();
+        assert!(err.contains("missing field `dear_yields`"), "{err}");
+        let other = json.replace("\"moves\"", "\"jumps\"");
+        let err = serde_json::from_str::<ClientWaits>(&other).unwrap_err().to_string();
+        assert!(err.contains("unknown field `jumps`"), "{err}");
     }
 }

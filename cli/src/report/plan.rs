@@ -66,13 +66,26 @@ pub const WAKE_BYTES: usize = 8;
 /// Budget per round trip the verdict checks by default: 150 µs.
 pub const DEFAULT_BUDGET: Duration = Duration::from_micros(150);
 
-/// What marks a `--spawn` command as one that starts `peer --role server`, which takes the
-/// server flags the report appends (`--raw-echo`, `--transport`).
-pub(super) const PEER_SERVER: &str = "--role server";
+/// True when a `--spawn` command starts `peer`'s server, which takes the server flags the
+/// report appends (`--raw-echo`, `--transport`): it contains `--role server`, or a word `serve`
+/// right after a program named `peer` (`ssh host peer serve`, `target/release/peer serve`).
+///
+/// ```
+/// use peerpipe_cli::report::plan::starts_peer_server;
+/// assert!(starts_peer_server("ssh host peer --role server --handler lorenz96"));
+/// assert!(starts_peer_server("ssh host /opt/bin/peer serve --handler echo"));
+/// assert!(!starts_peer_server("ssh host python3 serve.py"));
+/// assert!(!starts_peer_server("./observer serve"));
+/// ```
+pub fn starts_peer_server(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    line.contains("--role server")
+        || words.windows(2).any(|w| w[1] == "serve" && w[0].rsplit('/').next() == Some("peer"))
+}
 
 /// The route `peer` measures its floors through: `spawn_floor` when given, else the `--spawn`
-/// command itself when it starts `peer --role server` (it contains `--role server`, as
-/// `ssh host peer --role server` does), so that the floor crosses the same route as the rows
+/// command itself when it starts `peer`'s server ([`starts_peer_server`], as `ssh host peer
+/// --role server` and `ssh host peer serve` do), so that the floor crosses the same route as the rows
 /// and a ratio means framing and conversion over what the route itself costs; else `None`,
 /// floors on this machine (a `--spawn` command that is not `peer` cannot echo raw bytes).
 ///
@@ -88,7 +101,7 @@ pub(super) const PEER_SERVER: &str = "--role server";
 pub fn floor_route(spawn: Option<&str>, spawn_floor: Option<&str>) -> Option<String> {
     match (spawn, spawn_floor) {
         (_, Some(floor)) => Some(floor.to_owned()),
-        (Some(spawn), None) if spawn.contains(PEER_SERVER) => Some(spawn.to_owned()),
+        (Some(spawn), None) if starts_peer_server(spawn) => Some(spawn.to_owned()),
         _ => None,
     }
 }
@@ -239,7 +252,7 @@ pub struct Plan {
     pub peer_exe: PathBuf,
     /// A server command for `sh -c` instead of `peer_exe --role server`; for a transport other than
     /// a pipe, `--transport KIND` is appended (see [`route_line`](crate::baseline::route_line))
-    /// when it starts `peer --role server` (it contains `--role server`).
+    /// when it starts `peer`'s server ([`starts_peer_server`]).
     pub spawn: Option<String>,
     /// The command the raw floors run through, with `--raw-echo BYTES` appended (and
     /// `--transport KIND` when not a pipe), e.g. `ssh host peer --role server`; `None` runs

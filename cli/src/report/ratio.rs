@@ -1,10 +1,10 @@
-//! Whether a row's paired ratio to its floor is a result or not yet: the one rule the answer,
-//! the table and the verdict apply before they print a ratio ([`RatioVerdict::of`]).
+//! Whether a row's paired ratio to its floor is a result or not yet: the one rule the summary
+//! and the table apply before they print a ratio ([`RatioVerdict::of`]).
 //!
 //! A ratio is **resolved** when its 95 % interval lies within ±[`RESOLVED_WITHIN`] of its
 //! median and does not straddle 1.0× (the floor itself: such a row is neither faster nor
 //! slower than the bare bytes as far as the run can tell). Otherwise — and when the run
-//! recorded no interval (too few rounds, or a report from before pairing) — it is
+//! recorded no interval (no floor of its bytes) — it is
 //! **unresolved**, and printed as `unresolved [lo-hi]` rather than as a figure. More rounds
 //! (`--rounds`) narrow the interval.
 
@@ -98,7 +98,7 @@ impl RatioVerdict {
         }
     }
 
-    /// The ratio as the answer and the verdict print it: `1.25x [1.20-1.30]`,
+    /// The ratio as the summary prints it: `1.25x [1.20-1.30]`,
     /// `unresolved [0.19-1.64]`, `unresolved (no interval)`, or `-` without a ratio.
     ///
     /// # Examples

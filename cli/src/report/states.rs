@@ -233,8 +233,8 @@ fn tag(rounds: &mut [Round], states: &[MachineState]) {
 /// every group: a row's rounds carry the same figures), records them in
 /// [`Machine::states`](super::model::Machine::states), tags every round of every floor and row with
 /// its state, and makes each row's `ratio_to_baseline` and `ratio_ci` those of its main state
-/// (see [`main_state`]) — the figures the answer quotes. A report with no probe (one CPU, a
-/// report from before probes) is left as it is.
+/// (see [`main_state`]) — the figures the answer quotes. A report with no probe (one CPU, or
+/// no probe answered) is left as it is.
 pub fn assign(report: &mut Report) {
     let probes: Vec<u64> = report
         .baseline
@@ -282,7 +282,7 @@ pub struct StateFigures {
 
 /// A row's figures in each state it has rounds in (see [`StateFigures`]), by state id. Rounds
 /// of unknown state, and rounds without a floor p50, count in none; empty for rounds that
-/// carry no state (a report from before states, or with no probe).
+/// carry no state (no probe).
 ///
 /// # Examples
 /// ```
@@ -447,7 +447,6 @@ pub(crate) mod testing {
             rounds,
             shared_core_share: None,
             route: None,
-            cross_core: None,
         }
     }
 
@@ -670,7 +669,7 @@ mod tests {
     #[test]
     fn a_change_of_state_mid_run_gives_each_state_its_own_ratio() {
         let mut report = run(1.30, 1.05, |i| i >= 10);
-        // Over all rounds, as before states: one interval covering both, which says nothing.
+        // Over all rounds, as without states: one interval covering both, which says nothing.
         let rows = &report.rows[0].rounds;
         let all = stratum(0, rows.iter()).unwrap();
         let ci = all.ratio_ci.unwrap();

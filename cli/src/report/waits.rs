@@ -27,8 +27,8 @@ pub struct WaitComparison<'a> {
 }
 
 /// `row` against every row that differs from it only by its wait, in the report's order;
-/// empty when the report's waits did not share their rounds (reports from before they did)
-/// or no other wait was measured there.
+/// empty when the report's waits did not share their rounds or no other wait was measured
+/// there.
 pub fn compare<'a>(report: &'a Report, row: &Row) -> Vec<WaitComparison<'a>> {
     if !report.config.waits_share_rounds {
         return Vec::new();

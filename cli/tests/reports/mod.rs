@@ -61,7 +61,6 @@ pub fn base(bytes: u64, wait: &str, p50: u64) -> BaselineRow {
         rounds: rounds(p50, None),
         shared_core_share: Some(0.0),
         route: None,
-        cross_core: None,
     }
 }
 

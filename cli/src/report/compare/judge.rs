@@ -201,7 +201,7 @@ pub struct Comparison {
     pub only_in_b: Vec<String>,
     /// The CPU models of A and B when they differ.
     pub machines_differ: Option<(String, String)>,
-    /// When rows were not judged per machine state (`states` is `None`): the 4 KiB round
+    /// In absolute mode (rows not judged per machine state): the 4 KiB round
     /// trip between the first two CPUs for most of A's run and of B's ([`usual_probe_ns`]),
     /// when they are two states ([`states::same_state_ns`] is false): the machine was in
     /// different states, and the times and ratios of transfer-bound rows move with that.
@@ -210,9 +210,9 @@ pub struct Comparison {
     /// they are of different kinds: the split's spans can move by tens of ns between the two.
     pub clocks_differ: Option<(String, String)>,
     /// Paired mode with machine states in both reports: their states and which they share,
-    /// the states rows were judged in. `None` otherwise (absolute mode, a report from before
-    /// states), when rows are judged on their overall figures and `states_differ` may say the
-    /// machine was in different states.
+    /// the states rows were judged in. `None` otherwise (absolute mode, a report without
+    /// states), when rows are judged on their overall figures; in absolute mode
+    /// `states_differ` may say the machine was in different states.
     pub states: Option<StatesCompared>,
 }
 
@@ -236,17 +236,9 @@ fn clock_kind(report: &Report) -> &str {
 }
 
 /// The 4 KiB round trip between the first two CPUs for most of a run: the probe of its main
-/// state ([`states::run_main_state`]); for a report from before per-round states, the median
-/// (the lower middle one for an even count) of the probes its floors took before their groups
-/// ([`BaselineRow::cross_core`]). `None` when neither was measured.
+/// state ([`states::run_main_state`]). `None` when no round was probed.
 pub fn usual_probe_ns(report: &Report) -> Option<u64> {
-    if let Some(main) = states::run_main_state(&report.machine.states) {
-        return Some(main.probe_ns);
-    }
-    let mut blocks: Vec<u64> =
-        report.baseline.iter().filter_map(|b| b.cross_core).map(|c| c.block_ns).collect();
-    blocks.sort_unstable();
-    blocks.get(blocks.len().checked_sub(1)? / 2).copied()
+    states::run_main_state(&report.machine.states).map(|main| main.probe_ns)
 }
 
 impl Comparison {

@@ -21,11 +21,12 @@
 //!   ([`Outcome::OtherState`]), and reports that share no state at all have nothing to compare
 //!   ([`Comparison::no_state_in_common`]).
 //!
-//!   Reports from before states are judged on their rows' overall ratios, as they always
-//!   were: a row differs when the change of its ratio, converted to time at the mean p50 of
-//!   the two floors, exceeds the absolute threshold, the ratio moved by more than the
-//!   relative threshold, and the two ratios' 95 % intervals do not overlap. A row without a
-//!   paired ratio in either file (a report from before pairing) is judged absolutely.
+//!   When a report has no states (no round was probed: the process could use one CPU, or the
+//!   probe got no answer), rows are judged on their overall ratios: a row differs when the
+//!   change of its ratio, converted to time at the mean p50 of the two floors, exceeds the
+//!   absolute threshold, the ratio moved by more than the relative threshold, and the two
+//!   ratios' 95 % intervals do not overlap. A row without a paired ratio in either file (no floor
+//!   of its bytes was measured) is judged absolutely.
 //! - [`Mode::Absolute`]: p50 round trips are compared, rows and floors alike; a pair differs
 //!   when its p50 moved by more than both thresholds and more than the noise, the larger
 //!   spread (max − min) of the per-round p50s in either file.

@@ -93,9 +93,9 @@ fn in_a_shared_state_the_added_time_is_judged_not_the_ratio() {
     let faster = in_state((1_100.0, [1_000.0, 1_400.0]), (600.0, [550.0, 650.0]));
     assert_eq!((faster.difference_ns(), judge_paired(&faster, t)), (-500.0, Outcome::Differs));
     // Without states the same figures are judged on the ratios, whose intervals overlap.
-    let old = PairedChange { states: None, ..moved };
-    assert!(!old.on_added_time());
-    assert_eq!(judge_paired(&old, t), Outcome::WithinInterval);
+    let overall = PairedChange { states: None, ..moved };
+    assert!(!overall.on_added_time());
+    assert_eq!(judge_paired(&overall, t), Outcome::WithinInterval);
 }
 
 /// A report of one row and its floor in 20 rounds of the given states: each round's
@@ -142,7 +142,7 @@ fn rows_are_judged_in_the_state_both_reports_ran_in() {
     let words = text(&c);
     assert!(words.contains("judged in the state both reports ran in"), "{words}");
     assert!(words.contains("left out (0 of 20 in A, 10 of 20 in B)"), "{words}");
-    // Over all of B's rounds, as before states, its ratio says neither state.
+    // Over all of B's rounds, as without states, its ratio says neither state.
     let all = states::stratum(0, b.rows[0].rounds.iter()).unwrap();
     assert!(all.ratio_ci.unwrap()[0] < 1.10, "{all:?}");
 }
@@ -184,18 +184,18 @@ fn reports_that_share_no_state_have_nothing_to_compare() {
 }
 
 #[test]
-fn reports_from_before_states_compare_as_before() {
+fn a_report_without_states_is_judged_on_its_overall_ratio() {
     let a = run(|_| FAST, 0);
-    let mut old = run(|_| FAST, 500);
-    old.machine.states.clear();
-    for round in old.baseline[0].rounds.iter_mut().chain(&mut old.rows[0].rounds) {
+    let mut unprobed = run(|_| FAST, 500);
+    unprobed.machine.states.clear();
+    for round in unprobed.baseline[0].rounds.iter_mut().chain(&mut unprobed.rows[0].rounds) {
         (round.probe_ns, round.state) = (None, None);
     }
-    let c = compare(&a, &old, T, Mode::Paired);
+    let c = compare(&a, &unprobed, T, Mode::Paired);
     assert!(c.states.is_none() && !c.no_state_in_common());
     let change = c.rows[0].paired.unwrap();
     assert_eq!(change.states, None);
-    assert_eq!(change.b_ratio, old.rows[0].ratio_to_baseline.unwrap());
+    assert_eq!(change.b_ratio, unprobed.rows[0].ratio_to_baseline.unwrap());
     assert!(c.differs());
 }
 
@@ -250,7 +250,7 @@ fn a_500ns_server_delay_differs_though_the_ratio_intervals_overlap() {
     assert!(line.contains(&probes), "{probes} missing from {line}");
     assert!(line.contains(&format!("{:.3}x -> {:.3}x", change.a_ratio, change.b_ratio)));
     assert!(words.contains("compared 1 rows and 1 baselines: 1 differ;"), "{words}");
-    // Judged on the ratios, as reports from before states are, it would not be reported.
+    // Judged on the ratios, as reports without states are, it would not be reported.
     assert_eq!(judge_paired(&PairedChange { states: None, ..change }, T), Outcome::WithinInterval);
 }
 
@@ -268,7 +268,7 @@ fn runs_of_one_configuration_agree_and_a_server_delay_stands_out_in_each() {
 }
 
 #[test]
-fn reports_from_before_states_are_judged_on_their_ratios() {
+fn reports_whose_rounds_were_not_probed_are_judged_on_their_ratios() {
     let strip = |mut report: Report| {
         report.machine.states.clear();
         for round in report.baseline[0].rounds.iter_mut().chain(&mut report.rows[0].rounds) {
@@ -280,7 +280,7 @@ fn reports_from_before_states_are_judged_on_their_ratios() {
     let c = compare(&a, &b, T, Mode::Paired);
     let change = c.rows[0].paired.unwrap();
     assert!(c.states.is_none() && !change.on_added_time(), "{change:?}");
-    // The ratios' intervals overlap: not reported, as before states.
+    // The ratios' intervals overlap: not reported, as without states.
     assert_eq!(c.rows[0].outcome, Outcome::WithinInterval, "{}", text(&c));
     assert!(text(&c).contains("the 95% intervals of the two ratios do not overlap"));
     // By absolute times it is judged on the p50s, states or not.
@@ -290,26 +290,14 @@ fn reports_from_before_states_are_judged_on_their_ratios() {
 }
 
 #[test]
-fn a_runs_usual_probe_is_its_main_states_or_the_median_of_its_groups_probes() {
+fn a_runs_usual_probe_is_its_main_states() {
     // Per-round states: the state most rounds ran in (here 14 of 20 in the slow one).
     let b = run(|i| if i < 6 { FAST } else { SLOW }, 0);
     let main = b.machine.states.iter().max_by_key(|s| s.rounds).unwrap();
     assert_eq!(usual_probe_ns(&b), Some(main.probe_ns));
     assert!(main.probe_ns >= 3_500, "{:?}", b.machine.states);
-    // A report from before per-round states: the median of its floors' probes, the lower
-    // middle one for an even count; none probed, none known.
-    let mut old = run(|_| FAST, 0);
-    old.machine.states.clear();
-    old.baseline = vec![old.baseline[0].clone(); 3];
-    let probes = |old: &mut Report, blocks: &[u64]| {
-        for (floor, &block_ns) in old.baseline.iter_mut().zip(blocks) {
-            floor.cross_core = Some(crate::report::crosscore::CrossCore { block_ns });
-        }
-    };
-    assert_eq!(usual_probe_ns(&old), None);
-    probes(&mut old, &[3_600, 900, 950]);
-    assert_eq!(usual_probe_ns(&old), Some(950));
-    old.baseline.pop();
-    probes(&mut old, &[3_600, 900]);
-    assert_eq!(usual_probe_ns(&old), Some(900));
+    // No round probed: none known.
+    let mut unprobed = run(|_| FAST, 0);
+    unprobed.machine.states.clear();
+    assert_eq!(usual_probe_ns(&unprobed), None);
 }

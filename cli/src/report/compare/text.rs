@@ -108,7 +108,7 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out)?;
     }
     if comparison.mode == Mode::Paired {
-        floors_moved(&comparison.baselines, comparison.states_differ.is_some(), out)?;
+        floors_moved(&comparison.baselines, out)?;
     }
     writeln!(
         out,
@@ -143,8 +143,8 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     if comparison.mode == Mode::Paired && unpaired > 0 {
         writeln!(
             out,
-            "{unpaired} rows had no paired ratio in one of the files (a report from before \
-             pairing, or no floor) and were judged by their p50."
+            "{unpaired} rows had no paired ratio in one of the files (no floor of their bytes was \
+             measured) and were judged by their p50."
         )?;
     }
     if comparison.rows.is_empty() && comparison.baselines.is_empty() {
@@ -330,9 +330,7 @@ fn render_absolute(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// `floors: B/A of the p50 ranged 0.98x-1.35x over 4 floors (the machine's speed; not judged)`.
-/// When the machine was in different states (`states_differ`), the floors moved with the
-/// state, which pairing does not take out; the line says so instead.
-fn floors_moved(baselines: &[Pair], states_differ: bool, out: &mut dyn Write) -> io::Result<()> {
+fn floors_moved(baselines: &[Pair], out: &mut dyn Write) -> io::Result<()> {
     let ratios: Vec<f64> = baselines
         .iter()
         .filter(|p| p.a_p50_ns > 0)
@@ -343,14 +341,10 @@ fn floors_moved(baselines: &[Pair], states_differ: bool, out: &mut dyn Write) ->
     else {
         return Ok(());
     };
-    let why = if states_differ {
-        "the machine's state, see the note above"
-    } else {
-        "the machine's speed, which pairing takes out; --mode absolute judges them"
-    };
     writeln!(
         out,
-        "floors: B/A of their p50 ranged {lo:.2}x-{hi:.2}x over {} floors ({why}).",
+        "floors: B/A of their p50 ranged {lo:.2}x-{hi:.2}x over {} floors (the machine's speed, \
+         which pairing takes out; --mode absolute judges them).",
         ratios.len()
     )
 }
