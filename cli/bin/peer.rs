@@ -81,6 +81,9 @@ enum Command {
     /// when nothing was lost, reordered or corrupted, no error occurred and resources stayed
     /// flat; 1 when not; 2 on other errors.
     Soak(SoakArgs),
+
+    /// FMUs out of process: `peer fmu wrap` writes a proxy FMU, `peer fmu serve` serves one.
+    Fmu(peerpipe_fmu::cli::FmuArgs),
 }
 
 #[derive(Debug, Args)]
@@ -413,6 +416,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Compare(args)) => run_compare(&args),
         Some(Command::Soak(args)) => run_soak(&args),
+        Some(Command::Fmu(args)) => Ok(peerpipe_fmu::cli::run(args)),
         None => match cli.run.role {
             Role::Server => run_server(&cli.run).map(|()| ExitCode::SUCCESS),
             Role::Client => run_report(&cli.run).map(|()| ExitCode::SUCCESS),

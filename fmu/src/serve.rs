@@ -1,0 +1,64 @@
+//! `peer fmu serve MODEL.fmu`: unpacks the FMU, loads its binary and serves its functions on
+//! this process's stdin and stdout until the proxy says BYE or goes away.
+
+use std::path::Path;
+use std::time::Duration;
+
+use peerpipe::server::{StdioOptions, serve_stdio};
+
+use crate::Error;
+use crate::archive::{Unpacked, read_entry};
+use crate::fmi2_server::Fmi2Server;
+use crate::model::{FmiVersion, ModelDescription};
+
+/// Reads the model description of the FMU `fmu`.
+///
+/// # Errors
+/// When the file is missing, not a zip, or its description is not one this crate serves.
+pub fn model_description(fmu: &Path) -> Result<ModelDescription, Error> {
+    if !fmu.is_file() {
+        return Err(Error::new(format!("{}: no such FMU", fmu.display())));
+    }
+    let text = read_entry(fmu, "modelDescription.xml")?;
+    let text = String::from_utf8(text)
+        .map_err(|_| Error::new(format!("{}: modelDescription.xml is not UTF-8", fmu.display())))?;
+    ModelDescription::parse(&text)
+}
+
+/// Serves the FMU `fmu` on stdin and stdout with `options`.
+///
+/// # Errors
+/// When the FMU cannot be opened (before anything is read from stdin), or the conversation
+/// fails.
+pub fn serve(fmu: &Path, options: &StdioOptions) -> Result<(), Error> {
+    let model = model_description(fmu)?;
+    let unpacked = Unpacked::new(fmu)?;
+    let failed = |e: peerpipe::Error| Error::new(format!("serving {}: {e}", fmu.display()));
+    watch_parent();
+    match model.version {
+        FmiVersion::V2 => {
+            let mut server = Fmi2Server::open(unpacked, model)?;
+            serve_stdio(&mut server, options).map_err(failed)?;
+        }
+        FmiVersion::V3 => {
+            return Err(Error::new("FMI 3.0 FMUs are not served yet: only FMI 2.0 co-simulation"));
+        }
+    }
+    Ok(())
+}
+
+/// Ends this process when the process that started it ends, however it ends: a server busy
+/// inside the FMU, or stalled there, reads nothing from the proxy and would not see it go.
+fn watch_parent() {
+    let parent = std::os::unix::process::parent_id();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            if std::os::unix::process::parent_id() != parent {
+                // SAFETY: `_exit` ends the process at once; nothing of this process is used
+                // after it.
+                unsafe { libc::_exit(3) };
+            }
+        }
+    });
+}
