@@ -195,6 +195,14 @@ def kill(proxy):
     messages = []
     before = children()
     fmu, unzipped = open_proxy(proxy, messages)
+    try:
+        fmu.setReal([99], [1.0])
+        fail("a set of an unknown value reference succeeded")
+    except FMICallException as e:
+        if not any("unknown value reference 99" in m for _, m in messages):
+            fail(f"no message about the unknown reference: {messages}")
+        print(f"unknown value reference: status {e.status}, {messages[-1][1]!r}")
+    messages.clear()
     servers = children() - before
     if len(servers) != 1:
         fail(f"expected one server, found {servers}")
@@ -225,7 +233,7 @@ def stall(proxy):
 def hold(proxy, count):
     """Instances mid-run, then waits to be killed."""
     held = [open_proxy(proxy, []) for _ in range(count)]
-    print(f"ready {len(held)} {' '.join(str(p) for p in sorted(children()))}", flush=True)
+    Path(os.environ["FMU_CHECK_READY"]).write_text(f"{len(held)} {sorted(children())}")
     time.sleep(600)
 
 

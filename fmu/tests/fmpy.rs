@@ -1,0 +1,173 @@
+//! FMPy simulates proxy FMUs made by `peer fmu wrap`: the C FMU of tests/fmpy/decay.c
+//! (compiled here against the FMI headers FMPy ships) and the pythonfmu FMU of
+//! tests/fmpy/Integrator.py, bit-identical to the originals in process; four instances of the
+//! once-per-process C FMU at once; a server killed, a server stalled past the timeout, an
+//! importer killed mid-run — nothing left behind. The checks themselves are
+//! tests/fmpy/fmu_check.py's, run with `$PEERPIPE_PYTHON` (default `python3`), which must have
+//! fmpy and pythonfmu (fmu/tests/requirements.txt): without them these tests are skipped,
+//! unless `PEERPIPE_REQUIRE_TOOLS=1`, when they fail.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::leftovers::{self, launch};
+use common::sshd::REQUIRE_TOOLS_VAR;
+use nix::sys::signal::Signal;
+
+/// The fixtures, built once per test binary.
+struct Fixtures {
+    python: String,
+    peer: String,
+    dir: PathBuf,
+}
+
+impl Fixtures {
+    fn fmu(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    /// `python3 fmu_check.py ARGS` with `envs`: panics with its output unless it succeeds.
+    fn check(&self, args: &[&str], envs: &[(&str, &str)]) -> String {
+        let mut command = Command::new(&self.python);
+        command.arg(script()).args(args).envs(envs.iter().copied());
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run fmu_check.py");
+        let status = common::wait_or_kill(&mut child, Duration::from_secs(180), "fmu_check.py");
+        let mut out = String::new();
+        let mut err = String::new();
+        use std::io::Read;
+        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert!(status.success(), "fmu_check.py {args:?}: {status}\n{out}\n{err}");
+        print!("{out}");
+        out
+    }
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fmpy/fmu_check.py")
+}
+
+/// The fixtures, or `None` (skipped) when Python lacks fmpy or pythonfmu and tools are not
+/// required.
+fn fixtures() -> Option<&'static Fixtures> {
+    static FIXTURES: OnceLock<Option<Fixtures>> = OnceLock::new();
+    FIXTURES.get_or_init(build_fixtures).as_ref()
+}
+
+fn build_fixtures() -> Option<Fixtures> {
+    let python = std::env::var("PEERPIPE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let probe = Command::new(&python).args(["-c", "import fmpy, pythonfmu, numpy"]).output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        let message = format!(
+            "{python} cannot import fmpy and pythonfmu (pip install -r fmu/tests/requirements.txt)"
+        );
+        if std::env::var(REQUIRE_TOOLS_VAR).as_deref() == Ok("1") {
+            panic!("{message}, and {REQUIRE_TOOLS_VAR}=1 requires them");
+        }
+        eprintln!("skipped: {message}");
+        return None;
+    }
+    let peer = common::peer_exe().to_owned();
+    let library = common::build(&["-p", "peerpipe-fmu-proxy"], "libpeerpipe_fmu_proxy.so");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fmu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixtures = Fixtures { python, peer, dir };
+    fixtures.check(&["build-c", &fixtures.fmu("decay.fmu")], &[]);
+    fixtures.check(&["build-python", &fixtures.dir.display().to_string()], &[]);
+    for name in ["decay", "Integrator"] {
+        let status = Command::new(&fixtures.peer)
+            .args(["fmu", "wrap", "--proxy-library", &library])
+            .arg(fixtures.fmu(&format!("{name}.fmu")))
+            .arg(fixtures.fmu(&format!("{name}-proxy.fmu")))
+            .status()
+            .expect("run peer fmu wrap");
+        assert!(status.success(), "peer fmu wrap {name}: {status}");
+    }
+    Some(fixtures)
+}
+
+#[test]
+fn fmpy_results_through_the_proxy_are_bit_identical_to_in_process() {
+    let Some(f) = fixtures() else { return };
+    for name in ["decay", "Integrator"] {
+        let out = f.check(
+            &["compare", &f.fmu(&format!("{name}.fmu")), &f.fmu(&format!("{name}-proxy.fmu"))],
+            &[],
+        );
+        assert!(out.contains("bit-identical"), "{out}");
+    }
+}
+
+#[test]
+fn four_instances_of_a_once_per_process_fmu_run_together() {
+    let Some(f) = fixtures() else { return };
+    let out = f.check(&["instances", &f.fmu("decay.fmu"), &f.fmu("decay-proxy.fmu"), "4"], &[]);
+    assert!(out.contains("4 instances at once"), "{out}");
+}
+
+#[test]
+fn a_killed_or_stalled_server_fails_the_next_call_with_a_message() {
+    let Some(f) = fixtures() else { return };
+    f.check(&["kill", &f.fmu("decay-proxy.fmu")], &[]);
+    f.check(&["stall", &f.fmu("decay-proxy.fmu")], &[("PEERPIPE_FMU_TIMEOUT", "1s")]);
+}
+
+#[test]
+fn an_importer_killed_mid_run_leaves_no_server() {
+    let Some(f) = fixtures() else { return };
+    let ready = f.dir.join(format!("ready-{}", std::process::id()));
+    let _ = std::fs::remove_file(&ready);
+    let mut command = Command::new(&f.python);
+    command.arg(script()).args(["hold", &f.fmu("decay-proxy.fmu"), "3"]);
+    command.env("FMU_CHECK_READY", &ready);
+    let tag = leftovers::new_tag("fmu");
+    let mut run = launch(command, &tag);
+    let until = Instant::now() + Duration::from_secs(60);
+    while !ready.exists() && run.running() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let servers = leftovers::tagged(&tag).len();
+    let ending = run.end(Some(Signal::SIGKILL));
+    assert!(ready.exists(), "the importer never got ready: {}", ending.stderr);
+    assert!(servers >= 4, "expected the importer and 3 servers, found {servers} processes");
+    assert!(ending.leftovers.is_empty(), "left behind: {:?}", ending.leftovers);
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let Some(f) = fixtures() else { return };
+    let wrap = |model: &str| {
+        let out = Command::new(&f.peer)
+            .args(["fmu", "wrap", model, &f.fmu("never.fmu")])
+            .output()
+            .expect("run peer fmu wrap");
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let missing = wrap(&f.fmu("missing.fmu"));
+    assert!(missing.contains("missing.fmu: no such FMU"), "{missing}");
+    let xml =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fmpy/decay.xml"))
+            .unwrap()
+            .replace("<CoSimulation", "<ModelExchange");
+    let me_only = f.dir.join("me-only.fmu");
+    peerpipe_fmu::archive::write(&me_only, &[("modelDescription.xml", xml.as_bytes())]).unwrap();
+    let refused = wrap(&me_only.display().to_string());
+    assert!(refused.contains("model exchange only"), "{refused}");
+    let served = Command::new(&f.peer)
+        .args(["fmu", "serve"])
+        .arg(&me_only)
+        .output()
+        .expect("run peer fmu serve");
+    assert_eq!(served.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&served.stderr).contains("model exchange only"));
+}
