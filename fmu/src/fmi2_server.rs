@@ -21,6 +21,76 @@ enum Owned {
     Bytes(Vec<u8>),
 }
 
+/// What a reply carries after its status and log.
+enum Extra {
+    None,
+    /// Parts of their own.
+    Owned(Vec<Owned>),
+    /// The four parts of [`Values`].
+    Values,
+}
+
+/// The values of a get, one part per type, kept from call to call (no allocation once warm).
+#[derive(Default)]
+struct Values {
+    reals: Vec<f64>,
+    ints: Vec<i64>,
+    bools: Vec<i64>,
+    strings: Vec<u8>,
+    scratch_ints: Vec<c_int>,
+}
+
+type GetInts = Option<unsafe extern "C" fn(Component, *const u32, usize, *mut c_int) -> Status>;
+
+impl Values {
+    /// Gets the values of `vrs` of each type from the instance `c`.
+    fn get(&mut self, fs: &Functions, c: Component, vrs: [&[u32]; 4]) -> Result<Status, String> {
+        let mut status = fmi2::OK;
+        self.reals.clear();
+        self.reals.resize(vrs[0].len(), 0.0);
+        if !vrs[0].is_empty() {
+            let get = fs.get_real.ok_or("no fmi2GetReal")?;
+            // SAFETY: `reals` has room for `nvr` values.
+            status = status
+                .max(unsafe { get(c, vrs[0].as_ptr(), vrs[0].len(), self.reals.as_mut_ptr()) });
+        }
+        let scratch = &mut self.scratch_ints;
+        let mut ints_of =
+            |refs: &[u32], get: GetInts, name: &str, out: &mut Vec<i64>| -> Result<(), String> {
+                out.clear();
+                if refs.is_empty() {
+                    return Ok(());
+                }
+                scratch.clear();
+                scratch.resize(refs.len(), 0);
+                let get = get.ok_or_else(|| format!("the FMU does not export {name}"))?;
+                // SAFETY: `scratch` has room for `nvr` values.
+                status =
+                    status.max(unsafe { get(c, refs.as_ptr(), refs.len(), scratch.as_mut_ptr()) });
+                out.extend(scratch.iter().map(|&v| i64::from(v)));
+                Ok(())
+            };
+        ints_of(vrs[1], fs.get_integer, "fmi2GetInteger", &mut self.ints)?;
+        ints_of(vrs[2], fs.get_boolean, "fmi2GetBoolean", &mut self.bools)?;
+        self.strings.clear();
+        if !vrs[3].is_empty() {
+            let get = fs.get_string.ok_or("the FMU does not export fmi2GetString")?;
+            let mut pointers = vec![std::ptr::null::<c_char>(); vrs[3].len()];
+            // SAFETY: `pointers` has room for `nvr` values; the FMU's strings are copied
+            // before its next call.
+            status =
+                status.max(unsafe { get(c, vrs[3].as_ptr(), vrs[3].len(), pointers.as_mut_ptr()) });
+            for (i, &p) in pointers.iter().enumerate() {
+                // SAFETY: the FMU returned NUL-terminated strings, or null.
+                let text =
+                    if p.is_null() { &[][..] } else { unsafe { CStr::from_ptr(p) }.to_bytes() };
+                wire::push_string(&mut self.strings, i as u32, text);
+            }
+        }
+        Ok(status)
+    }
+}
+
 /// One FMI 2.0 co-simulation FMU, unpacked and loaded, serving one instance.
 pub struct Fmi2Server {
     model: ModelDescription,
@@ -32,6 +102,8 @@ pub struct Fmi2Server {
     next_state: i64,
     outputs: [Vec<u32>; 4],
     log_bytes: Vec<u8>,
+    values: Values,
+    scratch_vrs: Vec<u32>,
     unpacked: Unpacked,
 }
 
@@ -72,11 +144,13 @@ impl Fmi2Server {
             next_state: 1,
             outputs,
             log_bytes: Vec::new(),
+            values: Values::default(),
+            scratch_vrs: Vec::new(),
             unpacked,
         })
     }
 
-    fn instantiate(&mut self, call: &Call<'_>) -> Result<(Status, Vec<Owned>), String> {
+    fn instantiate(&mut self, call: &Call<'_>) -> Result<(Status, Extra), String> {
         if !self.component.is_null() {
             return Err("this server has an instance already: one instance per server".into());
         }
@@ -109,7 +183,7 @@ impl Fmi2Server {
         };
         if component.is_null() {
             self.log.push(fmi2::ERROR, b"logStatusError", b"fmi2Instantiate returned NULL");
-            return Ok((fmi2::ERROR, Vec::new()));
+            return Ok((fmi2::ERROR, Extra::None));
         }
         self.component = component;
         let mut extra: Vec<Owned> = self
@@ -118,17 +192,19 @@ impl Fmi2Server {
             .map(|v| Owned::I64(v.iter().map(|&r| i64::from(r)).collect()))
             .collect();
         extra.extend(VarType::ALL.map(|t| Owned::I64(self.model.references(t, false))));
-        Ok((fmi2::OK, extra))
+        Ok((fmi2::OK, Extra::Owned(extra)))
     }
 
     fn apply_sets(&mut self, sets: &SetsView<'_>) -> Result<Status, String> {
         let c = self.component;
+        let refs = &mut self.scratch_vrs;
         let mut status = fmi2::OK;
         if !sets.reals.0.is_empty() {
-            let vrs = vrs(sets.reals.0)?;
+            to_vrs(sets.reals.0, refs)?;
             let set = self.functions.set_real.ok_or("no fmi2SetReal")?;
-            // SAFETY: `vrs` and the values have the same length, passed as `nvr`.
-            status = status.max(unsafe { set(c, vrs.as_ptr(), vrs.len(), sets.reals.1.as_ptr()) });
+            // SAFETY: `refs` and the values have the same length, passed as `nvr`.
+            status =
+                status.max(unsafe { set(c, refs.as_ptr(), refs.len(), sets.reals.1.as_ptr()) });
         }
         for (pair, set, name) in [
             (sets.ints, self.functions.set_integer, "fmi2SetInteger"),
@@ -137,91 +213,37 @@ impl Fmi2Server {
             if pair.0.is_empty() {
                 continue;
             }
-            let vrs = vrs(pair.0)?;
-            let values: Vec<c_int> = pair.1.iter().map(|&v| v as c_int).collect();
+            to_vrs(pair.0, refs)?;
+            let values = &mut self.values.scratch_ints;
+            values.clear();
+            values.extend(pair.1.iter().map(|&v| v as c_int));
             let set = set.ok_or_else(|| format!("the FMU does not export {name}"))?;
             // SAFETY: as above.
-            status = status.max(unsafe { set(c, vrs.as_ptr(), vrs.len(), values.as_ptr()) });
+            status = status.max(unsafe { set(c, refs.as_ptr(), refs.len(), values.as_ptr()) });
         }
         if !sets.strings.is_empty() {
             let records = wire::strings(sets.strings)?;
-            let vrs: Vec<u32> = records.iter().map(|r| r.0).collect();
+            let refs: Vec<u32> = records.iter().map(|r| r.0).collect();
             let values = records.iter().map(|r| cstring(r.1)).collect::<Result<Vec<_>, _>>()?;
             let pointers: Vec<*const c_char> = values.iter().map(|s| s.as_ptr()).collect();
             let set = self.functions.set_string.ok_or("the FMU does not export fmi2SetString")?;
             // SAFETY: as above; the strings live through the call.
-            status = status.max(unsafe { set(c, vrs.as_ptr(), vrs.len(), pointers.as_ptr()) });
+            status = status.max(unsafe { set(c, refs.as_ptr(), refs.len(), pointers.as_ptr()) });
         }
         Ok(status)
     }
 
-    /// The values of `vrs` of each type, as the four parts of a `get` reply.
-    fn get(&mut self, vrs: [&[u32]; 4]) -> Result<(Status, Vec<Owned>), String> {
-        let c = self.component;
-        let mut status = fmi2::OK;
-        let mut reals = vec![0.0; vrs[0].len()];
-        if !reals.is_empty() {
-            // SAFETY: `reals` has room for `nvr` values.
-            status = status.max(unsafe {
-                self.functions.get_real.ok_or("no fmi2GetReal")?(
-                    c,
-                    vrs[0].as_ptr(),
-                    vrs[0].len(),
-                    reals.as_mut_ptr(),
-                )
-            });
-        }
-        let mut ints_of = |refs: &[u32],
-                           get: Option<
-            unsafe extern "C" fn(Component, *const u32, usize, *mut c_int) -> Status,
-        >,
-                           name: &str|
-         -> Result<Vec<i64>, String> {
-            let mut values = vec![0 as c_int; refs.len()];
-            if !refs.is_empty() {
-                let get = get.ok_or_else(|| format!("the FMU does not export {name}"))?;
-                // SAFETY: `values` has room for `nvr` values.
-                status =
-                    status.max(unsafe { get(c, refs.as_ptr(), refs.len(), values.as_mut_ptr()) });
-            }
-            Ok(values.into_iter().map(i64::from).collect())
-        };
-        let ints = ints_of(vrs[1], self.functions.get_integer, "fmi2GetInteger")?;
-        let bools = ints_of(vrs[2], self.functions.get_boolean, "fmi2GetBoolean")?;
-        let mut strings = Vec::new();
-        if !vrs[3].is_empty() {
-            let get = self.functions.get_string.ok_or("the FMU does not export fmi2GetString")?;
-            let mut pointers = vec![std::ptr::null::<c_char>(); vrs[3].len()];
-            // SAFETY: `pointers` has room for `nvr` values; the FMU's strings are copied
-            // before its next call.
-            status =
-                status.max(unsafe { get(c, vrs[3].as_ptr(), vrs[3].len(), pointers.as_mut_ptr()) });
-            for (i, &p) in pointers.iter().enumerate() {
-                // SAFETY: the FMU returned NUL-terminated strings, or null.
-                let text =
-                    if p.is_null() { &[][..] } else { unsafe { CStr::from_ptr(p) }.to_bytes() };
-                wire::push_string(&mut strings, i as u32, text);
-            }
-        }
-        Ok((
-            status,
-            vec![Owned::F64(reals), Owned::I64(ints), Owned::I64(bools), Owned::Bytes(strings)],
-        ))
-    }
-
     /// `status` and, when the FMU can go on, the outputs.
-    fn with_outputs(&mut self, status: Status) -> Result<(Status, Vec<Owned>), String> {
+    fn with_outputs(&mut self, status: Status) -> Result<(Status, Extra), String> {
         if status > fmi2::WARNING {
-            return Ok((status, Vec::new()));
+            return Ok((status, Extra::None));
         }
-        let outputs = std::mem::take(&mut self.outputs);
-        let got = self.get([&outputs[0], &outputs[1], &outputs[2], &outputs[3]]);
-        self.outputs = outputs;
-        match got? {
-            (get_status, extra) if get_status <= fmi2::WARNING => {
-                Ok((status.max(get_status), extra))
+        let [r, i, b, s] = &self.outputs;
+        match self.values.get(&self.functions, self.component, [r, i, b, s])? {
+            get_status if get_status <= fmi2::WARNING => {
+                Ok((status.max(get_status), Extra::Values))
             }
-            _ => Ok((status, Vec::new())),
+            _ => Ok((status, Extra::None)),
         }
     }
 
@@ -229,7 +251,7 @@ impl Fmi2Server {
         self.states.get(&id).copied().ok_or_else(|| format!("no FMU state {id}"))
     }
 
-    fn dispatch(&mut self, call: &Call<'_>) -> Result<(Status, Vec<Owned>), String> {
+    fn dispatch(&mut self, call: &Call<'_>) -> Result<(Status, Extra), String> {
         let c = self.component;
         let p = &call.parts;
         let at = |i: usize| SETS_PARTS + i;
@@ -240,7 +262,7 @@ impl Fmi2Server {
         let simple = |function: Option<unsafe extern "C" fn(Component) -> Status>, name: &str| {
             function.map(|function| unsafe { function(c) }).ok_or_else(|| missing(name))
         };
-        Ok(match call.function {
+        let (status, owned) = match call.function {
             f::SET => (fmi2::OK, Vec::new()),
             f::DEBUG_LOGGING => {
                 let on = wire::i64s(p, at(0))?.first().copied().unwrap_or(0);
@@ -294,7 +316,12 @@ impl Fmi2Server {
             f::GET => {
                 let refs: Vec<Vec<u32>> =
                     (0..4).map(|i| vrs(wire::i64s(p, at(i))?)).collect::<Result<_, _>>()?;
-                return self.get([&refs[0], &refs[1], &refs[2], &refs[3]]);
+                let status = self.values.get(
+                    &self.functions,
+                    c,
+                    [&refs[0], &refs[1], &refs[2], &refs[3]],
+                )?;
+                return Ok((status, Extra::Values));
             }
             f::GET_STATE => {
                 let id = wire::i64s(p, at(0))?.first().copied().unwrap_or(-1);
@@ -333,7 +360,7 @@ impl Fmi2Server {
                 let mut size = 0usize;
                 let status = unsafe { size_of(c, state, &mut size) };
                 if status > fmi2::WARNING {
-                    return Ok((status, Vec::new()));
+                    return Ok((status, Extra::None));
                 }
                 let mut bytes = vec![0u8; size];
                 let status = status.max(unsafe { serialize(c, state, bytes.as_mut_ptr(), size) });
@@ -448,7 +475,8 @@ impl Fmi2Server {
                 }
             }
             other => return Err(format!("unknown function {other:?}")),
-        })
+        };
+        Ok((status, Extra::Owned(owned)))
     }
 }
 
@@ -475,34 +503,36 @@ impl Handler for Fmi2Server {
             }
             let status = self.apply_sets(&sets)?;
             if status > fmi2::WARNING {
-                (status, Vec::new())
+                (status, Extra::None)
             } else {
                 let (call_status, extra) = self.dispatch(&call)?;
                 (status.max(call_status), extra)
             }
         };
-        write_reply(reply, status, &self.log, &mut self.log_bytes, &extra)
+        reply.i64(1)?[0] = i64::from(status);
+        self.log.take_into(&mut self.log_bytes);
+        reply.push(Part::bytes(&self.log_bytes))?;
+        match extra {
+            Extra::None => {}
+            Extra::Owned(parts) => {
+                for part in &parts {
+                    reply.push(match part {
+                        Owned::F64(v) => Part::f64(v),
+                        Owned::I64(v) => Part::i64(v),
+                        Owned::Bytes(v) => Part::bytes(v),
+                    })?;
+                }
+            }
+            Extra::Values => {
+                let v = &self.values;
+                reply.push(Part::f64(&v.reals))?;
+                reply.push(Part::i64(&v.ints))?;
+                reply.push(Part::i64(&v.bools))?;
+                reply.push(Part::bytes(&v.strings))?;
+            }
+        }
+        Ok(())
     }
-}
-
-fn write_reply(
-    reply: &mut PartsOut,
-    status: Status,
-    log: &LogEnvironment,
-    log_bytes: &mut Vec<u8>,
-    extra: &[Owned],
-) -> Result<(), String> {
-    reply.i64(1)?[0] = i64::from(status);
-    log.take_into(log_bytes);
-    reply.push(Part::bytes(log_bytes))?;
-    for part in extra {
-        reply.push(match part {
-            Owned::F64(v) => Part::f64(v),
-            Owned::I64(v) => Part::i64(v),
-            Owned::Bytes(v) => Part::bytes(v),
-        })?;
-    }
-    Ok(())
 }
 
 impl Drop for Fmi2Server {
@@ -522,6 +552,15 @@ impl Drop for Fmi2Server {
         }
         self.component = std::ptr::null_mut();
     }
+}
+
+/// `values` as value references, into `out`.
+fn to_vrs(values: &[i64], out: &mut Vec<u32>) -> Result<(), String> {
+    out.clear();
+    for &v in values {
+        out.push(u32::try_from(v).map_err(|_| format!("{v} is not a value reference"))?);
+    }
+    Ok(())
 }
 
 fn vrs(values: &[i64]) -> Result<Vec<u32>, String> {

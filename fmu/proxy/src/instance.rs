@@ -5,12 +5,37 @@ use std::collections::HashMap;
 use std::ffi::{CString, c_int};
 use std::path::Path;
 
-use peerpipe::parts::{Parsed, Part};
+use peerpipe::parts::Part;
 use peerpipe::{Peer, peer::PartsReply};
 use peerpipe_fmu::fmi2::{self, Status};
 use peerpipe_fmu::wire::{self, REPLY_HEAD, Sets, VarType, function as f};
 
 use crate::importer::ImporterLog;
+
+/// Hashes a value reference cheaply (a multiplication): the maps below are looked up for every
+/// value set and got.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct VrHasher(u64);
+
+impl std::hash::Hasher for VrHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Hash = std::hash::BuildHasherDefault<VrHasher>;
+type VrSet = std::collections::HashSet<u32, Hash>;
+type VrMap = HashMap<u32, usize, Hash>;
 
 /// The outputs of the last step, valid until the next set or call.
 #[derive(Debug, Default)]
@@ -30,9 +55,9 @@ pub struct Instance {
     /// Why the server is gone, once it is.
     failed: Option<String>,
     /// The references of each type the model has.
-    known: [std::collections::HashSet<u32>; 4],
+    known: [VrSet; 4],
     /// Each output's position in the step's reply, by type.
-    output_index: [HashMap<u32, usize>; 4],
+    output_index: [VrMap; 4],
     outputs: Outputs,
     pending: Sets,
     reply: PartsReply,
@@ -79,8 +104,8 @@ impl Instance {
             return Err("the FMU's fmi2Instantiate failed in its server".into());
         }
         let parts = instance.reply.parts();
-        let mut known: [std::collections::HashSet<u32>; 4] = Default::default();
-        let mut output_index: [HashMap<u32, usize>; 4] = Default::default();
+        let mut known: [VrSet; 4] = Default::default();
+        let mut output_index: [VrMap; 4] = Default::default();
         for t in VarType::ALL {
             let outputs = wire::i64s(&parts, REPLY_HEAD + t.index())?;
             output_index[t.index()] =
@@ -103,10 +128,19 @@ impl Instance {
         let Some(peer) = self.peer.as_mut() else {
             return Err(self.log.error("the FMU's server is gone"));
         };
-        let mut parts: Vec<Part<'_>> = Vec::with_capacity(wire::SETS_PARTS + extra.len());
-        parts.extend(self.pending.parts());
-        parts.extend_from_slice(extra);
-        let result = peer.call_parts_any(function, &parts, &mut self.reply);
+        // On the stack: a step sends its sets and two parts of its own.
+        const MOST: usize = wire::SETS_PARTS + 4;
+        let sets = self.pending.parts();
+        let mut parts = [sets[0]; MOST];
+        let count = wire::SETS_PARTS + extra.len();
+        let result = if count <= MOST {
+            parts[..wire::SETS_PARTS].copy_from_slice(&sets);
+            parts[wire::SETS_PARTS..count].copy_from_slice(extra);
+            peer.call_parts_any(function, &parts[..count], &mut self.reply)
+        } else {
+            let parts: Vec<Part<'_>> = sets.iter().chain(extra).copied().collect();
+            peer.call_parts_any(function, &parts, &mut self.reply)
+        };
         self.pending.clear();
         match result {
             Ok(_) => {}
@@ -137,10 +171,6 @@ impl Instance {
         Ok(status)
     }
 
-    fn parts(&self) -> Parsed<'_> {
-        self.reply.parts()
-    }
-
     /// A call whose reply carries nothing but its status.
     pub fn simple(&mut self, function: &str, extra: &[Part<'_>]) -> Status {
         self.call(function, extra).unwrap_or_else(|s| s)
@@ -153,10 +183,10 @@ impl Instance {
             Ok(status) => status,
             Err(status) => return status,
         };
-        if self.parts().len() >= REPLY_HEAD + 4 {
-            let parts = self.reply.parts();
+        let parts = self.reply.parts();
+        if parts.len() >= REPLY_HEAD + 4 {
+            let o = &mut self.outputs;
             let got = (|| -> Result<(), String> {
-                let o = &mut self.outputs;
                 o.reals.clear();
                 o.reals.extend_from_slice(wire::f64s(&parts, REPLY_HEAD)?);
                 o.ints.clear();
@@ -169,7 +199,7 @@ impl Instance {
                 }
                 Ok(())
             })();
-            self.outputs.valid = got.is_ok();
+            o.valid = got.is_ok();
         }
         status
     }
@@ -234,20 +264,18 @@ impl Instance {
         vrs: &[u32],
         mut out: impl FnMut(usize, Value<'_>),
     ) -> Status {
-        if let Err(status) = self.check(var_type, vrs) {
-            return status;
-        }
         let t = var_type.index();
         if self.outputs.valid && self.pending.is_empty() {
             let index = &self.output_index[t];
-            if let Some(positions) =
-                vrs.iter().map(|vr| index.get(vr).copied()).collect::<Option<Vec<usize>>>()
-            {
-                for (i, position) in positions.into_iter().enumerate() {
-                    out(i, self.outputs.value(var_type, position));
+            if vrs.iter().all(|vr| index.contains_key(vr)) {
+                for (i, vr) in vrs.iter().enumerate() {
+                    out(i, self.outputs.value(var_type, index[vr]));
                 }
                 return fmi2::OK;
             }
+        }
+        if let Err(status) = self.check(var_type, vrs) {
+            return status;
         }
         let refs: Vec<i64> = vrs.iter().map(|&v| i64::from(v)).collect();
         let none: [i64; 0] = [];
