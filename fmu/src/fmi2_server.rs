@@ -192,6 +192,10 @@ impl Fmi2Server {
             .map(|v| Owned::I64(v.iter().map(|&r| i64::from(r)).collect()))
             .collect();
         extra.extend(VarType::ALL.map(|t| Owned::I64(self.model.references(t, false))));
+        // Where the FMU is unpacked: a proxy on this machine removes it if this server is
+        // killed before it can.
+        let dir = self.unpacked.dir().as_os_str().as_encoded_bytes().to_vec();
+        extra.push(Owned::Bytes(dir));
         Ok((fmi2::OK, Extra::Owned(extra)))
     }
 

@@ -2,7 +2,8 @@
 //! (compiled here against the FMI headers FMPy ships) and the pythonfmu FMU of
 //! tests/fmpy/Integrator.py, bit-identical to the originals in process; four instances of the
 //! once-per-process C FMU at once; a server killed, a server stalled past the timeout, an
-//! importer killed mid-run — nothing left behind. The checks themselves are
+//! importer killed mid-run, one of its servers inside a step that never ends — nothing left
+//! behind. The checks themselves are
 //! tests/fmpy/fmu_check.py's, run with `$PEERPIPE_PYTHON` (default `python3`), which must have
 //! fmpy and pythonfmu (fmu/tests/requirements.txt): without them these tests are skipped,
 //! unless `PEERPIPE_REQUIRE_TOOLS=1`, when they fail.
@@ -135,11 +136,22 @@ fn an_importer_killed_mid_run_leaves_no_server() {
     while !ready.exists() && run.running() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let servers = leftovers::tagged(&tag).len();
+    let processes = leftovers::tagged(&tag);
     let ending = run.end(Some(Signal::SIGKILL));
     assert!(ready.exists(), "the importer never got ready: {}", ending.stderr);
-    assert!(servers >= 4, "expected the importer and 3 servers, found {servers} processes");
+    assert!(processes.len() >= 4, "expected the importer and 3 servers, found {processes:?}");
     assert!(ending.leftovers.is_empty(), "left behind: {:?}", ending.leftovers);
+    // Nor what the servers unpacked: each removes its copy of the FMU as it goes.
+    let temp = std::env::temp_dir();
+    let unpacked: Vec<_> = std::fs::read_dir(&temp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            processes.iter().any(|p| name.starts_with(&format!("peerpipe-fmu-{}-", p.pid)))
+        })
+        .collect();
+    assert!(unpacked.is_empty(), "left in {}: {unpacked:?}", temp.display());
 }
 
 #[test]

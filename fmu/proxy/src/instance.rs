@@ -67,6 +67,8 @@ pub struct Instance {
     serialized: HashMap<i64, Vec<u8>>,
     /// A serialized state handed out, valid until the next call.
     returned_bytes: Vec<u8>,
+    /// Where a server on this machine unpacked the FMU, removed here if it is killed.
+    server_dir: Option<std::path::PathBuf>,
 }
 
 impl Instance {
@@ -81,7 +83,7 @@ impl Instance {
         visible: bool,
         logging_on: bool,
     ) -> Result<Instance, String> {
-        let peer = crate::launch::start(resources).map_err(|e| e.to_string())?;
+        let (peer, local) = crate::launch::start(resources).map_err(|e| e.to_string())?;
         let mut instance = Instance {
             log,
             peer: Some(peer),
@@ -94,6 +96,7 @@ impl Instance {
             returned: Vec::new(),
             serialized: HashMap::new(),
             returned_bytes: Vec::new(),
+            server_dir: None,
         };
         let name = instance.log.name().as_bytes().to_vec();
         let flags = [i64::from(visible), i64::from(logging_on)];
@@ -113,14 +116,29 @@ impl Instance {
             let all = wire::i64s(&parts, REPLY_HEAD + 4 + t.index())?;
             known[t.index()] = all.iter().map(|&vr| vr as u32).collect();
         }
+        let dir = wire::bytes(&parts, REPLY_HEAD + 8)?;
+        let dir = std::path::PathBuf::from(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(dir),
+        );
         instance.known = known;
         instance.output_index = output_index;
+        instance.server_dir = local.then_some(dir);
         Ok(instance)
     }
 
     /// Calls `function` with the sets kept and `extra`: the status, after the messages the FMU
     /// logged reached the importer. `Err(status)` when the call failed (logged).
     fn call(&mut self, function: &str, extra: &[Part<'_>]) -> Result<Status, Status> {
+        self.call_keeping(function, extra, false)
+    }
+
+    /// [`Instance::call`], keeping the outputs the reply ends with when `outputs`.
+    fn call_keeping(
+        &mut self,
+        function: &str,
+        extra: &[Part<'_>],
+        outputs: bool,
+    ) -> Result<Status, Status> {
         self.outputs.valid = false;
         if let Some(reason) = &self.failed {
             return Err(self.log.error(&format!("the FMU's server is gone ({reason})")));
@@ -152,6 +170,7 @@ impl Instance {
                 if let Some(peer) = self.peer.take() {
                     let _ = peer.terminate();
                 }
+                self.remove_server_dir();
                 let message = format!("the FMU's server failed during {function}: {reason}");
                 self.failed = Some(reason);
                 return Err(self.log.error(&message));
@@ -168,6 +187,9 @@ impl Instance {
                 self.log.log(record.status, record.category, record.message);
             }
         }
+        if outputs && parts.len() >= REPLY_HEAD + 4 {
+            self.outputs.valid = self.outputs.fill(&parts).is_ok();
+        }
         Ok(status)
     }
 
@@ -179,29 +201,7 @@ impl Instance {
     /// `fmi2DoStep` and `fmi2ExitInitializationMode`: the call, then the outputs its reply
     /// brings kept for the gets that follow.
     pub fn call_with_outputs(&mut self, function: &str, extra: &[Part<'_>]) -> Status {
-        let status = match self.call(function, extra) {
-            Ok(status) => status,
-            Err(status) => return status,
-        };
-        let parts = self.reply.parts();
-        if parts.len() >= REPLY_HEAD + 4 {
-            let o = &mut self.outputs;
-            let got = (|| -> Result<(), String> {
-                o.reals.clear();
-                o.reals.extend_from_slice(wire::f64s(&parts, REPLY_HEAD)?);
-                o.ints.clear();
-                o.ints.extend_from_slice(wire::i64s(&parts, REPLY_HEAD + 1)?);
-                o.bools.clear();
-                o.bools.extend_from_slice(wire::i64s(&parts, REPLY_HEAD + 2)?);
-                o.strings.clear();
-                for (_, s) in wire::strings(wire::bytes(&parts, REPLY_HEAD + 3)?)? {
-                    o.strings.push(CString::new(s).map_err(|e| e.to_string())?);
-                }
-                Ok(())
-            })();
-            o.valid = got.is_ok();
-        }
-        status
+        self.call_keeping(function, extra, true).unwrap_or_else(|s| s)
     }
 
     /// Checks that every reference of `vrs` is a variable of `var_type`.
@@ -400,6 +400,17 @@ impl Instance {
         self.returned[0].as_ptr()
     }
 
+    /// Removes the directory a local server unpacked the FMU into, once the server is gone
+    /// (it removes it itself unless killed).
+    fn remove_server_dir(&mut self) {
+        let ours = |d: &std::path::Path| {
+            d.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("peerpipe-fmu-"))
+        };
+        if let Some(dir) = self.server_dir.take().filter(|d| ours(d)) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
     /// Ends the server: BYE, the FMU freed there, the process reaped.
     pub fn close(mut self) {
         if let Some(peer) = self.peer.take()
@@ -408,6 +419,7 @@ impl Instance {
             let message = format!("closing the FMU's server: {e}");
             self.log.log(fmi2::WARNING, b"logStatusWarning", message.as_bytes());
         }
+        self.remove_server_dir();
     }
 }
 
@@ -422,6 +434,21 @@ pub enum Value<'a> {
 }
 
 impl Outputs {
+    /// Takes the outputs a reply ends with.
+    fn fill(&mut self, parts: &peerpipe::parts::Parsed<'_>) -> Result<(), String> {
+        self.reals.clear();
+        self.reals.extend_from_slice(wire::f64s(parts, REPLY_HEAD)?);
+        self.ints.clear();
+        self.ints.extend_from_slice(wire::i64s(parts, REPLY_HEAD + 1)?);
+        self.bools.clear();
+        self.bools.extend_from_slice(wire::i64s(parts, REPLY_HEAD + 2)?);
+        self.strings.clear();
+        for (_, s) in wire::strings(wire::bytes(parts, REPLY_HEAD + 3)?)? {
+            self.strings.push(CString::new(s).map_err(|e| e.to_string())?);
+        }
+        Ok(())
+    }
+
     fn value(&self, var_type: VarType, position: usize) -> Value<'_> {
         match var_type {
             VarType::Real => Value::Real(self.reals[position]),

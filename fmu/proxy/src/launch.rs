@@ -25,12 +25,13 @@ fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// Starts the server of one instance of the proxy whose resources are at `resources`.
+/// Starts the server of one instance of the proxy whose resources are at `resources`; true
+/// with it when the server runs on this machine.
 ///
 /// # Errors
 /// When the configuration cannot be read, or the server cannot be started or does not
 /// answer within the timeout.
-pub fn start(resources: &Path) -> Result<Peer, Error> {
+pub fn start(resources: &Path) -> Result<(Peer, bool), Error> {
     let config = ServerConfig::read(resources)?;
     let options = Options {
         timeout: Some(config.effective_timeout()?),
@@ -55,7 +56,8 @@ pub fn start(resources: &Path) -> Result<Peer, Error> {
             Peer::spawn_shell(&format!("{launcher} {}", line.join(" ")), options)
         }
     };
-    started.map_err(|e| Error::new(format!("cannot start the FMU's server: {e}")))
+    let started = started.map_err(|e| Error::new(format!("cannot start the FMU's server: {e}")))?;
+    Ok((started, config.launcher.is_none()))
 }
 
 #[cfg(test)]

@@ -152,6 +152,11 @@ def children():
     return pids
 
 
+def unpacked_by(pid):
+    """What server `pid` left of its unpacked FMU in the temporary directory."""
+    return list(Path(tempfile.gettempdir()).glob(f"peerpipe-fmu-{pid}-*"))
+
+
 def open_proxy(proxy, messages):
     unzipped = extract(proxy)
     md = read_model_description(unzipped)
@@ -206,33 +211,44 @@ def kill(proxy):
     servers = children() - before
     if len(servers) != 1:
         fail(f"expected one server, found {servers}")
-    os.kill(servers.pop(), signal.SIGKILL)
+    server = servers.pop()
+    os.kill(server, signal.SIGKILL)
     expect_failure(fmu, messages, 5.0, "killed")
     fmu.freeInstance()
     shutil.rmtree(unzipped, ignore_errors=True)
-    if children() - before:
-        fail(f"processes left: {children() - before}")
+    if children() - before or unpacked_by(server):
+        fail(f"left: processes {children() - before}, files {unpacked_by(server)}")
 
 
 def stall(proxy):
     messages = []
     before = children()
     fmu, unzipped = open_proxy(proxy, messages)
+    servers = children() - before
     fmu.setInteger([7], [1])  # hang=1: the next step never ends
     timeout = float(os.environ["PEERPIPE_FMU_TIMEOUT"].rstrip("s"))
     expect_failure(fmu, messages, timeout + 3.0, "stalled")
     fmu.freeInstance()
     shutil.rmtree(unzipped, ignore_errors=True)
     deadline = time.monotonic() + 5
-    while children() - before and time.monotonic() < deadline:
+    left = []
+    while time.monotonic() < deadline:
+        left = list(children() - before) + [f for s in servers for f in unpacked_by(s)]
+        if not left:
+            break
         time.sleep(0.05)
-    if children() - before:
-        fail(f"processes left: {children() - before}")
+    if left:
+        fail(f"left: {left}")
 
 
 def hold(proxy, count):
-    """Instances mid-run, then waits to be killed."""
+    """Instances mid-run, the last one's server inside a step that never ends, then waits to
+    be killed."""
     held = [open_proxy(proxy, []) for _ in range(count)]
+    stuck = held[-1][0]
+    stuck.setInteger([7], [1])  # hang=1
+    threading.Thread(target=stuck.doStep, args=(0.1, 0.01), daemon=True).start()
+    time.sleep(0.3)
     Path(os.environ["FMU_CHECK_READY"]).write_text(f"{len(held)} {sorted(children())}")
     time.sleep(600)
 
