@@ -4,8 +4,6 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
 
-use crate::Error;
-
 /// `fmi2Component`.
 pub type Component = *mut c_void;
 /// `fmi2Status`.
@@ -54,55 +52,9 @@ pub struct CallbackFunctions {
 /// `fmi2ValueReference`.
 pub type Vr = u32;
 
-macro_rules! functions {
-    ($( $field:ident : $symbol:literal => fn($($arg:ty),*) $(-> $ret:ty)? ;)*) => {
-        /// The functions of an FMU binary, loaded; those the binary lacks are `None`.
-        #[allow(missing_docs)]
-        pub struct Functions {
-            _library: libloading::Library,
-            $(pub $field: Option<unsafe extern "C" fn($($arg),*) $(-> $ret)?>,)*
-        }
-
-        impl Functions {
-            /// Loads the binary at `path`.
-            ///
-            /// # Errors
-            /// When it cannot be loaded, or lacks one of the functions every co-simulation
-            /// FMU has.
-            pub fn load(path: &Path) -> Result<Functions, Error> {
-                let library = crate::binary::load(path)?;
-                let functions = Functions {
-                    $($field: {
-                        // SAFETY: the symbol is an FMI 2.0 function of the type the standard
-                        // gives it (fmi2FunctionTypes.h); the pointer is used only while
-                        // `_library` keeps the library loaded.
-                        unsafe { library.get::<unsafe extern "C" fn($($arg),*) $(-> $ret)?>($symbol) }
-                            .ok()
-                            .map(|symbol| *symbol)
-                    },)*
-                    _library: library,
-                };
-                for (name, present) in [
-                    ("fmi2Instantiate", functions.instantiate.is_some()),
-                    ("fmi2FreeInstance", functions.free_instance.is_some()),
-                    ("fmi2DoStep", functions.do_step.is_some()),
-                    ("fmi2GetReal", functions.get_real.is_some()),
-                    ("fmi2SetReal", functions.set_real.is_some()),
-                ] {
-                    if !present {
-                        return Err(Error::new(format!(
-                            "the FMU's binary {} does not export {name}",
-                            path.display()
-                        )));
-                    }
-                }
-                Ok(functions)
-            }
-        }
-    };
-}
-
-functions! {
+crate::fmi_functions! {
+    /// The functions of an FMI 2.0 binary, loaded; those the binary lacks are `None`.
+    Functions, required: [instantiate = "fmi2Instantiate", free_instance = "fmi2FreeInstance", do_step = "fmi2DoStep", get_real = "fmi2GetReal", set_real = "fmi2SetReal"];
     set_debug_logging: b"fmi2SetDebugLogging" => fn(Component, c_int, usize, *const *const c_char) -> Status;
     instantiate: b"fmi2Instantiate" => fn(*const c_char, c_int, *const c_char, *const c_char, *const CallbackFunctions, c_int, c_int) -> Component;
     free_instance: b"fmi2FreeInstance" => fn(Component);

@@ -56,6 +56,8 @@ pub struct ModelDescription {
     pub co_simulation: CoSimulation,
     /// Where the model-exchange element is in the text, when there is one.
     pub model_exchange: Option<Range<usize>>,
+    /// Where the scheduled-execution element (FMI 3.0) is in the text, when there is one.
+    pub scheduled_execution: Option<Range<usize>>,
     /// The variables, in the order of the file.
     pub variables: Vec<Variable>,
 }
@@ -105,6 +107,7 @@ impl ModelDescription {
             range: cs.range(),
         };
         let model_exchange = element("ModelExchange").map(|n| n.range());
+        let scheduled_execution = element("ScheduledExecution").map(|n| n.range());
         let variables = match version {
             FmiVersion::V2 => variables_v2(element("ModelVariables"))?,
             FmiVersion::V3 => variables_v3(element("ModelVariables"))?,
@@ -115,6 +118,7 @@ impl ModelDescription {
             model_name: root.attribute("modelName").unwrap_or("").to_owned(),
             co_simulation,
             model_exchange,
+            scheduled_execution,
             variables,
         })
     }
@@ -166,13 +170,13 @@ fn variables_v3(list: Option<roxmltree::Node<'_, '_>>) -> Result<Vec<Variable>, 
         let name = node.attribute("name").unwrap_or("").to_owned();
         let var_type = match node.tag_name().name() {
             "Float64" => VarType::Real,
-            "Int32" | "Enumeration" => VarType::Integer,
+            "Int32" => VarType::Integer,
             "Boolean" => VarType::Boolean,
             "String" => VarType::String,
             other => {
                 return Err(Error::new(format!(
-                    "variable {name:?} is {other}: Float64, Int32, Enumeration, Boolean and String \
-                     are served"
+                    "variable {name:?} is {other}: of FMI 3.0, Float64, Int32, Boolean and String \
+                     variables are served"
                 )));
             }
         };
@@ -216,6 +220,31 @@ mod tests {
         assert_eq!(md.references(VarType::Real, true), [1]);
         assert_eq!(md.references(VarType::Real, false), [1, 2]);
         assert_eq!(md.references(VarType::Integer, true), [1]);
+    }
+
+    #[test]
+    fn parses_fmi3_and_refuses_the_types_not_served() {
+        let md = r#"<fmiModelDescription fmiVersion="3.0" modelName="m" instantiationToken="{t}">
+  <CoSimulation modelIdentifier="m"/><ScheduledExecution modelIdentifier="m"/>
+  <ModelVariables>
+    <Float64 name="x" valueReference="1" causality="output"/>
+    <Int32 name="n" valueReference="2" causality="output"/>
+    <Boolean name="b" valueReference="3"/>
+  </ModelVariables>
+</fmiModelDescription>"#;
+        let parsed = ModelDescription::parse(md).unwrap();
+        assert_eq!(parsed.version, FmiVersion::V3);
+        assert_eq!(parsed.token, "{t}");
+        assert!(parsed.scheduled_execution.is_some());
+        assert_eq!(parsed.references(VarType::Integer, true), [2]);
+        let float32 = md.replace("<Int32", "<Float32");
+        let err = ModelDescription::parse(&float32).unwrap_err().to_string();
+        assert!(err.contains("Float32"), "{err}");
+        let array = md.replace(
+            r#"<Boolean name="b" valueReference="3"/>"#,
+            r#"<Float64 name="a" valueReference="3"><Dimension start="2"/></Float64>"#,
+        );
+        assert!(ModelDescription::parse(&array).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use peerpipe::server::{StdioOptions, serve_stdio};
 use crate::Error;
 use crate::archive::{Unpacked, read_entry};
 use crate::fmi2_server::Fmi2Server;
+use crate::fmi3_server::Fmi3Server;
 use crate::model::{FmiVersion, ModelDescription};
 
 /// Reads the model description of the FMU `fmu`.
@@ -41,7 +42,8 @@ pub fn serve(fmu: &Path, options: &StdioOptions) -> Result<(), Error> {
             serve_stdio(&mut server, options).map_err(failed)?;
         }
         FmiVersion::V3 => {
-            return Err(Error::new("FMI 3.0 FMUs are not served yet: only FMI 2.0 co-simulation"));
+            let mut server = Fmi3Server::open(unpacked, model)?;
+            serve_stdio(&mut server, options).map_err(failed)?;
         }
     }
     Ok(())

@@ -39,24 +39,22 @@ pub fn find_proxy_library(explicit: Option<&Path>) -> Result<PathBuf, Error> {
     )))
 }
 
-/// The proxy's model description: the original's, without its model-exchange interface (the
-/// proxy is co-simulation only) and, since every instance has a process of its own, without
-/// the once-per-process restriction.
+/// The proxy's model description: the original's, without its model-exchange and
+/// scheduled-execution interfaces (the proxy is co-simulation only) and, since every instance
+/// has a process of its own, without the once-per-process restriction.
 pub fn proxy_description(text: &str, model: &ModelDescription) -> String {
     let cs = model.co_simulation.range.clone();
     let element = text[cs.clone()].replace(
         "canBeInstantiatedOnlyOncePerProcess=\"true\"",
         "canBeInstantiatedOnlyOncePerProcess=\"false\"",
     );
-    let mut out = format!("{}{element}{}", &text[..cs.start], &text[cs.end..]);
-    if let Some(me) = &model.model_exchange {
-        let me = if me.start > cs.start {
-            let shift = cs.len() as isize - element.len() as isize;
-            (me.start as isize - shift) as usize..(me.end as isize - shift) as usize
-        } else {
-            me.clone()
-        };
-        out.replace_range(me, "");
+    let mut edits: Vec<(std::ops::Range<usize>, &str)> = vec![(cs, &element)];
+    edits.extend(model.model_exchange.clone().map(|r| (r, "")));
+    edits.extend(model.scheduled_execution.clone().map(|r| (r, "")));
+    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+    let mut out = text.to_owned();
+    for (range, replacement) in edits {
+        out.replace_range(range, replacement);
     }
     out
 }
@@ -73,12 +71,6 @@ pub fn wrap(
     server: &ServerConfig,
 ) -> Result<(), Error> {
     let model = model_description(original)?;
-    if model.version != FmiVersion::V2 {
-        return Err(Error::new(format!(
-            "{}: FMI 3.0 is not wrapped yet: only FMI 2.0 co-simulation",
-            original.display()
-        )));
-    }
     if std::path::absolute(original).ok() == std::path::absolute(proxy).ok() {
         return Err(Error::new("the proxy would overwrite the original: name another file"));
     }
@@ -87,7 +79,11 @@ pub fn wrap(
     let description = proxy_description(&text, &model);
     let library_bytes = std::fs::read(library).map_err(|e| Error::io(library, e))?;
     let original_bytes = std::fs::read(original).map_err(|e| Error::io(original, e))?;
-    let binary = format!("binaries/{}/{}.so", fmi2::PLATFORM, model.co_simulation.model_identifier);
+    let platform = match model.version {
+        FmiVersion::V2 => fmi2::PLATFORM,
+        FmiVersion::V3 => crate::fmi3::PLATFORM,
+    };
+    let binary = format!("binaries/{platform}/{}.so", model.co_simulation.model_identifier);
     let original_entry = format!("resources/{}/{}", config::DIR, config::ORIGINAL);
     let config_entry = format!("resources/{}/{}", config::DIR, config::FILE);
     let config_text = server.to_text();

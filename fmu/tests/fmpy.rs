@@ -1,7 +1,7 @@
-//! FMPy simulates proxy FMUs made by `peer fmu wrap`: the C FMU of tests/fmpy/decay.c
-//! (compiled here against the FMI headers FMPy ships) and the pythonfmu FMU of
-//! tests/fmpy/Integrator.py, bit-identical to the originals in process; four instances of the
-//! once-per-process C FMU at once; a server killed, a server stalled past the timeout, an
+//! FMPy simulates proxy FMUs made by `peer fmu wrap`: the C FMUs of tests/fmpy/decay.c (FMI
+//! 2.0) and decay3.c (FMI 3.0), compiled here against the FMI headers FMPy ships, and the
+//! pythonfmu FMU of tests/fmpy/Integrator.py, bit-identical to the originals in process; four
+//! instances of each once-per-process C FMU at once; a server killed, a server stalled past the timeout, an
 //! importer killed mid-run, one of its servers inside a step that never ends — nothing left
 //! behind. The checks themselves are
 //! tests/fmpy/fmu_check.py's, run with `$PEERPIPE_PYTHON` (default `python3`), which must have
@@ -83,8 +83,9 @@ fn build_fixtures() -> Option<Fixtures> {
     std::fs::create_dir_all(&dir).unwrap();
     let fixtures = Fixtures { python, peer, dir };
     fixtures.check(&["build-c", &fixtures.fmu("decay.fmu")], &[]);
+    fixtures.check(&["build-c3", &fixtures.fmu("decay3.fmu")], &[]);
     fixtures.check(&["build-python", &fixtures.dir.display().to_string()], &[]);
-    for name in ["decay", "Integrator"] {
+    for name in ["decay", "Integrator", "decay3"] {
         let status = Command::new(&fixtures.peer)
             .args(["fmu", "wrap", "--proxy-library", &library])
             .arg(fixtures.fmu(&format!("{name}.fmu")))
@@ -99,7 +100,7 @@ fn build_fixtures() -> Option<Fixtures> {
 #[test]
 fn fmpy_results_through_the_proxy_are_bit_identical_to_in_process() {
     let Some(f) = fixtures() else { return };
-    for name in ["decay", "Integrator"] {
+    for name in ["decay", "Integrator", "decay3"] {
         let out = f.check(
             &["compare", &f.fmu(&format!("{name}.fmu")), &f.fmu(&format!("{name}-proxy.fmu"))],
             &[],
@@ -111,14 +112,19 @@ fn fmpy_results_through_the_proxy_are_bit_identical_to_in_process() {
 #[test]
 fn four_instances_of_a_once_per_process_fmu_run_together() {
     let Some(f) = fixtures() else { return };
-    let out = f.check(&["instances", &f.fmu("decay.fmu"), &f.fmu("decay-proxy.fmu"), "4"], &[]);
-    assert!(out.contains("4 instances at once"), "{out}");
+    for name in ["decay", "decay3"] {
+        let (original, proxy) =
+            (f.fmu(&format!("{name}.fmu")), f.fmu(&format!("{name}-proxy.fmu")));
+        let out = f.check(&["instances", &original, &proxy, "4"], &[]);
+        assert!(out.contains("4 instances at once"), "{out}");
+    }
 }
 
 #[test]
 fn a_killed_or_stalled_server_fails_the_next_call_with_a_message() {
     let Some(f) = fixtures() else { return };
     f.check(&["kill", &f.fmu("decay-proxy.fmu")], &[]);
+    f.check(&["kill", &f.fmu("decay3-proxy.fmu")], &[]);
     f.check(&["stall", &f.fmu("decay-proxy.fmu")], &[("PEERPIPE_FMU_TIMEOUT", "1s")]);
 }
 

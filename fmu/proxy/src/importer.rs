@@ -4,11 +4,13 @@
 use std::ffi::{CString, c_void};
 
 use peerpipe_fmu::fmi2::{self, CallbackFunctions, Logger, Status};
+use peerpipe_fmu::fmi3::LogMessage;
 
 /// The importer's logger, called with the instance's name.
 #[derive(Debug)]
 pub struct ImporterLog {
     logger: Option<Logger>,
+    log_message: Option<LogMessage>,
     environment: *mut c_void,
     name: CString,
 }
@@ -24,9 +26,19 @@ impl ImporterLog {
         let callbacks = unsafe { callbacks.as_ref() };
         ImporterLog {
             logger: callbacks.and_then(|c| c.logger),
+            log_message: None,
             environment: callbacks.map_or(std::ptr::null_mut(), |c| c.component_environment),
             name,
         }
+    }
+
+    /// FMI 3.0's `logMessage` (null: none) with its instance environment, for instance `name`.
+    pub fn v3(
+        log_message: Option<LogMessage>,
+        environment: *mut c_void,
+        name: CString,
+    ) -> ImporterLog {
+        ImporterLog { logger: None, log_message, environment, name }
     }
 
     /// The instance's name.
@@ -37,12 +49,19 @@ impl ImporterLog {
     /// Gives the importer's logger `message` (as text: a `%` is escaped, since FMI's message
     /// is a format).
     pub fn log(&self, status: Status, category: &[u8], message: &[u8]) {
-        let Some(logger) = self.logger else { return };
         let clean = |bytes: &[u8]| {
             CString::new(bytes.iter().copied().filter(|&b| b != 0).collect::<Vec<u8>>())
                 .unwrap_or_default()
         };
         let category = clean(category);
+        if let Some(log_message) = self.log_message {
+            let message = clean(message);
+            // SAFETY: the importer's callback, with its own environment, and NUL-terminated
+            // strings that live through the call.
+            unsafe { log_message(self.environment, status, category.as_ptr(), message.as_ptr()) };
+            return;
+        }
+        let Some(logger) = self.logger else { return };
         let mut escaped = Vec::with_capacity(message.len());
         for &b in message {
             if b == b'%' {

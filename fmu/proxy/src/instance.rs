@@ -129,15 +129,15 @@ impl Instance {
     /// Calls `function` with the sets kept and `extra`: the status, after the messages the FMU
     /// logged reached the importer. `Err(status)` when the call failed (logged).
     fn call(&mut self, function: &str, extra: &[Part<'_>]) -> Result<Status, Status> {
-        self.call_keeping(function, extra, false)
+        self.call_keeping(function, extra, None)
     }
 
-    /// [`Instance::call`], keeping the outputs the reply ends with when `outputs`.
+    /// [`Instance::call`], keeping the outputs the reply has from part `outputs` on.
     fn call_keeping(
         &mut self,
         function: &str,
         extra: &[Part<'_>],
-        outputs: bool,
+        outputs: Option<usize>,
     ) -> Result<Status, Status> {
         self.outputs.valid = false;
         if let Some(reason) = &self.failed {
@@ -187,8 +187,8 @@ impl Instance {
                 self.log.log(record.status, record.category, record.message);
             }
         }
-        if outputs && parts.len() >= REPLY_HEAD + 4 {
-            self.outputs.valid = self.outputs.fill(&parts).is_ok();
+        if let Some(at) = outputs.filter(|&at| parts.len() >= at + 4) {
+            self.outputs.valid = self.outputs.fill(&parts, at).is_ok();
         }
         Ok(status)
     }
@@ -201,7 +201,23 @@ impl Instance {
     /// `fmi2DoStep` and `fmi2ExitInitializationMode`: the call, then the outputs its reply
     /// brings kept for the gets that follow.
     pub fn call_with_outputs(&mut self, function: &str, extra: &[Part<'_>]) -> Status {
-        self.call_keeping(function, extra, true).unwrap_or_else(|s| s)
+        self.call_keeping(function, extra, Some(REPLY_HEAD)).unwrap_or_else(|s| s)
+    }
+
+    /// `fmi3DoStep`: the call, the outputs its reply brings kept, and its flags: the last
+    /// successful time, and whether event handling is needed, the simulation is to end, the
+    /// step returned early.
+    pub fn step3(&mut self, extra: &[Part<'_>]) -> (Status, Option<(f64, [bool; 3])>) {
+        match self.call_keeping(f::STEP, extra, Some(REPLY_HEAD + 2)) {
+            Ok(status) => {
+                let parts = self.reply.parts();
+                let last = wire::f64s(&parts, REPLY_HEAD).ok().and_then(|v| v.first().copied());
+                let flags = wire::i64s(&parts, REPLY_HEAD + 1).ok().filter(|v| v.len() == 3);
+                let flags = last.zip(flags).map(|(t, f)| (t, [f[0] != 0, f[1] != 0, f[2] != 0]));
+                (status, flags)
+            }
+            Err(status) => (status, None),
+        }
     }
 
     /// Checks that every reference of `vrs` is a variable of `var_type`.
@@ -435,15 +451,15 @@ pub enum Value<'a> {
 
 impl Outputs {
     /// Takes the outputs a reply ends with.
-    fn fill(&mut self, parts: &peerpipe::parts::Parsed<'_>) -> Result<(), String> {
+    fn fill(&mut self, parts: &peerpipe::parts::Parsed<'_>, at: usize) -> Result<(), String> {
         self.reals.clear();
-        self.reals.extend_from_slice(wire::f64s(parts, REPLY_HEAD)?);
+        self.reals.extend_from_slice(wire::f64s(parts, at)?);
         self.ints.clear();
-        self.ints.extend_from_slice(wire::i64s(parts, REPLY_HEAD + 1)?);
+        self.ints.extend_from_slice(wire::i64s(parts, at + 1)?);
         self.bools.clear();
-        self.bools.extend_from_slice(wire::i64s(parts, REPLY_HEAD + 2)?);
+        self.bools.extend_from_slice(wire::i64s(parts, at + 2)?);
         self.strings.clear();
-        for (_, s) in wire::strings(wire::bytes(parts, REPLY_HEAD + 3)?)? {
+        for (_, s) in wire::strings(wire::bytes(parts, at + 3)?)? {
             self.strings.push(CString::new(s).map_err(|e| e.to_string())?);
         }
         Ok(())

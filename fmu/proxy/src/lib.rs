@@ -5,6 +5,9 @@
 //! pointers; sets are kept until the next call, and a step's reply brings the outputs back.
 
 mod exports;
+mod exports3;
+mod ffi;
 mod importer;
 mod instance;
 mod launch;
+mod unsupported3;

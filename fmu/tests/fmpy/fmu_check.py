@@ -4,6 +4,7 @@ and an importer killed while its servers run. Driven by fmu/tests/fmpy.rs; each 
 non-zero with a message when its check fails.
 
     python3 fmu_check.py build-c OUT.fmu
+    python3 fmu_check.py build-c3 OUT.fmu
     python3 fmu_check.py build-python OUT_DIR
     python3 fmu_check.py compare ORIGINAL.fmu PROXY.fmu
     python3 fmu_check.py instances ORIGINAL.fmu PROXY.fmu N
@@ -34,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 RUNS = {
     "decay": {"start_values": {"k": 0.7}, "stop_time": 5.0, "step_size": 0.01},
     "Integrator": {"start_values": {"w": 3.0}, "stop_time": 5.0, "step_size": 0.01},
+    "decay3": {"start_values": {"k": 0.7}, "stop_time": 5.0, "step_size": 0.01},
 }
 
 
@@ -42,21 +44,42 @@ def fail(message):
     sys.exit(1)
 
 
-def build_c(out):
-    """The C FMU: decay.c compiled against the FMI 2.0 headers FMPy ships."""
+def build_c(out, name="decay", platform="linux64"):
+    """A C FMU: NAME.c compiled against the FMI headers FMPy ships."""
     import fmpy
 
     headers = Path(fmpy.__file__).parent / "c-code"
     with tempfile.TemporaryDirectory() as tmp:
-        binary = Path(tmp) / "decay.so"
+        binary = Path(tmp) / f"{name}.so"
+        sources = [str(HERE / f"{name}.c")]
+        if platform != "linux64":
+            rest = Path(tmp) / "unsupported.c"
+            rest.write_text(unsupported_fmi3(headers, (HERE / f"{name}.c").read_text()))
+            sources.append(str(rest))
         cc = os.environ.get("CC", "cc")
         command = [cc, "-shared", "-fPIC", "-O2", "-Wall", "-Werror", f"-I{headers}",
-                   str(HERE / "decay.c"), "-o", str(binary), "-lm"]
+                   *sources, "-o", str(binary), "-lm"]
         subprocess.run(command, check=True)
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as fmu:
-            fmu.write(HERE / "decay.xml", "modelDescription.xml")
-            fmu.write(binary, "binaries/linux64/decay.so")
-            fmu.write(HERE / "decay.c", "sources/decay.c")
+            fmu.write(HERE / f"{name}.xml", "modelDescription.xml")
+            fmu.write(binary, f"binaries/{platform}/{name}.so")
+            fmu.write(HERE / f"{name}.c", f"sources/{name}.c")
+
+
+def unsupported_fmi3(headers, defined):
+    """C definitions of the FMI 3.0 functions `defined` lacks, each returning fmi3Error (or
+    NULL): FMI 3.0 has a binary export every function, and importers look them all up."""
+    import re
+
+    types = (headers / "fmi3FunctionTypes.h").read_text()
+    out = ['#include <stddef.h>', '#include "fmi3Functions.h"']
+    for ret, name, params in re.findall(r"typedef\s+(\w+)\s+(fmi3\w+)TYPE\s*\(([^;]*)\);", types):
+        if re.search(rf"^\S[^\n]*\b{name}\(", defined, re.M):
+            continue
+        params = re.sub(r"/\*.*?\*/", "", params, flags=re.S)
+        body = {"fmi3Status": "return fmi3Error;", "fmi3Instance": "return NULL;"}.get(ret, "")
+        out.append(f"{ret} {name}({params}) {{ {body} }}")
+    return "\n".join(out) + "\n"
 
 
 def build_python(out_dir):
@@ -66,7 +89,7 @@ def build_python(out_dir):
 
 
 def input_signal(name):
-    if name != "decay":
+    if name not in ("decay", "decay3"):
         return None
     t = np.linspace(0.0, 5.0, 51)
     return np.array(list(zip(t, np.sin(3 * t))), dtype=[("time", np.float64), ("u", np.float64)])
@@ -85,7 +108,8 @@ def compare(original, proxy):
     inside = simulate(original)
     messages = []
 
-    def logger(_env, _name, status, category, message):
+    def logger(*args):  # FMI 2.0: env, name, status, category, message; 3.0: no name
+        status, category, message = args[-3:]
         messages.append((status, category.decode(), message.decode()))
 
     through = simulate(proxy, logger=logger, debug=True)
@@ -95,14 +119,14 @@ def compare(original, proxy):
     if len(inside) < 500 or np.all(inside[inside.dtype.names[1]] == inside[inside.dtype.names[1]][0]):
         fail("the run compared is trivial")
     print(f"{Path(original).name}: {len(inside)} rows x {len(inside.dtype.names)} columns bit-identical")
-    if read_model_description(original).coSimulation.modelIdentifier == "decay":
+    if read_model_description(original).coSimulation.modelIdentifier in ("decay", "decay3"):
         # The FMU's messages reach FMPy's logger, formatted: instantiation in another
         # process, and every 50th step.
         texts = [m for _, _, m in messages]
         instantiated = [m for m in texts if m.startswith("instantiated ")]
         if not instantiated or instantiated[0].endswith(f" {os.getpid()}"):
             fail(f"no instantiation message from another process in {texts[:5]}")
-        steps = [m for m in texts if m.startswith("step 50 done at t=0.5 (x=")]
+        steps = [m for m in texts if m.startswith("step 50 done at t=0.5")]
         if not steps:
             fail(f"no formatted step message in {texts[:5]}")
         print(f"logger: {len(messages)} messages, e.g. {steps[0]!r}")
@@ -152,6 +176,14 @@ def children():
     return pids
 
 
+def set_real(fmu, vrs, values):
+    (fmu.setReal if hasattr(fmu, "setReal") else fmu.setFloat64)(vrs, values)
+
+
+def get_real(fmu, vrs):
+    return (fmu.getReal if hasattr(fmu, "getReal") else fmu.getFloat64)(vrs)
+
+
 def unpacked_by(pid):
     """What server `pid` left of its unpacked FMU in the temporary directory."""
     return list(Path(tempfile.gettempdir()).glob(f"peerpipe-fmu-{pid}-*"))
@@ -161,12 +193,16 @@ def open_proxy(proxy, messages):
     unzipped = extract(proxy)
     md = read_model_description(unzipped)
 
-    def logger(_env, _name, status, category, message):
+    def logger(*args):  # FMI 2.0: env, name, status, category, message; 3.0: no name
+        status, _category, message = args[-3:]
         messages.append((status, message.decode()))
 
     fmu = instantiate_fmu(unzipped, md, fmi_type="CoSimulation", logger=logger)
-    fmu.setupExperiment(startTime=0.0)
-    fmu.enterInitializationMode()
+    if md.fmiVersion == "2.0":
+        fmu.setupExperiment(startTime=0.0)
+        fmu.enterInitializationMode()
+    else:
+        fmu.enterInitializationMode(startTime=0.0)
     fmu.exitInitializationMode()
     for i in range(10):
         fmu.doStep(currentCommunicationPoint=i * 0.01, communicationStepSize=0.01)
@@ -187,10 +223,10 @@ def expect_failure(fmu, messages, limit, what):
             fail(f"no error message reached the logger: {messages}")
         if elapsed > limit:
             fail(f"the failure took {elapsed:.2f} s, more than {limit} s")
-        print(f"{what} server: fmi2DoStep returned {e.status} after {elapsed * 1e3:.0f} ms, "
+        print(f"{what} server: doStep returned {e.status} after {elapsed * 1e3:.0f} ms, "
               f"logged {errors[0]!r}")
     try:
-        fmu.getReal([0])
+        get_real(fmu, [0])
         fail("a get after the failure succeeded")
     except FMICallException:
         pass
@@ -201,7 +237,7 @@ def kill(proxy):
     before = children()
     fmu, unzipped = open_proxy(proxy, messages)
     try:
-        fmu.setReal([99], [1.0])
+        set_real(fmu, [99], [1.0])
         fail("a set of an unknown value reference succeeded")
     except FMICallException as e:
         if not any("unknown value reference 99" in m for _, m in messages):
@@ -257,6 +293,8 @@ def main():
     command, args = sys.argv[1], sys.argv[2:]
     if command == "build-c":
         build_c(args[0])
+    elif command == "build-c3":
+        build_c(args[0], "decay3", "x86_64-linux")
     elif command == "build-python":
         build_python(args[0])
     elif command == "compare":
