@@ -12,7 +12,7 @@ use crate::Error;
 use crate::config::{ServerConfig, parse_timeout};
 
 /// FMUs out of process: a proxy FMU whose every instance runs the original in a server of
-/// its own, locally or on another node (FMI 2.0 co-simulation).
+/// its own, locally or on another node (FMI 2.0 and 3.0 co-simulation).
 #[derive(Debug, Args)]
 pub struct FmuArgs {
     #[command(subcommand)]
@@ -34,7 +34,7 @@ enum FmuCommand {
 
 #[derive(Debug, Args)]
 struct WrapArgs {
-    /// The original FMU (FMI 2.0, co-simulation).
+    /// The original FMU (FMI 2.0 or 3.0, co-simulation).
     model: PathBuf,
     /// The proxy FMU to write.
     proxy: PathBuf,

@@ -1,7 +1,8 @@
 //! FMUs out of process: `peer fmu wrap` makes a proxy FMU whose binary (the
 //! `peerpipe-fmu-proxy` library) starts a `peer fmu serve` server per instance and calls it
 //! over peerpipe, one round trip per step; `peer fmu serve` loads the original FMU's binary
-//! and serves its functions. FMI 2.0 co-simulation; see docs/USAGE.md, "FMUs out of process".
+//! and serves its functions. FMI 2.0 and 3.0 co-simulation; see docs/USAGE.md, "FMUs out of
+//! process".
 
 pub mod archive;
 pub mod binary;
