@@ -81,8 +81,8 @@ impl Values {
             status =
                 status.max(unsafe { get(c, vrs[3].as_ptr(), vrs[3].len(), pointers.as_mut_ptr()) });
             for (i, &p) in pointers.iter().enumerate() {
-                // SAFETY: the FMU returned NUL-terminated strings, or null.
                 let text =
+                    // SAFETY: a NUL-terminated string the FMU returned (null is checked first).
                     if p.is_null() { &[][..] } else { unsafe { CStr::from_ptr(p) }.to_bytes() };
                 wire::push_string(&mut self.strings, i as u32, text);
             }
@@ -261,9 +261,8 @@ impl Fmi2Server {
         let at = |i: usize| SETS_PARTS + i;
         let fs = &self.functions;
         let missing = |name: &str| format!("the FMU does not export {name}");
-        // SAFETY (every call below): `c` is the live instance (checked by the caller), and
-        // every array passed has the length passed with it.
         let simple = |function: Option<unsafe extern "C" fn(Component) -> Status>, name: &str| {
+            // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
             function.map(|function| unsafe { function(c) }).ok_or_else(|| missing(name))
         };
         let (status, owned) = match call.function {
@@ -278,6 +277,7 @@ impl Fmi2Server {
                     .collect::<Result<Vec<_>, _>>()?;
                 let pointers: Vec<*const c_char> = names.iter().map(|s| s.as_ptr()).collect();
                 let set = fs.set_debug_logging.ok_or_else(|| missing("fmi2SetDebugLogging"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 (unsafe { set(c, on as c_int, pointers.len(), pointers.as_ptr()) }, Vec::new())
             }
             f::SETUP => {
@@ -286,6 +286,7 @@ impl Fmi2Server {
                     return Err("setup: expected two flags and three times".into());
                 };
                 let setup = fs.setup_experiment.ok_or_else(|| missing("fmi2SetupExperiment"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe {
                     setup(
                         c,
@@ -314,6 +315,7 @@ impl Fmi2Server {
                     return Err("step: expected a time, a step size and a flag".into());
                 };
                 let step = fs.do_step.ok_or_else(|| missing("fmi2DoStep"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe { step(c, *t, *h, *no_set_prior as c_int) };
                 return self.with_outputs(status);
             }
@@ -331,6 +333,7 @@ impl Fmi2Server {
                 let id = wire::i64s(p, at(0))?.first().copied().unwrap_or(-1);
                 let mut state = if id < 0 { std::ptr::null_mut() } else { self.state(id)? };
                 let get = fs.get_fmu_state.ok_or_else(|| missing("fmi2GetFMUstate"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe { get(c, &mut state) };
                 let id = if id < 0 && !state.is_null() {
                     self.next_state += 1;
@@ -344,12 +347,14 @@ impl Fmi2Server {
             f::SET_STATE => {
                 let state = self.state(wire::i64s(p, at(0))?.first().copied().unwrap_or(-1))?;
                 let set = fs.set_fmu_state.ok_or_else(|| missing("fmi2SetFMUstate"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 (unsafe { set(c, state) }, Vec::new())
             }
             f::FREE_STATE => {
                 let id = wire::i64s(p, at(0))?.first().copied().unwrap_or(-1);
                 let mut state = self.state(id)?;
                 let free = fs.free_fmu_state.ok_or_else(|| missing("fmi2FreeFMUstate"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe { free(c, &mut state) };
                 self.states.remove(&id);
                 (status, Vec::new())
@@ -362,11 +367,13 @@ impl Fmi2Server {
                 let serialize =
                     fs.serialize_fmu_state.ok_or_else(|| missing("fmi2SerializeFMUstate"))?;
                 let mut size = 0usize;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe { size_of(c, state, &mut size) };
                 if status > fmi2::WARNING {
                     return Ok((status, Extra::None));
                 }
                 let mut bytes = vec![0u8; size];
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = status.max(unsafe { serialize(c, state, bytes.as_mut_ptr(), size) });
                 (status, vec![Owned::Bytes(bytes)])
             }
@@ -375,6 +382,7 @@ impl Fmi2Server {
                 let deserialize =
                     fs.deserialize_fmu_state.ok_or_else(|| missing("fmi2DeSerializeFMUstate"))?;
                 let mut state = std::ptr::null_mut();
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe { deserialize(c, bytes.as_ptr(), bytes.len(), &mut state) };
                 let id = if state.is_null() {
                     -1
@@ -395,6 +403,7 @@ impl Fmi2Server {
                 let get = fs
                     .get_directional_derivative
                     .ok_or_else(|| missing("fmi2GetDirectionalDerivative"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe {
                     get(
                         c,
@@ -424,6 +433,7 @@ impl Fmi2Server {
                         .set_real_input_derivatives
                         .ok_or_else(|| missing("fmi2SetRealInputDerivatives"))?;
                     (
+                        // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                         unsafe {
                             set(c, refs.as_ptr(), refs.len(), orders.as_ptr(), values.as_ptr())
                         },
@@ -434,6 +444,7 @@ impl Fmi2Server {
                     let get = fs
                         .get_real_output_derivatives
                         .ok_or_else(|| missing("fmi2GetRealOutputDerivatives"))?;
+                    // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                     let status = unsafe {
                         get(c, refs.as_ptr(), refs.len(), orders.as_ptr(), out.as_mut_ptr())
                     };
@@ -455,23 +466,27 @@ impl Fmi2Server {
                         };
                         let mut value: c_int = 0;
                         let status =
+                            // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                             unsafe { get.ok_or_else(|| missing(name))?(c, kind, &mut value) };
                         (status, vec![Owned::I64(vec![i64::from(value)])])
                     }
                     1 => {
                         let mut value = 0.0;
                         let get = fs.get_real_status.ok_or_else(|| missing("fmi2GetRealStatus"))?;
+                        // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                         (unsafe { get(c, kind, &mut value) }, vec![Owned::F64(vec![value])])
                     }
                     _ => {
                         let mut value: *const c_char = std::ptr::null();
                         let get =
                             fs.get_string_status.ok_or_else(|| missing("fmi2GetStringStatus"))?;
+                        // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                         let status = unsafe { get(c, kind, &mut value) };
                         // SAFETY: a NUL-terminated string, or null.
                         let text = if value.is_null() {
                             Vec::new()
                         } else {
+                            // SAFETY: a NUL-terminated string the FMU returned (null is checked first).
                             unsafe { CStr::from_ptr(value) }.to_bytes().to_vec()
                         };
                         (status, vec![Owned::Bytes(text)])

@@ -227,9 +227,8 @@ impl Fmi3Server {
         let fs = &self.functions;
         let missing = |name: &str| format!("the FMU does not export {name}");
         let first = |n: usize| wire::i64s(p, at(n)).map(|v| v.first().copied().unwrap_or(-1));
-        // SAFETY (every call below): `i` is the live instance (checked by the caller), and
-        // every array passed has the length passed with it.
         let simple = |function: Option<unsafe extern "C" fn(Instance) -> Status>, name: &str| {
+            // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
             function.map(|function| unsafe { function(i) }).ok_or_else(|| missing(name))
         };
         let status = match call.function {
@@ -243,6 +242,7 @@ impl Fmi3Server {
                     .collect::<Result<Vec<_>, _>>()?;
                 let pointers: Vec<*const c_char> = names.iter().map(|s| s.as_ptr()).collect();
                 let set = fs.set_debug_logging.ok_or_else(|| missing("fmi3SetDebugLogging"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 unsafe { set(i, on, pointers.len(), pointers.as_ptr()) }
             }
             f::SETUP => {
@@ -258,6 +258,7 @@ impl Fmi3Server {
                 let enter = fs
                     .enter_initialization_mode
                     .ok_or_else(|| missing("fmi3EnterInitializationMode"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 unsafe { enter(i, tol_defined, tolerance, start, stop_defined, stop) }
             }
             f::EXIT_INIT => {
@@ -273,6 +274,7 @@ impl Fmi3Server {
                 };
                 let step = fs.do_step.ok_or_else(|| missing("fmi3DoStep"))?;
                 let (mut event, mut terminate, mut early, mut last) = (false, false, false, *t);
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe {
                     step(
                         i,
@@ -303,6 +305,7 @@ impl Fmi3Server {
                 let id = first(0)?;
                 let mut state = if id < 0 { std::ptr::null_mut() } else { self.state(id)? };
                 let get = fs.get_fmu_state.ok_or_else(|| missing("fmi3GetFMUState"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe { get(i, &mut state) };
                 let id = if id < 0 { self.keep_state(state) } else { id };
                 extra.push(Owned::I64(vec![id]));
@@ -311,12 +314,14 @@ impl Fmi3Server {
             f::SET_STATE => {
                 let state = self.state(first(0)?)?;
                 let set = fs.set_fmu_state.ok_or_else(|| missing("fmi3SetFMUState"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 unsafe { set(i, state) }
             }
             f::FREE_STATE => {
                 let id = first(0)?;
                 let mut state = self.state(id)?;
                 let free = fs.free_fmu_state.ok_or_else(|| missing("fmi3FreeFMUState"))?;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe { free(i, &mut state) };
                 self.states.remove(&id);
                 status
@@ -329,11 +334,13 @@ impl Fmi3Server {
                 let serialize =
                     fs.serialize_fmu_state.ok_or_else(|| missing("fmi3SerializeFMUState"))?;
                 let mut size = 0usize;
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe { size_of(i, state, &mut size) };
                 if status > fmi2::WARNING {
                     return Ok((status, false));
                 }
                 let mut bytes = vec![0u8; size];
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = status.max(unsafe { serialize(i, state, bytes.as_mut_ptr(), size) });
                 extra.push(Owned::Bytes(bytes));
                 status
@@ -343,6 +350,7 @@ impl Fmi3Server {
                 let deserialize =
                     fs.deserialize_fmu_state.ok_or_else(|| missing("fmi3DeserializeFMUState"))?;
                 let mut state = std::ptr::null_mut();
+                // SAFETY: the live instance (checked by `call`); arrays of the lengths passed.
                 let status = unsafe { deserialize(i, bytes.as_ptr(), bytes.len(), &mut state) };
                 let id = self.keep_state(state);
                 extra.push(Owned::I64(vec![id]));
@@ -418,8 +426,8 @@ impl Values {
             status = status
                 .max(unsafe { get(i, vrs[3].as_ptr(), n_string, pointers.as_mut_ptr(), n_string) });
             for (n, &p) in pointers.iter().enumerate() {
-                // SAFETY: the FMU returned NUL-terminated strings, or null.
                 let text =
+                    // SAFETY: a NUL-terminated string the FMU returned (null is checked first).
                     if p.is_null() { &[][..] } else { unsafe { CStr::from_ptr(p) }.to_bytes() };
                 wire::push_string(&mut self.strings, n as u32, text);
             }

@@ -4,6 +4,8 @@
 //! and serves its functions. FMI 2.0 and 3.0 co-simulation; see docs/USAGE.md, "FMUs out of
 //! process".
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod archive;
 pub mod binary;
 pub mod cli;

@@ -4,6 +4,8 @@
 //! Every exported function catches panics (a panic becomes `fmi2Fatal`) and checks its
 //! pointers; sets are kept until the next call, and a step's reply brings the outputs back.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod exports;
 mod exports3;
 mod ffi;
