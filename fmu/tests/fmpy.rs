@@ -3,7 +3,7 @@
 //! pythonfmu FMU of tests/fmpy/Integrator.py, bit-identical to the originals in process; four
 //! instances of each once-per-process C FMU at once; a server killed, a server stalled past the timeout, an
 //! importer killed mid-run, one of its servers inside a step that never ends — nothing left
-//! behind. The checks themselves are
+//! behind; the servers on another node of a Slurm cluster. The checks themselves are
 //! tests/fmpy/fmu_check.py's, run with `$PEERPIPE_PYTHON` (default `python3`), which must have
 //! fmpy and pythonfmu (fmu/tests/requirements.txt): without them these tests are skipped,
 //! unless `PEERPIPE_REQUIRE_TOOLS=1`, when they fail.
@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::leftovers::{self, launch};
+use common::slurm::cluster_or_skip;
 use common::sshd::REQUIRE_TOOLS_VAR;
 use nix::sys::signal::Signal;
 
@@ -24,6 +25,7 @@ use nix::sys::signal::Signal;
 struct Fixtures {
     python: String,
     peer: String,
+    library: String,
     dir: PathBuf,
 }
 
@@ -35,7 +37,13 @@ impl Fixtures {
     /// `python3 fmu_check.py ARGS` with `envs`: panics with its output unless it succeeds.
     fn check(&self, args: &[&str], envs: &[(&str, &str)]) -> String {
         let mut command = Command::new(&self.python);
-        command.arg(script()).args(args).envs(envs.iter().copied());
+        command.envs(envs.iter().copied());
+        self.check_with(command, args)
+    }
+
+    /// [`Fixtures::check`] with `command` (this Python, started somehow).
+    fn check_with(&self, mut command: Command, args: &[&str]) -> String {
+        command.arg(script()).args(args);
         let mut child = command
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -81,13 +89,13 @@ fn build_fixtures() -> Option<Fixtures> {
     let library = common::build(&["-p", "peerpipe-fmu-proxy"], "libpeerpipe_fmu_proxy.so");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fmu-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let fixtures = Fixtures { python, peer, dir };
+    let fixtures = Fixtures { python, peer, library, dir };
     fixtures.check(&["build-c", &fixtures.fmu("decay.fmu")], &[]);
     fixtures.check(&["build-c3", &fixtures.fmu("decay3.fmu")], &[]);
     fixtures.check(&["build-python", &fixtures.dir.display().to_string()], &[]);
     for name in ["decay", "Integrator", "decay3"] {
         let status = Command::new(&fixtures.peer)
-            .args(["fmu", "wrap", "--proxy-library", &library])
+            .args(["fmu", "wrap", "--proxy-library", &fixtures.library])
             .arg(fixtures.fmu(&format!("{name}.fmu")))
             .arg(fixtures.fmu(&format!("{name}-proxy.fmu")))
             .status()
@@ -188,4 +196,29 @@ fn bad_input_gets_a_clear_error() {
         .expect("run peer fmu serve");
     assert_eq!(served.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&served.stderr).contains("model exchange only"));
+}
+
+/// A proxy whose servers run on another node of a Slurm cluster (the two-node cluster of
+/// tests/common/slurm.rs: `srun -w n1`, tcp), FMPy on the first: results bit-identical, the
+/// FMU instantiated on `n1`, nothing left in the queue or on the nodes.
+#[test]
+fn a_slurm_node_is_the_servers_home() {
+    let Some(f) = fixtures() else { return };
+    let Some(cluster) = cluster_or_skip() else { return };
+    let proxy = f.fmu("decay-slurm.fmu");
+    let status = Command::new(&f.peer)
+        .args(["fmu", "wrap", "--transport", "tcp", "--timeout", "20s", "--peer", &f.peer])
+        .args(["--server", &format!("{} -w n1 -N1 -n1", cluster.srun())])
+        .args(["--proxy-library", &f.library, &f.fmu("decay.fmu"), &proxy])
+        .status()
+        .expect("run peer fmu wrap");
+    assert!(status.success(), "peer fmu wrap --server srun: {status}");
+    let command = cluster.command_on_n0(&f.python);
+    let out = f.check_with(command, &["compare", &f.fmu("decay.fmu"), &proxy]);
+    assert!(out.contains("bit-identical"), "{out}");
+    assert!(out.contains(" on n1'"), "the FMU was not instantiated on n1: {out}");
+    let queue = cluster.wait_queue_empty(Duration::from_secs(20));
+    assert_eq!(queue, "", "jobs left in the queue");
+    let (left, what) = cluster.wait_nothing_left("fmu serve", Duration::from_secs(10));
+    assert!(left.is_empty(), "servers left on the nodes: {what}");
 }

@@ -56,6 +56,7 @@ fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid,
                               fmi2String resources, const fmi2CallbackFunctions *cb,
                               fmi2Boolean visible, fmi2Boolean logging) {
     Instance *inst;
+    char host[256] = "";
     (void)resources;
     (void)visible;
     if (type != fmi2CoSimulation || strcmp(guid, "{3f1b4b36-decay-peerpipe}") != 0) return NULL;
@@ -73,7 +74,8 @@ fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid,
     inst->s.k = 0.5;
     snprintf(inst->s.label, sizeof inst->s.label, "decay");
     instances++;
-    LOG(inst, fmi2OK, "logAll", "instantiated %s in process %d", name, (int)getpid());
+    gethostname(host, sizeof host - 1);
+    LOG(inst, fmi2OK, "logAll", "instantiated %s in process %d on %s", name, (int)getpid(), host);
     return inst;
 }
 

@@ -47,7 +47,7 @@ fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String token, fmi3
                                          fmi3IntermediateUpdateCallback update) {
     Instance *inst;
     char text[128];
-    (void)name; (void)resources; (void)visible; (void)event_mode; (void)early_return;
+    (void)resources; (void)visible; (void)event_mode; (void)early_return;
     (void)required; (void)n_required; (void)update;
     if (strcmp(token, "{5b0e6c2a-decay3-peerpipe}") != 0) return NULL;
     if (instances > 0) {
@@ -62,7 +62,7 @@ fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String token, fmi3
     inst->s.k = 0.5;
     snprintf(inst->s.label, sizeof inst->s.label, "decay3");
     instances++;
-    snprintf(text, sizeof text, "instantiated in process %d", (int)getpid());
+    snprintf(text, sizeof text, "instantiated %s in process %d", name, (int)getpid());
     say(inst, fmi3OK, "logEvents", text);
     return inst;
 }

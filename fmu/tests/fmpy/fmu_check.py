@@ -124,8 +124,9 @@ def compare(original, proxy):
         # process, and every 50th step.
         texts = [m for _, _, m in messages]
         instantiated = [m for m in texts if m.startswith("instantiated ")]
-        if not instantiated or instantiated[0].endswith(f" {os.getpid()}"):
+        if not instantiated or f" process {os.getpid()} " in instantiated[0] + " ":
             fail(f"no instantiation message from another process in {texts[:5]}")
+        print(f"logger: {instantiated[0]!r}")
         steps = [m for m in texts if m.startswith("step 50 done at t=0.5")]
         if not steps:
             fail(f"no formatted step message in {texts[:5]}")
