@@ -122,5 +122,13 @@ mod tests {
             !out.contains("ModelExchange") && out.contains("\"false\"/><ModelVariables"),
             "{out}"
         );
+        // FMI 3.0: scheduled execution goes too, around the co-simulation element.
+        let v3 = r#"<fmiModelDescription fmiVersion="3.0" instantiationToken="t" modelName="m"><ScheduledExecution modelIdentifier="m"/><CoSimulation modelIdentifier="m" canBeInstantiatedOnlyOncePerProcess="true"/><ModelExchange modelIdentifier="m"/><ModelVariables/></fmiModelDescription>"#;
+        let model = ModelDescription::parse(v3).unwrap();
+        let out = proxy_description(v3, &model);
+        assert_eq!(
+            out,
+            r#"<fmiModelDescription fmiVersion="3.0" instantiationToken="t" modelName="m"><CoSimulation modelIdentifier="m" canBeInstantiatedOnlyOncePerProcess="false"/><ModelVariables/></fmiModelDescription>"#
+        );
     }
 }
