@@ -1,5 +1,6 @@
 //! The binary of a proxy FMU made by `peer fmu wrap`: the FMI 2.0 co-simulation functions
-//! (`exports.rs`) and FMI 3.0's (`exports3.rs`, `unsupported3.rs`), each forwarded to the instance's `peer fmu serve` server ([`instance::Instance`]).
+//! (`exports.rs`) and FMI 3.0's (`exports3.rs`, `unsupported3.rs`), each forwarded to the
+//! instance's `peer fmu serve` server (`instance.rs`).
 //!
 //! Every exported function catches panics (a panic becomes `fmi2Fatal`) and checks its
 //! pointers; sets are kept until the next call, and a step's reply brings the outputs back.
