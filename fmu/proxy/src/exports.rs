@@ -265,7 +265,8 @@ pub unsafe extern "C" fn fmi2SetBoolean(
     n: usize,
     value: *const c_int,
 ) -> Status {
-    set_numbers(c, VarType::Boolean, vr, n, value, |v| f64::from(i32::from(v != 0)))
+    // As given: the FMU sees the importer's own fmi2Boolean, as it would in process.
+    set_numbers(c, VarType::Boolean, vr, n, value, f64::from)
 }
 
 #[unsafe(no_mangle)]
