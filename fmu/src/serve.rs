@@ -4,7 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use peerpipe::server::{StdioOptions, serve_stdio};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use peerpipe::parts::PartsOut;
+use peerpipe::server::{Call, Handler, Request, Response, StdioOptions, serve_stdio};
 
 use crate::Error;
 use crate::archive::{Unpacked, read_entry};
@@ -35,26 +39,80 @@ pub fn serve(fmu: &Path, options: &StdioOptions) -> Result<(), Error> {
     let model = model_description(fmu)?;
     let unpacked = Unpacked::new(fmu)?;
     let failed = |e: peerpipe::Error| Error::new(format!("serving {}: {e}", fmu.display()));
-    watch_parent(unpacked.dir().to_path_buf());
+    // Copies of stdin and stdout, which the transport moves elsewhere: the watcher polls them.
+    let stdio = (
+        std::io::stdin().as_fd().try_clone_to_owned(),
+        std::io::stdout().as_fd().try_clone_to_owned(),
+    );
+    let stdio = match stdio {
+        (Ok(stdin), Ok(stdout)) => Some((stdin, stdout)),
+        _ => None,
+    };
+    watch_parent(unpacked.dir().to_path_buf(), stdio);
     match model.version {
         FmiVersion::V2 => {
-            let mut server = Fmi2Server::open(unpacked, model)?;
+            let mut server = Watched(Fmi2Server::open(unpacked, model)?);
             serve_stdio(&mut server, options).map_err(failed)?;
         }
         FmiVersion::V3 => {
-            let mut server = Fmi3Server::open(unpacked, model)?;
+            let mut server = Watched(Fmi3Server::open(unpacked, model)?);
             serve_stdio(&mut server, options).map_err(failed)?;
         }
     }
     Ok(())
 }
 
+/// True while the FMU runs one of its functions (the server reads nothing then).
+static IN_CALL: AtomicBool = AtomicBool::new(false);
+
+/// A handler whose calls are marked in [`IN_CALL`].
+struct Watched<H>(H);
+
+impl<H: Handler> Handler for Watched<H> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn handle<'a>(&'a mut self, request: Request<'a>) -> Result<Response<'a>, String> {
+        self.0.handle(request)
+    }
+
+    fn functions(&self) -> Vec<String> {
+        self.0.functions()
+    }
+
+    fn call(&mut self, call: Call<'_>, reply: &mut PartsOut) -> Result<(), String> {
+        IN_CALL.store(true, Ordering::SeqCst);
+        let result = self.0.call(call, reply);
+        IN_CALL.store(false, Ordering::SeqCst);
+        result
+    }
+}
+
+/// True when the proxy has closed its end of this server's stdin or stdout — it is gone
+/// (killed, or it ended) — seen without reading: `POLLHUP` on stdin (a pipe) or `POLLRDHUP`
+/// (a socket, as sshd gives), `POLLERR` on stdout.
+fn proxy_gone(stdin: &OwnedFd, stdout: &OwnedFd) -> bool {
+    let mut fds = [
+        libc::pollfd { fd: stdin.as_raw_fd(), events: libc::POLLIN | libc::POLLRDHUP, revents: 0 },
+        libc::pollfd { fd: stdout.as_raw_fd(), events: 0, revents: 0 },
+    ];
+    // SAFETY: two valid pollfd entries, polled without waiting.
+    let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, 0) };
+    ready > 0
+        && (fds[0].revents & libc::POLLHUP != 0
+            || fds[1].revents & (libc::POLLERR | libc::POLLHUP) != 0)
+}
+
 /// Ends this process, removing the unpacked FMU at `dir`, when the process that started it
-/// ends, however it ends — a server busy inside the FMU, or stalled there, reads nothing from
-/// the proxy and would not see it go — or when SIGTERM, SIGINT or SIGHUP comes (which the proxy
-/// sends a server that stopped answering). Those signals are blocked in every thread of the
-/// process (the FMU's included, started later) and taken here.
-fn watch_parent(dir: std::path::PathBuf) {
+/// ends, however it ends, or the proxy closes its end of stdin or stdout while the FMU runs a
+/// function (through ssh, the process that started the server is the remote sshd, which stays)
+/// — a server busy inside the FMU, or stalled there, reads nothing from the proxy and would
+/// not see it go — or when SIGTERM, SIGINT or SIGHUP comes (which the proxy sends a server that
+/// stopped answering). Those signals are blocked in every thread of the process (the FMU's
+/// included, started later) and taken here. Between calls the conversation itself sees the
+/// proxy go, at the end of its stream, and ends cleanly.
+fn watch_parent(dir: std::path::PathBuf, stdio: Option<(OwnedFd, OwnedFd)>) {
     use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
     let parent = std::os::unix::process::parent_id();
     let mut signals = SigSet::empty();
@@ -73,7 +131,9 @@ fn watch_parent(dir: std::path::PathBuf) {
                 std::thread::sleep(Duration::from_millis(100));
                 false
             };
-            if signalled || std::os::unix::process::parent_id() != parent {
+            let gone = IN_CALL.load(Ordering::SeqCst)
+                && stdio.as_ref().is_some_and(|(stdin, stdout)| proxy_gone(stdin, stdout));
+            if signalled || gone || std::os::unix::process::parent_id() != parent {
                 let _ = std::fs::remove_dir_all(&dir);
                 // SAFETY: `_exit` ends the process at once; nothing of this process is used
                 // after it.

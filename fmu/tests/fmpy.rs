@@ -3,7 +3,7 @@
 //! pythonfmu FMU of tests/fmpy/Integrator.py, bit-identical to the originals in process; four
 //! instances of each once-per-process C FMU at once; a server killed, a server stalled past the timeout, an
 //! importer killed mid-run, one of its servers inside a step that never ends — nothing left
-//! behind; the servers on another node of a Slurm cluster. The checks themselves are
+//! behind; the servers on another node of a Slurm cluster, or started by ssh. The checks themselves are
 //! tests/fmpy/fmu_check.py's, run with `$PEERPIPE_PYTHON` (default `python3`), which must have
 //! fmpy and pythonfmu (fmu/tests/requirements.txt): without them these tests are skipped,
 //! unless `PEERPIPE_REQUIRE_TOOLS=1`, when they fail.
@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use common::leftovers::{self, launch};
 use common::slurm::cluster_or_skip;
 use common::sshd::REQUIRE_TOOLS_VAR;
+use common::sshd::sshd_or_skip;
 use nix::sys::signal::Signal;
 
 /// The fixtures, built once per test binary.
@@ -221,4 +222,42 @@ fn a_slurm_node_is_the_servers_home() {
     assert_eq!(queue, "", "jobs left in the queue");
     let (left, what) = cluster.wait_nothing_left("fmu serve", Duration::from_secs(10));
     assert!(left.is_empty(), "servers left on the nodes: {what}");
+}
+
+/// A proxy whose servers ssh starts (`--server "ssh …"`, frames over the ssh channel's pipes):
+/// results bit-identical; an importer holding three instances, one inside a step that never
+/// ends, killed — no remote server left.
+#[test]
+fn ssh_starts_the_servers() {
+    let Some(f) = fixtures() else { return };
+    let Some(sshd) = sshd_or_skip() else { return };
+    let proxy = f.fmu("decay-ssh.fmu");
+    let launcher = format!("exec {} {}", sshd.ssh_prefix(), sshd.remote(""));
+    let status = Command::new(&f.peer)
+        .args(["fmu", "wrap", "--timeout", "20s", "--peer", &f.peer, "--server", &launcher])
+        .args(["--proxy-library", &f.library, &f.fmu("decay.fmu"), &proxy])
+        .status()
+        .expect("run peer fmu wrap");
+    assert!(status.success(), "peer fmu wrap --server ssh: {status}");
+    let out = f.check(&["compare", &f.fmu("decay.fmu"), &proxy], &[]);
+    assert!(out.contains("bit-identical"), "{out}\nsshd log:\n{}", sshd.log());
+    // An importer holding three instances: three servers came through the daemon, and all
+    // go when the importer is killed.
+    let ready = f.dir.join(format!("ready-ssh-{}", std::process::id()));
+    let _ = std::fs::remove_file(&ready);
+    let mut command = Command::new(&f.python);
+    command.arg(script()).args(["hold", &proxy, "3"]).env("FMU_CHECK_READY", &ready);
+    let tag = leftovers::new_tag("fmu-ssh");
+    let mut run = launch(command, &tag);
+    let until = Instant::now() + Duration::from_secs(60);
+    while !ready.exists() && run.running() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let remote = sshd.remote_pids();
+    let ending = run.end(Some(Signal::SIGKILL));
+    assert!(ready.exists(), "the importer never got ready: {}", ending.stderr);
+    assert_eq!(remote.len(), 3, "expected 3 servers started by sshd, found {remote:?}");
+    assert!(ending.leftovers.is_empty(), "left behind: {:?}", ending.leftovers);
+    let left = sshd.wait_remote_gone(Duration::from_secs(10));
+    assert!(left.is_empty(), "remote servers left: {left:?}");
 }
