@@ -5,7 +5,8 @@
 //! parts, empty when there are none), which the server applies before the call itself; the
 //! function's own parts follow. Every reply starts with the status (one i64) and the log
 //! messages the FMU gave during the call ([`REPLY_HEAD`] parts); the function's own parts
-//! follow. `step` and `exit_init` replies end with the outputs ([`Outputs`]).
+//! follow. `step` and `exit_init` replies end with the outputs the model description lists,
+//! one part per type (FMI 3.0's `step` puts its last successful time and flags before them).
 
 use peerpipe::parts::{Parsed, Part, PartRef};
 
