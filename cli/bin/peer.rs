@@ -98,6 +98,9 @@ enum Command {
     /// when nothing was lost, reordered or corrupted, no error occurred and resources stayed
     /// flat; 1 when not; 2 on other errors.
     Soak(SoakArgs),
+
+    /// FMUs out of process: `peer fmu wrap` writes a proxy FMU, `peer fmu serve` serves one.
+    Fmu(peerpipe_fmu::cli::FmuArgs),
 }
 
 #[derive(Debug, Args)]
@@ -393,6 +396,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Compare(args)) => run_compare(&args),
         Some(Command::Soak(args)) => run_soak(&args),
+        Some(Command::Fmu(args)) => Ok(peerpipe_fmu::cli::run(args)),
         None => run_report(&cli.report).map(|()| ExitCode::SUCCESS),
     };
     // Ended by SIGINT, SIGTERM or SIGHUP: 128 + the signal, as a shell reports it, after

@@ -55,7 +55,7 @@ fn build_peer() -> String {
 
 /// `cargo build --quiet ARGS` for this test binary's profile and target directory; returns
 /// the path of `OUTPUT` under the profile's directory.
-fn build(args: &[&str], output: &str) -> String {
+pub fn build(args: &[&str], output: &str) -> String {
     let exe = std::env::current_exe().expect("current_exe");
     // target/<profile>/deps/<test binary>
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
