@@ -37,6 +37,7 @@ impl Peer {
         self.round_trip("call_request", request, into)
     }
 
+    #[inline]
     fn round_trip(
         &mut self,
         what: &'static str,

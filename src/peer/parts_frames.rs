@@ -315,6 +315,7 @@ impl Peer {
 
 /// The reply to `pending`, its parts in place since `decode_started`, the server's time
 /// `server_ns`.
+#[inline]
 fn parts_reply(pending: Pending, server_ns: u64, decode_started: Stamp) -> Reply {
     let done = Stamp::now();
     Reply {
