@@ -88,6 +88,10 @@ fn a_session_refuses_out_of_turn_answers_and_answers_what_it_does_not_serve() {
     // The same table again (the session keeps the last one it accepted): refused again.
     let again = peer.call_parts("g", &[Part::f64(&[1.0])], &mut [PartMut::f64(&mut out)]);
     assert!(again.unwrap_err().to_string().contains("unknown function \"g\""));
+    // The default function, called as PARTS, is refused as the DATA request was.
+    let default = peer.call_parts("", &[Part::f64(&[1.0])], &mut [PartMut::f64(&mut out)]);
+    let default = default.unwrap_err().to_string();
+    assert!(default.contains("no function named: this server serves functions by name (f)"));
     let reply = peer.call_parts("f", &[], &mut [PartMut::f64(&mut out)]).unwrap_err();
     assert!(reply.to_string().contains("at most"), "{reply}");
     let rejected = peer.call_parts("f", &[], &mut [PartMut::f64(&mut out)]).unwrap_err();
