@@ -7,7 +7,7 @@ mod common;
 
 use std::thread::{self, JoinHandle};
 
-use common::{Watchdog, bits64, pseudo_random_f64, secs};
+use common::{Watchdog, bits32, bits64, pseudo_random_f64, secs};
 use peerpipe::frame::{DEFAULT_MAX_FRAME_BYTES, HEADER_LEN, Header, Hello, Kind};
 use peerpipe::parts::{Part, PartMut, PartsOut};
 use peerpipe::peer::{PartsReply, ReplyInto, Request};
@@ -167,6 +167,35 @@ fn one_call_path_takes_both_forms_and_refuses_a_reply_the_buffers_cannot_take() 
     peer.close().expect("close");
     let summary = server.join().unwrap().expect("serve");
     assert_eq!((summary.replies, summary.rejected), (3, 1));
+}
+
+#[test]
+fn one_array_to_the_default_function_is_the_same_call_as_data_or_as_parts() {
+    let _watchdog = Watchdog::new(secs(60));
+    let y = pseudo_random_f64(64, 11);
+    for name in peerpipe::handlers::NAMES {
+        let (client, mut server) = Transport::pair(TransportKind::Pipe, Wait::Block).unwrap();
+        let mut handler = peerpipe::handlers::by_name(name).unwrap();
+        let thread =
+            thread::spawn(move || serve(&mut server, &mut handler, &ServeOptions::default()));
+        let mut peer = Peer::connect(client, Options::default()).expect("connect");
+        let narrow: Vec<f32> = y.iter().map(|&v| v as f32).collect();
+        let (mut as_data, mut as_parts) = (vec![0.0; 64], vec![0.0; 64]);
+        let (mut as_data32, mut as_parts32) = (vec![0.0f32; 64], vec![0.0f32; 64]);
+        if name == "lorenz96-f32" {
+            peer.call(Values::F32(&narrow), ValuesMut::F32(&mut as_data32)).expect("DATA");
+            let one = [Part::f32(&narrow)];
+            peer.call_parts("", &one, &mut [PartMut::f32(&mut as_parts32)]).expect("PARTS");
+            assert_eq!(bits32(&as_data32), bits32(&as_parts32), "{name}");
+        } else {
+            peer.call_f64(&y, &mut as_data).expect("DATA");
+            peer.call_parts("", &[Part::f64(&y)], &mut [PartMut::f64(&mut as_parts)])
+                .expect("PARTS");
+            assert_eq!(bits64(&as_data), bits64(&as_parts), "{name}");
+        }
+        peer.close().expect("close");
+        assert_eq!(thread.join().unwrap().expect("serve").replies, 2, "{name}");
+    }
 }
 
 #[test]
