@@ -331,10 +331,16 @@ impl ChildGuard {
 
     /// The error of a failed tcp set-up: [`Error::PeerExited`] naming `error` when
     /// the process had exited by itself (within a moment, as its end of stream may arrive
-    /// first), else `error` after terminating it. Always reaps.
+    /// first), else `error` after terminating it. An interrupt or a timeout is the caller's
+    /// own end of the set-up, said as such even when the server, its stdin closed by then,
+    /// has exited already. Always reaps.
     fn fail_setup(&mut self, error: Error) -> Error {
         let error = told_what_a_server_is(error);
         let patience = match error {
+            Error::Interrupted { .. } | Error::Timeout { .. } => {
+                let _ = self.terminate();
+                return error;
+            }
             Error::PeerClosed { .. } => Duration::from_millis(100),
             _ => Duration::ZERO,
         };
