@@ -2,56 +2,38 @@
 # Does the report's answer hold still when asked again? The checks of docs/PERFORMANCE.md,
 # "Paired measurement", on this machine:
 #
-#   1. ten consecutive runs of one row: the spread (max / min) of ratio_to_baseline, and how
-#      many of the ten 95 % intervals contain the median of the ten;
+#   1. ten consecutive runs of one row (`peer repeat 10`): how many of the ten 95 % intervals
+#      contain the median ratio of the other runs in their machine state, or say unresolved;
 #   2. `peer compare --abs 100ns --rel 5` on five pairs of same-configuration runs (should say
 #      "same": exit 0), and on five pairs of a run and, right after it, one with
 #      `--server-delay 500ns` (should say "differs": exit 1; exit 3 when the machine changed
 #      state between the two), with the p50 difference each time;
 #   3. five runs of the Lorenz-96 example: the spread of its overhead_ratio.
 #
-# Usage: benches/paired_check.sh [OUTPUT_DIR]   (default target/paired-check; about 2 minutes)
+# Usage: benches/paired_check.sh [OUTPUT_DIR]   (default target/paired-check; about 1 minute)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/paired-check}
 mkdir -p "$out"
 cargo build --quiet --release --bin peer --example lorenz96
-peer=target/release/peer
+bin=${CARGO_TARGET_DIR:-target}/release
+peer=$bin/peer
 row=(--sizes 500 --dtype f64 --path codec --handler echo --wait hybrid)
 
-echo "== 1. ten consecutive runs: peer ${row[*]} --json rN.json"
-for i in $(seq 1 10); do
-    "$peer" "${row[@]}" --json "$out/r$i.json" >/dev/null
-done
-python3 - "$out" <<'EOF'
-import json, statistics, sys
-out = sys.argv[1]
-rows = [json.load(open(f"{out}/r{i}.json"))["rows"][0] for i in range(1, 11)]
-ratios = [r["ratio_to_baseline"] for r in rows]
-median = statistics.median(ratios)
-inside = sum(1 for r in rows if r["ratio_ci"][0] <= median <= r["ratio_ci"][1])
-print("ratios:   ", " ".join(f"{x:.3f}" for x in ratios))
-print("intervals:", " ".join(f"{r['ratio_ci'][0]:.3f}-{r['ratio_ci'][1]:.3f}" for r in rows))
-print(f"max/min {max(ratios) / min(ratios):.3f} (target <= 1.15); median {median:.3f}; "
-      f"{inside}/10 intervals contain it (target >= 8)")
-print("row p50 (ns):  ", " ".join(str(r["rtt_ns"]["p50"]) for r in rows))
-# Which state of the machine each run's row was measured in: the 4 KiB round trip between the
-# CPUs in its main state (the state most of its rounds ran in, which its figures come from).
-runs = [json.load(open(f"{out}/r{i}.json")) for i in range(1, 11)]
-def main_probe(run):
-    main = run["rows"][0].get("main_state")
-    return next((s["probe_ns"] for s in run["machine"]["states"] if s["id"] == main), None)
-probes = [main_probe(run) for run in runs]
-print("main state, 4 KiB (ns):", " ".join("-" if p is None else str(p) for p in probes))
-EOF
+echo "== 1. ten consecutive runs: peer repeat 10 -- ${row[*]}"
+# Each run's interval against the median ratio of the other runs in its machine state (exit 1
+# when fewer than 9 of 10 held it or said unresolved); the runs' reports stay in $out/runN.json.
+set +e
+"$peer" repeat 10 --dir "$out" -- "${row[@]}"
+set -e
 
 echo "== 2. peer compare --abs 100ns --rel 5"
 same=0
 delayed=0
 other_state=0
 for i in 1 2 3 4 5; do
-    a="$out/r$((2 * i - 1)).json"
-    b="$out/r$((2 * i)).json"
+    a="$out/run$((2 * i - 1)).json"
+    b="$out/run$((2 * i)).json"
     set +e
     "$peer" compare --abs 100ns --rel 5 "$a" "$b" >"$out/same$i.txt"
     code=$?
@@ -86,7 +68,7 @@ echo "(exit 3, a pair taken in two states of the machine and not judged: $other_
 
 echo "== 3. five runs of the Lorenz-96 example"
 for i in 1 2 3 4 5; do
-    target/release/examples/lorenz96 | tail -n 1 >"$out/lorenz$i.json"
+    "$bin"/examples/lorenz96 | tail -n 1 >"$out/lorenz$i.json"
 done
 python3 - "$out" <<'EOF'
 import json, sys

@@ -90,6 +90,18 @@ enum Command {
     /// each row's per-round p50s.
     Compare(CompareArgs),
 
+    /// Repeat a report N times and check that each run's interval holds what the others say.
+    ///
+    /// Runs `peer REPORT_ARGS --json DIR/runI.json` N times, one after another, then prints
+    /// for every row each run's ratio to its floor with its 95 % interval, the 4 KiB probe of
+    /// its main machine state, the row's server p50, the median ratio of the other runs in
+    /// that state, and whether the run's interval held it (`held`, `MISSED`, or `unresolved`
+    /// when the run said it could not bound its ratio), and the tally. With --from, judges reports already written
+    /// instead of running any (their figures recomputed from their rounds). Exit 0 when every
+    /// row held (or said unresolved) in at least 9 of 10 runs that had others in their state,
+    /// 1 when not, 2 on error.
+    Repeat(RepeatArgs),
+
     /// Soak: client–server pairs exchange random arrays, every reply verified bit for bit.
     ///
     /// K pairs exchange arrays of random sizes, dtypes and bit patterns (NaN payloads,
@@ -101,6 +113,23 @@ enum Command {
 
     /// FMUs out of process: `peer fmu wrap` writes a proxy FMU, `peer fmu serve` serves one.
     Fmu(peerpipe_fmu::cli::FmuArgs),
+}
+
+#[derive(Debug, Args)]
+struct RepeatArgs {
+    /// How many times to run the report (at least 2).
+    #[arg(value_name = "N", required_unless_present = "from")]
+    runs: Option<usize>,
+    /// Where the runs' reports are written [default: a new directory under the system's
+    /// temporary directory, printed].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Judge these reports (`--json` files of runs of one configuration) instead of running.
+    #[arg(long, value_name = "JSON", num_args = 2.., conflicts_with_all = ["runs", "report_args"])]
+    from: Vec<PathBuf>,
+    /// The report's arguments, after `--` (`peer repeat 10 -- --sizes 500 --wait hybrid`).
+    #[arg(last = true, value_name = "REPORT_ARGS")]
+    report_args: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -395,6 +424,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Serve(args)) => serve::run(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Compare(args)) => run_compare(&args),
+        Some(Command::Repeat(args)) => run_repeat(&args),
         Some(Command::Soak(args)) => run_soak(&args),
         Some(Command::Fmu(args)) => Ok(peerpipe_fmu::cli::run(args)),
         None => run_report(&cli.report).map(|()| ExitCode::SUCCESS),
@@ -525,7 +555,7 @@ fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
         _ => (&cli, "the report (`peer`), not to a server"),
     };
     let mut known = elsewhere.get_arguments().filter_map(|arg| arg.get_long());
-    if matches!(first, Some("compare" | "soak"))
+    if matches!(first, Some("compare" | "soak" | "repeat"))
         || !known.any(|long| flag.strip_prefix("--") == Some(long))
     {
         err.exit()
@@ -554,6 +584,23 @@ fn run_compare(args: &CompareArgs) -> peerpipe::Result<ExitCode> {
         // A change of the machine's state moves ratios too: not a verdict on the code.
         (true, Some(_)) => ExitCode::from(3),
     })
+}
+
+fn run_repeat(args: &RepeatArgs) -> peerpipe::Result<ExitCode> {
+    use peerpipe_cli::report::repeat;
+    let paths = if args.from.is_empty() {
+        let dir = args.dir.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("peer-repeat-{}", std::process::id()))
+        });
+        let exe = std::env::current_exe()?;
+        repeat::run_series(&exe, &args.report_args, args.runs.unwrap_or(0), &dir)?
+    } else {
+        args.from.clone()
+    };
+    let reports =
+        paths.iter().map(|p| export::read_json(p)).collect::<peerpipe::Result<Vec<_>>>()?;
+    let holds = repeat::render(&repeat::figures(&reports), &mut io::stdout().lock())?;
+    Ok(if holds { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn run_soak(args: &SoakArgs) -> peerpipe::Result<ExitCode> {

@@ -285,8 +285,11 @@ fn round_ratios(row: &[u64], floor: &[u64]) -> Vec<f64> {
 
 /// Like [`paired_ratio`], for rounds measured in generations of `generations[i]` rounds each
 /// (in order; they must add up to the number of rounds, else `None`): the same median, and an
-/// interval that also covers what differs from one generation to the next — the hull of
-/// [`median_interval`] over all rounds and [`generation_interval`] over the generations.
+/// interval that also covers what differs from one generation to the next and what a repeat
+/// of the run would give — the hull of [`median_interval`] over all rounds,
+/// [`generation_interval`] over the generations and [`repeat_interval`] around the median.
+/// With fewer than [`REPEAT_MIN_GENERATIONS`] generations the run cannot bound a repeat and the
+/// interval is `[NaN, NaN]` (the report's `unresolved`).
 ///
 /// # Examples
 /// ```
@@ -305,8 +308,9 @@ pub fn paired_ratio_by_generation(
     floor: &[u64],
     generations: &[usize],
 ) -> Option<PairedRatio> {
-    let (median, ci) = by_generation(row, floor, generations, |r, f| r as f64 / f as f64)?;
-    Some(PairedRatio { median, ci })
+    let (median, [lo, hi]) = by_generation(row, floor, generations, |r, f| r as f64 / f as f64)?;
+    // No ratio of two times is below 0, however wide the spread of a repeat.
+    Some(PairedRatio { median, ci: [if lo.is_nan() { lo } else { lo.max(0.0) }, hi] })
 }
 
 /// The time a row adds to its floor, taken round by round, with the confidence interval of its
@@ -321,8 +325,9 @@ pub struct PairedDifference {
 }
 
 /// Like [`paired_ratio_by_generation`], for the difference `row[i] − floor[i]` instead of the
-/// ratio: the median over rounds, and the hull of [`median_interval`] over all rounds and
-/// [`generation_interval`] over the generations. Rounds whose floor p50 is 0 are left out, as
+/// ratio: the median over rounds, and the hull of [`median_interval`] over all rounds,
+/// [`generation_interval`] over the generations and [`repeat_interval`] (`[NaN, NaN]` with
+/// fewer than [`REPEAT_MIN_GENERATIONS`] generations). Rounds whose floor p50 is 0 are left out, as
 /// for ratios; `None` when no round is left, the lengths differ or the generations do not add
 /// up to the rounds.
 ///
@@ -351,7 +356,7 @@ pub fn paired_difference_by_generation(
 }
 
 /// The median over rounds of `per_round(row[i], floor[i])` (rounds whose floor is 0 left out)
-/// and its interval by rounds and by generation; `None` as [`paired_difference_by_generation`]
+/// and its interval by rounds, by generation and for a repeat; `None` as [`paired_difference_by_generation`]
 /// says.
 fn by_generation(
     row: &[u64],
@@ -381,7 +386,92 @@ fn by_generation(
         start += len;
     }
     let [lo, hi] = generation_interval(&groups);
-    Some((median(&all), [ci[0].min(lo), ci[1].max(hi)]))
+    let [again_lo, again_hi] = repeat_interval(&groups, median(&all));
+    // NaN when the run cannot bound what a repeat would give: then so is the interval.
+    let hull = [ci[0].min(lo).min(again_lo), ci[1].max(hi).max(again_hi)];
+    let hull = if again_lo.is_nan() { [f64::NAN, f64::NAN] } else { hull };
+    Some((median(&all), hull))
+}
+
+/// Fewest generations from which [`repeat_interval`] bounds a repeat: with one there is no
+/// spread between generations to go by.
+pub const REPEAT_MIN_GENERATIONS: usize = 2;
+
+/// The [`CONFIDENCE`] interval, around `centre`, of what the same measurement gives **when
+/// it is run again**: a prediction interval from the medians of the generations (`m_1..m_G`,
+/// each a block of consecutive rounds on its own set of processes) treated as independent
+/// draws of the run's spread, `centre ± t(G−1) · s · √(2/G)`, where `s` is the standard
+/// deviation of those medians and `t(G−1)` Student's 97.5 % quantile. `√(2/G)` is the spread
+/// of the difference between two runs' means of `G` generations each — this run's and the
+/// next's — so the interval covers the next run's figure, not only this run's own. Each
+/// generation is a block of consecutive rounds taken as one, so drift within the run shows
+/// in `s`, and `t` for a handful of generations keeps the interval honest about how little
+/// the run saw. And a run that drifted — the median of its first half of generations apart
+/// from that of its second — gets at least that distance on either side: a repeat a little
+/// later can land as far off as the run itself moved.
+///
+/// `[NaN, NaN]` with fewer than [`REPEAT_MIN_GENERATIONS`] non-empty generations: such a run
+/// cannot bound its repeatability, and the report says `unresolved` rather than quote a
+/// figure.
+///
+/// # Examples
+/// ```
+/// use peerpipe_cli::pairing::repeat_interval;
+/// // Ten generations whose medians wander (the machine drifts) against ten that agree, with
+/// // the same spread of rounds inside each.
+/// let steady: Vec<Vec<f64>> = (0..10).map(|_| vec![1.29, 1.30, 1.31]).collect();
+/// let drifting: Vec<Vec<f64>> =
+///     (0..10).map(|g| vec![1.25 + 0.01 * g as f64, 1.26 + 0.01 * g as f64]).collect();
+/// let [lo, hi] = repeat_interval(&steady, 1.30);
+/// let [dlo, dhi] = repeat_interval(&drifting, 1.30);
+/// assert!(dhi - dlo > hi - lo);
+/// assert!(repeat_interval(&[vec![1.3, 1.4]], 1.3).iter().all(|x| x.is_nan()));
+/// ```
+pub fn repeat_interval(generations: &[Vec<f64>], centre: f64) -> [f64; 2] {
+    let mut medians: Vec<f64> = Vec::with_capacity(generations.len());
+    for generation in generations.iter().filter(|g| !g.is_empty()) {
+        let mut sorted = generation.clone();
+        sorted.sort_unstable_by(f64::total_cmp);
+        medians.push(median(&sorted));
+    }
+    let g = medians.len();
+    if g < REPEAT_MIN_GENERATIONS || !centre.is_finite() {
+        return [f64::NAN, f64::NAN];
+    }
+    let mean = medians.iter().sum::<f64>() / g as f64;
+    let variance = medians.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (g - 1) as f64;
+    let spread = student_t_975(g - 1) * variance.sqrt() * (2.0 / g as f64).sqrt();
+    // The halves: the run's first generations against its last, each half's rounds pooled.
+    let non_empty: Vec<&Vec<f64>> = generations.iter().filter(|g| !g.is_empty()).collect();
+    let half_median = |half: &[&Vec<f64>]| {
+        let mut values: Vec<f64> = half.iter().flat_map(|g| g.iter().copied()).collect();
+        values.sort_unstable_by(f64::total_cmp);
+        median(&values)
+    };
+    let (first, last) = non_empty.split_at(g / 2);
+    let drift = (half_median(first) - half_median(last)).abs();
+    let half = spread.max(drift);
+    [centre - half, centre + half]
+}
+
+/// Student's t distribution's 97.5 % quantile at `df` degrees of freedom (`df` ≥ 1): exact to
+/// three decimals from a table up to 30, then the Cornish–Fisher expansion around the normal
+/// quantile (within 0.001 of the exact value from 30 on).
+pub fn student_t_975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => TABLE[df - 1],
+        _ => {
+            let (z, n) = (1.959_964_f64, df as f64);
+            z + (z.powi(3) + z) / (4.0 * n)
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
+        }
+    }
 }
 
 /// Resamples drawn by [`generation_interval`]; the interval's ends move by well under 1 % of

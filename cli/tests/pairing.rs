@@ -239,12 +239,132 @@ fn intervals_by_generation_cover_the_truth_when_generations_differ() {
 fn generations_must_add_up_to_the_rounds() {
     assert!(paired_ratio_by_generation(&[10, 20], &[10, 10], &[1]).is_none());
     assert!(paired_ratio_by_generation(&[10, 20], &[10, 10], &[1, 2]).is_none());
-    // One generation: the interval over rounds alone.
+    // One generation: the median, and no interval (one set of processes cannot bound a
+    // repeat of the run).
     let one = paired_ratio_by_generation(&[10, 20, 30], &[10, 10, 10], &[3]).unwrap();
-    assert_eq!(one, paired_ratio(&[10, 20, 30], &[10, 10, 10]).unwrap());
+    assert_eq!(one.median, paired_ratio(&[10, 20, 30], &[10, 10, 10]).unwrap().median);
+    assert!(one.ci.iter().all(|x| x.is_nan()));
     // A generation whose floors were all 0 is left out, not counted as a ratio.
+    // (Which leaves one generation here: a median and no interval.)
     let gapped = paired_ratio_by_generation(&[10, 20, 30], &[0, 10, 10], &[1, 2]).unwrap();
-    assert_eq!(gapped, paired_ratio(&[20, 30], &[10, 10]).unwrap());
+    assert_eq!(gapped.median, paired_ratio(&[20, 30], &[10, 10]).unwrap().median);
+    assert!(gapped.ci.iter().all(|x| x.is_nan()));
+    let two = paired_ratio_by_generation(&[10, 20, 30, 20], &[10, 10, 10, 10], &[2, 2]).unwrap();
+    assert!(two.ci.iter().all(|x| x.is_finite()) && two.ci[0] >= 0.0);
+}
+
+/// `generations` generations of `rounds_each` rounds of a row against a 10 us floor: round
+/// `i`'s ratio is `ratio(generation, round)`.
+fn rounds_of(
+    generations: usize,
+    rounds_each: usize,
+    mut ratio: impl FnMut(usize, usize) -> f64,
+) -> (Vec<u64>, Vec<u64>, Vec<usize>) {
+    let (mut row, mut floor) = (Vec::new(), Vec::new());
+    for g in 0..generations {
+        for r in 0..rounds_each {
+            floor.push(10_000);
+            row.push((ratio(g, r) * 10_000.0).round() as u64);
+        }
+    }
+    (row, floor, vec![rounds_each; generations])
+}
+
+fn width(ratio: PairedRatio) -> f64 {
+    ratio.ci[1] - ratio.ci[0]
+}
+
+#[test]
+fn a_run_whose_rounds_drift_gets_a_wider_interval_than_iid_rounds_of_the_same_spread() {
+    // The same forty ratios, 1.25..1.35 in steps of 0.0025: once in time order (the machine
+    // drifts from slow to fast through the run), once shuffled (no drift: every generation
+    // sees the whole spread).
+    let values: Vec<f64> = (0..40).map(|i| 1.25 + 0.0025 * i as f64).collect();
+    let mut shuffled = values.clone();
+    Rng::new(3).shuffle(&mut shuffled);
+    let (row, floor, lengths) = rounds_of(10, 4, |g, r| values[4 * g + r]);
+    let drifting = paired_ratio_by_generation(&row, &floor, &lengths).unwrap();
+    let (row, floor, lengths) = rounds_of(10, 4, |g, r| shuffled[4 * g + r]);
+    let iid = paired_ratio_by_generation(&row, &floor, &lengths).unwrap();
+    assert_eq!(drifting.median, iid.median);
+    assert!(width(drifting) > 1.5 * width(iid), "{drifting:?} against {iid:?}");
+    // Drift within the run is what a repeat can land anywhere in: the interval spans most of it.
+    assert!(drifting.ci[0] <= 1.27 && drifting.ci[1] >= 1.33, "{drifting:?}");
+}
+
+#[test]
+fn repeat_intervals_hold_the_median_of_other_runs_where_the_old_ones_did_not() {
+    // 40 series of 10 runs; in each run, 10 generations of 4 rounds whose generations differ
+    // by +-4 % and rounds by +-1 %, and a slow drift of the machine that moves the whole
+    // run by +-1.5 % (shared by its rounds). How often does a run's interval hold the median
+    // of the nine other runs of its series?
+    let mut rng = Rng::new(29);
+    let mut uniform = |half_width: f64| {
+        let unit = rng.below(1 << 53) as f64 / (1u64 << 53) as f64;
+        (2.0 * unit - 1.0) * half_width
+    };
+    let (mut held, mut held_before, mut runs) = (0, 0, 0);
+    let (mut widths, mut widths_before) = (Vec::new(), Vec::new());
+    for _ in 0..40 {
+        let mut series = Vec::new();
+        for _ in 0..10 {
+            let run = 1.3 + uniform(0.015 * 1.3);
+            let generations: Vec<f64> = (0..10).map(|_| run + uniform(0.04 * 1.3)).collect();
+            let (row, floor, lengths) =
+                rounds_of(10, 4, |g, _| generations[g] + uniform(0.01 * 1.3));
+            let now = paired_ratio_by_generation(&row, &floor, &lengths).unwrap();
+            // The interval before: rounds and generations only.
+            let mut all: Vec<f64> = row.iter().map(|&r| r as f64 / 10_000.0).collect();
+            let groups: Vec<Vec<f64>> = all.chunks(4).map(<[f64]>::to_vec).collect();
+            all.sort_unstable_by(f64::total_cmp);
+            let (by_rounds, by_generation) = (median_interval(&all), generation_interval(&groups));
+            let before = [by_rounds[0].min(by_generation[0]), by_rounds[1].max(by_generation[1])];
+            series.push((now, before));
+        }
+        for (i, (now, before)) in series.iter().enumerate() {
+            let mut others: Vec<f64> = series
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, r)| r.0.median)
+                .collect();
+            others.sort_unstable_by(f64::total_cmp);
+            let m = median(&others);
+            held += usize::from(now.ci[0] <= m && m <= now.ci[1]);
+            held_before += usize::from(before[0] <= m && m <= before[1]);
+            widths.push(width(*now));
+            widths_before.push(before[1] - before[0]);
+            runs += 1;
+        }
+    }
+    assert!(held >= 360, "repeat intervals held {held} of {runs}");
+    assert!(held_before < held, "before: {held_before}, now {held}");
+    widths.sort_unstable_by(f64::total_cmp);
+    widths_before.sort_unstable_by(f64::total_cmp);
+    let growth = median(&widths) / median(&widths_before);
+    assert!(growth < 1.5, "the median interval grew {growth:.2}x");
+}
+
+#[test]
+fn student_quantiles_fall_towards_the_normal_one() {
+    assert_eq!(student_t_975(1), 12.706);
+    assert_eq!(student_t_975(9), 2.262);
+    assert!((student_t_975(40) - 2.021).abs() < 0.001);
+    assert!((student_t_975(120) - 1.980).abs() < 0.001);
+    assert!(student_t_975(0).is_nan());
+    let mut previous = f64::INFINITY;
+    for df in 1..200 {
+        assert!(student_t_975(df) < previous && student_t_975(df) > 1.959);
+        previous = student_t_975(df);
+    }
+}
+
+#[test]
+fn a_repeat_interval_needs_two_generations() {
+    assert!(repeat_interval(&[vec![1.3, 1.4, 1.2]], 1.3).iter().all(|x| x.is_nan()));
+    assert!(repeat_interval(&[vec![1.3], vec![]], 1.3).iter().all(|x| x.is_nan()));
+    // Two generations that agree exactly: nothing between them, an interval of no width.
+    assert_eq!(repeat_interval(&[vec![1.3], vec![1.3]], 1.3), [1.3, 1.3]);
 }
 
 #[test]

@@ -297,9 +297,14 @@ fn a_report_without_states_writes_its_figures_over_all_rounds() {
     let row = &value["rows"][0];
     assert_eq!(value["machine"]["states"], Value::Array(vec![]));
     assert_eq!((&row["main_state"], &row["states"]), (&Value::Null, &Value::Array(vec![])));
-    // Three rounds of 76, 80 and 84 us against a 64 us floor.
+    // Three rounds of 76, 80 and 84 us against a 64 us floor, each its own generation: the
+    // median, and the interval of a repeat, 16 us ± t(2) · s · √(2/3) with s = 4 us.
     assert_eq!(row["added_ns"], 16_000.0);
-    assert_eq!(row["added_ci_ns"], serde_json::json!([12_000.0, 20_000.0]));
+    let half = 4.303 * 4_000.0 * (2.0_f64 / 3.0).sqrt();
+    let ci = row["added_ci_ns"].as_array().expect("an interval");
+    let ends = [ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap()];
+    assert!((ends[0] - (16_000.0 - half)).abs() < 1.0, "{ends:?}");
+    assert!((ends[1] - (16_000.0 + half)).abs() < 1.0, "{ends:?}");
 }
 
 #[test]

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use peerpipe_cli::report::compare::{self, Mode, Thresholds};
 use peerpipe_cli::report::sync::SyncCost;
-use peerpipe_cli::report::{BaselineRow, Report, Row, Skipped, export, render, sync};
+use peerpipe_cli::report::{BaselineRow, Report, Round, Row, Skipped, export, render, sync};
 use peerpipe_cli::soak;
 use reports::{base, row, sample, with_probes};
 
@@ -232,15 +232,23 @@ fn mixed() -> Report {
     report
 }
 
-/// `sample()` with `auto` rows and client waits, every round probed — the first of three in
-/// a state where moving 4 KiB across CPUs took 3.5 µs, the others in one where it took
-/// 0.9 µs — and half the floors' rounds contended.
+/// `sample()` with `auto` rows and client waits, its three rounds measured twice (six
+/// generations of one round), every round probed — the first of six in a state where moving
+/// 4 KiB across CPUs took 3.5 µs, the others in one where it took 0.9 µs: enough generations
+/// in the main state to bound a repeat — and half the floors' rounds contended.
 fn in_states() -> Report {
     let mut report = sample();
     report.config.waits = vec![];
     report.rows.push(auto_row("echo", "zero-copy", 27_000, 200, 780));
     report.rows.push(auto_row("echo-raw", "codec", 24_000, 300, 660));
     report.baseline.push(base(4000, "auto", 17_000));
+    let floors = report.baseline.iter_mut().map(|b| &mut b.rounds);
+    for rounds in floors.chain(report.rows.iter_mut().map(|r| &mut r.rounds)) {
+        let again: Vec<_> =
+            rounds.iter().map(|r| Round { generation: r.generation + 3, ..*r }).collect();
+        rounds.extend(again);
+    }
+    (report.config.rounds, report.config.generations) = (6, 6);
     for (i, floor) in report.baseline.iter_mut().enumerate() {
         for round in &mut floor.rounds {
             round.preemptions = Some(if i % 2 == 0 { 9 } else { 1 });

@@ -664,7 +664,7 @@ impl RowMember {
             server_cpu_ns,
             mb_per_s: format::mb_per_s(bytes, rtt.p50),
             ratio_to_baseline: ratio.map(|r| r.median),
-            ratio_ci: ratio.map(|r| r.ci),
+            ratio_ci: ratio.map(|r| r.ci).filter(|ci| ci.iter().all(|x| x.is_finite())),
             shared_core_share: shared_core_share(&rounds),
             rounds,
             client_waits: (setup.wait == Wait::Auto).then_some(self.waits),

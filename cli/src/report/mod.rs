@@ -35,6 +35,7 @@ pub mod placement;
 pub mod plan;
 pub mod ratio;
 pub mod render;
+pub mod repeat;
 pub mod reply;
 pub mod states;
 pub mod summary;

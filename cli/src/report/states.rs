@@ -336,9 +336,9 @@ pub(crate) fn stratum<'a>(
         state,
         rounds: row.len() as u64,
         ratio: ratio.map(|r| r.median),
-        ratio_ci: ratio.map(|r| r.ci),
+        ratio_ci: ratio.map(|r| r.ci).filter(|ci| ci.iter().all(|x| x.is_finite())),
         added_ns: added.map(|a| a.median_ns),
-        added_ci_ns: added.map(|a| a.ci_ns),
+        added_ci_ns: added.map(|a| a.ci_ns).filter(|ci| ci.iter().all(|x| x.is_finite())),
         floor_ns: Some(floors[(floors.len() - 1) / 2]),
     })
 }
