@@ -1,8 +1,11 @@
 //! The explicit little-endian codec: native numbers to wire bytes and back.
 //!
-//! Every function here converts element by element with an explicit byte order (byteorder's
-//! `LittleEndian`), so it gives the same bytes on every target. It is the oracle the zero-copy
-//! path ([`crate::zerocopy`]) is tested against.
+//! Every function here gives the same little-endian bytes on every target: a copy where the
+//! target's own bytes are little-endian (checked bit for bit in `tests/codec.rs` against
+//! `to_le_bytes` and against shifts), byteorder's `LittleEndian` element by element where they
+//! are not. A copy of a few KiB whose destination lies just past its source modulo 4 KiB is
+//! made backwards (see `ALIASED_DISTANCE`). The codec is the oracle the zero-copy path
+//! ([`crate::zerocopy`]) is tested against.
 //!
 //! Arrays of at least [`PARALLEL_MIN_ELEMENTS`] elements are converted in parallel chunks on the
 //! rayon pool when the process has at least [`PARALLEL_MIN_CPUS`] CPUs (a peer holds one);
@@ -15,6 +18,8 @@
 //! assert_eq!(codec::decode_f64(&bytes).unwrap(), [1.0, -0.0]);
 //! ```
 
+#[cfg(target_endian = "big")]
+#[cfg(target_endian = "big")]
 use byteorder::{ByteOrder, LittleEndian};
 use rayon::prelude::*;
 
@@ -198,20 +203,90 @@ fn run_chunked<S: Sync, D: Send>(
     }
 }
 
+// On a little-endian target a number's wire bytes are its bytes in memory: each kernel is a
+// copy ([`copy_bytes`]), which `tests/codec.rs` checks bit for bit against byteorder's
+// element-by-element conversion, the kernels of a big-endian target.
+
+#[cfg(target_endian = "little")]
+fn encode_f64_kernel(src: &[f64], dst: &mut [u8]) {
+    copy_bytes(dst, bytemuck::cast_slice(src));
+}
+
+#[cfg(target_endian = "little")]
+fn encode_f32_kernel(src: &[f32], dst: &mut [u8]) {
+    copy_bytes(dst, bytemuck::cast_slice(src));
+}
+
+#[cfg(target_endian = "little")]
+fn decode_f64_kernel(src: &[u8], dst: &mut [f64]) {
+    copy_bytes(bytemuck::cast_slice_mut(dst), src);
+}
+
+#[cfg(target_endian = "little")]
+fn decode_f32_kernel(src: &[u8], dst: &mut [f32]) {
+    copy_bytes(bytemuck::cast_slice_mut(dst), src);
+}
+
+#[cfg(target_endian = "big")]
 fn encode_f64_kernel(src: &[f64], dst: &mut [u8]) {
     LittleEndian::write_f64_into(src, dst);
 }
 
+#[cfg(target_endian = "big")]
 fn encode_f32_kernel(src: &[f32], dst: &mut [u8]) {
     LittleEndian::write_f32_into(src, dst);
 }
 
+#[cfg(target_endian = "big")]
 fn decode_f64_kernel(src: &[u8], dst: &mut [f64]) {
     LittleEndian::read_f64_into(src, dst);
 }
 
+#[cfg(target_endian = "big")]
 fn decode_f32_kernel(src: &[u8], dst: &mut [f32]) {
     LittleEndian::read_f32_into(src, dst);
+}
+
+/// Copies of at least this many bytes are checked for 4 KiB aliasing ([`aliased`]).
+const ALIAS_MIN_BYTES: usize = 2048;
+
+/// A forward copy (glibc's `memcpy`, or any loop that loads ahead of its stores) whose
+/// destination lies less than this many bytes past its source, modulo 4 KiB, can be several
+/// times slower than at any other distance: its loads look as if they may read stores just
+/// made (4 KiB aliasing). Measured on an AMD EPYC for 4000 bytes
+/// (`cargo run --release --example codec_distances`, docs/experiments/codec.md, "Copies 4 KiB
+/// apart"): 41–48 ns at most distances; 8 bytes past, 1.1 µs; 16–24 past, 95–116 ns; and in
+/// one of two placements of the buffers also 40–56 past (342 ns) and 72–80 past (206–211 ns).
+/// Where a buffer lands is the allocator's choice, so without the check one process converts
+/// fast and the next slowly. Backwards, the same copy takes 69–100 ns at every distance.
+const ALIASED_DISTANCE: usize = 128;
+
+/// Whether a forward copy of `len` bytes to `dst` from `src` may meet 4 KiB aliasing.
+fn aliased(dst: *const u8, src: *const u8, len: usize) -> bool {
+    let distance = (dst as usize).wrapping_sub(src as usize) % 4096;
+    len >= ALIAS_MIN_BYTES && (1..ALIASED_DISTANCE).contains(&distance)
+}
+
+/// `dst.copy_from_slice(src)`, copied from the end backwards where a forward copy may meet
+/// 4 KiB aliasing ([`ALIASED_DISTANCE`]): a backward copy's loads never follow a store to the
+/// same address bits.
+fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    if !aliased(dst.as_ptr(), src.as_ptr(), src.len()) {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let mut dst_blocks = dst.rchunks_exact_mut(64);
+    let mut src_blocks = src.rchunks_exact(64);
+    for (d, s) in (&mut dst_blocks).zip(&mut src_blocks) {
+        // Four 16-byte loads, then four stores: no loop a compiler would turn into memcpy.
+        let lanes: [u128; 4] = std::array::from_fn(|i| {
+            u128::from_ne_bytes(s[16 * i..16 * i + 16].try_into().expect("16 bytes"))
+        });
+        for (i, lane) in lanes.iter().enumerate() {
+            d[16 * i..16 * i + 16].copy_from_slice(&lane.to_ne_bytes());
+        }
+    }
+    dst_blocks.into_remainder().copy_from_slice(src_blocks.remainder());
 }
 
 fn narrow_kernel(src: &[f64], dst: &mut [u8]) {
@@ -233,7 +308,7 @@ fn widen_kernel(src: &[u8], dst: &mut [f64]) {
 pub fn encode_into_with(src: Values<'_>, dst: &mut [u8], par: Parallelism) -> Result<()> {
     check_len("encode destination bytes", src.wire_len(), dst.len())?;
     match src {
-        Values::Bytes(v) => dst.copy_from_slice(v),
+        Values::Bytes(v) => copy_bytes(dst, v),
         Values::F32(v) => run_chunked(v, dst, 4, par, encode_f32_kernel),
         Values::F64(v) => run_chunked(v, dst, 8, par, encode_f64_kernel),
         Values::F64AsF32(v) => run_chunked(v, dst, 4, par, narrow_kernel),
@@ -264,7 +339,7 @@ pub fn encode_into(src: Values<'_>, dst: &mut [u8]) -> Result<()> {
 pub fn decode_into_with(src: &[u8], dst: ValuesMut<'_>, par: Parallelism) -> Result<()> {
     check_len("decode source bytes", dst.wire_len(), src.len())?;
     match dst {
-        ValuesMut::Bytes(v) => v.copy_from_slice(src),
+        ValuesMut::Bytes(v) => copy_bytes(v, src),
         ValuesMut::F32(v) => run_chunked_rev(src, v, 4, par, decode_f32_kernel),
         ValuesMut::F64(v) => run_chunked_rev(src, v, 8, par, decode_f64_kernel),
         ValuesMut::F64FromF32(v) => run_chunked_rev(src, v, 4, par, widen_kernel),

@@ -552,3 +552,44 @@ fn empty_aligned_views_are_empty_slices() {
 fn native_is_wire_exactly_on_little_endian_targets() {
     assert_eq!(zerocopy::NATIVE_IS_WIRE, cfg!(target_endian = "little"));
 }
+
+/// `offset` into `buffer` at which a slice starts `distance` bytes past `from`, modulo 4 KiB.
+fn offset_past(buffer: &[u8], from: usize, distance: usize) -> usize {
+    (from + distance).wrapping_sub(buffer.as_ptr() as usize) % 4096
+}
+
+#[test]
+fn conversions_give_the_same_bytes_at_every_distance_between_the_buffers() {
+    // A copy whose destination lies a few bytes past its source modulo 4 KiB is made another
+    // way (backwards, against 4 KiB aliasing): around the sizes and distances where the way
+    // changes, every byte must still be the oracle's.
+    let distances: Vec<usize> = (0..=160).chain(4096 - 64..4096).collect();
+    for n in [255, 256, 257, 301, 2047, 2048, 2049] {
+        let values = random_f64(n, n as u64);
+        let oracle: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let mut bytes = vec![0u8; 8 * n + 8192];
+        let mut back = vec![0.0f64; n];
+        for &d in &distances {
+            let at = offset_past(&bytes, values.as_ptr() as usize, d);
+            let dst = &mut bytes[at..at + 8 * n];
+            codec::encode_into(Values::F64(&values), dst).unwrap();
+            assert!(dst == oracle.as_slice(), "encode of {n} f64, {d} bytes past");
+            let from = offset_past(&bytes, back.as_ptr() as usize, 4096 - d);
+            bytes[from..from + 8 * n].copy_from_slice(&oracle);
+            codec::decode_into(&bytes[from..from + 8 * n], ValuesMut::F64(&mut back)).unwrap();
+            assert_eq!(bits64(&back), bits64(&values), "decode of {n} f64, {d} bytes past");
+            back.fill(0.0);
+        }
+        let narrow: Vec<f32> = values.iter().map(|&x| x as f32).collect();
+        let oracle32: Vec<u8> = narrow.iter().flat_map(|x| x.to_le_bytes()).collect();
+        for &d in &distances {
+            let at = offset_past(&bytes, narrow.as_ptr() as usize, d);
+            let dst = &mut bytes[at..at + 4 * n];
+            codec::encode_into(Values::F32(&narrow), dst).unwrap();
+            assert!(dst == oracle32.as_slice(), "encode of {n} f32, {d} bytes past");
+            let mut raw = vec![0u8; 4 * n];
+            codec::decode_into(&oracle32, ValuesMut::Bytes(&mut raw)).unwrap();
+            assert_eq!(raw, oracle32, "raw bytes of {n} f32");
+        }
+    }
+}
