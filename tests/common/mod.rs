@@ -91,6 +91,8 @@ pub fn build(args: &[&str], output: &str) -> String {
 /// Aborts the whole test binary when the test that created it has not dropped it within the
 /// limit, naming the test, so a stuck pipe fails fast instead of stalling CI (iceoryx2's
 /// `Watchdog`). Create it first thing in a test: `let _watchdog = Watchdog::new(secs(20));`.
+/// The limit counts from after [`peer_exe`] has been built: a `cargo build` that feature
+/// unification turns into a rebuild takes minutes on a busy machine, and is no test's time.
 #[derive(Debug)]
 pub struct Watchdog {
     done: Arc<(Mutex<bool>, Condvar)>,
@@ -101,6 +103,7 @@ impl Watchdog {
     /// Starts watching the current test (named after the current thread, as libtest names
     /// its test threads).
     pub fn new(limit: Duration) -> Watchdog {
+        peer_exe();
         let test = thread::current().name().unwrap_or("<unnamed test>").to_owned();
         let done = Arc::new((Mutex::new(false), Condvar::new()));
         let watched = Arc::clone(&done);
