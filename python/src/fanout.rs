@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::errors::to_py;
-use crate::loans::Loans;
+use crate::loans::{Fresh, Loans};
 use crate::spawn::{command, options, spawn_all_interruptibly};
 
 /// Many servers called together (see `peerpipe.Fanout`).
@@ -95,6 +95,26 @@ fn reply_buffers<'py>(
     Ok(arrays)
 }
 
+/// A gather's own checks and loans (`call_each`'s, nothing sent), run once on a throw-away
+/// `x` and `out` of `n` rows before `Fanout.spawn` returns: the first gather then finds them
+/// warm, as the next do (see `warm::client_call`).
+fn warm_call_each(py: Python<'_>, n: usize) -> PyResult<()> {
+    let mut x = Fresh::<f64, _>::new(py, [2].as_slice())?;
+    x.elements()?.fill(0.0);
+    let mut out = Fresh::<f64, _>::new(py, [n, 2].as_slice())?;
+    out.elements()?.fill(0.0);
+    let (x, out) = (x.into_array(), out.into_array().into_any());
+    let outputs = reply_buffers(&out, n)?;
+    let loans = Loans::new();
+    let what = || "the warm-up array".to_owned();
+    let x = x.as_any().cast::<PyArrayDyn<f64>>()?;
+    let held = loans.read_or_copy(x, &what)?;
+    for a in &outputs {
+        let _ = (held.len(), loans.write(a, &what)?.len());
+    }
+    Ok(())
+}
+
 #[pymethods]
 impl PyFanout {
     /// Spawns one server per command of `cmds` (each as `Peer.spawn` takes it), all at once,
@@ -146,6 +166,7 @@ impl PyFanout {
             return Err(PyValueError::new_err("cmds holds no command: a fan-out needs a server"));
         }
         let timeout = options.timeout;
+        warm_call_each(py, peers.len())?;
         Ok(PyFanout { fanout: Mutex::new(Some(Fanout::new(peers, timeout))), last_gather_ns: None })
     }
 

@@ -127,6 +127,7 @@ impl PyPeer {
         let options = options(transport, wait, timeout, max_frame_bytes, path)?;
         let command = command(py, cmd)?;
         let peer = spawn_interruptibly(py, command, options)?;
+        crate::warm::client_call(py)?;
         Ok(PyPeer::new(peer))
     }
 
@@ -148,6 +149,7 @@ impl PyPeer {
         let exe = peerpipe::peer::find_peer_binary(Some(&peer_exe)).py_err(py)?;
         let command = peerpipe::Peer::server_command(exe, handler, &options);
         let peer = spawn_interruptibly(py, command, options)?;
+        crate::warm::client_call(py)?;
         Ok(PyPeer::new(peer))
     }
 

@@ -121,6 +121,24 @@ impl PyRemoteRhs {
         Ok(())
     }
 
+    /// A call's own checks, loans and reply array, run once on a throw-away `t` and `y` before
+    /// the constructor returns (nothing sent): the first call then finds them warm, as the
+    /// next do (see `warm::client_call`).
+    fn warm_call(&mut self, py: Python<'_>) -> PyResult<()> {
+        let t = PyFloat::new(py, 0.0).into_any();
+        let t = self.time_and_args(&t, &PyTuple::empty(py))?;
+        let mut y = Fresh::<f64, _>::new(py, [2].as_slice())?;
+        y.elements()?.fill(t);
+        let y = y.into_array().into_any();
+        let state = self.state(&y)?;
+        let mut out = Fresh::<f64, _>::new(py, state.array_shape())?;
+        let loans = Loans::new();
+        let n = state.values(&loans, &|| "y".to_owned())?.len();
+        out.elements()?[..n].fill(t);
+        drop(out.into_array());
+        Ok(())
+    }
+
     /// `y` checked: a float64 array, 1-D, or 2-D (n, k) when vectorized; copied once when it
     /// is not C-contiguous.
     fn state<'py>(&self, y: &Bound<'py, PyAny>) -> PyResult<Elements<'py, f64>> {
@@ -238,7 +256,7 @@ impl PyRemoteRhs {
             ));
         }
         let rhs = rhs::RemoteRhs::new(peer).with_exchange(exchange);
-        Ok(PyRemoteRhs {
+        let mut made = PyRemoteRhs {
             rhs: Mutex::new(Some(rhs)),
             closed_because: "",
             autonomous,
@@ -247,7 +265,9 @@ impl PyRemoteRhs {
             args: Vec::new(),
             waits_before: AutoCounts::default(),
             moves_before: 0,
-        })
+        };
+        made.warm_call(py)?;
+        Ok(made)
     }
 
     /// `fun(t, y, *args)`: the derivative at `(t, y)` as a new float64 array of y's shape.
