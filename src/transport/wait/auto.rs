@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::ablation::{Mechanism, off};
 use super::strategy::DEFAULT_SPIN_BUDGET;
 use crate::transport::auto_counts::AutoCounts;
 use crate::transport::backoff::{Backoff, Countdown};
@@ -127,7 +128,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     /// when due, and where the peer ran before a spin on dear sleeps or a probe alone.
     pub(crate) fn before_wait(&mut self, now: Instant) -> (Duration, bool) {
         if let Some(placement) = &mut self.peer {
-            if now >= placement.next_masks {
+            if now >= placement.next_masks && !off(Mechanism::Confine) {
                 self.confined = self.cpus.confined_with_peer();
                 let recheck = if self.confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
                 placement.next_masks = now + recheck;
@@ -145,6 +146,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
         let gave_up_the_core = seen.slept || (seen.yielded && seen.contended);
         let cheaply = if seen.slept { seen.asleep() <= AUTO_CHEAP_SLEEP } else { !seen.dear_yield };
         if gave_up_the_core
+            && !off(Mechanism::Move)
             && let Some(placement) = &mut self.peer
             && placement.after_giving_up_the_core(&mut self.cpus, now, cheaply)
             && !self.is_spinning()
@@ -160,7 +162,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
             Mode::Spinning { unconfirmed, .. } => unconfirmed,
             Mode::Sleeping { .. } => self.probe.left == 0,
         };
-        if !due || self.confined {
+        if !due || self.confined || off(Mechanism::Look) {
             return;
         }
         let here = self.cpus.current();
@@ -180,7 +182,9 @@ impl<C: Cpus + Default> AutoWaiter<C> {
         match self.mode {
             _ if self.confined => Duration::ZERO,
             Mode::Spinning { budget, .. } => budget.get(),
-            Mode::Sleeping { .. } if self.probe.due() => self.probe_budget(),
+            Mode::Sleeping { .. } if !off(Mechanism::Probe) && self.probe.due() => {
+                self.probe_budget()
+            }
             Mode::Sleeping { .. } => Duration::ZERO,
         }
     }
@@ -191,7 +195,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
 
     /// Whether a wait that does not spin yields the CPU first: never while confined.
     fn yields_before_sleeping(&mut self) -> bool {
-        !self.confined && (self.yields || self.yield_probe.due())
+        !self.confined && !off(Mechanism::Yield) && (self.yields || self.yield_probe.due())
     }
 
     /// Learns from one wait.
@@ -207,12 +211,12 @@ impl<C: Cpus + Default> AutoWaiter<C> {
         self.counts.contended += u64::from(seen.contended);
         if seen.budget.is_zero() {
             self.counts.slept_at_once += 1;
-            if seen.yielded {
+            if seen.yielded && !off(Mechanism::DearYield) {
                 self.learn_from_yield(seen);
             }
             if let (false, Mode::Sleeping { dear_sleeps }) = (self.confined, &mut self.mode) {
                 *dear_sleeps = if dear { *dear_sleeps + 1 } else { 0 };
-                if *dear_sleeps >= self.dear_sleeps_to_spin.get() {
+                if *dear_sleeps >= self.dear_sleeps_to_spin.get() && !off(Mechanism::Resume) {
                     self.start_spinning(true);
                 }
             }
@@ -230,21 +234,27 @@ impl<C: Cpus + Default> AutoWaiter<C> {
             self.counts.probes += 1;
             return if right { self.start_spinning(false) } else { self.probe.put_off() };
         };
-        if hit && seen.waited * 4 < budget.get() {
+        let adapt = !off(Mechanism::Adapt);
+        if adapt && hit && seen.waited * 4 < budget.get() {
             budget.halve();
         }
         // A dear sleep short enough to spin through after a harmless spin lengthens the spin (a
         // miss at its longest) unless other work holds the CPUs, asked only where that counts.
         let near = asleep <= 2 * budget.ceiling();
         let mut miss = !right;
-        if right && !hit && (near || budget.get() > DEFAULT_SPIN_BUDGET) && self.cpus.crowded() {
+        if right
+            && !hit
+            && (near || budget.get() > DEFAULT_SPIN_BUDGET)
+            && !off(Mechanism::Crowded)
+            && self.cpus.crowded()
+        {
             budget.reset();
-        } else if right && !hit && near {
+        } else if adapt && right && !hit && near {
             miss = budget.get() >= budget.ceiling();
             budget.double();
         }
         *misses = if miss { *misses + 1 } else { 0 };
-        if *misses >= AUTO_MISSES_TO_BLOCK {
+        if *misses >= AUTO_MISSES_TO_BLOCK && !off(Mechanism::Stop) {
             self.counts.stopped_spinning += 1;
             self.stop_spinning();
         }

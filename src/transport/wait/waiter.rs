@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::ablation::{Mechanism, off};
 use super::auto::{AUTO_CHEAP_SLEEP, AutoWaiter, WaitSeen};
 use super::strategy::Wait;
 use crate::error::Result;
@@ -84,6 +85,7 @@ impl Waiter {
         if keep_spinning {
             if spin.yields
                 && !near_deadline
+                && !off(Mechanism::SpinYield)
                 && spun >= AUTO_SPIN_YIELD_EVERY * (spin.spin_yields + 1)
             {
                 // Now and then in a long spin: a yield that runs another task (the peer on this
@@ -97,7 +99,7 @@ impl Waiter {
             }
             return Ok(());
         }
-        if spin.yields && !spin.seen.yielded {
+        if spin.yields && !spin.seen.yielded && !off(Mechanism::Yield) {
             // The spin ran out, or this wait does not spin: yield the CPU once (a peer on this
             // core then usually answers before the yield returns), then poll again.
             spin.seen.yielded = true;
