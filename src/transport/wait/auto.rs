@@ -27,22 +27,62 @@ pub(crate) const AUTO_YIELD_PROBE: Countdown = Countdown::new(4, 16384);
 pub(crate) const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
 pub(crate) const CONFINED_RECHECK: Duration = Duration::from_millis(10);
 
-/// What one wait saw: its spin budget, how long from its first empty poll to its data,
-/// whether it slept, a yield ran another task first, it yielded, a yield took over a cheap sleep.
+/// What one wait saw: its spin budget, how long from its first empty poll to its data, and how
+/// it ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WaitSeen {
     pub budget: Duration,
     pub waited: Duration,
-    pub slept: bool,
-    pub contended: bool,
-    pub yielded: bool,
-    pub dear_yield: bool,
+    pub outcome: Outcome,
+}
+
+/// How a wait ended. Its yield is the one that ended its spin (a yield in the spin that ran
+/// another task) or the one it made when the spin ran out or instead of spinning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The data came in the spin: no yield ran another task, no sleep.
+    #[default]
+    Spun,
+    /// The data was there after its yield, which did this.
+    Yielded(Yielded),
+    /// It slept, after its yield did this (`None`: it did not yield).
+    Slept(Option<Yielded>),
+}
+
+/// What one yield of the CPU did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Yielded {
+    /// It ran no other task.
+    Idle,
+    /// It ran another task and the core came back within a cheap sleep: the core was wanted,
+    /// usually by the peer on it, handed over and back.
+    Cheap,
+    /// It ran another task for longer than a cheap sleep: the core went to other work.
+    Dear,
 }
 
 impl WaitSeen {
+    fn slept(&self) -> bool {
+        matches!(self.outcome, Outcome::Slept(_))
+    }
+
+    /// What its yield did, if it yielded.
+    fn yielded(&self) -> Option<Yielded> {
+        match self.outcome {
+            Outcome::Spun => None,
+            Outcome::Yielded(yielded) => Some(yielded),
+            Outcome::Slept(yielded) => yielded,
+        }
+    }
+
+    /// Whether its yield ran another task: the core was wanted.
+    fn contended(&self) -> bool {
+        matches!(self.yielded(), Some(Yielded::Cheap | Yielded::Dear))
+    }
+
     /// How long it slept past its spin budget; zero unless it slept.
     fn asleep(&self) -> Duration {
-        if self.slept { self.waited.saturating_sub(self.budget) } else { Duration::ZERO }
+        if self.slept() { self.waited.saturating_sub(self.budget) } else { Duration::ZERO }
     }
 }
 
@@ -143,8 +183,12 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     /// an idle CPU (with a watched peer), where it spins again.
     pub(crate) fn after_wait(&mut self, seen: &WaitSeen, now: Instant) {
         self.record(seen);
-        let gave_up_the_core = seen.slept || (seen.yielded && seen.contended);
-        let cheaply = if seen.slept { seen.asleep() <= AUTO_CHEAP_SLEEP } else { !seen.dear_yield };
+        let gave_up_the_core = seen.slept() || seen.contended();
+        let cheaply = if seen.slept() {
+            seen.asleep() <= AUTO_CHEAP_SLEEP
+        } else {
+            seen.yielded() != Some(Yielded::Dear)
+        };
         if gave_up_the_core
             && !off(Mechanism::Move)
             && let Some(placement) = &mut self.peer
@@ -201,18 +245,19 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     /// Learns from one wait.
     fn record(&mut self, seen: &WaitSeen) {
         let asleep = seen.asleep();
-        if seen.slept {
+        if seen.slept() {
             self.slept_average = match self.slept_average {
                 Duration::ZERO => asleep,
                 average => (average * 7 + asleep) / 8,
             };
         }
         let dear = asleep > AUTO_CHEAP_SLEEP;
-        self.counts.contended += u64::from(seen.contended);
+        let contended = seen.contended();
+        self.counts.contended += u64::from(contended);
         if seen.budget.is_zero() {
             self.counts.slept_at_once += 1;
-            if seen.yielded && !off(Mechanism::DearYield) {
-                self.learn_from_yield(seen);
+            if let Some(yielded) = seen.yielded().filter(|_| !off(Mechanism::DearYield)) {
+                self.learn_from_yield(yielded, seen.slept());
             }
             if let (false, Mode::Sleeping { dear_sleeps }) = (self.confined, &mut self.mode) {
                 *dear_sleeps = if dear { *dear_sleeps + 1 } else { 0 };
@@ -222,9 +267,9 @@ impl<C: Cpus + Default> AutoWaiter<C> {
             }
             return;
         }
-        let hit = !seen.slept && !seen.contended && seen.waited <= seen.budget;
+        let hit = !seen.slept() && !contended && seen.waited <= seen.budget;
         // Spinning was right: it paid, or it harmed no one and sleeping was dear.
-        let right = hit || (dear && !seen.contended);
+        let right = hit || (dear && !contended);
         self.counts.spun += 1;
         self.counts.hits += u64::from(hit);
         if hit {
@@ -262,12 +307,12 @@ impl<C: Cpus + Default> AutoWaiter<C> {
 
     /// Learns from a wait that yielded before it would sleep: a dear yield stops such yields,
     /// a cheap one that brought the data starts them again.
-    fn learn_from_yield(&mut self, seen: &WaitSeen) {
-        if seen.dear_yield {
+    fn learn_from_yield(&mut self, yielded: Yielded, slept: bool) {
+        if yielded == Yielded::Dear {
             self.counts.dear_yields += 1;
             self.yields = false;
             self.yield_probe.put_off();
-        } else if !self.yields && seen.slept {
+        } else if !self.yields && slept {
             self.yield_probe.rearm();
         } else if !self.yields {
             self.yields = true;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::transport::placement::fake::{Fake, Reads};
-use crate::transport::wait::waiter::AUTO_YIELD_RAN_ANOTHER;
+use crate::transport::wait::waiter::yielded_in;
 
 const US: Duration = Duration::from_micros(1);
 /// Most waits between two probes, and between two yield probes.
@@ -35,21 +35,18 @@ enum Partner {
 
 impl Partner {
     fn wait(self, budget: Duration) -> WaitSeen {
-        let seen = |waited, slept, contended| WaitSeen {
-            budget,
-            waited,
-            slept,
-            contended,
-            ..WaitSeen::default()
-        };
+        let seen = |waited, outcome| WaitSeen { budget, waited, outcome };
+        let slept = Outcome::Slept(None);
         match self {
-            Partner::Elsewhere { after } if after <= budget => seen(after, false, false),
-            Partner::Elsewhere { after } => seen(after, true, false),
-            Partner::SameCore { service } if budget.is_zero() => seen(service, true, false),
+            Partner::Elsewhere { after } if after <= budget => seen(after, Outcome::Spun),
+            Partner::Elsewhere { after } => seen(after, slept),
+            Partner::SameCore { service } if budget.is_zero() => seen(service, slept),
             // The yield at the end of the spin runs the peer, whose answer is then there.
-            Partner::SameCore { service } => seen(budget + service, false, true),
-            Partner::Asleep { wake } if wake <= budget => seen(wake, false, false),
-            Partner::Asleep { wake } => seen(budget.max(wake) + wake, true, false),
+            Partner::SameCore { service } => {
+                seen(budget + service, Outcome::Yielded(Yielded::Cheap))
+            }
+            Partner::Asleep { wake } if wake <= budget => seen(wake, Outcome::Spun),
+            Partner::Asleep { wake } => seen(budget.max(wake) + wake, slept),
         }
     }
 }
@@ -79,7 +76,7 @@ fn run_from(
 }
 
 fn slept_at_once(waited: Duration) -> WaitSeen {
-    WaitSeen { budget: Duration::ZERO, waited, slept: true, ..WaitSeen::default() }
+    WaitSeen { budget: Duration::ZERO, waited, outcome: Outcome::Slept(None) }
 }
 
 #[test]
@@ -112,9 +109,7 @@ fn a_yield_that_ran_another_task_is_a_miss_even_when_the_data_then_came() {
     let seen = WaitSeen {
         budget: DEFAULT_SPIN_BUDGET,
         waited: 53 * US,
-        slept: false,
-        contended: true,
-        ..WaitSeen::default()
+        outcome: Outcome::Yielded(Yielded::Cheap),
     };
     auto.record(&seen);
     auto.record(&seen);
@@ -264,13 +259,8 @@ fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_ti
     let mut auto = waiter();
     let crowded = |auto: &mut AutoWaiter<Fake>| {
         let budget = auto.budget();
-        auto.record(&WaitSeen {
-            budget,
-            waited: budget + 30 * US,
-            slept: true,
-            contended: true,
-            ..WaitSeen::default()
-        });
+        let outcome = Outcome::Slept(Some(Yielded::Cheap));
+        auto.record(&WaitSeen { budget, waited: budget + 30 * US, outcome });
     };
     let contended = |auto: &mut AutoWaiter<Fake>| {
         for _ in 0..AUTO_MISSES_TO_BLOCK {
@@ -425,14 +415,13 @@ fn a_side_confined_with_its_peer_to_one_cpu_never_spins() {
 /// `yield_took`, and the data is there after it when `brings`, else the wait sleeps.
 fn not_spinning(auto: &mut AutoWaiter<Fake>, yield_took: Duration, brings: bool) -> bool {
     let yielded = auto.yields_before_sleeping();
-    auto.record(&WaitSeen {
-        budget: Duration::ZERO,
-        waited: if yielded { yield_took } else { 10 * US },
-        slept: !(yielded && brings),
-        contended: yielded && yield_took > AUTO_YIELD_RAN_ANOTHER,
-        yielded,
-        dear_yield: yielded && yield_took > AUTO_CHEAP_SLEEP,
-    });
+    let outcome = match (yielded, brings) {
+        (true, true) => Outcome::Yielded(yielded_in(yield_took)),
+        (true, false) => Outcome::Slept(Some(yielded_in(yield_took))),
+        (false, _) => Outcome::Slept(None),
+    };
+    let waited = if yielded { yield_took } else { 10 * US };
+    auto.record(&WaitSeen { budget: Duration::ZERO, waited, outcome });
     yielded
 }
 
@@ -578,9 +567,10 @@ fn a_due_probe_is_put_off_only_when_the_peer_last_ran_on_this_cpu() {
 
 #[test]
 fn hand_overs_that_move_this_thread_to_an_idle_cpu_bring_the_spinning_back() {
-    // The peer on this core, the other CPU idle: cheap sleeps hand the core over.
+    // The peer on this core, the other CPU idle: the yields that end the two spins, then
+    // cheap sleeps, hand the core over.
     let mut auto = AutoWaiter::new(Fake::shared_core(), Some(Instant::now()));
-    let (_, spun) = run(&mut auto, Partner::SameCore { service: 3 * US }, 2 + 4);
+    let (_, spun) = run(&mut auto, Partner::SameCore { service: 3 * US }, 4);
     assert_eq!((spun, auto.moves(), auto.cpus.moves.clone()), (2, 1, vec![1]));
     assert!(auto.is_spinning(), "spinning again on the CPU it moved to");
     // Learning starts over with a new strategy; the watch and its moves stay.
