@@ -179,9 +179,9 @@ impl<C: Cpus + Default> AutoWaiter<C> {
         (budget, !budget.is_zero() || self.yields_before_sleeping())
     }
 
-    /// Learns from a wait that ended at `now`; one that gave up the core may move this thread to
-    /// an idle CPU (with a watched peer), where it spins again.
-    pub(crate) fn after_wait(&mut self, seen: &WaitSeen, now: Instant) {
+    /// Learns from a wait that ended at `now`; with `move_thread`, one that gave up the core may
+    /// move this thread to an idle CPU (with a watched peer), where it spins again.
+    pub(crate) fn after_wait(&mut self, seen: &WaitSeen, now: Instant, move_thread: bool) {
         self.record(seen);
         let gave_up_the_core = seen.slept() || seen.contended();
         let cheaply = if seen.slept() {
@@ -190,6 +190,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
             seen.yielded() != Some(Yielded::Dear)
         };
         if gave_up_the_core
+            && move_thread
             && !off(Mechanism::Move)
             && let Some(placement) = &mut self.peer
             && placement.after_giving_up_the_core(&mut self.cpus, now, cheaply)

@@ -74,7 +74,7 @@ impl Waiter {
                     Wait::Block => (Duration::ZERO, false),
                     Wait::Spin => (Duration::MAX, false),
                     Wait::Hybrid { spin } => (spin, false),
-                    Wait::Auto => self.auto.before_wait(now),
+                    Wait::Auto { .. } => self.auto.before_wait(now),
                 };
                 *spin.started.insert(now)
             }
@@ -119,7 +119,7 @@ impl Waiter {
     #[inline]
     pub(crate) fn waited(&mut self, spin: &mut Waiting) {
         let Some(started) = spin.started else { return };
-        if self.strategy == Wait::Auto {
+        if let Wait::Auto { move_thread } = self.strategy {
             // A wait that only spun ends at its last clock read but one (a poll before its data
             // at most, a clock read saved); one that yielded or slept, at its end.
             let now = match spin.clock_read {
@@ -132,7 +132,7 @@ impl Waiter {
                 (false, None) => Outcome::Spun,
             };
             let seen = WaitSeen { budget: spin.budget, waited: now - started, outcome };
-            self.auto.after_wait(&seen, now);
+            self.auto.after_wait(&seen, now, move_thread);
         }
         *spin = Waiting::default();
     }

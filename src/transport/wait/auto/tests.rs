@@ -68,7 +68,7 @@ fn run_from(
     for _ in 0..waits {
         let seen = partner.wait(auto.before_wait(*now).0);
         *now += seen.waited;
-        auto.after_wait(&seen, *now);
+        auto.after_wait(&seen, *now, true);
         total += seen.waited;
         spun += u32::from(!seen.budget.is_zero());
     }
@@ -484,7 +484,7 @@ fn reads_over(fake: Fake, partner: Partner, waits: u32) -> (Reads, Duration) {
     for _ in 0..waits {
         let seen = partner.wait(auto.before_wait(now).0);
         now += seen.waited;
-        auto.after_wait(&seen, now);
+        auto.after_wait(&seen, now, true);
         now += GAP;
     }
     (auto.cpus.reads, now - start)
@@ -577,4 +577,17 @@ fn hand_overs_that_move_this_thread_to_an_idle_cpu_bring_the_spinning_back() {
     auto.restart();
     assert_eq!((auto.counts(), auto.moves()), (AutoCounts::default(), 1));
     assert!(auto.peer.is_some());
+}
+
+#[test]
+fn without_move_thread_hand_overs_move_nothing() {
+    let mut auto = AutoWaiter::new(Fake::shared_core(), Some(Instant::now()));
+    let mut now = Instant::now();
+    for _ in 0..100 {
+        let seen = Partner::SameCore { service: 3 * US }.wait(auto.before_wait(now).0);
+        now += seen.waited;
+        auto.after_wait(&seen, now, false);
+    }
+    assert_eq!((auto.moves(), auto.cpus.moves.clone(), auto.cpus.reads.stat), (0, vec![], 0));
+    assert!(!auto.is_spinning());
 }
