@@ -23,6 +23,7 @@ every repetition lies beyond that noise, on the same side.
 
     python3 benches/waits_ablation.py [--reps 2] [--out DIR]   # ~17 min a repetition
     PEER=path/to/peer python3 benches/waits_ablation.py         # a build with the feature
+    python3 benches/waits_ablation.py --only probe+resume,yield+spinyield   # pairs off at once
     python3 benches/waits_ablation.py --analyse DIR            # print the table of a past run
 """
 
@@ -38,14 +39,12 @@ from pathlib import Path
 
 MECHANISMS = [
     "adapt",
-    "crowded",
     "stop",
     "probe",
     "resume",
     "yield",
     "dearyield",
     "spinyield",
-    "look",
     "confine",
     "move",
 ]
@@ -92,7 +91,10 @@ def measure(peer, out, reps, mechanisms):
             for slot, name in enumerate(sequence(order)):
                 stem = f"{rep}-{setting}-{slot:02}-{name}"
                 env = dict(
-                    os.environ, PEERPIPE_WAIT_ABLATE="" if name == "full" else name
+                    os.environ,
+                    PEERPIPE_WAIT_ABLATE=""
+                    if name == "full"
+                    else name.replace("+", ","),
                 )
                 cmd = [
                     "flock",
@@ -234,8 +236,9 @@ def analyse(out):
                 f"{basis[s][0] + ' ' + span(b):>24}" for s, b in zip(STATS, bands)
             )
         )
-        for name in MECHANISMS:
-            if name not in pairs[(*cell, "rel")]:
+        measured = pairs[(*cell, "rel")]
+        for name in [*MECHANISMS, *sorted(set(measured) - set(MECHANISMS))]:
+            if name not in measured:
                 continue
             fields = []
             for stat, band in zip(STATS, bands):
@@ -260,7 +263,6 @@ def analyse(out):
         "slept_at_once",
         "probes",
         "contended",
-        "kept_asleep",
         "dear_yields",
     )
     for cell in cells:
