@@ -344,7 +344,6 @@ class RemoteRhs:
         under wait="auto": wait_spun (waits that spun), wait_hits (of them, answered within
         the spin), wait_slept_at_once, wait_probes, wait_stopped_spinning (switches to
         sleeping), wait_contended (spins after which yielding the CPU ran another task),
-        wait_kept_asleep (spins not started because the server last ran on this side's CPU),
         wait_dear_yields (waits that did not spin whose yield handed the core to another
         task than the server, after which such waits stop yielding first for a while),
         wait_spinning (spinning now) and wait_moves (moves of this side's thread to an idle

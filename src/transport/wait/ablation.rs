@@ -9,8 +9,6 @@
 pub(crate) enum Mechanism {
     /// `adapt`: the spin budget halved after quick hits and doubled through dear sleeps.
     Adapt = 0,
-    /// `crowded`: the budget back to its floor when more tasks are runnable than CPUs.
-    Crowded,
     /// `stop`: two misses in a row stop the spinning.
     Stop,
     /// `probe`: probes while sleeping.
@@ -23,8 +21,6 @@ pub(crate) enum Mechanism {
     DearYield,
     /// `spinyield`: a yield every 20 µs of a spin, which ends it when it runs another task.
     SpinYield,
-    /// `look`: where the peer last ran, before a resumed spin or a probe.
-    Look,
     /// `confine`: the two masks read; confined, no spin and no yield.
     Confine,
     /// `move`: this thread moved to an idle CPU after hand-overs.
@@ -38,19 +34,8 @@ mod switches {
     use super::Mechanism;
 
     /// Every mechanism's name, in the order of [`Mechanism`].
-    pub(crate) const NAMES: [&str; 11] = [
-        "adapt",
-        "crowded",
-        "stop",
-        "probe",
-        "resume",
-        "yield",
-        "dearyield",
-        "spinyield",
-        "look",
-        "confine",
-        "move",
-    ];
+    pub(crate) const NAMES: [&str; 9] =
+        ["adapt", "stop", "probe", "resume", "yield", "dearyield", "spinyield", "confine", "move"];
 
     static OFF: OnceLock<u32> = OnceLock::new();
 

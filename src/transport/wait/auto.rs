@@ -89,9 +89,8 @@ impl WaitSeen {
 /// Whether waits spin, and what each way counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Waits spin `budget`, after `misses` in a row; `unconfirmed`: resumed by dear sleeps, the
-    /// peer not looked at yet.
-    Spinning { budget: Backoff<Duration>, misses: u32, unconfirmed: bool },
+    /// Waits spin `budget`, after `misses` in a row.
+    Spinning { budget: Backoff<Duration>, misses: u32 },
     /// Waits sleep at once, after `dear_sleeps` in a row.
     Sleeping { dear_sleeps: u32 },
 }
@@ -129,7 +128,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     /// Knows nothing yet; reads the system through `cpus`; watches the peer from `watch_from`.
     pub(crate) fn new(cpus: C, watch_from: Option<Instant>) -> AutoWaiter<C> {
         AutoWaiter {
-            mode: Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0, unconfirmed: false },
+            mode: Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0 },
             dear_sleeps_to_spin: AUTO_DEAR_SLEEPS_TO_SPIN,
             probe: AUTO_PROBE,
             yields: true,
@@ -165,15 +164,15 @@ impl<C: Cpus + Default> AutoWaiter<C> {
 
     /// How a wait whose first poll found nothing at `now` goes on: its spin budget (zero: none),
     /// whether it yields (in its spin, and once before it sleeps); a watched peer's masks read
-    /// when due, and where the peer ran before a spin on dear sleeps or a probe alone.
+    /// when due.
     pub(crate) fn before_wait(&mut self, now: Instant) -> (Duration, bool) {
-        if let Some(placement) = &mut self.peer {
-            if now >= placement.next_masks && !off(Mechanism::Confine) {
-                self.confined = self.cpus.confined_with_peer();
-                let recheck = if self.confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
-                placement.next_masks = now + recheck;
-            }
-            self.look_at_peer();
+        if let Some(placement) = &mut self.peer
+            && now >= placement.next_masks
+            && !off(Mechanism::Confine)
+        {
+            self.confined = self.cpus.confined_with_peer();
+            let recheck = if self.confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
+            placement.next_masks = now + recheck;
         }
         let budget = self.budget();
         (budget, !budget.is_zero() || self.yields_before_sleeping())
@@ -196,29 +195,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
             && placement.after_giving_up_the_core(&mut self.cpus, now, cheaply)
             && !self.is_spinning()
         {
-            self.start_spinning(false);
-        }
-    }
-
-    /// Before a spin on dear sleeps or a probe alone: a peer that last ran on this CPU stops the
-    /// spinning again or puts the probe off (a spin would only keep it from running).
-    fn look_at_peer(&mut self) {
-        let due = match self.mode {
-            Mode::Spinning { unconfirmed, .. } => unconfirmed,
-            Mode::Sleeping { .. } => self.probe.left == 0,
-        };
-        if !due || self.confined || off(Mechanism::Look) {
-            return;
-        }
-        let here = self.cpus.current();
-        let beside =
-            here.is_some_and(|here| self.cpus.peer().is_some_and(|(peer, _)| peer == here));
-        self.counts.kept_asleep += u64::from(beside);
-        match &mut self.mode {
-            Mode::Spinning { unconfirmed, .. } if !beside => *unconfirmed = false,
-            Mode::Spinning { .. } => self.stop_spinning(),
-            Mode::Sleeping { .. } if beside => self.probe.put_off(),
-            Mode::Sleeping { .. } => {}
+            self.start_spinning();
         }
     }
 
@@ -263,7 +240,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
             if let (false, Mode::Sleeping { dear_sleeps }) = (self.confined, &mut self.mode) {
                 *dear_sleeps = if dear { *dear_sleeps + 1 } else { 0 };
                 if *dear_sleeps >= self.dear_sleeps_to_spin.get() && !off(Mechanism::Resume) {
-                    self.start_spinning(true);
+                    self.start_spinning();
                 }
             }
             return;
@@ -278,24 +255,17 @@ impl<C: Cpus + Default> AutoWaiter<C> {
         }
         let Mode::Spinning { budget, misses, .. } = &mut self.mode else {
             self.counts.probes += 1;
-            return if right { self.start_spinning(false) } else { self.probe.put_off() };
+            return if right { self.start_spinning() } else { self.probe.put_off() };
         };
         let adapt = !off(Mechanism::Adapt);
         if adapt && hit && seen.waited * 4 < budget.get() {
             budget.halve();
         }
         // A dear sleep short enough to spin through after a harmless spin lengthens the spin (a
-        // miss at its longest) unless other work holds the CPUs, asked only where that counts.
+        // miss at its longest).
         let near = asleep <= 2 * budget.ceiling();
         let mut miss = !right;
-        if right
-            && !hit
-            && (near || budget.get() > DEFAULT_SPIN_BUDGET)
-            && !off(Mechanism::Crowded)
-            && self.cpus.crowded()
-        {
-            budget.reset();
-        } else if adapt && right && !hit && near {
+        if adapt && right && !hit && near {
             miss = budget.get() >= budget.ceiling();
             budget.double();
         }
@@ -322,8 +292,8 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     }
 
     /// Spins from the next wait on; probes half as far apart, twice the dear sleeps to resume.
-    fn start_spinning(&mut self, unconfirmed: bool) {
-        self.mode = Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0, unconfirmed };
+    fn start_spinning(&mut self) {
+        self.mode = Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0 };
         self.probe.every.halve();
         self.dear_sleeps_to_spin.double();
     }
