@@ -38,7 +38,6 @@ import tempfile
 from pathlib import Path
 
 MECHANISMS = [
-    "adapt",
     "stop",
     "probe",
     "resume",

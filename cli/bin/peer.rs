@@ -179,7 +179,7 @@ struct ReportArgs {
     max_frame_bytes: u64,
 
     /// Wait strategies, a comma-separated list: auto (spin while the peer answers within the
-    /// spin — 50 µs, up to 500 µs when the peer's wake-ups cost that much — yield the CPU once
+    /// spin (50 µs) — yield the CPU once
     /// and sleep once spinning stops paying — the peer shares this core, or other work holds
     /// the cores — and probe now and then to spin again), auto:move (auto, and a side that keeps
     /// handing its core to the other moves its thread to an idle CPU), block (sleep in the

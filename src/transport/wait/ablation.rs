@@ -7,10 +7,8 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(not(feature = "wait-ablation"), allow(dead_code))]
 pub(crate) enum Mechanism {
-    /// `adapt`: the spin budget halved after quick hits and doubled through dear sleeps.
-    Adapt = 0,
     /// `stop`: two misses in a row stop the spinning.
-    Stop,
+    Stop = 0,
     /// `probe`: probes while sleeping.
     Probe,
     /// `resume`: dear sleeps in a row resume the spinning.
@@ -34,8 +32,8 @@ mod switches {
     use super::Mechanism;
 
     /// Every mechanism's name, in the order of [`Mechanism`].
-    pub(crate) const NAMES: [&str; 9] =
-        ["adapt", "stop", "probe", "resume", "yield", "dearyield", "spinyield", "confine", "move"];
+    pub(crate) const NAMES: [&str; 8] =
+        ["stop", "probe", "resume", "yield", "dearyield", "spinyield", "confine", "move"];
 
     static OFF: OnceLock<u32> = OnceLock::new();
 
@@ -77,7 +75,7 @@ mod tests {
     #[test]
     fn names_turn_their_mechanisms_off_and_unknown_ones_nothing() {
         assert_eq!(parse(""), 0);
-        assert_eq!(parse("adapt, move"), 1 | 1 << (NAMES.len() - 1));
+        assert_eq!(parse("stop, move"), 1 | 1 << (NAMES.len() - 1));
         assert_eq!(parse("sleepy"), 0);
     }
 }

@@ -8,9 +8,6 @@ use crate::transport::auto_counts::AutoCounts;
 use crate::transport::backoff::{Backoff, Countdown};
 use crate::transport::placement::{Cpus, Os, PlacementWatch};
 
-/// The spin budget of waits that start or resume spinning, doubled up to the longest spin.
-pub(crate) const AUTO_SPIN_BUDGET: Backoff<Duration> =
-    Backoff::new(DEFAULT_SPIN_BUDGET, Duration::from_micros(500));
 /// Misses in a row after which waits stop spinning.
 pub(crate) const AUTO_MISSES_TO_BLOCK: u32 = 2;
 /// Longest sleep or yield that is cheap: the core handed to the peer and back.
@@ -89,8 +86,8 @@ impl WaitSeen {
 /// Whether waits spin, and what each way counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Waits spin `budget`, after `misses` in a row.
-    Spinning { budget: Backoff<Duration>, misses: u32 },
+    /// Waits spin [`DEFAULT_SPIN_BUDGET`], after `misses` in a row.
+    Spinning { misses: u32 },
     /// Waits sleep at once, after `dear_sleeps` in a row.
     Sleeping { dear_sleeps: u32 },
 }
@@ -128,7 +125,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     /// Knows nothing yet; reads the system through `cpus`; watches the peer from `watch_from`.
     pub(crate) fn new(cpus: C, watch_from: Option<Instant>) -> AutoWaiter<C> {
         AutoWaiter {
-            mode: Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0 },
+            mode: Mode::Spinning { misses: 0 },
             dear_sleeps_to_spin: AUTO_DEAR_SLEEPS_TO_SPIN,
             probe: AUTO_PROBE,
             yields: true,
@@ -203,7 +200,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     fn budget(&mut self) -> Duration {
         match self.mode {
             _ if self.confined => Duration::ZERO,
-            Mode::Spinning { budget, .. } => budget.get(),
+            Mode::Spinning { .. } => DEFAULT_SPIN_BUDGET,
             Mode::Sleeping { .. } if !off(Mechanism::Probe) && self.probe.due() => {
                 self.probe_budget()
             }
@@ -253,23 +250,11 @@ impl<C: Cpus + Default> AutoWaiter<C> {
         if hit {
             self.dear_sleeps_to_spin.reset();
         }
-        let Mode::Spinning { budget, misses, .. } = &mut self.mode else {
+        let Mode::Spinning { misses } = &mut self.mode else {
             self.counts.probes += 1;
             return if right { self.start_spinning() } else { self.probe.put_off() };
         };
-        let adapt = !off(Mechanism::Adapt);
-        if adapt && hit && seen.waited * 4 < budget.get() {
-            budget.halve();
-        }
-        // A dear sleep short enough to spin through after a harmless spin lengthens the spin (a
-        // miss at its longest).
-        let near = asleep <= 2 * budget.ceiling();
-        let mut miss = !right;
-        if adapt && right && !hit && near {
-            miss = budget.get() >= budget.ceiling();
-            budget.double();
-        }
-        *misses = if miss { *misses + 1 } else { 0 };
+        *misses = if right { 0 } else { *misses + 1 };
         if *misses >= AUTO_MISSES_TO_BLOCK && !off(Mechanism::Stop) {
             self.counts.stopped_spinning += 1;
             self.stop_spinning();
@@ -293,7 +278,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
 
     /// Spins from the next wait on; probes half as far apart, twice the dear sleeps to resume.
     fn start_spinning(&mut self) {
-        self.mode = Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0 };
+        self.mode = Mode::Spinning { misses: 0 };
         self.probe.every.halve();
         self.dear_sleeps_to_spin.double();
     }

@@ -150,44 +150,6 @@ fn a_peer_asleep_on_another_cpu_keeps_this_side_spinning() {
 }
 
 #[test]
-fn a_side_whose_spin_is_shorter_than_the_peers_wake_up_spins_longer_until_it_catches_it() {
-    // Both sides spin 50 µs and each wakes the other, asleep on another CPU, for 300 µs:
-    // doubling the spin after each dear sleep catches the peer within three waits.
-    let mut auto = waiter();
-    let partner = Partner::Asleep { wake: 300 * US };
-    let (_, spun) = run(&mut auto, partner, 1_000);
-    assert!(auto.is_spinning());
-    assert_eq!(spun, 1_000);
-    assert!(auto.budget() >= 300 * US, "{:?}", auto.budget());
-    assert!(auto.counts().hits >= 996, "{:?}", auto.counts());
-}
-
-#[test]
-fn quick_answers_bring_a_long_spin_back_to_the_default() {
-    let mut auto = waiter();
-    run(&mut auto, Partner::Asleep { wake: 300 * US }, 10);
-    assert!(auto.budget() > DEFAULT_SPIN_BUDGET);
-    run(&mut auto, Partner::Elsewhere { after: 2 * US }, 4);
-    assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
-}
-
-#[test]
-fn a_peer_slower_than_the_longest_spin_does_not_lengthen_it() {
-    // A handler that takes 2 ms: no spin can catch it, and spinning 500 µs a call would
-    // burn a quarter of a core for nothing: the spin stays at its default.
-    let mut auto = waiter();
-    let partner = Partner::Asleep { wake: 2_000 * US };
-    let mut spinning_time = Duration::ZERO;
-    for _ in 0..1_000 {
-        let budget = auto.budget();
-        spinning_time += budget;
-        auto.record(&partner.wait(budget));
-    }
-    assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
-    assert!(spinning_time <= 1_000 * DEFAULT_SPIN_BUDGET, "spun {spinning_time:?}");
-}
-
-#[test]
 fn two_dear_sleeps_in_a_row_bring_the_spinning_back() {
     let mut auto = waiter();
     run(&mut auto, Partner::SameCore { service: 3 * US }, 100);
