@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::units::{format_duration, parse_duration};
 
-/// Spin budget of [`Wait::Hybrid`] when none is given, and of [`Wait::Auto`]'s spins at first:
+/// Spin budget of [`Wait::Hybrid`] when none is given, and of [`Wait::Auto`]'s spins:
 /// 50 µs, about what waking a sleeper on another CPU costs (docs/WAITING.md says why).
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
