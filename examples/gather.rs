@@ -52,7 +52,7 @@ fn parse_args() -> std::result::Result<Args, String> {
         sleep: Duration::from_millis(1),
         rounds: 10,
         gathers: 50,
-        wait: Wait::Auto,
+        wait: Wait::auto(),
         server_wait: None,
         launcher: String::new(),
     };

@@ -58,8 +58,13 @@ struct Args {
 }
 
 fn parse_args() -> std::result::Result<Args, String> {
-    let mut args =
-        Args { cells: 100, steps: 10_000, blocks: 10, placement: "free".into(), wait: Wait::Auto };
+    let mut args = Args {
+        cells: 100,
+        steps: 10_000,
+        blocks: 10,
+        placement: "free".into(),
+        wait: Wait::auto(),
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));

@@ -80,7 +80,7 @@ struct Args {
 
 fn parse_args() -> std::result::Result<Args, String> {
     let mut args =
-        Args { rounds: 40, calls: 2000, burst: 1, placement: "free".into(), wait: Wait::Auto };
+        Args { rounds: 40, calls: 2000, burst: 1, placement: "free".into(), wait: Wait::auto() };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));

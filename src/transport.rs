@@ -208,14 +208,16 @@ impl Transport {
     /// - while the two may run on one CPU only, the same one, no wait spins;
     /// - spinning does not resume on the strength of dear sleeps or a probe while the peer
     ///   last ran on this side's CPU;
-    /// - once this side's sleeps show the two handing one core to each other, it moves its
-    ///   thread to an idle CPU and spins there (docs/WAITING.md says when and how).
+    /// - under `Wait::Auto { move_thread: true }` (`auto:move`), once this side's sleeps show
+    ///   the two handing one core to each other, it moves its thread to an idle CPU and spins
+    ///   there (docs/WAITING.md says when and how).
     ///
     /// `Peer` asks it for the client's side, and a server started on stdio for its parent.
     /// Under [`Wait::Auto`] the peer's `/proc/PID/stat` is kept open from now until the
     /// transport is dropped: one descriptor, for reads that cost half as much inside a wait.
     pub fn watch_peer(&mut self, peer_pid: u32) {
-        self.waits.auto.watch_peer(peer_pid, self.waits.strategy == Wait::Auto);
+        let auto = matches!(self.waits.strategy, Wait::Auto { .. });
+        self.waits.auto.watch_peer(peer_pid, auto);
     }
 
     /// Moves to an idle CPU made under [`Transport::watch_peer`] so far.

@@ -208,10 +208,11 @@ struct ReportArgs {
     max_frame_bytes: u64,
 
     /// Wait strategies, a comma-separated list: auto (spin while the peer answers within the
-    /// spin — 50 µs, up to 500 µs when the peer's wake-ups cost that much — yield the CPU once
+    /// spin (50 µs) — yield the CPU once
     /// and sleep once spinning stops paying — the peer shares this core, or other work holds
-    /// the cores — and probe now and then to spin again; a side that keeps handing its core to
-    /// the other moves to an idle CPU), block (sleep in the kernel: least CPU), spin (never
+    /// the cores — and probe now and then to spin again), auto:move (auto, and a side that keeps
+    /// handing its core to the other moves its thread to an idle CPU), block (sleep in the
+    /// kernel: least CPU), spin (never
     /// sleep: burns a core per side), hybrid or hybrid:DUR (spin DUR, 50 µs by default, then
     /// block) [default: block, spin and auto up to 65536 elements, auto above].
     #[arg(long, value_delimiter = ',', value_parser = parse_wait)]

@@ -98,7 +98,6 @@ def main():
             f"spin), {stats['wait_slept_at_once']} slept at once, {stats['wait_probes']} probes, "
             f"{stats['wait_stopped_spinning']} switches to sleeping, "
             f"{stats['wait_contended']} spins that found the core wanted, "
-            f"{stats['wait_kept_asleep']} kept asleep beside the server, "
             f"{stats['wait_dear_yields']} yields that ran another task, "
             f"{stats['wait_moves']} moves to an idle CPU"
         )

@@ -143,10 +143,10 @@ class Peer:
         its address and a token on its stdout, and this side connects: PROTOCOL.md section 14;
         ``peerpipe.serve(..., transport="tcp")`` and ``peer --role server --transport tcp``
         do). ``wait``: "auto" (the default: spin while the
-        server answers within the spin -- 50 us, up to 500 us when its wake-ups cost that much
-        -- block while spinning does not pay -- both processes on one core, or other work
-        holding the cores -- try spinning again now and then, and move this side's thread to
-        an idle CPU when it keeps handing its core to the server), "block" (least CPU), "spin" (burns a core) or "hybrid[:50us]" (spin, then
+        server answers within the spin (50 us) -- block while spinning does not pay -- both processes on one core, or other work
+        holding the cores -- and try spinning again now and then), "auto:move" (auto, and
+        move this side's thread to an idle CPU when it keeps handing its core to the server),
+        "block" (least CPU), "spin" (burns a core) or "hybrid[:50us]" (spin, then
         block). ``timeout``: seconds for the handshake and for each reply (None: no
         limit). ``max_frame_bytes``: largest reply accepted (default 64 MiB). The GIL is
         released during the handshake, and Ctrl-C interrupts it within about 100 ms (the server
@@ -344,7 +344,6 @@ class RemoteRhs:
         under wait="auto": wait_spun (waits that spun), wait_hits (of them, answered within
         the spin), wait_slept_at_once, wait_probes, wait_stopped_spinning (switches to
         sleeping), wait_contended (spins after which yielding the CPU ran another task),
-        wait_kept_asleep (spins not started because the server last ran on this side's CPU),
         wait_dear_yields (waits that did not spin whose yield handed the core to another
         task than the server, after which such waits stop yielding first for a while),
         wait_spinning (spinning now) and wait_moves (moves of this side's thread to an idle

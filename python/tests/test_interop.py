@@ -99,7 +99,6 @@ def test_remote_rhs_from_python_with_stats():
             "wait_spun",
             "wait_hits",
             "wait_slept_at_once",
-            "wait_kept_asleep",
             "wait_dear_yields",
             "wait_moves",
         )

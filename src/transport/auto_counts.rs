@@ -47,8 +47,6 @@ auto_counts! {
     stopped_spinning,
     /// Waits whose spin ran out and whose yield ran another task first.
     contended,
-    /// Spins not started (resumed by dear sleeps, or probes): the peer last ran on this CPU.
-    kept_asleep,
     /// Waits that did not spin whose yield handed the core to another task: yielding stopped.
     dear_yields,
 }

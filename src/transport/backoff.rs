@@ -20,6 +20,7 @@ impl<T: Copy + Ord + Mul<u32, Output = T> + Div<u32, Output = T>> Backoff<T> {
     }
 
     /// The most it doubles up to.
+    #[cfg(test)]
     pub(crate) const fn ceiling(&self) -> T {
         self.ceiling
     }

@@ -6,6 +6,7 @@
 //! wait hands them (`auto::WaitSeen`, defined beside the rules so that they import nothing
 //! of the waiter).
 
+mod ablation;
 mod auto;
 mod strategy;
 mod waiter;

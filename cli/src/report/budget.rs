@@ -46,7 +46,7 @@ impl Overhead {
     /// let p = |p50, p99| Percentiles { p50, p99, ..Percentiles::default() };
     /// let row = Row { id: RowId { dtype: Workload::F64, elements: 500, bytes: 4000,
     ///     transport: TransportKind::Pipe, path: DataPath::ZeroCopy, handler: Handler::Echo,
-    ///     wait: Wait::Auto, pin: Placement::Free }, iterations: 100, rtt_ns: p(12_000, 30_000),
+    ///     wait: Wait::auto(), pin: Placement::Free }, iterations: 100, rtt_ns: p(12_000, 30_000),
     ///     transfer_ns: p(9_000, 20_000), encode_ns: p(0, 0), decode_ns: p(0, 0),
     ///     server_ns: p(2_000, 3_000), client_cpu_ns: f64::NAN, server_cpu_ns: f64::NAN,
     ///     mb_per_s: 0.0, ratio_to_baseline: None, ratio_ci: None, rounds: vec![],

@@ -667,7 +667,7 @@ impl RowMember {
             ratio_ci: ratio.map(|r| r.ci).filter(|ci| ci.iter().all(|x| x.is_finite())),
             shared_core_share: shared_core_share(&rounds),
             rounds,
-            client_waits: (setup.wait == Wait::Auto).then_some(self.waits),
+            client_waits: matches!(setup.wait, Wait::Auto { .. }).then_some(self.waits),
         }
     }
 }

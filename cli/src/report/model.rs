@@ -592,11 +592,11 @@ mod tests {
         assert_eq!(
             json,
             "{\"spun\":1,\"hits\":2,\"slept_at_once\":3,\"probes\":4,\"stopped_spinning\":5,\
-             \"contended\":6,\"kept_asleep\":7,\"dear_yields\":8,\"moves\":9}"
+             \"contended\":6,\"dear_yields\":7,\"moves\":9}"
         );
         assert_eq!(serde_json::from_str::<ClientWaits>(&json).unwrap(), waits);
         let older = "{\"spun\":1,\"hits\":2,\"slept_at_once\":3,\"probes\":4,\"stopped_spinning\":5,\
-                     \"contended\":6,\"kept_asleep\":7,\"moves\":9}";
+                     \"contended\":6,\"moves\":9}";
         let err = serde_json::from_str::<ClientWaits>(older).unwrap_err().to_string();
         assert!(err.contains("missing field `dear_yields`"), "{err}");
         let other = json.replace("\"moves\"", "\"jumps\"");

@@ -334,7 +334,7 @@ impl Plan {
         self.all_waits()
             .into_iter()
             .filter(|&wait| match (&self.default_wait_pins, wait) {
-                (Some(pins), Wait::Auto) => at(pins),
+                (Some(pins), Wait::Auto { .. }) => at(pins),
                 _ => at(&self.pins),
             })
             .collect()

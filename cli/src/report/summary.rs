@@ -32,7 +32,7 @@ use super::ratio::RatioVerdict;
 pub const RAW_HANDLER: Handler = Handler::EchoRaw;
 
 /// The default wait, the one the answer prefers.
-pub const DEFAULT_WAIT: Wait = Wait::Auto;
+pub const DEFAULT_WAIT: Wait = Wait::auto();
 
 /// The placement a program gets when it pins nothing, the one the answer prefers.
 pub const UNPINNED: Placement = Placement::Free;

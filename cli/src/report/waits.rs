@@ -143,7 +143,7 @@ mod tests {
     fn a_wait_is_compared_round_by_round_with_each_other_wait_of_its_row_in_its_main_state() {
         let block = row(Wait::Block, Placement::Free, &rounds(1_000));
         let spin = row(Wait::Spin, Placement::Free, &rounds(500));
-        let auto = row(Wait::Auto, Placement::Free, &rounds(1_100));
+        let auto = row(Wait::auto(), Placement::Free, &rounds(1_100));
         // The same wait elsewhere, and another placement, are not its comparisons.
         let split = row(Wait::Block, Placement::Split, &rounds(10));
         let report = report(vec![block, spin, split, auto.clone()], true);
@@ -166,7 +166,7 @@ mod tests {
     #[test]
     fn waits_measured_in_groups_of_their_own_are_not_compared() {
         let block = row(Wait::Block, Placement::Free, &rounds(1_000));
-        let auto = row(Wait::Auto, Placement::Free, &rounds(1_100));
+        let auto = row(Wait::auto(), Placement::Free, &rounds(1_100));
         let report = report(vec![block, auto.clone()], false);
         assert!(compare(&report, &auto).is_empty());
     }

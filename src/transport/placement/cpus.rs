@@ -17,9 +17,4 @@ pub trait Cpus {
     fn move_to(&mut self, cpu: usize) -> bool;
     /// Whether this thread and the peer may each run on one CPU only, the same one.
     fn confined_with_peer(&mut self) -> bool;
-
-    /// Whether more tasks are runnable than this thread has CPUs; `false` when either is unknown.
-    fn crowded(&mut self) -> bool {
-        self.runnable().is_some_and(|n| self.allowed().is_some_and(|cpus| n > cpus.count()))
-    }
 }

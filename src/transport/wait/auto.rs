@@ -2,14 +2,12 @@
 
 use std::time::{Duration, Instant};
 
+use super::ablation::{Mechanism, off};
 use super::strategy::DEFAULT_SPIN_BUDGET;
 use crate::transport::auto_counts::AutoCounts;
 use crate::transport::backoff::{Backoff, Countdown};
 use crate::transport::placement::{Cpus, Os, PlacementWatch};
 
-/// The spin budget of waits that start or resume spinning, doubled up to the longest spin.
-pub(crate) const AUTO_SPIN_BUDGET: Backoff<Duration> =
-    Backoff::new(DEFAULT_SPIN_BUDGET, Duration::from_micros(500));
 /// Misses in a row after which waits stop spinning.
 pub(crate) const AUTO_MISSES_TO_BLOCK: u32 = 2;
 /// Longest sleep or yield that is cheap: the core handed to the peer and back.
@@ -26,31 +24,70 @@ pub(crate) const AUTO_YIELD_PROBE: Countdown = Countdown::new(4, 16384);
 pub(crate) const CONFINEMENT_RECHECK: Duration = Duration::from_secs(1);
 pub(crate) const CONFINED_RECHECK: Duration = Duration::from_millis(10);
 
-/// What one wait saw: its spin budget, how long from its first empty poll to its data,
-/// whether it slept, a yield ran another task first, it yielded, a yield took over a cheap sleep.
+/// What one wait saw: its spin budget, how long from its first empty poll to its data, and how
+/// it ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WaitSeen {
     pub budget: Duration,
     pub waited: Duration,
-    pub slept: bool,
-    pub contended: bool,
-    pub yielded: bool,
-    pub dear_yield: bool,
+    pub outcome: Outcome,
+}
+
+/// How a wait ended. Its yield is the one that ended its spin (a yield in the spin that ran
+/// another task) or the one it made when the spin ran out or instead of spinning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The data came in the spin: no yield ran another task, no sleep.
+    #[default]
+    Spun,
+    /// The data was there after its yield, which did this.
+    Yielded(Yielded),
+    /// It slept, after its yield did this (`None`: it did not yield).
+    Slept(Option<Yielded>),
+}
+
+/// What one yield of the CPU did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Yielded {
+    /// It ran no other task.
+    Idle,
+    /// It ran another task and the core came back within a cheap sleep: the core was wanted,
+    /// usually by the peer on it, handed over and back.
+    Cheap,
+    /// It ran another task for longer than a cheap sleep: the core went to other work.
+    Dear,
 }
 
 impl WaitSeen {
+    fn slept(&self) -> bool {
+        matches!(self.outcome, Outcome::Slept(_))
+    }
+
+    /// What its yield did, if it yielded.
+    fn yielded(&self) -> Option<Yielded> {
+        match self.outcome {
+            Outcome::Spun => None,
+            Outcome::Yielded(yielded) => Some(yielded),
+            Outcome::Slept(yielded) => yielded,
+        }
+    }
+
+    /// Whether its yield ran another task: the core was wanted.
+    fn contended(&self) -> bool {
+        matches!(self.yielded(), Some(Yielded::Cheap | Yielded::Dear))
+    }
+
     /// How long it slept past its spin budget; zero unless it slept.
     fn asleep(&self) -> Duration {
-        if self.slept { self.waited.saturating_sub(self.budget) } else { Duration::ZERO }
+        if self.slept() { self.waited.saturating_sub(self.budget) } else { Duration::ZERO }
     }
 }
 
 /// Whether waits spin, and what each way counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Waits spin `budget`, after `misses` in a row; `unconfirmed`: resumed by dear sleeps, the
-    /// peer not looked at yet.
-    Spinning { budget: Backoff<Duration>, misses: u32, unconfirmed: bool },
+    /// Waits spin [`DEFAULT_SPIN_BUDGET`], after `misses` in a row.
+    Spinning { misses: u32 },
     /// Waits sleep at once, after `dear_sleeps` in a row.
     Sleeping { dear_sleeps: u32 },
 }
@@ -88,7 +125,7 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     /// Knows nothing yet; reads the system through `cpus`; watches the peer from `watch_from`.
     pub(crate) fn new(cpus: C, watch_from: Option<Instant>) -> AutoWaiter<C> {
         AutoWaiter {
-            mode: Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0, unconfirmed: false },
+            mode: Mode::Spinning { misses: 0 },
             dear_sleeps_to_spin: AUTO_DEAR_SLEEPS_TO_SPIN,
             probe: AUTO_PROBE,
             yields: true,
@@ -124,54 +161,38 @@ impl<C: Cpus + Default> AutoWaiter<C> {
 
     /// How a wait whose first poll found nothing at `now` goes on: its spin budget (zero: none),
     /// whether it yields (in its spin, and once before it sleeps); a watched peer's masks read
-    /// when due, and where the peer ran before a spin on dear sleeps or a probe alone.
+    /// when due.
     pub(crate) fn before_wait(&mut self, now: Instant) -> (Duration, bool) {
-        if let Some(placement) = &mut self.peer {
-            if now >= placement.next_masks {
-                self.confined = self.cpus.confined_with_peer();
-                let recheck = if self.confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
-                placement.next_masks = now + recheck;
-            }
-            self.look_at_peer();
+        if let Some(placement) = &mut self.peer
+            && now >= placement.next_masks
+            && !off(Mechanism::Confine)
+        {
+            self.confined = self.cpus.confined_with_peer();
+            let recheck = if self.confined { CONFINED_RECHECK } else { CONFINEMENT_RECHECK };
+            placement.next_masks = now + recheck;
         }
         let budget = self.budget();
         (budget, !budget.is_zero() || self.yields_before_sleeping())
     }
 
-    /// Learns from a wait that ended at `now`; one that gave up the core may move this thread to
-    /// an idle CPU (with a watched peer), where it spins again.
-    pub(crate) fn after_wait(&mut self, seen: &WaitSeen, now: Instant) {
+    /// Learns from a wait that ended at `now`; with `move_thread`, one that gave up the core may
+    /// move this thread to an idle CPU (with a watched peer), where it spins again.
+    pub(crate) fn after_wait(&mut self, seen: &WaitSeen, now: Instant, move_thread: bool) {
         self.record(seen);
-        let gave_up_the_core = seen.slept || (seen.yielded && seen.contended);
-        let cheaply = if seen.slept { seen.asleep() <= AUTO_CHEAP_SLEEP } else { !seen.dear_yield };
+        let gave_up_the_core = seen.slept() || seen.contended();
+        let cheaply = if seen.slept() {
+            seen.asleep() <= AUTO_CHEAP_SLEEP
+        } else {
+            seen.yielded() != Some(Yielded::Dear)
+        };
         if gave_up_the_core
+            && move_thread
+            && !off(Mechanism::Move)
             && let Some(placement) = &mut self.peer
             && placement.after_giving_up_the_core(&mut self.cpus, now, cheaply)
             && !self.is_spinning()
         {
-            self.start_spinning(false);
-        }
-    }
-
-    /// Before a spin on dear sleeps or a probe alone: a peer that last ran on this CPU stops the
-    /// spinning again or puts the probe off (a spin would only keep it from running).
-    fn look_at_peer(&mut self) {
-        let due = match self.mode {
-            Mode::Spinning { unconfirmed, .. } => unconfirmed,
-            Mode::Sleeping { .. } => self.probe.left == 0,
-        };
-        if !due || self.confined {
-            return;
-        }
-        let here = self.cpus.current();
-        let beside =
-            here.is_some_and(|here| self.cpus.peer().is_some_and(|(peer, _)| peer == here));
-        self.counts.kept_asleep += u64::from(beside);
-        match &mut self.mode {
-            Mode::Spinning { unconfirmed, .. } if !beside => *unconfirmed = false,
-            Mode::Spinning { .. } => self.stop_spinning(),
-            Mode::Sleeping { .. } if beside => self.probe.put_off(),
-            Mode::Sleeping { .. } => {}
+            self.start_spinning();
         }
     }
 
@@ -179,8 +200,10 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     fn budget(&mut self) -> Duration {
         match self.mode {
             _ if self.confined => Duration::ZERO,
-            Mode::Spinning { budget, .. } => budget.get(),
-            Mode::Sleeping { .. } if self.probe.due() => self.probe_budget(),
+            Mode::Spinning { .. } => DEFAULT_SPIN_BUDGET,
+            Mode::Sleeping { .. } if !off(Mechanism::Probe) && self.probe.due() => {
+                self.probe_budget()
+            }
             Mode::Sleeping { .. } => Duration::ZERO,
         }
     }
@@ -191,60 +214,48 @@ impl<C: Cpus + Default> AutoWaiter<C> {
 
     /// Whether a wait that does not spin yields the CPU first: never while confined.
     fn yields_before_sleeping(&mut self) -> bool {
-        !self.confined && (self.yields || self.yield_probe.due())
+        !self.confined && !off(Mechanism::Yield) && (self.yields || self.yield_probe.due())
     }
 
     /// Learns from one wait.
     fn record(&mut self, seen: &WaitSeen) {
         let asleep = seen.asleep();
-        if seen.slept {
+        if seen.slept() {
             self.slept_average = match self.slept_average {
                 Duration::ZERO => asleep,
                 average => (average * 7 + asleep) / 8,
             };
         }
         let dear = asleep > AUTO_CHEAP_SLEEP;
-        self.counts.contended += u64::from(seen.contended);
+        let contended = seen.contended();
+        self.counts.contended += u64::from(contended);
         if seen.budget.is_zero() {
             self.counts.slept_at_once += 1;
-            if seen.yielded {
-                self.learn_from_yield(seen);
+            if let Some(yielded) = seen.yielded().filter(|_| !off(Mechanism::DearYield)) {
+                self.learn_from_yield(yielded, seen.slept());
             }
             if let (false, Mode::Sleeping { dear_sleeps }) = (self.confined, &mut self.mode) {
                 *dear_sleeps = if dear { *dear_sleeps + 1 } else { 0 };
-                if *dear_sleeps >= self.dear_sleeps_to_spin.get() {
-                    self.start_spinning(true);
+                if *dear_sleeps >= self.dear_sleeps_to_spin.get() && !off(Mechanism::Resume) {
+                    self.start_spinning();
                 }
             }
             return;
         }
-        let hit = !seen.slept && !seen.contended && seen.waited <= seen.budget;
+        let hit = !seen.slept() && !contended && seen.waited <= seen.budget;
         // Spinning was right: it paid, or it harmed no one and sleeping was dear.
-        let right = hit || (dear && !seen.contended);
+        let right = hit || (dear && !contended);
         self.counts.spun += 1;
         self.counts.hits += u64::from(hit);
         if hit {
             self.dear_sleeps_to_spin.reset();
         }
-        let Mode::Spinning { budget, misses, .. } = &mut self.mode else {
+        let Mode::Spinning { misses } = &mut self.mode else {
             self.counts.probes += 1;
-            return if right { self.start_spinning(false) } else { self.probe.put_off() };
+            return if right { self.start_spinning() } else { self.probe.put_off() };
         };
-        if hit && seen.waited * 4 < budget.get() {
-            budget.halve();
-        }
-        // A dear sleep short enough to spin through after a harmless spin lengthens the spin (a
-        // miss at its longest) unless other work holds the CPUs, asked only where that counts.
-        let near = asleep <= 2 * budget.ceiling();
-        let mut miss = !right;
-        if right && !hit && (near || budget.get() > DEFAULT_SPIN_BUDGET) && self.cpus.crowded() {
-            budget.reset();
-        } else if right && !hit && near {
-            miss = budget.get() >= budget.ceiling();
-            budget.double();
-        }
-        *misses = if miss { *misses + 1 } else { 0 };
-        if *misses >= AUTO_MISSES_TO_BLOCK {
+        *misses = if right { 0 } else { *misses + 1 };
+        if *misses >= AUTO_MISSES_TO_BLOCK && !off(Mechanism::Stop) {
             self.counts.stopped_spinning += 1;
             self.stop_spinning();
         }
@@ -252,12 +263,12 @@ impl<C: Cpus + Default> AutoWaiter<C> {
 
     /// Learns from a wait that yielded before it would sleep: a dear yield stops such yields,
     /// a cheap one that brought the data starts them again.
-    fn learn_from_yield(&mut self, seen: &WaitSeen) {
-        if seen.dear_yield {
+    fn learn_from_yield(&mut self, yielded: Yielded, slept: bool) {
+        if yielded == Yielded::Dear {
             self.counts.dear_yields += 1;
             self.yields = false;
             self.yield_probe.put_off();
-        } else if !self.yields && seen.slept {
+        } else if !self.yields && slept {
             self.yield_probe.rearm();
         } else if !self.yields {
             self.yields = true;
@@ -266,8 +277,8 @@ impl<C: Cpus + Default> AutoWaiter<C> {
     }
 
     /// Spins from the next wait on; probes half as far apart, twice the dear sleeps to resume.
-    fn start_spinning(&mut self, unconfirmed: bool) {
-        self.mode = Mode::Spinning { budget: AUTO_SPIN_BUDGET, misses: 0, unconfirmed };
+    fn start_spinning(&mut self) {
+        self.mode = Mode::Spinning { misses: 0 };
         self.probe.every.halve();
         self.dear_sleeps_to_spin.double();
     }

@@ -7,12 +7,12 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::units::{format_duration, parse_duration};
 
-/// Spin budget of [`Wait::Hybrid`] when none is given, and of [`Wait::Auto`]'s spins at first:
+/// Spin budget of [`Wait::Hybrid`] when none is given, and of [`Wait::Auto`]'s spins:
 /// 50 µs, about what waking a sleeper on another CPU costs (docs/WAITING.md says why).
 pub const DEFAULT_SPIN_BUDGET: Duration = Duration::from_micros(50);
 
 /// How a side waits for its peer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
     /// Sleep in the kernel until the descriptor is ready.
     Block,
@@ -24,9 +24,20 @@ pub enum Wait {
         spin: Duration,
     },
     /// Spin while spinning pays, block while it does not, learned per connection from what
-    /// the waits see (docs/WAITING.md says how). The default.
-    #[default]
-    Auto,
+    /// the waits see (docs/WAITING.md says how). The default, as [`Wait::auto`].
+    Auto {
+        /// Whether a side that keeps handing its core to the peer moves its own thread to an
+        /// idle CPU (its affinity set to that CPU and at once restored): `auto:move`. Off by
+        /// default: it never moved a thread at the placements `benches/waits.sh` measures on a
+        /// machine with other work (docs/experiments/waiting.md).
+        move_thread: bool,
+    },
+}
+
+impl Default for Wait {
+    fn default() -> Wait {
+        Wait::auto()
+    }
 }
 
 impl Wait {
@@ -36,8 +47,13 @@ impl Wait {
             Wait::Block => "block",
             Wait::Spin => "spin",
             Wait::Hybrid { .. } => "hybrid",
-            Wait::Auto => "auto",
+            Wait::Auto { .. } => "auto",
         }
+    }
+
+    /// `auto`, which leaves the caller's thread where the scheduler puts it.
+    pub const fn auto() -> Wait {
+        Wait::Auto { move_thread: false }
     }
 
     /// `hybrid` with its default budget.
@@ -52,6 +68,7 @@ impl fmt::Display for Wait {
             Wait::Hybrid { spin } if *spin != DEFAULT_SPIN_BUDGET => {
                 write!(f, "hybrid:{}", format_duration(*spin))
             }
+            Wait::Auto { move_thread: true } => f.write_str("auto:move"),
             other => f.write_str(other.name()),
         }
     }
@@ -60,23 +77,29 @@ impl fmt::Display for Wait {
 impl FromStr for Wait {
     type Err = Error;
 
-    /// Parses `auto`, `block`, `spin`, `hybrid` or `hybrid:DUR` (e.g. `hybrid:20us`).
+    /// Parses `auto`, `auto:move`, `block`, `spin`, `hybrid` or `hybrid:DUR` (e.g. `hybrid:20us`).
     ///
     /// ```
     /// use std::time::Duration;
     /// use peerpipe::transport::Wait;
     /// assert_eq!("hybrid:20us".parse::<Wait>().unwrap(), Wait::Hybrid { spin: Duration::from_micros(20) });
     /// assert_eq!("auto".parse::<Wait>().unwrap(), Wait::default());
+    /// assert_eq!("auto:move".parse::<Wait>().unwrap(), Wait::Auto { move_thread: true });
     /// assert!("sleepy".parse::<Wait>().is_err());
     /// ```
     fn from_str(text: &str) -> Result<Wait> {
         if let Some(budget) = text.strip_prefix("hybrid:") {
             return Ok(Wait::Hybrid { spin: parse_duration(budget)? });
         }
-        let named = [Wait::Auto, Wait::Block, Wait::Spin, Wait::hybrid()];
+        if text == "auto:move" {
+            return Ok(Wait::Auto { move_thread: true });
+        }
+        let named = [Wait::auto(), Wait::Block, Wait::Spin, Wait::hybrid()];
         named.into_iter().find(|wait| wait.name() == text).ok_or_else(|| Error::InvalidArgument {
             what: "wait strategy",
-            reason: format!("expected auto, block, spin, hybrid or hybrid:DUR, found {text:?}"),
+            reason: format!(
+                "expected auto, auto:move, block, spin, hybrid or hybrid:DUR, found {text:?}"
+            ),
         })
     }
 }

@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::auto::{AUTO_CHEAP_SLEEP, AutoWaiter, WaitSeen};
+use super::ablation::{Mechanism, off};
+use super::auto::{AUTO_CHEAP_SLEEP, AutoWaiter, Outcome, WaitSeen, Yielded};
 use super::strategy::Wait;
 use crate::error::Result;
 use crate::transport::deadline::{DEADLINE_SPIN, Deadline};
@@ -23,13 +24,16 @@ pub(crate) struct Waiter {
 }
 
 /// Where a wait stands: when its first poll found nothing and the clock was last read, whether
-/// it yields, what it saw (its spin budget: `Duration::MAX` to its deadline), polls and yields.
+/// it yields, its spin budget (`Duration::MAX`: to its deadline), what its yield did (the one
+/// that ended its spin or the one after it) and whether it slept, polls and yields in the spin.
 #[derive(Debug, Default)]
 pub(crate) struct Waiting {
     started: Option<Instant>,
     clock_read: Option<Instant>,
     yields: bool,
-    seen: WaitSeen,
+    budget: Duration,
+    yielded: Option<Yielded>,
+    slept: bool,
     polls: u32,
     spin_yields: u32,
 }
@@ -50,7 +54,7 @@ impl Waiter {
         // few polls, so that reading it does not delay noticing the data.
         spin.polls += 1;
         if spin.started.is_some()
-            && !spin.seen.budget.is_zero()
+            && !spin.budget.is_zero()
             && spin.polls < link.spin_polls_per_clock_read()
         {
             std::hint::spin_loop();
@@ -66,11 +70,11 @@ impl Waiter {
         let started = match spin.started {
             Some(started) => started,
             None => {
-                (spin.seen.budget, spin.yields) = match self.strategy {
+                (spin.budget, spin.yields) = match self.strategy {
                     Wait::Block => (Duration::ZERO, false),
                     Wait::Spin => (Duration::MAX, false),
                     Wait::Hybrid { spin } => (spin, false),
-                    Wait::Auto => self.auto.before_wait(now),
+                    Wait::Auto { .. } => self.auto.before_wait(now),
                 };
                 *spin.started.insert(now)
             }
@@ -80,34 +84,33 @@ impl Waiter {
         let near_deadline = at.is_some_and(|at| at.duration_since(now) <= DEADLINE_SPIN);
         let spun = now.duration_since(started);
         // A spin ends at its budget, or at a yield that ran another task.
-        let keep_spinning = near_deadline || (!spin.seen.yielded && spun < spin.seen.budget);
+        let keep_spinning = near_deadline || (spin.yielded.is_none() && spun < spin.budget);
         if keep_spinning {
             if spin.yields
                 && !near_deadline
+                && !off(Mechanism::SpinYield)
                 && spun >= AUTO_SPIN_YIELD_EVERY * (spin.spin_yields + 1)
             {
                 // Now and then in a long spin: a yield that runs another task (the peer on this
                 // core, other work) ends the spin, which would hold the core from it; one that
-                // runs none leaves nothing seen (a dear yield ran another task).
+                // runs none leaves nothing seen.
                 spin.spin_yields += 1;
-                (spin.seen.contended, spin.seen.dear_yield) = yield_cpu();
-                spin.seen.yielded = spin.seen.contended;
+                spin.yielded = Some(yield_cpu()).filter(|yielded| *yielded != Yielded::Idle);
             } else {
                 std::hint::spin_loop();
             }
             return Ok(());
         }
-        if spin.yields && !spin.seen.yielded {
+        if spin.yields && spin.yielded.is_none() && !off(Mechanism::Yield) {
             // The spin ran out, or this wait does not spin: yield the CPU once (a peer on this
             // core then usually answers before the yield returns), then poll again.
-            spin.seen.yielded = true;
-            (spin.seen.contended, spin.seen.dear_yield) = yield_cpu();
+            spin.yielded = Some(yield_cpu());
             return Ok(());
         }
         if at.is_some() {
             crate::sys::tighten_timer_slack();
         }
-        spin.seen.slept = true;
+        spin.slept = true;
         link.sleep(direction, at.map(|at| at - DEADLINE_SPIN))
     }
 
@@ -116,24 +119,38 @@ impl Waiter {
     #[inline]
     pub(crate) fn waited(&mut self, spin: &mut Waiting) {
         let Some(started) = spin.started else { return };
-        if self.strategy == Wait::Auto {
+        if let Wait::Auto { move_thread } = self.strategy {
             // A wait that only spun ends at its last clock read but one (a poll before its data
             // at most, a clock read saved); one that yielded or slept, at its end.
             let now = match spin.clock_read {
-                Some(read) if !spin.seen.slept && !spin.seen.yielded => read,
+                Some(read) if !spin.slept && spin.yielded.is_none() => read,
                 _ => Instant::now(),
             };
-            self.auto.after_wait(&WaitSeen { waited: now - started, ..spin.seen }, now);
+            let outcome = match (spin.slept, spin.yielded) {
+                (true, yielded) => Outcome::Slept(yielded),
+                (false, Some(yielded)) => Outcome::Yielded(yielded),
+                (false, None) => Outcome::Spun,
+            };
+            let seen = WaitSeen { budget: spin.budget, waited: now - started, outcome };
+            self.auto.after_wait(&seen, now, move_thread);
         }
         *spin = Waiting::default();
     }
 }
 
-/// Yields the CPU once: whether that ran another task first, and whether it took longer than a
-/// cheap sleep (the core went to another task than the peer).
-fn yield_cpu() -> (bool, bool) {
+/// Yields the CPU once: what that did.
+fn yield_cpu() -> Yielded {
     let before = Instant::now();
     std::thread::yield_now(); // sched_yield(2) on Linux
-    let took = before.elapsed();
-    (took > AUTO_YIELD_RAN_ANOTHER, took > AUTO_CHEAP_SLEEP)
+    yielded_in(before.elapsed())
+}
+
+/// What a yield that took `took` did: one longer than a few µs ran another task first, one
+/// longer than a cheap sleep gave the core to another task than the peer.
+pub(crate) fn yielded_in(took: Duration) -> Yielded {
+    match took {
+        took if took > AUTO_CHEAP_SLEEP => Yielded::Dear,
+        took if took > AUTO_YIELD_RAN_ANOTHER => Yielded::Cheap,
+        _ => Yielded::Idle,
+    }
 }

@@ -1,6 +1,6 @@
 use super::*;
 use crate::transport::placement::fake::{Fake, Reads};
-use crate::transport::wait::waiter::AUTO_YIELD_RAN_ANOTHER;
+use crate::transport::wait::waiter::yielded_in;
 
 const US: Duration = Duration::from_micros(1);
 /// Most waits between two probes, and between two yield probes.
@@ -35,21 +35,18 @@ enum Partner {
 
 impl Partner {
     fn wait(self, budget: Duration) -> WaitSeen {
-        let seen = |waited, slept, contended| WaitSeen {
-            budget,
-            waited,
-            slept,
-            contended,
-            ..WaitSeen::default()
-        };
+        let seen = |waited, outcome| WaitSeen { budget, waited, outcome };
+        let slept = Outcome::Slept(None);
         match self {
-            Partner::Elsewhere { after } if after <= budget => seen(after, false, false),
-            Partner::Elsewhere { after } => seen(after, true, false),
-            Partner::SameCore { service } if budget.is_zero() => seen(service, true, false),
+            Partner::Elsewhere { after } if after <= budget => seen(after, Outcome::Spun),
+            Partner::Elsewhere { after } => seen(after, slept),
+            Partner::SameCore { service } if budget.is_zero() => seen(service, slept),
             // The yield at the end of the spin runs the peer, whose answer is then there.
-            Partner::SameCore { service } => seen(budget + service, false, true),
-            Partner::Asleep { wake } if wake <= budget => seen(wake, false, false),
-            Partner::Asleep { wake } => seen(budget.max(wake) + wake, true, false),
+            Partner::SameCore { service } => {
+                seen(budget + service, Outcome::Yielded(Yielded::Cheap))
+            }
+            Partner::Asleep { wake } if wake <= budget => seen(wake, Outcome::Spun),
+            Partner::Asleep { wake } => seen(budget.max(wake) + wake, slept),
         }
     }
 }
@@ -71,7 +68,7 @@ fn run_from(
     for _ in 0..waits {
         let seen = partner.wait(auto.before_wait(*now).0);
         *now += seen.waited;
-        auto.after_wait(&seen, *now);
+        auto.after_wait(&seen, *now, true);
         total += seen.waited;
         spun += u32::from(!seen.budget.is_zero());
     }
@@ -79,7 +76,7 @@ fn run_from(
 }
 
 fn slept_at_once(waited: Duration) -> WaitSeen {
-    WaitSeen { budget: Duration::ZERO, waited, slept: true, ..WaitSeen::default() }
+    WaitSeen { budget: Duration::ZERO, waited, outcome: Outcome::Slept(None) }
 }
 
 #[test]
@@ -112,9 +109,7 @@ fn a_yield_that_ran_another_task_is_a_miss_even_when_the_data_then_came() {
     let seen = WaitSeen {
         budget: DEFAULT_SPIN_BUDGET,
         waited: 53 * US,
-        slept: false,
-        contended: true,
-        ..WaitSeen::default()
+        outcome: Outcome::Yielded(Yielded::Cheap),
     };
     auto.record(&seen);
     auto.record(&seen);
@@ -155,89 +150,6 @@ fn a_peer_asleep_on_another_cpu_keeps_this_side_spinning() {
 }
 
 #[test]
-fn a_side_whose_spin_is_shorter_than_the_peers_wake_up_spins_longer_until_it_catches_it() {
-    // Both sides spin 50 µs and each wakes the other, asleep on another CPU, for 300 µs:
-    // doubling the spin after each dear sleep catches the peer within three waits.
-    let mut auto = waiter();
-    let partner = Partner::Asleep { wake: 300 * US };
-    let (_, spun) = run(&mut auto, partner, 1_000);
-    assert!(auto.is_spinning());
-    assert_eq!(spun, 1_000);
-    assert!(auto.budget() >= 300 * US, "{:?}", auto.budget());
-    assert!(auto.counts().hits >= 996, "{:?}", auto.counts());
-}
-
-/// The reads of `/proc/loadavg` that recording `seen` takes.
-fn loadavg_reads(auto: &mut AutoWaiter<Fake>, seen: &WaitSeen) -> u32 {
-    let before = auto.cpus.reads.loadavg;
-    auto.record(seen);
-    auto.cpus.reads.loadavg - before
-}
-
-#[test]
-fn only_a_spinning_wait_followed_by_a_dear_sleep_asks_whether_the_machine_is_crowded() {
-    let budget = waiter().budget();
-    let dear = Partner::Asleep { wake: 300 * US }.wait(budget);
-    assert_eq!(loadavg_reads(&mut waiter(), &dear), 1);
-    let hit = Partner::Elsewhere { after: 2 * US }.wait(budget);
-    assert_eq!(loadavg_reads(&mut waiter(), &hit), 0);
-    let contended = Partner::SameCore { service: 3 * US }.wait(budget);
-    assert_eq!(loadavg_reads(&mut waiter(), &contended), 0);
-    // A sleeping connection's waits (probes included) never lengthen the spin.
-    let mut auto = waiter();
-    run(&mut auto, Partner::SameCore { service: 3 * US }, 10);
-    assert!(!auto.is_spinning());
-    assert_eq!(loadavg_reads(&mut auto, &dear), 0);
-    // Nor does a sleep too long to spin through, which can only reset a budget at its default.
-    let slow = Partner::Asleep { wake: 2_000 * US }.wait(budget);
-    assert_eq!(loadavg_reads(&mut waiter(), &slow), 0);
-    let mut longer = waiter();
-    longer.record(&dear);
-    let budget = longer.budget();
-    assert_eq!(budget, 2 * DEFAULT_SPIN_BUDGET);
-    let slow = Partner::Asleep { wake: 2_000 * US }.wait(budget);
-    assert_eq!(loadavg_reads(&mut longer, &slow), 1, "a longer budget may be reset");
-}
-
-#[test]
-fn a_peer_slowed_by_other_work_does_not_lengthen_the_spin() {
-    // The same dear sleeps, but with more tasks runnable than CPUs: the peer waited for
-    // a CPU, and a longer spin would only take one from the work that holds it.
-    let mut auto = waiter();
-    auto.cpus.others = Some(2);
-    for _ in 0..10 {
-        let budget = auto.budget();
-        auto.record(&Partner::Asleep { wake: 300 * US }.wait(budget));
-    }
-    assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
-}
-
-#[test]
-fn quick_answers_bring_a_long_spin_back_to_the_default() {
-    let mut auto = waiter();
-    run(&mut auto, Partner::Asleep { wake: 300 * US }, 10);
-    assert!(auto.budget() > DEFAULT_SPIN_BUDGET);
-    run(&mut auto, Partner::Elsewhere { after: 2 * US }, 4);
-    assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
-}
-
-#[test]
-fn a_peer_slower_than_the_longest_spin_does_not_lengthen_it() {
-    // A handler that takes 2 ms: no spin can catch it, and spinning 500 µs a call would
-    // burn a quarter of a core for nothing: the spin stays at its default.
-    let mut auto = waiter();
-    let partner = Partner::Asleep { wake: 2_000 * US };
-    let mut spinning_time = Duration::ZERO;
-    for _ in 0..1_000 {
-        let budget = auto.budget();
-        spinning_time += budget;
-        auto.record(&partner.wait(budget));
-    }
-    assert_eq!(auto.budget(), DEFAULT_SPIN_BUDGET);
-    assert!(spinning_time <= 1_000 * DEFAULT_SPIN_BUDGET, "spun {spinning_time:?}");
-}
-
-#[test]
 fn two_dear_sleeps_in_a_row_bring_the_spinning_back() {
     let mut auto = waiter();
     run(&mut auto, Partner::SameCore { service: 3 * US }, 100);
@@ -264,13 +176,8 @@ fn spinning_resumed_by_dear_sleeps_that_misses_again_takes_twice_as_many_next_ti
     let mut auto = waiter();
     let crowded = |auto: &mut AutoWaiter<Fake>| {
         let budget = auto.budget();
-        auto.record(&WaitSeen {
-            budget,
-            waited: budget + 30 * US,
-            slept: true,
-            contended: true,
-            ..WaitSeen::default()
-        });
+        let outcome = Outcome::Slept(Some(Yielded::Cheap));
+        auto.record(&WaitSeen { budget, waited: budget + 30 * US, outcome });
     };
     let contended = |auto: &mut AutoWaiter<Fake>| {
         for _ in 0..AUTO_MISSES_TO_BLOCK {
@@ -364,45 +271,6 @@ fn a_cheap_sleep_at_once_teaches_nothing_about_spinning() {
     assert_eq!(learned(&auto), before);
 }
 
-/// A waiter that watches its peer from `Instant::now()`, on a machine where other work holds
-/// the other CPU (so that it never moves).
-fn watching() -> AutoWaiter<Fake> {
-    AutoWaiter::new(Fake { others: Some(1), ..Fake::shared_core() }, Some(Instant::now()))
-}
-
-/// Like `run`, for a side that looks where the peer runs whenever it would spin on dear sleeps
-/// or a probe alone: `shares_core` is what it sees.
-fn run_looking(
-    auto: &mut AutoWaiter<Fake>,
-    partner: Partner,
-    shares_core: bool,
-    waits: u32,
-) -> u32 {
-    auto.cpus.peer = Some((if shares_core { auto.cpus.here } else { 1 - auto.cpus.here }, true));
-    run(auto, partner, waits).1
-}
-
-#[test]
-fn dear_sleeps_beside_a_peer_on_this_core_do_not_bring_the_spinning_back() {
-    // The peer shares this core and does 200 us of work between calls (other work holds
-    // the other cores): every sleep is dear, which alone would resume spinning again
-    // and again; a look at where the peer ran keeps this side asleep.
-    let busy_peer = Partner::SameCore { service: 200 * US };
-    let mut blind = waiter();
-    let (_, spun_blind) = run(&mut blind, busy_peer, 2000);
-    let mut looking = watching();
-    let spun = run_looking(&mut looking, busy_peer, true, 2000);
-    assert_eq!(spun, 2, "only the first two waits spin: {:?}", looking.counts);
-    assert!(spun_blind > 20, "without looking it resumes: {spun_blind}");
-    assert!(looking.counts.kept_asleep > 0);
-    // A peer asleep on another CPU is still spun for, as without looking.
-    let asleep = Partner::Asleep { wake: 30 * US };
-    let mut elsewhere = watching();
-    run_looking(&mut elsewhere, busy_peer, true, 50);
-    let spun = run_looking(&mut elsewhere, asleep, false, 200);
-    assert!(spun > 150, "{spun} of 200 waits spun: {:?}", elsewhere.counts);
-}
-
 #[test]
 fn a_side_confined_with_its_peer_to_one_cpu_never_spins() {
     let mut auto = waiter();
@@ -425,14 +293,13 @@ fn a_side_confined_with_its_peer_to_one_cpu_never_spins() {
 /// `yield_took`, and the data is there after it when `brings`, else the wait sleeps.
 fn not_spinning(auto: &mut AutoWaiter<Fake>, yield_took: Duration, brings: bool) -> bool {
     let yielded = auto.yields_before_sleeping();
-    auto.record(&WaitSeen {
-        budget: Duration::ZERO,
-        waited: if yielded { yield_took } else { 10 * US },
-        slept: !(yielded && brings),
-        contended: yielded && yield_took > AUTO_YIELD_RAN_ANOTHER,
-        yielded,
-        dear_yield: yielded && yield_took > AUTO_CHEAP_SLEEP,
-    });
+    let outcome = match (yielded, brings) {
+        (true, true) => Outcome::Yielded(yielded_in(yield_took)),
+        (true, false) => Outcome::Slept(Some(yielded_in(yield_took))),
+        (false, _) => Outcome::Slept(None),
+    };
+    let waited = if yielded { yield_took } else { 10 * US };
+    auto.record(&WaitSeen { budget: Duration::ZERO, waited, outcome });
     yielded
 }
 
@@ -495,7 +362,7 @@ fn reads_over(fake: Fake, partner: Partner, waits: u32) -> (Reads, Duration) {
     for _ in 0..waits {
         let seen = partner.wait(auto.before_wait(now).0);
         now += seen.waited;
-        auto.after_wait(&seen, now);
+        auto.after_wait(&seen, now, true);
         now += GAP;
     }
     (auto.cpus.reads, now - start)
@@ -511,11 +378,11 @@ fn the_machine_is_read_only_where_the_answer_counts() {
     // Spinning hits: the masks once a second, nothing else.
     let (reads, took) = reads_over(elsewhere, Partner::Elsewhere { after: 2 * US }, 100_000);
     assert_eq!(reads, Reads { masks: 1 + seconds(took), ..Reads::default() });
-    // Sleeping beside the peer, busy work on the other CPU: the peer read before each probe,
-    // and a look whether to move (its /proc/loadavg) after 1024 hand-overs or 16 ms at most.
+    // Sleeping beside the peer, busy work on the other CPU: only a look whether to move (the
+    // peer's stat, /proc/loadavg), after 1024 hand-overs or 16 ms at most.
     let on_this_core = Partner::SameCore { service: 3 * US };
     let (reads, _) = reads_over(busy.clone(), on_this_core, 100_000);
-    assert!(reads.peer_stat <= 250 && reads.loadavg <= 110 && reads.stat == 0, "{reads:?}");
+    assert!(reads.peer_stat <= 110 && reads.loadavg <= 110 && reads.stat == 0, "{reads:?}");
     // Confined: the masks every 10 ms; the peer only before the first look at them.
     let confined = Fake { confined: true, allowed: vec![0], ..busy };
     let (reads, took) = reads_over(confined, on_this_core, 100_000);
@@ -526,12 +393,11 @@ fn the_machine_is_read_only_where_the_answer_counts() {
     let slow = Partner::Asleep { wake: 2_000 * US };
     let (reads, took) = reads_over(asleep_elsewhere.clone(), slow, 10_000);
     assert_eq!(reads, Reads { masks: 1 + seconds(took), ..Reads::default() });
-    // A crowded machine, sleeps short enough to spin through: each asks (its answer keeps the
-    // spin from doubling), reading the mask it is compared with too.
+    // A crowded machine, sleeps short enough to spin through: the masks once a second, as
+    // anywhere else.
     let crowded = Fake { others: Some(3), ..asleep_elsewhere };
     let (reads, took) = reads_over(crowded, Partner::Asleep { wake: 300 * US }, 10_000);
-    assert_eq!((reads.loadavg, reads.peer_stat, reads.stat), (10_000, 0, 0));
-    assert_eq!(reads.masks, 10_000 + 1 + seconds(took));
+    assert_eq!(reads, Reads { masks: 1 + seconds(took), ..Reads::default() });
 }
 
 #[test]
@@ -562,29 +428,28 @@ fn the_masks_are_read_10_ms_after_the_watch_starts_then_every_second_or_10_ms_wh
 }
 
 #[test]
-fn a_due_probe_is_put_off_only_when_the_peer_last_ran_on_this_cpu() {
-    let now = Instant::now() + CONFINED_RECHECK;
-    for (peer, put_off) in [(Some((0, true)), true), (Some((1, false)), false), (None, false)] {
-        let mut auto = AutoWaiter::new(Fake { peer, ..Fake::shared_core() }, Some(now));
-        run(&mut auto, Partner::SameCore { service: 3 * US }, AUTO_MISSES_TO_BLOCK);
-        auto.probe.left = 0;
-        let (budget, _) = auto.before_wait(now);
-        assert_eq!(budget.is_zero(), put_off, "{peer:?}");
-        assert_eq!(auto.counts.kept_asleep, u64::from(put_off));
-        // Put off twice as far, this wait counted.
-        assert_eq!(auto.probe.left, if put_off { 2 * AUTO_PROBE.every.get() - 1 } else { 0 });
-    }
-}
-
-#[test]
 fn hand_overs_that_move_this_thread_to_an_idle_cpu_bring_the_spinning_back() {
-    // The peer on this core, the other CPU idle: cheap sleeps hand the core over.
+    // The peer on this core, the other CPU idle: the yields that end the two spins, then
+    // cheap sleeps, hand the core over.
     let mut auto = AutoWaiter::new(Fake::shared_core(), Some(Instant::now()));
-    let (_, spun) = run(&mut auto, Partner::SameCore { service: 3 * US }, 2 + 4);
+    let (_, spun) = run(&mut auto, Partner::SameCore { service: 3 * US }, 4);
     assert_eq!((spun, auto.moves(), auto.cpus.moves.clone()), (2, 1, vec![1]));
     assert!(auto.is_spinning(), "spinning again on the CPU it moved to");
     // Learning starts over with a new strategy; the watch and its moves stay.
     auto.restart();
     assert_eq!((auto.counts(), auto.moves()), (AutoCounts::default(), 1));
     assert!(auto.peer.is_some());
+}
+
+#[test]
+fn without_move_thread_hand_overs_move_nothing() {
+    let mut auto = AutoWaiter::new(Fake::shared_core(), Some(Instant::now()));
+    let mut now = Instant::now();
+    for _ in 0..100 {
+        let seen = Partner::SameCore { service: 3 * US }.wait(auto.before_wait(now).0);
+        now += seen.waited;
+        auto.after_wait(&seen, now, false);
+    }
+    assert_eq!((auto.moves(), auto.cpus.moves.clone(), auto.cpus.reads.stat), (0, vec![], 0));
+    assert!(!auto.is_spinning());
 }
