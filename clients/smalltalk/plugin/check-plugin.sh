@@ -2,13 +2,14 @@
 # Builds PeerPipePlugin, runs check-plugin.st in the Squeak VM with it, and prints the
 # results; the last line is "N passed, M failed".  Exit status is non-zero on any failure.
 #
-# Environment: VM (default: the Debian squeak-vm binary), IMAGE (default
-# /tmp/sq/peerpipe.image), CC (default gcc), VM_TIMEOUT seconds (default 30; a run takes about 2 s).
+# Environment: VM (default: the Debian squeak-vm binary), IMAGE (default: the image
+# `peer-squeak image` makes or finds), CC (default gcc), VM_TIMEOUT seconds (default 30; a run
+# takes about 2 s).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 VM=${VM:-$(ls -d /usr/lib/squeak/*/squeakvm 2>/dev/null | head -n 1)}
-IMAGE=${IMAGE:-/tmp/sq/peerpipe.image}
+IMAGE=${IMAGE:-$("$here/../peer-squeak" image 2>/dev/null)}
 CC=${CC:-gcc}
 VM_TIMEOUT=${VM_TIMEOUT:-30}
 

@@ -27,8 +27,10 @@ tally() { # tally NAME CMD...: a check whose last line is `N passed, M failed`
     else note 1 "$name: exit $status, $last" "$(printf '%s\n' "$out" | grep -v '^ok ')"; fi
 }
 
-out=$(timeout 600 "$squeak" image 2>&1); note $? "the image is made (or found) in ${PEERPIPE_SQUEAK_DIR:-the cache}" "$out"
-tally "PeerPipePlugin: every interpreter-proxy entry and conversion" bash "$here/plugin/check-plugin.sh"
+image=$(timeout 600 "$squeak" image 2>"$work/image.log")
+note $? "the image is made (or found) in ${PEERPIPE_SQUEAK_DIR:-the cache}" "$(cat "$work/image.log")"
+tally "PeerPipePlugin: every interpreter-proxy entry and conversion" \
+    env IMAGE="$image" bash "$here/plugin/check-plugin.sh"
 tally "conformance of the Smalltalk server (plugin, wait auto, peerpipe's timeouts)" \
     timeout 300 python3 "$conformance" --server "$squeak" --slow
 tally "conformance of the Smalltalk server (wait block)" timeout 300 python3 "$conformance" --server "$squeak --wait block"
