@@ -158,16 +158,11 @@ pub fn figures(reports: &[Report]) -> Vec<(String, Vec<RunFigure>)> {
                 .map(|report| {
                     let found = report.rows.iter().find(|r| r.key() == row.key());
                     let headline = found.and_then(|r| states::headline_figures(&r.rounds));
-                    let probe_ns = match (&headline, report.machine.states.is_empty()) {
-                        (_, true) => None,
-                        (Some(h), false) => report
-                            .machine
-                            .states
-                            .iter()
-                            .find(|s| s.id == h.state)
-                            .map(|s| s.probe_ns),
-                        (None, false) => None,
-                    };
+                    let states = &report.machine.states;
+                    let probe_ns = headline
+                        .as_ref()
+                        .and_then(|h| states.iter().find(|s| s.id == h.state))
+                        .map(|s| s.probe_ns);
                     RunFigure {
                         ratio: headline.and_then(|h| h.ratio),
                         ci: headline.and_then(|h| h.ratio_ci),
