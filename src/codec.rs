@@ -204,8 +204,8 @@ fn run_chunked<S: Sync, D: Send>(
 }
 
 // On a little-endian target a number's wire bytes are its bytes in memory: each kernel is a
-// copy ([`copy_bytes`]), which `tests/codec.rs` checks bit for bit against byteorder's
-// element-by-element conversion, the kernels of a big-endian target.
+// copy ([`copy_bytes`]), which `tests/codec.rs` checks bit for bit against `to_le_bytes` and
+// against shifts; a big-endian target converts element by element with byteorder.
 
 #[cfg(target_endian = "little")]
 fn encode_f64_kernel(src: &[f64], dst: &mut [u8]) {
