@@ -208,7 +208,7 @@ impl Transport {
     /// - while the two may run on one CPU only, the same one, no wait spins;
     /// - spinning does not resume on the strength of dear sleeps or a probe while the peer
     ///   last ran on this side's CPU;
-    /// - under `Wait::Auto { move_thread: true }` (`auto:move`), once this side's sleeps show
+    /// - under `auto` (not `auto:stay`, `Wait::Auto { move_thread: false }`), once this side's sleeps show
     ///   the two handing one core to each other, it moves its thread to an idle CPU and spins
     ///   there (docs/WAITING.md says when and how).
     ///

@@ -133,9 +133,9 @@ pub unsafe extern "C" fn pp_options_set_transport(
 /// Chooses how this side waits for the other: "auto" (the default: spin while the other side
 /// answers within the spin (50 µs) —
 /// yield the CPU once and sleep while spinning does not pay — both sides on one core, or other work holding
-/// the cores — and spin again now and then to see whether it pays again), "auto:move" (auto, and
-/// a side that keeps handing its core to the other moves its thread to an idle CPU when there is
-/// one), "block" (sleep in the kernel: least CPU), "spin" (poll without sleeping;
+/// the cores — spin again now and then to see whether it pays again, and move this side's
+/// thread to an idle CPU when it keeps handing its core to the other), "auto:stay" (auto, leaving
+/// the thread where the scheduler puts it), "block" (sleep in the kernel: least CPU), "spin" (poll without sleeping;
 /// burns a core), "hybrid" (spin 50 µs, then block) or "hybrid:DURATION" (e.g.
 /// "hybrid:20us", "hybrid:1ms").
 ///

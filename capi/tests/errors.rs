@@ -35,7 +35,7 @@ fn every_error_code_is_reached_from_c_with_the_rust_message() {
     expect(
         "wait-sleepy",
         "PP_EINVAL",
-        "invalid wait strategy: expected auto, auto:move, block, spin, hybrid or hybrid:DUR, found \"sleepy\"",
+        "invalid wait strategy: expected auto, auto:stay, block, spin, hybrid or hybrid:DUR, found \"sleepy\"",
     );
     expect("transport-shm", "PP_EINVAL", "expected pipe, shm-sem, shm-ring or tcp, found \"shm\"");
     expect("max-frame-0", "PP_EINVAL", "must be at least 1");

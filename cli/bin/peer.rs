@@ -210,8 +210,9 @@ struct ReportArgs {
     /// Wait strategies, a comma-separated list: auto (spin while the peer answers within the
     /// spin (50 µs) — yield the CPU once
     /// and sleep once spinning stops paying — the peer shares this core, or other work holds
-    /// the cores — and probe now and then to spin again), auto:move (auto, and a side that keeps
-    /// handing its core to the other moves its thread to an idle CPU), block (sleep in the
+    /// the cores — probe now and then to spin again, and move a side's thread to an idle CPU
+    /// when it keeps handing its core to the other), auto:stay (auto, leaving the threads where
+    /// the scheduler puts them), block (sleep in the
     /// kernel: least CPU), spin (never
     /// sleep: burns a core per side), hybrid or hybrid:DUR (spin DUR, 50 µs by default, then
     /// block) [default: block, spin and auto up to 65536 elements, auto above].

@@ -75,7 +75,7 @@ struct ServeArgs {
     /// With --transport tcp: where to listen (as `peer --listen`).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
-    /// How the server waits for requests: auto, auto:move, block, spin, hybrid or hybrid:DUR.
+    /// How the server waits for requests: auto, auto:stay, block, spin, hybrid or hybrid:DUR.
     #[arg(long, default_value = "auto", value_parser = parse_wait)]
     wait: Wait,
 }

@@ -144,8 +144,9 @@ class Peer:
         ``peerpipe.serve(..., transport="tcp")`` and ``peer --role server --transport tcp``
         do). ``wait``: "auto" (the default: spin while the
         server answers within the spin (50 us) -- block while spinning does not pay -- both processes on one core, or other work
-        holding the cores -- and try spinning again now and then), "auto:move" (auto, and
-        move this side's thread to an idle CPU when it keeps handing its core to the server),
+        holding the cores -- try spinning again now and then, and move this side's thread to an
+        idle CPU when it keeps handing its core to the server), "auto:stay" (auto, leaving
+        the thread where the scheduler puts it),
         "block" (least CPU), "spin" (burns a core) or "hybrid[:50us]" (spin, then
         block). ``timeout``: seconds for the handshake and for each reply (None: no
         limit). ``max_frame_bytes``: largest reply accepted (default 64 MiB). The GIL is

@@ -198,7 +198,7 @@ def test_spawn_server_with_a_missing_path_names_it_and_uses_no_other_peer():
     ("kwargs", "message"),
     [
         ({"transport": "carrier-pigeon"}, r"invalid transport"),
-        ({"wait": "sleepy"}, r"expected auto, auto:move, block, spin, hybrid or hybrid:DUR"),
+        ({"wait": "sleepy"}, r"expected auto, auto:stay, block, spin, hybrid or hybrid:DUR"),
         ({"timeout": -1.0}, r"timeout must be a non-negative number"),
         ({"path": "copy"}, r"expected zero-copy or codec"),
     ],

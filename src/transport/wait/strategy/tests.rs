@@ -3,11 +3,11 @@ use super::*;
 #[test]
 fn the_default_wait_is_auto_and_every_name_parses_back() {
     let us = Duration::from_micros(1);
-    assert_eq!(Wait::default(), Wait::Auto { move_thread: false });
-    let moving = Wait::Auto { move_thread: true };
+    assert_eq!(Wait::default(), Wait::Auto { move_thread: true });
+    let staying = Wait::Auto { move_thread: false };
     for wait in [
         Wait::auto(),
-        moving,
+        staying,
         Wait::Block,
         Wait::Spin,
         Wait::hybrid(),
@@ -16,6 +16,6 @@ fn the_default_wait_is_auto_and_every_name_parses_back() {
         assert_eq!(wait.to_string().parse::<Wait>().unwrap(), wait, "{wait}");
     }
     let error = "sleepy".parse::<Wait>().unwrap_err().to_string();
-    assert!(error.contains("auto, auto:move, block, spin, hybrid"), "{error}");
-    assert_eq!((moving.name(), moving.to_string()), ("auto", "auto:move".to_string()));
+    assert!(error.contains("auto, auto:stay, block, spin, hybrid"), "{error}");
+    assert_eq!((staying.name(), staying.to_string()), ("auto", "auto:stay".to_string()));
 }
