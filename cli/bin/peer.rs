@@ -81,10 +81,9 @@ enum Command {
     /// both reports tagged their rounds with the machine's state, each row is judged in a
     /// state both ran in, on the time it adds to its floor there: it differs when that added
     /// time moved by more than --abs and by more than --rel percent of A's round trip in
-    /// that state, and the 95 % intervals of the two added times do not overlap (the ratios
-    /// are shown as context). Reports without states (no round probed) are judged on the
-    /// ratio: a row differs
-    /// when the 95 % intervals of its two ratios do not overlap, the ratio moved by more than
+    /// that state, and the 95 % interval of that change leaves out 0 (the ratios are shown as
+    /// context). Reports without states (no round probed) are judged on the ratio: a row
+    /// differs when the 95 % interval of its change leaves out 0, the ratio moved by more than
     /// --rel percent and the change, converted to time at the floors' mean p50, exceeds
     /// --abs. --mode absolute compares p50 round trips instead, allowing for the spread of
     /// each row's per-round p50s.

@@ -160,7 +160,8 @@ fn compare_judges_paired_ratios_so_a_slower_machine_is_not_a_difference() {
 #[test]
 fn compare_reports_a_paired_change_with_how_much_and_how_sure() {
     let dir = temp_dir("compare-paired-differs");
-    // 1.40 -> 1.65 of a 2 us floor: +500 ns, +17.9 %, the intervals 0.2 apart.
+    // 1.40 -> 1.65 of a 2 us floor: +500 ns, +17.9 %, the change's interval clear of 0 by
+    // 0.25 - sqrt((0.03^2 + 0.02^2) / 2) = 0.225.
     let a = write(&dir, "a.json", &paired_report(2_000, 1.40, [1.38, 1.42]));
     let b = write(&dir, "b.json", &paired_report(2_000, 1.65, [1.62, 1.68]));
     let out = peer(&["compare", &a, &b, "--abs", "100ns", "--rel", "5"]);
@@ -170,9 +171,10 @@ fn compare_reports_a_paired_change_with_how_much_and_how_sure() {
     for cell in ["1.400x [1.380, 1.420]", "1.650x [1.620, 1.680]", "+500ns", "+17.9%"] {
         assert!(line.contains(cell), "{cell} missing from {line}");
     }
-    assert!(line.contains("intervals 0.200x apart"), "{line}");
-    // The same move with overlapping intervals is not sure enough to report.
-    let unsure = write(&dir, "unsure.json", &paired_report(2_000, 1.65, [1.30, 1.80]));
+    assert!(line.contains("interval 0.225x clear of 0"), "{line}");
+    // The same move with a change's interval that holds 0 is not sure enough to report:
+    // 0.25 - sqrt((0.40^2 + 0.02^2) / 2) < 0.
+    let unsure = write(&dir, "unsure.json", &paired_report(2_000, 1.65, [1.25, 1.80]));
     let out = peer(&["compare", &a, &unsure, "--abs", "100ns", "--rel", "5"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     fs::remove_dir_all(dir).ok();
@@ -308,7 +310,8 @@ fn wandering(added_ns: u64, shift: usize) -> Report {
 fn compare_judges_the_time_a_row_adds_in_the_state_both_ran_in() {
     let dir = temp_dir("compare-added");
     let (a, delayed) = (wandering(630, 0), wandering(1_130, 0));
-    // A server 500 ns slower: the ratios' intervals overlap, the added times' do not.
+    // A server 500 ns slower: the ratio's change holds 0 within its interval, the added time's
+    // does not.
     let t = compare::Thresholds { abs: std::time::Duration::from_nanos(100), rel_pct: 5.0 };
     let judged = compare::compare(&a, &delayed, t, compare::Mode::Paired);
     let change = judged.rows[0].paired.expect("paired");
@@ -324,6 +327,13 @@ fn compare_judges_the_time_a_row_adds_in_the_state_both_ran_in() {
     let again = write(&dir, "again.json", &wandering(630, 3));
     let out = peer(&["compare", &a, &again, "--abs", "100ns", "--rel", "5"]);
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    // ...and it says how small a change the two runs could have told: no less than the
+    // thresholds (100 ns; 5 % of A's round trip).
+    let text = stdout(&out);
+    let line = text.lines().find(|l| l.starts_with("these two runs could not tell")).expect(&text);
+    let smallest = line.split("under ").nth(1).and_then(|s| s.split(' ').next()).expect(line);
+    let ns = peerpipe::units::parse_duration(smallest).expect(line).as_nanos();
+    assert!(ns >= 100 && ns < 500, "{line}");
     // A difference under --abs, or under --rel of A's round trip, is not one.
     let slower = write(&dir, "slower.json", &wandering(830, 0));
     let out = peer(&["compare", &a, &slower, "--abs", "250ns", "--rel", "5"]);

@@ -2,7 +2,7 @@
 //!
 //! The same report is run N times (each writing its `--json`), and for every row each run's
 //! ratio interval is checked against the **median ratio of the other runs in its machine
-//! state** (runs whose main state's 4 KiB probe is within [`states::STATE_FACTOR`] of its
+//! state** (runs whose main state's 4 KiB probe is within [`states::ACROSS_RUNS_FACTOR`] of its
 //! own): `held` when the interval contains it, `MISSED` when not, `unresolved` when the run
 //! itself said its ratio is no result ([`RatioVerdict`]), and `alone` when no other run ran
 //! in its state. The tally counts held and unresolved runs out of those with others in their
@@ -122,7 +122,7 @@ pub fn judge(runs: &[RunFigure]) -> Vec<Held> {
 }
 
 /// Two runs' main states are one state when their probes are less than
-/// [`states::STATE_FACTOR`] apart, or when neither run probed.
+/// [`states::ACROSS_RUNS_FACTOR`] apart, or when neither run probed.
 fn same_state(a: Option<u64>, b: Option<u64>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => states::same_state_ns(a, b),
@@ -352,7 +352,8 @@ mod tests {
     fn runs_without_states_are_one_state_and_never_the_same_as_one_with() {
         assert!(same_state(None, None));
         assert!(!same_state(None, Some(900)));
-        assert!(same_state(Some(900), Some(1300)));
+        assert!(same_state(Some(900), Some(1050)));
+        assert!(!same_state(Some(900), Some(1300)));
         assert!(!same_state(Some(900), Some(1400)));
         let verdicts = judge(&[run(1.3, 0.01, None), run(1.3, 0.01, Some(900))]);
         assert_eq!(verdicts, [Held::Alone, Held::Alone]);

@@ -46,8 +46,9 @@ pub enum Outcome {
     WithinRel,
     /// Absolute mode: |B − A| is at most the noise (the larger spread of per-round p50s).
     WithinNoise,
-    /// Paired mode: the 95 % intervals overlap — of the two added times when judged in a
-    /// shared state ([`PairedChange::on_added_time`]), else of the two ratios.
+    /// Paired mode: the change's 95 % interval holds 0 — of the added time when judged in a
+    /// shared state ([`PairedChange::on_added_time`]), else of the ratio
+    /// ([`difference_interval`]).
     WithinInterval,
     /// A floor in paired mode: shown, not judged.
     NotJudged,
@@ -119,29 +120,75 @@ impl PairedChange {
         }
     }
 
-    /// The gap between the two ratios' intervals (positive when they do not overlap), in
-    /// ratio units.
+    /// B's ratio − A's with its 95 % interval ([`difference_interval`]).
+    pub fn ratio_change(&self) -> (f64, [f64; 2]) {
+        difference_interval((self.a_ratio, self.a_ci), (self.b_ratio, self.b_ci))
+    }
+
+    /// How far the ratio's change lies from 0 beyond its 95 % interval, in ratio units:
+    /// positive when the interval leaves 0 out ([`clearance`]).
     pub fn gap(&self) -> f64 {
-        (self.b_ci[0] - self.a_ci[1]).max(self.a_ci[0] - self.b_ci[1])
+        clearance(self.ratio_change())
     }
 
-    /// The gap between the two added times' intervals (positive when they do not overlap),
-    /// in ns; `None` unless both are known.
+    /// How far the added time's change lies from 0 beyond its 95 % interval, in ns ([`clearance`]);
+    /// `None` unless both added times are known.
     pub fn added_gap_ns(&self) -> Option<f64> {
-        let (a, b) = (self.a_added?, self.b_added?);
-        Some((b.ci_ns[0] - a.ci_ns[1]).max(a.ci_ns[0] - b.ci_ns[1]))
+        self.added_change_ns().map(clearance)
     }
 
-    /// B's added time − A's, in ns, with every difference the two 95 % intervals allow
-    /// (`[B lo − A hi, B hi − A lo]`, which leaves out 0 exactly when the intervals do not
-    /// overlap); `None` unless both are known. Where a floor and its row pay the same for the
-    /// machine's state, this reads a change of the row's own cost at its own size: a server
-    /// made 500 ns slower reads +500 ns.
+    /// The smallest change of added time, in ns, that these two runs could tell from their
+    /// noise and `thresholds`: the widest side of the change's 95 % interval, or the absolute
+    /// threshold, or the relative one of A's round trip, whichever is largest; `None` unless
+    /// judged on added time.
+    pub fn smallest_found_ns(&self, thresholds: Thresholds) -> Option<f64> {
+        let (change, [lo, hi]) = self.added_change_ns().filter(|_| self.on_added_time())?;
+        let noise = (change - lo).max(hi - change);
+        let rel = self.a_round_trip_ns() * thresholds.rel_pct / 100.0;
+        Some(noise.max(thresholds.abs.as_nanos() as f64).max(rel))
+    }
+
+    /// B's added time − A's, in ns, with its 95 % interval ([`difference_interval`]); `None`
+    /// unless both are known. Where a floor and its row pay the same for the machine's state,
+    /// this reads a change of the row's own cost at its own size: a server made 500 ns slower
+    /// reads +500 ns.
     pub fn added_change_ns(&self) -> Option<(f64, [f64; 2])> {
         let (a, b) = (self.a_added?, self.b_added?);
-        let interval = [b.ci_ns[0] - a.ci_ns[1], b.ci_ns[1] - a.ci_ns[0]];
-        Some((b.median_ns - a.median_ns, interval))
+        Some(difference_interval((a.median_ns, a.ci_ns), (b.median_ns, b.ci_ns)))
     }
+}
+
+/// `b − a` for two runs' figures, each given with its 95 % interval for a repeat of its run
+/// (a run's intervals cover what running it again gives: [`crate::pairing::repeat_interval`]),
+/// and the 95 % interval of that difference. Each side of it combines the two runs' spreads
+/// in quadrature, each the side of its interval that faces the other run (the MOVER method for
+/// a difference of two independent estimates), divided by √2: an interval for a repeat holds
+/// the spread of two runs (this one's and the next's), of which the difference of two runs
+/// carries each run's once. So two runs differ when the difference leaves out 0, which it does
+/// at about √2 times less separation than it takes for the two intervals not to overlap
+/// (docs/REPORT.md, "Comparing two runs", has what each rule found).
+///
+/// ```
+/// use peerpipe_cli::report::compare::difference_interval;
+/// // 600 ± 100 ns against 900 ± 100 ns: +300 ns, ± 100 ns.
+/// let (change, [lo, hi]) = difference_interval((600.0, [500.0, 700.0]), (900.0, [800.0, 1000.0]));
+/// assert_eq!(change, 300.0);
+/// assert!((lo - 200.0).abs() < 1e-9 && (hi - 400.0).abs() < 1e-9);
+/// ```
+pub fn difference_interval(
+    (a, a_ci): (f64, [f64; 2]),
+    (b, b_ci): (f64, [f64; 2]),
+) -> (f64, [f64; 2]) {
+    let change = b - a;
+    let below = (((b - b_ci[0]).powi(2) + (a_ci[1] - a).powi(2)) / 2.0).sqrt();
+    let above = (((b_ci[1] - b).powi(2) + (a - a_ci[0]).powi(2)) / 2.0).sqrt();
+    (change, [change - below, change + above])
+}
+
+/// How far an interval `[lo, hi]` lies from 0: `lo` when above it, `−hi` when below it, and
+/// zero or less when it holds 0.
+pub fn clearance((_, [lo, hi]): (f64, [f64; 2])) -> f64 {
+    lo.max(-hi)
 }
 
 /// One row (or baseline) present in both reports.
@@ -344,18 +391,31 @@ enum View {
 }
 
 /// The paired view of rows `x` of `a` and `y` of `b`. With `shared` states (both reports have
-/// states), their figures in the shared state where both have most rounds (the faster state
-/// on a tie); else their overall figures.
+/// states), their figures in the shared state where the change of added time is known most
+/// surely: the narrowest 95 % interval of that change (each run's interval comes from its own
+/// rounds, not from the other run's figure), then most rounds in both, then the faster state;
+/// else their overall figures.
 fn paired_view(a: &Report, x: &Row, b: &Report, y: &Row, shared: Option<&[(u32, u32)]>) -> View {
     let (in_x, in_y) = (states::figures(&x.rounds), states::figures(&y.rounds));
     let Some(shared) = shared.filter(|_| !in_x.is_empty() && !in_y.is_empty()) else {
         return paired_change(a, x, b, y).map_or(View::Unpaired, View::Paired);
     };
     let figures = |all: &[StateFigures], state: u32| all.iter().find(|f| f.state == state).copied();
+    let width = |(p, q): &(StateFigures, StateFigures)| {
+        let (a, b) = (added(p)?, added(q)?);
+        let (_, [lo, hi]) = difference_interval((a.median_ns, a.ci_ns), (b.median_ns, b.ci_ns));
+        Some(hi - lo)
+    };
     let best = shared
         .iter()
         .filter_map(|&(sa, sb)| Some((figures(&in_x, sa)?, figures(&in_y, sb)?)))
-        .max_by_key(|(p, q)| (p.rounds.min(q.rounds), std::cmp::Reverse(p.state)));
+        .min_by(|one, other| {
+            let known_first = |w: Option<f64>| w.unwrap_or(f64::INFINITY);
+            known_first(width(one))
+                .total_cmp(&known_first(width(other)))
+                .then(other.0.rounds.min(other.1.rounds).cmp(&one.0.rounds.min(one.1.rounds)))
+                .then(one.0.state.cmp(&other.0.state))
+        });
     match best {
         Some((p, q)) => state_change(&p, &q).map_or(View::Unpaired, View::Paired),
         None => View::OtherState,
@@ -481,10 +541,10 @@ fn paired_pair(a: &Row, b: &Row, change: PairedChange, thresholds: Thresholds) -
 
 /// The outcome of a paired change. Judged on added time
 /// ([`PairedChange::on_added_time`]): the change of the added time must exceed the absolute
-/// threshold and the relative one of A's round trip, and the added times' intervals must not
-/// overlap. Else, on the ratios: the time the change of ratio amounts to must exceed the
-/// absolute threshold, the ratio must move by more than the relative one, and the ratios'
-/// intervals must not overlap.
+/// threshold and the relative one of A's round trip, and its 95 % interval must leave out 0.
+/// Else, on the ratios: the time the change of ratio amounts to must exceed the absolute
+/// threshold, the ratio must move by more than the relative one, and the change's 95 %
+/// interval must leave out 0 ([`difference_interval`]).
 fn judge_paired(change: &PairedChange, thresholds: Thresholds) -> Outcome {
     // In ns either way: the added times' change, or the ratios' at the mean floor.
     let time = change.difference_ns().abs();

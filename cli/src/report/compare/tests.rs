@@ -35,15 +35,22 @@ fn change(a: f64, a_ci: [f64; 2], b: f64, b_ci: [f64; 2]) -> PairedChange {
 }
 
 #[test]
-fn a_paired_change_needs_time_share_and_separate_intervals() {
+fn a_paired_change_needs_time_share_and_an_interval_clear_of_zero() {
     let t = Thresholds { abs: Duration::from_nanos(100), rel_pct: 5.0 };
-    // 1.40 -> 1.65 at a 2 us floor: +500 ns, +17.9 %, intervals apart.
+    // 1.40 -> 1.65 at a 2 us floor: +500 ns, +17.9 %; the change's interval reaches down to
+    // 0.25 - sqrt((0.03^2 + 0.02^2) / 2).
     let moved = change(1.40, [1.38, 1.42], 1.65, [1.62, 1.68]);
     assert_eq!(moved.difference_ns().round(), 500.0);
-    assert!((moved.gap() - 0.20).abs() < 1e-9);
+    assert!((moved.gap() - (0.25 - 0.00065f64.sqrt())).abs() < 1e-9, "{}", moved.gap());
     assert_eq!(judge_paired(&moved, t), Outcome::Differs);
-    // The same move with overlapping intervals is not reported.
-    let unsure = change(1.40, [1.30, 1.60], 1.65, [1.55, 1.75]);
+    // Intervals that overlap still leave the change clear of 0 when they overlap little:
+    // 0.25 - sqrt((0.15^2 + 0.20^2) / 2) = +0.073.
+    let overlapping = change(1.40, [1.28, 1.60], 1.65, [1.50, 1.80]);
+    assert!(overlapping.gap() > 0.07, "{}", overlapping.gap());
+    assert_eq!(judge_paired(&overlapping, t), Outcome::Differs);
+    // The same move with a change's interval holding 0 is not reported.
+    let unsure = change(1.40, [1.10, 1.70], 1.65, [1.35, 1.95]);
+    assert!(unsure.gap() < 0.0, "{}", unsure.gap());
     assert_eq!(judge_paired(&unsure, t), Outcome::WithinInterval);
     // Under the absolute threshold: 1.40 -> 1.44 at 2 us is 80 ns.
     let small = change(1.40, [1.39, 1.41], 1.44, [1.43, 1.45]);
@@ -64,24 +71,35 @@ fn in_state(a: (f64, [f64; 2]), b: (f64, [f64; 2])) -> PairedChange {
         a_added: added(a),
         b_added: added(b),
         states: Some((0, 0)),
-        ..change(1.30, [1.07, 1.31], 1.58, [1.31, 1.69])
+        ..change(1.30, [0.90, 1.60], 1.58, [1.20, 1.90])
     }
 }
 
 #[test]
 fn in_a_shared_state_the_added_time_is_judged_not_the_ratio() {
     let t = Thresholds { abs: Duration::from_nanos(100), rel_pct: 5.0 };
-    // 600 -> 1100 ns added: +500 ns, intervals apart; the ratios' overlap does not matter.
+    // 600 -> 1100 ns added: +500 ns, clear of 0; that the ratio's change is not does not matter.
     let moved = in_state((600.0, [550.0, 650.0]), (1_100.0, [1_000.0, 1_400.0]));
     assert!(moved.on_added_time() && moved.gap() <= 0.0);
     assert_eq!(moved.difference_ns(), 500.0);
-    assert_eq!(moved.added_change_ns(), Some((500.0, [350.0, 850.0])));
+    let (change, [lo, hi]) = moved.added_change_ns().unwrap();
+    // Each side: the two runs' spreads facing each other, in quadrature, over sqrt(2).
+    let below = ((100.0f64.powi(2) + 50.0f64.powi(2)) / 2.0).sqrt();
+    let above = ((300.0f64.powi(2) + 50.0f64.powi(2)) / 2.0).sqrt();
+    assert_eq!(change, 500.0);
+    assert!((lo - (500.0 - below)).abs() < 1e-9 && (hi - (500.0 + above)).abs() < 1e-9);
+    assert_eq!(moved.added_gap_ns(), Some(lo));
     assert_eq!(moved.a_round_trip_ns(), 2_600.0);
     assert!((moved.change_pct() - 500.0 * 100.0 / 2_600.0).abs() < 1e-9);
     assert_eq!(judge_paired(&moved, t), Outcome::Differs);
-    // The intervals touch: not sure enough.
+    // Intervals that touch leave the change clear of 0: +500 - sqrt((100^2 + 400^2) / 2).
     let touching = in_state((600.0, [550.0, 1_000.0]), (1_100.0, [1_000.0, 1_400.0]));
-    assert_eq!(judge_paired(&touching, t), Outcome::WithinInterval);
+    assert_eq!(judge_paired(&touching, t), Outcome::Differs);
+    // Wide ones do not, sqrt((300^2 + 700^2) / 2) = 539 ns being more than the 500: not sure
+    // enough.
+    let unsure = in_state((600.0, [550.0, 1_300.0]), (1_100.0, [800.0, 1_400.0]));
+    assert!(unsure.added_gap_ns().unwrap() < 0.0);
+    assert_eq!(judge_paired(&unsure, t), Outcome::WithinInterval);
     // +90 ns is under 100 ns.
     let small = in_state((600.0, [590.0, 610.0]), (690.0, [680.0, 700.0]));
     assert_eq!(judge_paired(&small, t), Outcome::WithinAbs);
@@ -92,7 +110,7 @@ fn in_a_shared_state_the_added_time_is_judged_not_the_ratio() {
     // Faster counts too.
     let faster = in_state((1_100.0, [1_000.0, 1_400.0]), (600.0, [550.0, 650.0]));
     assert_eq!((faster.difference_ns(), judge_paired(&faster, t)), (-500.0, Outcome::Differs));
-    // Without states the same figures are judged on the ratios, whose intervals overlap.
+    // Without states the same figures are judged on the ratios, whose change holds 0.
     let overall = PairedChange { states: None, ..moved };
     assert!(!overall.on_added_time());
     assert_eq!(judge_paired(&overall, t), Outcome::WithinInterval);
@@ -233,13 +251,17 @@ fn a_500ns_server_delay_differs_though_the_ratio_intervals_overlap() {
     let (a, b) = (busy_run(1, 0.0), busy_run(2, 500.0));
     let c = compare(&a, &b, T, Mode::Paired);
     let change = c.rows[0].paired.unwrap();
-    // The floor's wandering widens the ratios' intervals until they overlap...
-    assert!(change.gap() <= 0.0, "{change:?}");
+    // The floor's wandering widens the ratios' intervals until they overlap and the ratio's
+    // change is barely clear of 0...
+    assert!(change.a_ci[1] > change.b_ci[0], "{change:?}");
+    assert!(change.gap() < 0.1 * (change.b_ratio - change.a_ratio), "{change:?}");
     // ...while the added time holds: +500 ns, judged in the state both ran in.
     assert!(change.on_added_time() && change.states == Some((0, 0)), "{change:?}");
     assert_eq!(c.rows[0].outcome, Outcome::Differs, "{}", text(&c));
     let (added, [lo, hi]) = change.added_change_ns().unwrap();
-    assert!((added - 500.0).abs() < 60.0 && lo > 0.0 && lo <= 500.0 && 500.0 <= hi, "{change:?}");
+    // About +500 ns, its interval clear of 0 and reaching to within the rows' scatter of 500.
+    assert!((added - 500.0).abs() < 60.0 && lo > 0.0 && lo <= 500.0, "{change:?}");
+    assert!(hi >= 500.0 - 60.0, "{change:?}");
     let words = text(&c);
     assert!(words.contains("the time it adds to its own floor"), "{words}");
     let line = words.lines().find(|l| l.starts_with("f64 x 500 echo codec")).expect(&words);
@@ -250,8 +272,8 @@ fn a_500ns_server_delay_differs_though_the_ratio_intervals_overlap() {
     assert!(line.contains(&probes), "{probes} missing from {line}");
     assert!(line.contains(&format!("{:.3}x -> {:.3}x", change.a_ratio, change.b_ratio)));
     assert!(words.contains("compared 1 rows and 1 baselines: 1 differ;"), "{words}");
-    // Judged on the ratios, as reports without states are, it would not be reported.
-    assert_eq!(judge_paired(&PairedChange { states: None, ..change }, T), Outcome::WithinInterval);
+    // ...where the added time's is clear by most of itself.
+    assert!(change.added_gap_ns().unwrap() > 0.8 * added, "{change:?}");
 }
 
 #[test]
@@ -280,9 +302,13 @@ fn reports_whose_rounds_were_not_probed_are_judged_on_their_ratios() {
     let c = compare(&a, &b, T, Mode::Paired);
     let change = c.rows[0].paired.unwrap();
     assert!(c.states.is_none() && !change.on_added_time(), "{change:?}");
-    // The ratios' intervals overlap: not reported, as without states.
-    assert_eq!(c.rows[0].outcome, Outcome::WithinInterval, "{}", text(&c));
-    assert!(text(&c).contains("the 95% intervals of the two ratios do not overlap"));
+    // Judged by the ratio's change, whose interval is barely clear of 0 here.
+    let words = text(&c);
+    assert_eq!(c.rows[0].outcome, Outcome::Differs, "{words}");
+    assert!(words.contains("the 95% interval of that change leaves out 0"), "{words}");
+    let line = words.lines().find(|l| l.starts_with("f64 x 500 echo codec")).expect(&words);
+    assert!(line.ends_with(&format!("interval {:.3}x clear of 0", change.gap())), "{line}");
+    assert!(change.gap() > 0.0 && change.gap() < 0.05, "{change:?}");
     // By absolute times it is judged on the p50s, states or not.
     let (a, b) = (busy_run(1, 0.0), busy_run(2, 500.0));
     let absolute = compare(&a, &b, T, Mode::Absolute);
@@ -300,4 +326,50 @@ fn a_runs_usual_probe_is_its_main_states() {
     let mut unprobed = run(|_| FAST, 0);
     unprobed.machine.states.clear();
     assert_eq!(usual_probe_ns(&unprobed), None);
+}
+
+/// A run of 24 rounds, 14 in the slow state, whose row's added time scatters by +-400 ns
+/// (`shift` picks where in the pattern it starts), and 10 in the fast one, where it scatters
+/// by +-10 ns; the row adds `added_ns` to its floor in both.
+fn two_states(added_ns: u64, shift: usize) -> Report {
+    let rounds: Vec<(Option<u64>, u64, u64)> = (0..24)
+        .map(|i| {
+            let wide = [0, 400, 800, 200, 600][(i + shift) % 5];
+            let narrow = [0, 10, 20][(i + shift) % 3];
+            if i % 12 < 7 {
+                (Some(3_500), 6_000, 6_000 + added_ns - 400 + wide)
+            } else {
+                (Some(900), 2_000, 2_000 + added_ns - 10 + narrow)
+            }
+        })
+        .collect();
+    let mut report = states::testing::one_row(&rounds);
+    states::assign(&mut report);
+    report
+}
+
+#[test]
+fn of_the_states_both_ran_in_the_change_is_judged_where_it_is_known_most_surely() {
+    let (a, b) = (two_states(400, 0), two_states(600, 2));
+    assert_eq!(a.machine.states.len(), 2, "{:?}", a.machine.states);
+    let c = compare(&a, &b, T, Mode::Paired);
+    let change = c.rows[0].paired.unwrap();
+    // The slow state holds more rounds, the fast one the narrower interval: judged there.
+    let fast =
+        |report: &Report| report.machine.states.iter().find(|s| s.probe_ns < 1_000).unwrap().id;
+    assert_eq!(change.states, Some((fast(&a), fast(&b))), "{}", text(&c));
+    assert_eq!(change.difference_ns().round(), 200.0);
+    assert_eq!(c.rows[0].outcome, Outcome::Differs, "{}", text(&c));
+}
+
+#[test]
+fn states_of_two_runs_are_one_only_when_their_probes_are_within_a_fifth() {
+    // A run at 900 ns and one whose state sat at 1.3 us: 1.44x apart, two states (one run
+    // never holds them apart, but two runs can), so nothing is judged.
+    let (a, b) = (run(|_| FAST, 0), run(|_| (1_300, 2_100, 1.30), 200));
+    let c = compare(&a, &b, T, Mode::Paired);
+    assert!(c.no_state_in_common() && !c.differs(), "{}", text(&c));
+    // At 1.05x they are one.
+    let c = compare(&a, &run(|_| (945, 2_100, 1.30), 200), T, Mode::Paired);
+    assert!(!c.no_state_in_common() && c.differs(), "{}", text(&c));
 }

@@ -11,7 +11,7 @@ use peerpipe::units::format_nanos;
 /// Writes how the pairs were judged, the differing rows (paired in a shared machine state: the
 /// change of the time each adds to its floor with its 95 % interval, in percent of A's round
 /// trip, both added times, the state and both ratios; paired without states: both ratios with
-/// their intervals, the change in time and percent, and how far apart the intervals are;
+/// their intervals, the change in time and percent, and how far its interval lies from 0;
 /// absolute: both p50s, the difference, the change and the noise of each file), how the floors
 /// moved, then how many rows and baselines were compared, how many differ and which are only
 /// in A or only in B.
@@ -31,10 +31,10 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "there moved by more than {abs} and {}% of A's round trip there, and the 95% \
-                 intervals of the two",
+                 interval of that change",
                 t.rel_pct
             )?;
-            writeln!(out, "added times do not overlap (the ratios are shown as context).")?;
+            writeln!(out, "leaves out 0 (the ratios are shown as context).")?;
         }
         Mode::Paired => {
             writeln!(
@@ -43,7 +43,7 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
                  and {abs} (at the floors' mean p50),",
                 t.rel_pct
             )?;
-            writeln!(out, "and the 95% intervals of the two ratios do not overlap.")?;
+            writeln!(out, "and the 95% interval of that change leaves out 0.")?;
         }
         Mode::Absolute => {
             writeln!(
@@ -90,6 +90,19 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         }
     } else if differing.is_empty() {
         writeln!(out, "nothing differs beyond the thresholds and the noise.")?;
+        let smallest = comparison
+            .rows
+            .iter()
+            .filter_map(|p| p.paired?.smallest_found_ns(comparison.thresholds))
+            .max_by(f64::total_cmp);
+        if let Some(smallest) = smallest {
+            writeln!(
+                out,
+                "these two runs could not tell a change of added time under {} from their \
+                 noise and the thresholds (the least sure row); more rounds (--rounds) narrow it.",
+                format_nanos(smallest.round())
+            )?;
+        }
     } else {
         writeln!(out)?;
         let (paired, absolute): (Vec<&Pair>, Vec<&Pair>) =
@@ -162,7 +175,7 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The table of rows judged on added time in a shared machine state: the change of the time
-/// each adds to its floor with what the two intervals allow, that change in percent of A's
+/// each adds to its floor with its 95 % interval, that change in percent of A's
 /// round trip, both added times, the state (its 4 KiB cross-CPU round trip in A and in B) and
 /// both ratios, as context.
 fn render_added(
@@ -218,8 +231,8 @@ fn render_added(
 }
 
 /// The paired table: both ratios, the change in time and percent, the change of the time the
-/// row adds to its floor (`added B-A`, with what the two intervals allow), and how far apart
-/// the ratios' intervals are.
+/// row adds to its floor (`added B-A`, with its 95 % interval), and how far the ratio's change
+/// lies from 0 beyond its interval.
 fn render_paired(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
     let width = pairs.iter().map(|p| p.label.chars().count()).max().unwrap_or(0);
     let added: Vec<String> = pairs
@@ -242,7 +255,7 @@ fn render_paired(pairs: &[&Pair], out: &mut dyn Write) -> io::Result<()> {
         let Some(c) = &p.paired else { continue };
         writeln!(
             out,
-            "{:<width$}  {:>20} {:>20} {:>9} {:>8} {:>added_width$}  intervals {:.3}x apart",
+            "{:<width$}  {:>20} {:>20} {:>9} {:>8} {:>added_width$}  interval {:.3}x clear of 0",
             p.label,
             ratio_with_interval(c.a_ratio, c.a_ci),
             ratio_with_interval(c.b_ratio, c.b_ci),
