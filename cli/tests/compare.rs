@@ -333,7 +333,7 @@ fn compare_judges_the_time_a_row_adds_in_the_state_both_ran_in() {
     let line = text.lines().find(|l| l.starts_with("these two runs could not tell")).expect(&text);
     let smallest = line.split("under ").nth(1).and_then(|s| s.split(' ').next()).expect(line);
     let ns = peerpipe::units::parse_duration(smallest).expect(line).as_nanos();
-    assert!(ns >= 100 && ns < 500, "{line}");
+    assert!((100..500).contains(&ns), "{line}");
     // A difference under --abs, or under --rel of A's round trip, is not one.
     let slower = write(&dir, "slower.json", &wandering(830, 0));
     let out = peer(&["compare", &a, &slower, "--abs", "250ns", "--rel", "5"]);
