@@ -7,21 +7,12 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Watchdog, peer_exe, secs};
 use peerpipe_cli::report::{Row, budget, export, format, states};
 
-/// A fresh directory under the system temp dir, unique per process and call.
 fn temp_dir(name: &str) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "peerpipe-cli-{}-{}-{name}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    fs::create_dir_all(&dir).expect("create a temp dir");
-    dir
+    common::temp_dir("peerpipe-cli", name)
 }
 
 /// The flags of a run of one f64 × 8 `echo` row over the codec, blocking: the smallest real
@@ -30,15 +21,15 @@ const ONE_ECHO_ROW: [&str; 10] =
     ["--sizes", "8", "--dtype", "f64", "--path", "codec", "--handler", "echo", "--wait", "block"];
 
 fn peer(args: &[&str]) -> Output {
-    Command::new(peer_exe()).args(args).output().expect("run peer")
+    common::run_peer(args)
 }
 
 fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    common::text(&output.stdout)
 }
 
 fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    common::text(&output.stderr)
 }
 
 #[test]

@@ -6,37 +6,27 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::Output;
 
-use common::peer_exe;
 use peerpipe_cli::report::key::RowId;
 use peerpipe_cli::report::{
     BaselineRow, ConfigRecord, Machine, Percentiles, Report, Round, Row, compare, export, states,
 };
 
-/// A fresh directory under the system temp dir, unique per process and call.
 fn temp_dir(name: &str) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "peerpipe-cli-{}-{}-{name}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    fs::create_dir_all(&dir).expect("create a temp dir");
-    dir
+    common::temp_dir("peerpipe-cli", name)
 }
 
 fn peer(args: &[&str]) -> Output {
-    Command::new(peer_exe()).args(args).output().expect("run peer")
+    common::run_peer(args)
 }
 
 fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    common::text(&output.stdout)
 }
 
 fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    common::text(&output.stderr)
 }
 
 fn report_with_p50(p50: u64) -> Report {

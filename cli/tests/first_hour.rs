@@ -16,7 +16,6 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{Watchdog, peer_exe, read_on_thread, secs, wait_or_kill};
 use peerpipe::peer::OWN_HELLO_ECHOED;
@@ -40,16 +39,8 @@ fn run(command: &mut Command, limit_secs: u64) -> (ExitStatus, String, String) {
     (status, out.join().expect("stdout reader"), err.join().expect("stderr reader"))
 }
 
-/// A fresh directory under the system temp dir, unique per process and call.
 fn temp_dir(name: &str) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "peerpipe-first-hour-{}-{}-{name}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).expect("create a temp dir");
-    dir
+    common::temp_dir("peerpipe-first-hour", name)
 }
 
 fn quick_options() -> Options {

@@ -6,9 +6,9 @@ mod common;
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{Watchdog, peer_exe, secs};
+use common::{Watchdog, secs, text};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("peerpipe-repeat-{}-{name}", std::process::id()));
@@ -17,11 +17,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn peer(args: &[&str]) -> Output {
-    Command::new(peer_exe()).args(args).output().expect("run peer")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    common::run_peer(args)
 }
 
 /// A short real report: one f64 × 8 echo row and its floor, four generations of short rounds.

@@ -43,6 +43,26 @@ pub fn peer_exe() -> &'static str {
     PEER.get_or_init(build_peer)
 }
 
+/// Runs [`peer_exe`] with `args` to its end, its output captured.
+pub fn run_peer(args: &[&str]) -> std::process::Output {
+    Command::new(peer_exe()).args(args).output().expect("run peer")
+}
+
+/// Bytes a process wrote, as text (invalid UTF-8 replaced).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A fresh, empty directory under the system temp dir, named after `prefix`, this process,
+/// a count of calls and `name`: unique per process and call. The test removes it.
+pub fn temp_dir(prefix: &str, name: &str) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}-{count}-{name}", std::process::id()));
+    fs::create_dir_all(&dir).expect("create a temp dir");
+    dir
+}
+
 /// The example `name` of this package (`examples/NAME.rs`), built as [`peer_exe`] builds
 /// `peer`: `cargo build --example NAME` in this test binary's profile and target directory.
 pub fn example_exe(name: &str) -> String {
