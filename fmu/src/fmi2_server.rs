@@ -2,7 +2,7 @@
 //! served by name ([`crate::wire`]), one instance per server.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::ffi::{CStr, c_char, c_int, c_void};
 
 use peerpipe::parts::{Part, PartsOut};
 use peerpipe::server::{Handler, Request, Response};
@@ -11,15 +11,9 @@ use crate::archive::Unpacked;
 use crate::fmi2::{self, CallbackFunctions, Component, Functions, Status};
 use crate::log::{LogEnvironment, peerpipe_fmu_logger};
 use crate::model::{FmiVersion, ModelDescription};
+use crate::reply::{Gotten, Owned, cstring, push_owned, to_vrs, vrs};
 use crate::wire::{self, SETS_PARTS, SetsView, VarType, function as f};
 use crate::{Error, file_uri};
-
-/// A part of a reply, owned until the reply is written.
-enum Owned {
-    F64(Vec<f64>),
-    I64(Vec<i64>),
-    Bytes(Vec<u8>),
-}
 
 /// What a reply carries after its status and log.
 enum Extra {
@@ -30,13 +24,10 @@ enum Extra {
     Values,
 }
 
-/// The values of a get, one part per type, kept from call to call (no allocation once warm).
+/// The values of a get, and the FMU's integers before they are widened.
 #[derive(Default)]
 struct Values {
-    reals: Vec<f64>,
-    ints: Vec<i64>,
-    bools: Vec<i64>,
-    strings: Vec<u8>,
+    got: Gotten,
     scratch_ints: Vec<c_int>,
 }
 
@@ -46,13 +37,13 @@ impl Values {
     /// Gets the values of `vrs` of each type from the instance `c`.
     fn get(&mut self, fs: &Functions, c: Component, vrs: [&[u32]; 4]) -> Result<Status, String> {
         let mut status = fmi2::OK;
-        self.reals.clear();
-        self.reals.resize(vrs[0].len(), 0.0);
+        self.got.reals.clear();
+        self.got.reals.resize(vrs[0].len(), 0.0);
         if !vrs[0].is_empty() {
             let get = fs.get_real.ok_or("no fmi2GetReal")?;
             // SAFETY: `reals` has room for `nvr` values.
             status = status
-                .max(unsafe { get(c, vrs[0].as_ptr(), vrs[0].len(), self.reals.as_mut_ptr()) });
+                .max(unsafe { get(c, vrs[0].as_ptr(), vrs[0].len(), self.got.reals.as_mut_ptr()) });
         }
         let scratch = &mut self.scratch_ints;
         let mut ints_of =
@@ -70,9 +61,9 @@ impl Values {
                 out.extend(scratch.iter().map(|&v| i64::from(v)));
                 Ok(())
             };
-        ints_of(vrs[1], fs.get_integer, "fmi2GetInteger", &mut self.ints)?;
-        ints_of(vrs[2], fs.get_boolean, "fmi2GetBoolean", &mut self.bools)?;
-        self.strings.clear();
+        ints_of(vrs[1], fs.get_integer, "fmi2GetInteger", &mut self.got.ints)?;
+        ints_of(vrs[2], fs.get_boolean, "fmi2GetBoolean", &mut self.got.bools)?;
+        self.got.strings.clear();
         if !vrs[3].is_empty() {
             let get = fs.get_string.ok_or("the FMU does not export fmi2GetString")?;
             let mut pointers = vec![std::ptr::null::<c_char>(); vrs[3].len()];
@@ -84,7 +75,7 @@ impl Values {
                 let text =
                     // SAFETY: a NUL-terminated string the FMU returned (null is checked first).
                     if p.is_null() { &[][..] } else { unsafe { CStr::from_ptr(p) }.to_bytes() };
-                wire::push_string(&mut self.strings, i as u32, text);
+                wire::push_string(&mut self.got.strings, i as u32, text);
             }
         }
         Ok(status)
@@ -543,22 +534,8 @@ impl Fmi2Server {
         reply.push(Part::bytes(&self.log_bytes))?;
         match extra {
             Extra::None => {}
-            Extra::Owned(parts) => {
-                for part in &parts {
-                    reply.push(match part {
-                        Owned::F64(v) => Part::f64(v),
-                        Owned::I64(v) => Part::i64(v),
-                        Owned::Bytes(v) => Part::bytes(v),
-                    })?;
-                }
-            }
-            Extra::Values => {
-                let v = &self.values;
-                reply.push(Part::f64(&v.reals))?;
-                reply.push(Part::i64(&v.ints))?;
-                reply.push(Part::i64(&v.bools))?;
-                reply.push(Part::bytes(&v.strings))?;
-            }
+            Extra::Owned(parts) => push_owned(reply, &parts)?,
+            Extra::Values => self.values.got.push_into(reply)?,
         }
         Ok(())
     }
@@ -581,24 +558,4 @@ impl Drop for Fmi2Server {
         }
         self.component = std::ptr::null_mut();
     }
-}
-
-/// `values` as value references, into `out`.
-fn to_vrs(values: &[i64], out: &mut Vec<u32>) -> Result<(), String> {
-    out.clear();
-    for &v in values {
-        out.push(u32::try_from(v).map_err(|_| format!("{v} is not a value reference"))?);
-    }
-    Ok(())
-}
-
-fn vrs(values: &[i64]) -> Result<Vec<u32>, String> {
-    values
-        .iter()
-        .map(|&v| u32::try_from(v).map_err(|_| format!("{v} is not a value reference")))
-        .collect()
-}
-
-fn cstring(bytes: &[u8]) -> Result<CString, String> {
-    CString::new(bytes).map_err(|_| "a string holds a NUL byte".to_owned())
 }

@@ -4,7 +4,7 @@
 //! strings); no event mode, early return or intermediate update.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, CString, c_char, c_void};
+use std::ffi::{CStr, c_char, c_void};
 
 use peerpipe::parts::{Part, PartsOut};
 use peerpipe::server::{Handler, Request, Response};
@@ -13,16 +13,14 @@ use crate::archive::Unpacked;
 use crate::fmi3::{self, Functions, Instance, Status};
 use crate::log::LogEnvironment;
 use crate::model::{FmiVersion, ModelDescription};
+use crate::reply::{Gotten, Owned, cstring, push_owned, to_vrs, vrs};
 use crate::wire::{self, SETS_PARTS, SetsView, VarType, function as f};
 use crate::{Error, fmi2};
 
-/// The values of a get, one part per type, kept from call to call.
+/// The values of a get, and the FMU's integers and booleans before they are widened.
 #[derive(Default)]
 struct Values {
-    reals: Vec<f64>,
-    ints: Vec<i64>,
-    bools: Vec<i64>,
-    strings: Vec<u8>,
+    got: Gotten,
     int32: Vec<i32>,
     booleans: Vec<bool>,
 }
@@ -376,28 +374,22 @@ impl Fmi3Server {
     }
 }
 
-/// A part of a reply, owned until the reply is written.
-enum Owned {
-    F64(Vec<f64>),
-    I64(Vec<i64>),
-    Bytes(Vec<u8>),
-}
-
 impl Values {
     /// Gets the values of `vrs` of each type from the instance `i`.
     fn get(&mut self, fs: &Functions, i: Instance, vrs: [&[u32]; 4]) -> Result<Status, String> {
         let mut status = fmi2::OK;
         let (n_real, n_int, n_bool, n_string) =
             (vrs[0].len(), vrs[1].len(), vrs[2].len(), vrs[3].len());
-        self.reals.clear();
-        self.reals.resize(n_real, 0.0);
+        self.got.reals.clear();
+        self.got.reals.resize(n_real, 0.0);
         if n_real > 0 {
             let get = fs.get_float64.ok_or("no fmi3GetFloat64")?;
             // SAFETY: room for `n` values of `n` references.
-            status = status
-                .max(unsafe { get(i, vrs[0].as_ptr(), n_real, self.reals.as_mut_ptr(), n_real) });
+            status = status.max(unsafe {
+                get(i, vrs[0].as_ptr(), n_real, self.got.reals.as_mut_ptr(), n_real)
+            });
         }
-        self.ints.clear();
+        self.got.ints.clear();
         if n_int > 0 {
             self.int32.clear();
             self.int32.resize(n_int, 0);
@@ -405,9 +397,9 @@ impl Values {
             // SAFETY: as above.
             status = status
                 .max(unsafe { get(i, vrs[1].as_ptr(), n_int, self.int32.as_mut_ptr(), n_int) });
-            self.ints.extend(self.int32.iter().map(|&v| i64::from(v)));
+            self.got.ints.extend(self.int32.iter().map(|&v| i64::from(v)));
         }
-        self.bools.clear();
+        self.got.bools.clear();
         if n_bool > 0 {
             self.booleans.clear();
             self.booleans.resize(n_bool, false);
@@ -416,9 +408,9 @@ impl Values {
             status = status.max(unsafe {
                 get(i, vrs[2].as_ptr(), n_bool, self.booleans.as_mut_ptr(), n_bool)
             });
-            self.bools.extend(self.booleans.iter().map(|&v| i64::from(v)));
+            self.got.bools.extend(self.booleans.iter().map(|&v| i64::from(v)));
         }
-        self.strings.clear();
+        self.got.strings.clear();
         if n_string > 0 {
             let get = fs.get_string.ok_or("the FMU does not export fmi3GetString")?;
             let mut pointers = vec![std::ptr::null::<c_char>(); n_string];
@@ -429,7 +421,7 @@ impl Values {
                 let text =
                     // SAFETY: a NUL-terminated string the FMU returned (null is checked first).
                     if p.is_null() { &[][..] } else { unsafe { CStr::from_ptr(p) }.to_bytes() };
-                wire::push_string(&mut self.strings, n as u32, text);
+                wire::push_string(&mut self.got.strings, n as u32, text);
             }
         }
         Ok(status)
@@ -488,19 +480,9 @@ impl Fmi3Server {
         if call.function == f::INSTANTIATE && !lists.is_empty() {
             reply.push(Part::bytes(self.unpacked.dir().as_os_str().as_encoded_bytes()))?;
         }
-        for part in &extra {
-            reply.push(match part {
-                Owned::F64(v) => Part::f64(v),
-                Owned::I64(v) => Part::i64(v),
-                Owned::Bytes(v) => Part::bytes(v),
-            })?;
-        }
+        push_owned(reply, &extra)?;
         if values {
-            let v = &self.values;
-            reply.push(Part::f64(&v.reals))?;
-            reply.push(Part::i64(&v.ints))?;
-            reply.push(Part::i64(&v.bools))?;
-            reply.push(Part::bytes(&v.strings))?;
+            self.values.got.push_into(reply)?;
         }
         Ok(())
     }
@@ -523,22 +505,4 @@ impl Drop for Fmi3Server {
         }
         self.instance = std::ptr::null_mut();
     }
-}
-
-fn to_vrs(values: &[i64], out: &mut Vec<u32>) -> Result<(), String> {
-    out.clear();
-    for &v in values {
-        out.push(u32::try_from(v).map_err(|_| format!("{v} is not a value reference"))?);
-    }
-    Ok(())
-}
-
-fn vrs(values: &[i64]) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    to_vrs(values, &mut out)?;
-    Ok(out)
-}
-
-fn cstring(bytes: &[u8]) -> Result<CString, String> {
-    CString::new(bytes).map_err(|_| "a string holds a NUL byte".to_owned())
 }

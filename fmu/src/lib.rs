@@ -17,6 +17,7 @@ pub mod fmi3_server;
 mod functions;
 pub mod log;
 pub mod model;
+mod reply;
 pub mod serve;
 pub mod wire;
 pub mod wrap;
