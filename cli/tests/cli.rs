@@ -331,19 +331,33 @@ fn the_waits_of_one_placement_are_measured_in_the_same_rounds() {
         println!("skipping: the probe that tells rounds apart needs two CPUs");
         return;
     }
-    let _watchdog = Watchdog::new(secs(120));
+    let _watchdog = Watchdog::new(secs(150));
     let dir = temp_dir("waits-share-rounds");
     let json = dir.join("run.json");
-    let output = peer(
-        &[
-            &["--sizes", "500", "--dtype", "f64", "--path", "codec", "--handler", "echo"][..],
-            &["--wait", "block,spin,auto", "--pin", "free", "--duration", "10ms", "--rounds", "5"],
-            &["--generations", "1", "--warmup", "1ms", "--json", json.to_str().unwrap()],
-        ]
-        .concat(),
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
-    let report = export::read_json(&json).unwrap();
+    let run = || {
+        let output = peer(
+            &[
+                &["--sizes", "500", "--dtype", "f64", "--path", "codec", "--handler", "echo"][..],
+                &["--wait", "block,spin,auto", "--pin", "free", "--duration", "10ms"],
+                &["--rounds", "5", "--generations", "1", "--warmup", "1ms"],
+                &["--json", json.to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+        (output, export::read_json(&json).unwrap())
+    };
+    // A round's probe needs both of its threads running at once; where other work holds the
+    // CPUs (a build beside the tests) every probe of a short run can miss, so the run is made
+    // again, for up to a minute, until one got through.
+    let started = std::time::Instant::now();
+    let (output, report) = loop {
+        let (output, report) = run();
+        let probed = report.rows.iter().flat_map(|r| &r.rounds).any(|r| r.probe_ns.is_some());
+        if probed || started.elapsed() > secs(60) {
+            break (output, report);
+        }
+    };
     assert!(report.config.waits_share_rounds);
     assert_eq!(report.rows.len(), 3, "{:?}", report.rows);
     // The answer (auto, unpinned) is compared with the other two waits round by round, with
