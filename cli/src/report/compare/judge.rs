@@ -19,6 +19,13 @@ pub struct Thresholds {
     pub rel_pct: f64,
 }
 
+impl Thresholds {
+    /// The relative threshold as an amount of `of` (`of` × `rel_pct` / 100).
+    pub fn rel_of(&self, of: f64) -> f64 {
+        of * self.rel_pct / 100.0
+    }
+}
+
 impl Default for Thresholds {
     /// 10 µs and 10 %, the defaults of `peer compare`.
     fn default() -> Thresholds {
@@ -144,7 +151,7 @@ impl PairedChange {
     pub fn smallest_found_ns(&self, thresholds: Thresholds) -> Option<f64> {
         let (change, [lo, hi]) = self.added_change_ns().filter(|_| self.on_added_time())?;
         let noise = (change - lo).max(hi - change);
-        let rel = self.a_round_trip_ns() * thresholds.rel_pct / 100.0;
+        let rel = thresholds.rel_of(self.a_round_trip_ns());
         Some(noise.max(thresholds.abs.as_nanos() as f64).max(rel))
     }
 
@@ -556,7 +563,7 @@ fn judge_paired(change: &PairedChange, thresholds: Thresholds) -> Outcome {
     };
     if time <= thresholds.abs.as_nanos() as f64 {
         Outcome::WithinAbs
-    } else if moved <= of * thresholds.rel_pct / 100.0 {
+    } else if moved <= thresholds.rel_of(of) {
         Outcome::WithinRel
     } else if gap <= 0.0 {
         Outcome::WithinInterval
@@ -590,7 +597,7 @@ fn judge(a: u64, b: u64, noise: u64, thresholds: Thresholds) -> Outcome {
     let abs = thresholds.abs.as_nanos();
     if (difference as u128) <= abs {
         Outcome::WithinAbs
-    } else if difference as f64 <= a as f64 * thresholds.rel_pct / 100.0 {
+    } else if difference as f64 <= thresholds.rel_of(a as f64) {
         Outcome::WithinRel
     } else if difference <= noise {
         Outcome::WithinNoise

@@ -129,7 +129,13 @@ fn run(state_of: impl Fn(usize) -> (u64, u64, f64), added_ns: u64) -> Report {
             (Some(probe + (i as u64 % 5) * 10), floor, row)
         })
         .collect();
-    let mut report = states::testing::one_row(&rounds);
+    with_states(&rounds)
+}
+
+/// A report of one row and its floor in `rounds` (probe, floor p50, row p50), two per
+/// generation, its machine's states found and its rounds assigned to them.
+fn with_states(rounds: &[(Option<u64>, u64, u64)]) -> Report {
+    let mut report = states::testing::one_row(rounds);
     states::assign(&mut report);
     report
 }
@@ -241,9 +247,7 @@ fn busy_run(seed: u64, extra_ns: f64) -> Report {
             (Some(probe as u64), floor as u64, (floor + added) as u64)
         })
         .collect();
-    let mut report = states::testing::one_row(&rounds);
-    states::assign(&mut report);
-    report
+    with_states(&rounds)
 }
 
 #[test]
@@ -343,9 +347,7 @@ fn two_states(added_ns: u64, shift: usize) -> Report {
             }
         })
         .collect();
-    let mut report = states::testing::one_row(&rounds);
-    states::assign(&mut report);
-    report
+    with_states(&rounds)
 }
 
 #[test]
