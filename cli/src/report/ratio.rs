@@ -128,7 +128,7 @@ impl RatioVerdict {
 pub fn unresolved_note(label: &str) -> String {
     format!(
         "{label}: a 95% interval wider than +-{:.0}% of the ratio, across 1.00x, or unknown; \
-         more --rounds narrow it.",
+         a longer run narrows it (--duration, --rounds and --generations 4x: about half).",
         RESOLVED_WITHIN * 100.0
     )
 }
