@@ -123,12 +123,12 @@ impl RatioVerdict {
     }
 }
 
-/// One line that says what an unresolved ratio is, under a table or list that prints one as
-/// `label`: `unresolved: a 95% interval wider than +-25% of the ratio, …`.
+/// Two lines that say what an unresolved ratio is, under a table or list that prints one as
+/// `label`: `unresolved: a 95% interval wider than +-25% of the ratio, …`, and what narrows it.
 pub fn unresolved_note(label: &str) -> String {
     format!(
-        "{label}: a 95% interval wider than +-{:.0}% of the ratio, across 1.00x, or unknown; \
-         a longer run narrows it (--duration, --rounds and --generations 4x: about half).",
+        "{label}: a 95% interval wider than +-{:.0}% of the ratio, across 1.00x, or unknown;\n  \
+         a longer run narrows it: --duration, --rounds and --generations 4x about halve it.",
         RESOLVED_WITHIN * 100.0
     )
 }

@@ -99,8 +99,8 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "these two runs could not tell a change of added time under {} from their \
-                 noise and the thresholds (the least sure row); longer runs narrow it \
-                 (--duration, --rounds and --generations 4x: about half).",
+                 noise and the thresholds (the least sure row);\nlonger runs narrow it: --duration, \
+                 --rounds and --generations 4x about halve it.",
                 format_nanos(smallest.round())
             )?;
         }
