@@ -246,6 +246,7 @@ fn report_in_state(probe_ns: u64, floor_p50: u64, ratio: f64) -> Report {
         preemptions: None,
         generation: (i / 2) as u32,
         probe_ns: Some(probe_ns + i % 3 * 10),
+        compute_ns: None,
         state: None,
     };
     let floor = |i: u64| floor_p50 + i % 4 * 5;

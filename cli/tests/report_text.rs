@@ -181,6 +181,7 @@ fn one_row(p50: u64, round_p50s: Vec<u64>) -> Report {
             preemptions: None,
             generation: 0,
             probe_ns: None,
+            compute_ns: None,
             state: None,
         })
         .collect();

@@ -14,6 +14,15 @@
 //! The probe is a ping-pong of a 4 KiB block between the calling thread and a partner thread
 //! on the second CPU, through atomics only: no system call, no wake-up, just the caches. It
 //! spins, so it runs only where each side has a CPU of its own.
+//!
+//! Right after it the partner times a short copy of its own ([`compute_ns`]) while the calling
+//! thread keeps its CPU busy, as a client does during a burst: how fast the second CPU — the
+//! server's under `split` — computes beside a busy first one. The same 2-core guest had runs
+//! in which the echo server answered in 180–250 ns instead of 140–150 and the ratio read ~1.31
+//! instead of ~1.22, steady through a run, with the 4 KiB round trip as in the other runs; in
+//! 45 of 60 such runs this copy took 1.25x its usual time or more, in 9 of 236 others (the CPUs
+//! behaved as two threads of one core). Timed while the first CPU sleeps, it did not tell them
+//! apart.
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,12 +36,67 @@ pub const BLOCK_BYTES: usize = 4096;
 /// Spins between two looks at the clock while waiting for the other side.
 const SPINS_PER_CLOCK_READ: u32 = 1024;
 
+/// Passes over a 4 KiB block in one timed [`compute_ns`] copy.
+pub const COMPUTE_PASSES: usize = 8;
+
+/// Timed copies of every [`compute_ns`]; their median is the figure.
+pub const COMPUTE_REPEATS: usize = 25;
+
+/// How long the prober spins, busy on its own CPU, for the partner's [`compute_ns`].
+const COMPUTE_DEADLINE: Duration = Duration::from_millis(2);
+
 /// What the prober and its partner share.
 struct Shared {
     /// Odd: the prober's message `n` is ready; even: the partner's answer to it.
     turn: AtomicU64,
     block: Vec<AtomicU64>,
     stop: AtomicBool,
+    /// The partner's last [`compute_ns`] (0: none), written before it says a probe is over.
+    compute_ns: AtomicU64,
+}
+
+/// What one [`RoundProbe::measure`] read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    /// The p50 round trip of [`BLOCK_BYTES`] between the two CPUs, in nanoseconds.
+    pub cross_ns: u64,
+    /// The partner's [`compute_ns`] right after it, in nanoseconds.
+    pub compute_ns: Option<u64>,
+}
+
+/// How fast the calling thread's CPU computes now: the median time, in nanoseconds, of
+/// [`COMPUTE_REPEATS`] copies of `src` into `dst`, [`COMPUTE_PASSES`] passes each, word by
+/// word — the loads and stores a codec makes. `None` for empty buffers or buffers of
+/// different lengths.
+///
+/// # Examples
+/// ```
+/// use peerpipe_cli::report::crosscore::compute_ns;
+/// let (src, mut dst) = (vec![7u64; 512], vec![0u64; 512]);
+/// assert!(compute_ns(&src, &mut dst).is_some_and(|ns| ns > 0));
+/// assert_eq!(dst, src);
+/// assert_eq!(compute_ns(&src, &mut [0u64; 3]), None);
+/// assert_eq!(compute_ns(&[], &mut []), None);
+/// ```
+pub fn compute_ns(src: &[u64], dst: &mut [u64]) -> Option<u64> {
+    if src.is_empty() || src.len() != dst.len() {
+        return None;
+    }
+    let mut times = [0u64; COMPUTE_REPEATS];
+    for time in &mut times {
+        let started = Instant::now();
+        for _ in 0..COMPUTE_PASSES {
+            // Word by word (a copy would become `rep movsb`, which this is not meant to time).
+            let key = std::hint::black_box(0u64);
+            for (to, from) in dst.iter_mut().zip(src) {
+                *to = from ^ key;
+            }
+            std::hint::black_box(&mut *dst);
+        }
+        *time = (started.elapsed().as_nanos() as u64).max(1);
+    }
+    times.sort_unstable();
+    Some(peerpipe::stats::nearest_rank(&times, 0.5))
 }
 
 impl Shared {
@@ -127,6 +191,8 @@ pub const ROUND_PROBE_DEADLINE: Duration = Duration::from_millis(20);
 /// Cost, measured on a 2-core KVM guest (AMD EPYC): 0.36–0.46 ms per round in a state where
 /// 4 KiB moved there and back in ~1.4 µs, 0.85–1.0 ms where it took ~3.4 µs (waking the partner
 /// takes ~40 µs of it) — 5–13 % of a default round of a floor and one row (two 3.75 ms bursts).
+/// The partner's [`compute_ns`] after it, with the caller spinning meanwhile, adds ~15 µs (25
+/// word-by-word copies of 32 KiB, ~0.57 µs each there).
 /// When other tasks hold the partner's CPU it waits for it, up to [`ROUND_PROBE_DEADLINE`].
 pub struct RoundProbe {
     shared: Arc<Shared>,
@@ -153,13 +219,18 @@ impl RoundProbe {
             turn: AtomicU64::new(0),
             block: (0..BLOCK_BYTES / 8).map(|_| AtomicU64::new(0)).collect(),
             stop: AtomicBool::new(true),
+            compute_ns: AtomicU64::new(0),
         });
         let (start, starts) = mpsc::channel::<Instant>();
         let (finished, done) = mpsc::channel();
         let partner_shared = Arc::clone(&shared);
         let partner = spawn_partner(Box::new(move || {
+            let (src, mut dst): (Vec<u64>, Vec<u64>) =
+                ((0..BLOCK_BYTES as u64 / 8).collect(), vec![0; BLOCK_BYTES / 8]);
             while let Ok(deadline) = starts.recv() {
                 partner(&partner_shared, deadline);
+                let computed = compute_ns(&src, &mut dst).unwrap_or(0);
+                partner_shared.compute_ns.store(computed, Ordering::Relaxed);
                 if finished.send(()).is_err() {
                     return;
                 }
@@ -175,10 +246,11 @@ impl RoundProbe {
         })
     }
 
-    /// One probe: the p50 4 KiB round trip between the calling thread and the partner, in
-    /// nanoseconds. `None` when the partner did not answer within [`ROUND_PROBE_DEADLINE`], or
-    /// has not yet ended a probe it missed: the figure is then unknown, never made up.
-    pub fn measure(&mut self) -> Option<u64> {
+    /// One probe: the p50 4 KiB round trip between the calling thread and the partner, and
+    /// how fast the partner's CPU computed right after ([`compute_ns`]). `None` when the
+    /// partner did not answer within [`ROUND_PROBE_DEADLINE`], or has not yet ended a probe it
+    /// missed: the figures are then unknown, never made up.
+    pub fn measure(&mut self) -> Option<Reading> {
         if self.awaiting_done {
             match self.done.try_recv() {
                 Ok(()) => self.awaiting_done = false,
@@ -193,6 +265,7 @@ impl RoundProbe {
         // The partner is asleep (the last probe's `done` said so): nothing races these.
         shared.turn.store(0, Ordering::Relaxed);
         shared.stop.store(false, Ordering::Relaxed);
+        shared.compute_ns.store(0, Ordering::Relaxed);
         let deadline = Instant::now() + ROUND_PROBE_DEADLINE;
         if self.start.as_ref().is_none_or(|start| start.send(deadline).is_err()) {
             self.broken = true;
@@ -201,8 +274,17 @@ impl RoundProbe {
         let (warmup, timed) = (ROUND_WARMUP_ROUND_TRIPS, ROUND_PROBE_ROUND_TRIPS);
         let measured = block_round_trips(shared, warmup, timed, deadline);
         shared.stop.store(true, Ordering::Relaxed);
+        // The first CPU stays busy while the partner computes, as the client's does in a burst.
+        let computing_until = Instant::now() + COMPUTE_DEADLINE;
+        while shared.compute_ns.load(Ordering::Relaxed) == 0 && Instant::now() < computing_until {
+            spin_loop();
+        }
         match self.done.recv_timeout(ROUND_PROBE_DEADLINE) {
-            Ok(()) => measured,
+            // The partner wrote its figure before it said so (the channel orders the two).
+            Ok(()) => measured.map(|cross_ns| Reading {
+                cross_ns,
+                compute_ns: Some(shared.compute_ns.load(Ordering::Relaxed)).filter(|&ns| ns > 0),
+            }),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 // Still spinning, or never woke: it stops on its own once it runs (`stop`
                 // stays set); until it says so it is not woken again.
@@ -275,7 +357,8 @@ mod tests {
         // Other tests may hold a CPU for a while: a probe must get through (a probe the
         // partner missed does not stop the next ones).
         let measured = until_one_gets_through(&mut probe);
-        assert!(measured.is_some_and(|ns| ns > 0), "no probe got through in a minute");
+        assert!(measured.is_some_and(|r| r.cross_ns > 0), "no probe got through in a minute");
+        assert!(measured.is_some_and(|r| r.compute_ns.is_some_and(|ns| ns > 0)), "{measured:?}");
         assert!(probe.settle(Duration::from_secs(5)), "the partner never ended a probe");
         // Between probes the partner sleeps on its channel: over 200 ms it takes no CPU time,
         // where a spinning one would take all of it (20 ticks at 100 Hz).
@@ -305,17 +388,17 @@ mod tests {
         assert_eq!(probe.measure(), None);
         assert!(probe.settle(Duration::from_secs(5)), "the partner ends the missed probe");
         let measured = until_one_gets_through(&mut probe);
-        assert!(measured.is_some_and(|ns| ns > 0), "no probe got through after the miss");
+        assert!(measured.is_some_and(|r| r.cross_ns > 0), "no probe got through after the miss");
     }
 
     /// Probes until one is measured, or a minute has passed (then `None`). A probe needs both
     /// threads running at once: on a machine whose CPUs other work holds, many in a row can
     /// miss their deadline.
-    fn until_one_gets_through(probe: &mut RoundProbe) -> Option<u64> {
+    fn until_one_gets_through(probe: &mut RoundProbe) -> Option<Reading> {
         let until = std::time::Instant::now() + Duration::from_secs(60);
         while std::time::Instant::now() < until {
-            if let Some(ns) = probe.measure() {
-                return Some(ns);
+            if let Some(reading) = probe.measure() {
+                return Some(reading);
             }
             probe.settle(Duration::from_millis(100));
         }

@@ -22,7 +22,7 @@ use super::cpu::{
     Pinned, current_cpu, last_cpu_of, preemptions_of, process_cpu_time, thread_cpu_time,
     thread_preemptions,
 };
-use super::crosscore::RoundProbe;
+use super::crosscore::{Reading, RoundProbe};
 use super::format;
 use super::key::{Handler, Placement, RowId, Workload};
 use super::model::{BaselineRow, ClientWaits, Percentiles, Round, Row, shared_core_share};
@@ -173,7 +173,7 @@ pub(crate) struct LiveGroup<'a> {
     /// The probe taken at the start of every round; `None` when there is no second CPU.
     probe: Option<RoundProbe>,
     /// What it measured, one entry per round in order (over every generation).
-    probes: Vec<Option<u64>>,
+    probes: Vec<Option<Reading>>,
 }
 
 /// What was seen of one burst besides its times: where each side ran, and how often another
@@ -188,7 +188,7 @@ struct Seen {
 #[derive(Clone, Copy)]
 struct RoundOf {
     generation: u32,
-    probe_ns: Option<u64>,
+    probe: Option<Reading>,
 }
 
 impl Seen {
@@ -201,7 +201,8 @@ impl Seen {
             client_cpu: self.client_cpu,
             server_cpu: self.server_cpu,
             preemptions: self.preemptions,
-            probe_ns: of.probe_ns,
+            probe_ns: of.probe.map(|p| p.cross_ns),
+            compute_ns: of.probe.and_then(|p| p.compute_ns),
             // Found once the whole run is in (`states::assign`).
             state: None,
         }
@@ -381,7 +382,7 @@ impl<'a> LiveGroup<'a> {
             .enumerate()
             .map(|(i, generation)| RoundOf {
                 generation,
-                probe_ns: self.probes.get(i).copied().flatten(),
+                probe: self.probes.get(i).copied().flatten(),
             })
             .collect();
         let floors = self.floors.len();

@@ -81,6 +81,11 @@ pub struct Round {
     /// figure in the floor's round and in every row's. `null` when the process may use one CPU,
     /// and when the probe got no answer in time.
     pub probe_ns: Option<u64>,
+    /// How fast the second of those CPUs (the server's under `split`) computed right after the
+    /// probe: the median time of a short copy there, in nanoseconds
+    /// ([`compute_ns`](super::crosscore::compute_ns)). Absent where `probe_ns` is `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_ns: Option<u64>,
     /// Which of the run's [`Machine::states`] the round ran in (see [`states`](super::states));
     /// `null` when unknown.
     pub state: Option<u32>,
@@ -307,6 +312,11 @@ pub struct MachineState {
     /// Rounds in this state, over every group of the run (a round counts once, however many
     /// rows it measured).
     pub rounds: u64,
+    /// The median of its rounds' `compute_ns`: how fast the second CPU computed in this state.
+    /// Absent when none of its rounds has one. Two reports' states are one state only when
+    /// this agrees too ([`states::same_state`](super::states::same_state)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_ns: Option<u64>,
 }
 
 /// The configuration a report ran with, recorded in full.

@@ -35,6 +35,9 @@ pub struct RunFigure {
     pub ci: Option<[f64; 2]>,
     /// The 4 KiB probe of that state (the run's main state when the rounds carry no state).
     pub probe_ns: Option<u64>,
+    /// How fast the second CPU computed in that state
+    /// ([`MachineState::compute_ns`](super::model::MachineState::compute_ns)).
+    pub compute_ns: Option<u64>,
     /// The row's server p50 over the whole run: how fast the server's CPU computed, which
     /// the 4 KiB probe does not see and which can differ from one run to the next.
     pub server_ns: Option<u64>,
@@ -86,7 +89,7 @@ impl Tally {
 /// use peerpipe_cli::report::repeat::{Held, RunFigure, judge};
 /// let run = |ratio: f64, half: f64, probe_ns| RunFigure {
 ///     ratio: Some(ratio), ci: Some([ratio - half, ratio + half]), probe_ns: Some(probe_ns),
-///     server_ns: None };
+///     compute_ns: None, server_ns: None };
 /// let runs = [run(1.30, 0.02, 1000), run(1.31, 0.02, 1050), run(1.32, 0.02, 980),
 ///     run(1.40, 0.01, 1020), run(1.06, 0.01, 3500)];
 /// let held = judge(&runs);
@@ -102,7 +105,7 @@ pub fn judge(runs: &[RunFigure]) -> Vec<Held> {
             let mut others: Vec<f64> = runs
                 .iter()
                 .enumerate()
-                .filter(|&(j, other)| j != i && same_state(run.probe_ns, other.probe_ns))
+                .filter(|&(j, other)| j != i && same_state(run, other))
                 .filter_map(|(_, other)| other.ratio)
                 .collect();
             if others.is_empty() {
@@ -122,8 +125,15 @@ pub fn judge(runs: &[RunFigure]) -> Vec<Held> {
 }
 
 /// Two runs' main states are one state when their probes are less than
-/// [`states::ACROSS_RUNS_FACTOR`] apart, or when neither run probed.
-fn same_state(a: Option<u64>, b: Option<u64>) -> bool {
+/// [`states::ACROSS_RUNS_FACTOR`] apart and their second CPUs computed alike
+/// ([`states::same_compute`]), or when neither run probed.
+fn same_state(a: &RunFigure, b: &RunFigure) -> bool {
+    same_probe(a.probe_ns, b.probe_ns) && states::same_compute(a.compute_ns, b.compute_ns)
+}
+
+/// Whether two runs' probes put them in one state ([`states::same_state_ns`]); runs that did
+/// not probe are one state, never the same as one that did.
+fn same_probe(a: Option<u64>, b: Option<u64>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => states::same_state_ns(a, b),
         (None, None) => true,
@@ -159,14 +169,13 @@ pub fn figures(reports: &[Report]) -> Vec<(String, Vec<RunFigure>)> {
                     let found = report.rows.iter().find(|r| r.key() == row.key());
                     let headline = found.and_then(|r| states::headline_figures(&r.rounds));
                     let states = &report.machine.states;
-                    let probe_ns = headline
-                        .as_ref()
-                        .and_then(|h| states.iter().find(|s| s.id == h.state))
-                        .map(|s| s.probe_ns);
+                    let state =
+                        headline.as_ref().and_then(|h| states.iter().find(|s| s.id == h.state));
                     RunFigure {
                         ratio: headline.and_then(|h| h.ratio),
                         ci: headline.and_then(|h| h.ratio_ci),
-                        probe_ns,
+                        probe_ns: state.map(|s| s.probe_ns),
+                        compute_ns: state.and_then(|s| s.compute_ns),
                         server_ns: found.map(|r| r.server_ns.p50),
                     }
                 })
@@ -189,12 +198,14 @@ pub fn render(rows: &[(String, Vec<RunFigure>)], out: &mut dyn Write) -> io::Res
         writeln!(out, "{label}")?;
         writeln!(
             out,
-            "  run  ratio [95% interval]       state (4 KiB)  server p50  others' median  interval"
+            "  run  ratio [95% interval]       state (4 KiB)  CPU 2 copy   server p50  others' median  \
+             interval"
         )?;
         let verdicts = judge(runs);
         for (i, (run, verdict)) in runs.iter().zip(&verdicts).enumerate() {
             let figure = RatioVerdict::judge(run.ratio, run.ci).text();
             let state = run.probe_ns.map_or_else(|| "-".to_owned(), format::ns);
+            let compute = run.compute_ns.map_or_else(|| "-".to_owned(), format::ns);
             let server = run.server_ns.map_or_else(|| "-".to_owned(), format::ns);
             let (median, word) = match *verdict {
                 Held::Yes(m) => (format!("{m:.3}x"), "held"),
@@ -204,7 +215,7 @@ pub fn render(rows: &[(String, Vec<RunFigure>)], out: &mut dyn Write) -> io::Res
             };
             writeln!(
                 out,
-                "  {:>3}  {figure:<26} {state:>13}  {server:>10}  {median:>14}  {word}",
+                "  {:>3}  {figure:<26} {state:>13}  {compute:>11}  {server:>10}  {median:>14}  {word}",
                 i + 1
             )?;
         }
@@ -302,6 +313,7 @@ mod tests {
             ratio: Some(ratio),
             ci: Some([ratio - half, ratio + half]),
             probe_ns,
+            compute_ns: None,
             server_ns: None,
         }
     }
@@ -338,10 +350,11 @@ mod tests {
             ratio: Some(1.6),
             ci: Some([1.1, 2.2]),
             probe_ns: Some(1000),
+            compute_ns: None,
             server_ns: None,
         });
         runs.push(run(1.05, 0.01, Some(3500)));
-        runs.push(RunFigure { ratio: Some(1.3), ci: None, probe_ns: Some(1000), server_ns: None });
+        runs.push(RunFigure { ci: None, ..run(1.3, 0.0, Some(1000)) });
         let t = tally(&judge(&runs));
         assert_eq!(t, Tally { held: 9, unresolved: 2, missed: 0, alone: 1 });
         assert!(t.passes());
@@ -349,12 +362,26 @@ mod tests {
     }
 
     #[test]
+    fn runs_whose_second_cpu_computed_slower_are_another_state() {
+        // Nine runs at one probe; three of them with the second CPU copying 1.6x slower and
+        // a ratio far off: each kind is judged by its own kind only.
+        let at = |ratio, compute_ns| RunFigure { compute_ns, ..run(ratio, 0.02, Some(1_100)) };
+        let mut runs: Vec<RunFigure> = (0..6).map(|_| at(1.22, Some(1_200))).collect();
+        runs.extend((0..3).map(|_| at(1.31, Some(1_950))));
+        assert_eq!(tally(&judge(&runs)), Tally { held: 9, unresolved: 0, missed: 0, alone: 0 });
+        // Without the compute figure, the three slow ones miss the others' median.
+        let blind: Vec<RunFigure> =
+            runs.iter().map(|r| RunFigure { compute_ns: None, ..*r }).collect();
+        assert_eq!(tally(&judge(&blind)).missed, 3);
+    }
+
+    #[test]
     fn runs_without_states_are_one_state_and_never_the_same_as_one_with() {
-        assert!(same_state(None, None));
-        assert!(!same_state(None, Some(900)));
-        assert!(same_state(Some(900), Some(1050)));
-        assert!(!same_state(Some(900), Some(1300)));
-        assert!(!same_state(Some(900), Some(1400)));
+        assert!(same_probe(None, None));
+        assert!(!same_probe(None, Some(900)));
+        assert!(same_probe(Some(900), Some(1050)));
+        assert!(!same_probe(Some(900), Some(1300)));
+        assert!(!same_probe(Some(900), Some(1400)));
         let verdicts = judge(&[run(1.3, 0.01, None), run(1.3, 0.01, Some(900))]);
         assert_eq!(verdicts, [Held::Alone, Held::Alone]);
     }

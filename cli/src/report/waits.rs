@@ -94,6 +94,7 @@ mod tests {
                 preemptions: None,
                 generation: 0,
                 probe_ns: None,
+                compute_ns: None,
                 state,
             })
             .collect();

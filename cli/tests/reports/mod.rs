@@ -77,6 +77,7 @@ pub fn rounds(p50: u64, floor: Option<u64>) -> Vec<Round> {
             preemptions: None,
             generation,
             probe_ns: None,
+            compute_ns: None,
             state: None,
         })
         .to_vec()

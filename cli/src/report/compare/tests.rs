@@ -375,3 +375,21 @@ fn states_of_two_runs_are_one_only_when_their_probes_are_within_a_fifth() {
     let c = compare(&a, &run(|_| (945, 2_100, 1.30), 200), T, Mode::Paired);
     assert!(!c.no_state_in_common() && c.differs(), "{}", text(&c));
 }
+
+#[test]
+fn states_whose_second_cpu_computed_at_other_speeds_are_not_one() {
+    // One probe figure, the second CPU copying 1.6x slower in B: two states of the machine
+    // (a server there answers slower though nothing in the configuration changed).
+    let (mut a, mut b) = (run(|_| FAST, 0), run(|_| FAST, 0));
+    a.machine.states[0].compute_ns = Some(2_200);
+    b.machine.states[0].compute_ns = Some(3_500);
+    let c = compare(&a, &b, T, Mode::Paired);
+    assert!(c.no_state_in_common() && !c.differs(), "{}", text(&c));
+    let words = text(&c);
+    assert!(words.contains("(the second CPU copying in 3.50us)"), "{words}");
+    // Within 1.25x they are one; a report without the figure matches either.
+    b.machine.states[0].compute_ns = Some(2_500);
+    assert!(!compare(&a, &b, T, Mode::Paired).no_state_in_common());
+    b.machine.states[0].compute_ns = None;
+    assert!(!compare(&a, &b, T, Mode::Paired).no_state_in_common());
+}

@@ -279,6 +279,13 @@ fn states_line(states: &StatesCompared) -> String {
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
     };
     if states.shared.is_empty() {
+        // How fast the second CPU computed sets states apart too (`states::same_compute`).
+        let took = |s: &MachineState| match s.compute_ns {
+            Some(ns) => {
+                format!("{} (the second CPU copying in {})", took(s), format_nanos(ns as f64))
+            }
+            None => took(s),
+        };
         let (a, b) = (states.a.iter().map(took).collect(), states.b.iter().map(took).collect());
         let (a_states, b_states) = (states.a.len(), states.b.len());
         return format!(
