@@ -20,9 +20,9 @@
 //! server's under `split` — computes beside a busy first one. The same 2-core guest had runs
 //! in which the echo server answered in 180–250 ns instead of 140–150 and the ratio read ~1.31
 //! instead of ~1.22, steady through a run, with the 4 KiB round trip as in the other runs; in
-//! 45 of 60 such runs this copy took 1.25x its usual time or more, in 9 of 236 others (the CPUs
-//! behaved as two threads of one core). Timed while the first CPU sleeps, it did not tell them
-//! apart.
+//! 45 of 60 such runs this copy took 1.25x its usual time or more, in 9 of 236 others (as if
+//! the two CPUs were then two threads of one core). Timed while the first CPU sleeps, it did not
+//! tell them apart.
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
