@@ -53,6 +53,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use peerpipe::stats::nearest_rank;
+
 use super::model::{MachineState, Report, Round};
 use crate::pairing::{self, paired_difference_by_generation, paired_ratio_by_generation};
 
@@ -274,7 +276,7 @@ pub fn assign(report: &mut Report) {
             .filter_map(|r| r.compute_ns)
             .collect();
         computed.sort_unstable();
-        state.compute_ns = (!computed.is_empty()).then(|| computed[(computed.len() - 1) / 2]);
+        state.compute_ns = (!computed.is_empty()).then(|| nearest_rank(&computed, 0.5));
     }
     for row in &mut report.rows {
         tag(&mut row.rounds, &states);
@@ -397,8 +399,13 @@ pub fn run_main_state(all: &[MachineState]) -> Option<&MachineState> {
 /// Whether two probe figures (ns), of two runs, are of the same state of the machine: less than
 /// [`ACROSS_RUNS_FACTOR`] apart.
 pub fn same_state_ns(a_ns: u64, b_ns: u64) -> bool {
-    let (lo, hi) = (a_ns.min(b_ns).max(1), a_ns.max(b_ns));
-    (hi as f64) < ACROSS_RUNS_FACTOR * lo as f64
+    within_factor(a_ns, b_ns, ACROSS_RUNS_FACTOR)
+}
+
+/// Whether the larger of `a` and `b` is less than `factor` times the smaller (0 counted as 1).
+fn within_factor(a: u64, b: u64, factor: f64) -> bool {
+    let (lo, hi) = (a.min(b).max(1), a.max(b));
+    (hi as f64) < factor * lo as f64
 }
 
 /// Whether state `a` of one report and state `b` of another are the same state of the
@@ -426,10 +433,7 @@ pub fn same_state(a: &MachineState, b: &MachineState) -> bool {
 /// [`COMPUTE_ACROSS_RUNS_FACTOR`] apart, or when either is unknown (a report without it).
 pub fn same_compute(a_ns: Option<u64>, b_ns: Option<u64>) -> bool {
     match (a_ns, b_ns) {
-        (Some(a), Some(b)) => {
-            let (lo, hi) = (a.min(b).max(1), a.max(b));
-            (hi as f64) < COMPUTE_ACROSS_RUNS_FACTOR * lo as f64
-        }
+        (Some(a), Some(b)) => within_factor(a, b, COMPUTE_ACROSS_RUNS_FACTOR),
         _ => true,
     }
 }
