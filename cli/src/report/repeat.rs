@@ -102,12 +102,7 @@ pub fn judge(runs: &[RunFigure]) -> Vec<Held> {
         .enumerate()
         .map(|(i, run)| {
             let Some(ratio) = run.ratio else { return Held::Alone };
-            let mut others: Vec<f64> = runs
-                .iter()
-                .enumerate()
-                .filter(|&(j, other)| j != i && same_state(run, other))
-                .filter_map(|(_, other)| other.ratio)
-                .collect();
+            let mut others: Vec<f64> = others_in_state(runs, i).filter_map(|o| o.ratio).collect();
             if others.is_empty() {
                 return Held::Alone;
             }
@@ -122,6 +117,59 @@ pub fn judge(runs: &[RunFigure]) -> Vec<Held> {
             }
         })
         .collect()
+}
+
+/// The runs other than `runs[i]` that ran in its state.
+fn others_in_state(runs: &[RunFigure], i: usize) -> impl Iterator<Item = &RunFigure> {
+    let run = &runs[i];
+    runs.iter()
+        .enumerate()
+        .filter(move |&(j, other)| j != i && same_state(run, other))
+        .map(|(_, o)| o)
+}
+
+/// A missed run whose server computed at another speed than the others of its state did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerApart {
+    /// The run's number, from 1.
+    pub run: usize,
+    /// Its row's server p50.
+    pub server_ns: u64,
+    /// The median server p50 of the other runs in its state.
+    pub others_ns: u64,
+}
+
+/// The missed runs (by `verdicts`, [`judge`]'s) whose row's server p50 is
+/// [`states::COMPUTE_ACROSS_RUNS_FACTOR`] or more apart from the median of the other runs in
+/// their state. All runs are of one configuration, so the server did the same work in each:
+/// a server that took that much longer ran on a CPU that computed slower, a change of the
+/// machine between runs that the probes of one run did not see.
+///
+/// # Examples
+/// ```
+/// use peerpipe_cli::report::repeat::{RunFigure, ServerApart, judge, missed_at_another_server_speed};
+/// let run = |ratio: f64, server_ns| RunFigure { ratio: Some(ratio),
+///     ci: Some([ratio - 0.02, ratio + 0.02]), probe_ns: Some(950), compute_ns: None,
+///     server_ns: Some(server_ns) };
+/// let runs = [run(1.20, 140), run(1.21, 140), run(1.19, 150), run(1.31, 240), run(1.20, 140)];
+/// let apart = missed_at_another_server_speed(&runs, &judge(&runs));
+/// assert_eq!(apart, [ServerApart { run: 4, server_ns: 240, others_ns: 140 }]);
+/// ```
+pub fn missed_at_another_server_speed(runs: &[RunFigure], verdicts: &[Held]) -> Vec<ServerApart> {
+    let mut apart = Vec::new();
+    for (i, (run, verdict)) in runs.iter().zip(verdicts).enumerate() {
+        let (Held::Missed(_), Some(server_ns)) = (verdict, run.server_ns) else { continue };
+        let mut others: Vec<u64> = others_in_state(runs, i).filter_map(|o| o.server_ns).collect();
+        if others.is_empty() {
+            continue;
+        }
+        others.sort_unstable();
+        let others_ns = others[(others.len() - 1) / 2];
+        if !states::same_compute(Some(server_ns), Some(others_ns)) {
+            apart.push(ServerApart { run: i + 1, server_ns, others_ns });
+        }
+    }
+    apart
 }
 
 /// Two runs' main states are one state when their probes are less than
@@ -241,6 +289,28 @@ pub fn render(rows: &[(String, Vec<RunFigure>)], out: &mut dyn Write) -> io::Res
             },
             if t.passes() { "holds (target 9 of 10)" } else { "DOES NOT HOLD (target 9 of 10)" },
         )?;
+        let apart = missed_at_another_server_speed(runs, &verdicts);
+        if !apart.is_empty() {
+            writeln!(
+                out,
+                "  {} of the {} missed ran with the server's own p50 {}x or more from the others' in their \
+                 state:\n  the server's CPU computed at another speed, a change between runs that one run's \
+                 probes did not see",
+                apart.len(),
+                t.missed,
+                states::COMPUTE_ACROSS_RUNS_FACTOR,
+            )?;
+            for line in apart.chunks(3) {
+                let each: Vec<String> = line
+                    .iter()
+                    .map(|a| {
+                        let (own, others) = (format::ns(a.server_ns), format::ns(a.others_ns));
+                        format!("run {}: {own} against {others}", a.run)
+                    })
+                    .collect();
+                writeln!(out, "    {}", each.join("; "))?;
+            }
+        }
         all_pass &= t.passes();
     }
     Ok(all_pass)
@@ -384,6 +454,36 @@ mod tests {
         assert!(!same_probe(Some(900), Some(1400)));
         let verdicts = judge(&[run(1.3, 0.01, None), run(1.3, 0.01, Some(900))]);
         assert_eq!(verdicts, [Held::Alone, Held::Alone]);
+    }
+
+    #[test]
+    fn a_miss_whose_server_ran_at_another_speed_is_named_under_the_tally() {
+        let at = |ratio, server_ns| RunFigure {
+            server_ns: Some(server_ns),
+            ..run(ratio, 0.02, Some(950))
+        };
+        let mut runs: Vec<RunFigure> = (0..7).map(|_| at(1.20, 140)).collect();
+        // One miss with the server at its usual speed, two with it 1.7x slower.
+        runs.extend([at(1.27, 150), at(1.32, 240), at(1.33, 240)]);
+        let verdicts = judge(&runs);
+        assert_eq!(tally(&verdicts).missed, 3);
+        let apart = missed_at_another_server_speed(&runs, &verdicts);
+        assert_eq!(apart.iter().map(|a| a.run).collect::<Vec<_>>(), [9, 10]);
+        let mut out = Vec::new();
+        let passes = render(&[("row".to_owned(), runs)], &mut out).unwrap();
+        assert!(!passes);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("2 of the 3 missed ran with the server's own p50 1.25x"), "{text}");
+        assert!(
+            text.contains("    run 9: 240ns against 140ns; run 10: 240ns against 140ns\n"),
+            "{text}"
+        );
+        // Without the servers' figures there is nothing to say.
+        let blind: Vec<RunFigure> =
+            (0..10).map(|i| run(1.2 + 0.02 * i as f64, 0.01, Some(950))).collect();
+        let mut out = Vec::new();
+        render(&[("row".to_owned(), blind)], &mut out).unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("server's own p50"));
     }
 
     #[test]
