@@ -18,6 +18,7 @@
 //! writes it as text and [`export`] as files; [`plan`] and [`measure`] run the processes.
 //! This file only names the modules and hands the model's types on.
 
+pub mod across_runs;
 pub mod budget;
 mod columns;
 pub mod compare;

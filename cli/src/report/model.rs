@@ -314,7 +314,7 @@ pub struct MachineState {
     pub rounds: u64,
     /// The median of its rounds' `compute_ns`: how fast the second CPU computed in this state.
     /// Absent when none of its rounds has one. Two reports' states are one state only when
-    /// this agrees too ([`states::same_state`](super::states::same_state)).
+    /// this agrees too ([`across_runs::same_state`](super::across_runs::same_state)).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_ns: Option<u64>,
 }

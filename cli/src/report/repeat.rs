@@ -2,7 +2,7 @@
 //!
 //! The same report is run N times (each writing its `--json`), and for every row each run's
 //! ratio interval is checked against the **median ratio of the other runs in its machine
-//! state** (runs whose main state's 4 KiB probe is within [`states::ACROSS_RUNS_FACTOR`] of its
+//! state** (runs whose main state's 4 KiB probe is within [`across_runs::ACROSS_RUNS_FACTOR`] of its
 //! own): `held` when the interval contains it, `MISSED` when not, `unresolved` when the run
 //! itself said its ratio is no result ([`RatioVerdict`]), and `alone` when no other run ran
 //! in its state. The tally counts held and unresolved runs out of those with others in their
@@ -17,6 +17,7 @@ use std::process::{Command, Stdio};
 
 use peerpipe::error::{Error, Result};
 
+use super::across_runs;
 use super::format;
 use super::model::Report;
 use super::ratio::RatioVerdict;
@@ -140,7 +141,7 @@ pub struct ServerApart {
 }
 
 /// The missed runs (by `verdicts`, [`judge`]'s) whose row's server p50 is
-/// [`states::COMPUTE_ACROSS_RUNS_FACTOR`] or more apart from the median of the other runs in
+/// [`across_runs::COMPUTE_ACROSS_RUNS_FACTOR`] or more apart from the median of the other runs in
 /// their state. All runs are of one configuration, so the server did the same work in each:
 /// a server that took that much longer ran on a CPU that computed slower, a change of the
 /// machine between runs that the probes of one run did not see.
@@ -165,7 +166,7 @@ pub fn missed_at_another_server_speed(runs: &[RunFigure], verdicts: &[Held]) -> 
         }
         others.sort_unstable();
         let others_ns = others[(others.len() - 1) / 2];
-        if !states::same_compute(Some(server_ns), Some(others_ns)) {
+        if !across_runs::same_compute(Some(server_ns), Some(others_ns)) {
             apart.push(ServerApart { run: i + 1, server_ns, others_ns });
         }
     }
@@ -173,17 +174,17 @@ pub fn missed_at_another_server_speed(runs: &[RunFigure], verdicts: &[Held]) -> 
 }
 
 /// Two runs' main states are one state when their probes are less than
-/// [`states::ACROSS_RUNS_FACTOR`] apart and their second CPUs computed alike
-/// ([`states::same_compute`]), or when neither run probed.
+/// [`across_runs::ACROSS_RUNS_FACTOR`] apart and their second CPUs computed alike
+/// ([`across_runs::same_compute`]), or when neither run probed.
 fn same_state(a: &RunFigure, b: &RunFigure) -> bool {
-    same_probe(a.probe_ns, b.probe_ns) && states::same_compute(a.compute_ns, b.compute_ns)
+    same_probe(a.probe_ns, b.probe_ns) && across_runs::same_compute(a.compute_ns, b.compute_ns)
 }
 
-/// Whether two runs' probes put them in one state ([`states::same_state_ns`]); runs that did
+/// Whether two runs' probes put them in one state ([`across_runs::same_state_ns`]); runs that did
 /// not probe are one state, never the same as one that did.
 fn same_probe(a: Option<u64>, b: Option<u64>) -> bool {
     match (a, b) {
-        (Some(a), Some(b)) => states::same_state_ns(a, b),
+        (Some(a), Some(b)) => across_runs::same_state_ns(a, b),
         (None, None) => true,
         _ => false,
     }
@@ -298,7 +299,7 @@ pub fn render(rows: &[(String, Vec<RunFigure>)], out: &mut dyn Write) -> io::Res
                  probes did not see",
                 apart.len(),
                 t.missed,
-                states::COMPUTE_ACROSS_RUNS_FACTOR,
+                across_runs::COMPUTE_ACROSS_RUNS_FACTOR,
             )?;
             for line in apart.chunks(3) {
                 let each: Vec<String> = line

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::pairing::PairedDifference;
 
+use crate::report::across_runs;
 use crate::report::model::{BaselineRow, MachineState, Report, Row};
 use crate::report::states::{self, StateFigures};
 use peerpipe::transport::TransportKind;
@@ -257,7 +258,7 @@ pub struct Comparison {
     pub machines_differ: Option<(String, String)>,
     /// In absolute mode (rows not judged per machine state): the 4 KiB round
     /// trip between the first two CPUs for most of A's run and of B's ([`usual_probe_ns`]),
-    /// when they are two states ([`states::same_state_ns`] is false): the machine was in
+    /// when they are two states ([`across_runs::same_state_ns`] is false): the machine was in
     /// different states, and the times and ratios of transfer-bound rows move with that.
     pub states_differ: Option<(u64, u64)>,
     /// The clocks A and B were timed with ([`Machine::clock`](crate::report::Machine::clock)) when
@@ -277,7 +278,7 @@ pub struct StatesCompared {
     pub a: Vec<MachineState>,
     /// B's states.
     pub b: Vec<MachineState>,
-    /// The states both ran in, as (A's id, B's id) ([`states::shared_states`]).
+    /// The states both ran in, as (A's id, B's id) ([`across_runs::shared_states`]).
     pub shared: Vec<(u32, u32)>,
 }
 
@@ -336,7 +337,7 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
             StatesCompared {
                 a: states_a.clone(),
                 b: states_b.clone(),
-                shared: states::shared_states(states_a, states_b),
+                shared: across_runs::shared_states(states_a, states_b),
             }
         });
     let shared = states.as_ref().map(|s| s.shared.as_slice());
@@ -368,7 +369,7 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
     let states_differ = match (usual_probe_ns(a), usual_probe_ns(b)) {
         // Judged state by state: what differs between the states is not in the figures.
         _ if states.is_some() => None,
-        (Some(x), Some(y)) if !states::same_state_ns(x, y) => Some((x, y)),
+        (Some(x), Some(y)) if !across_runs::same_state_ns(x, y) => Some((x, y)),
         _ => None,
     };
     let clocks_differ = (clock_kind(a) != clock_kind(b))

@@ -279,7 +279,7 @@ fn states_line(states: &StatesCompared) -> String {
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
     };
     if states.shared.is_empty() {
-        // How fast the second CPU computed sets states apart too (`states::same_compute`).
+        // How fast the second CPU computed sets states apart too (`across_runs::same_compute`).
         let took = |s: &MachineState| match s.compute_ns {
             Some(ns) => {
                 format!("{} (the second CPU copying in {})", took(s), format_nanos(ns as f64))
