@@ -36,8 +36,8 @@ pub struct RunFigure {
     pub ci: Option<[f64; 2]>,
     /// The 4 KiB probe of that state (the run's main state when the rounds carry no state).
     pub probe_ns: Option<u64>,
-    /// How fast the second CPU computed in that state
-    /// ([`MachineState::compute_ns`](super::model::MachineState::compute_ns)).
+    /// How fast the second CPU computed in the rounds the ratio comes from
+    /// ([`StateFigures::compute_ns`](super::states::StateFigures::compute_ns)).
     pub compute_ns: Option<u64>,
     /// The row's server p50 over the whole run: how fast the server's CPU computed, which
     /// the 4 KiB probe does not see and which can differ from one run to the next.
@@ -224,7 +224,7 @@ pub fn figures(reports: &[Report]) -> Vec<(String, Vec<RunFigure>)> {
                         ratio: headline.and_then(|h| h.ratio),
                         ci: headline.and_then(|h| h.ratio_ci),
                         probe_ns: state.map(|s| s.probe_ns),
-                        compute_ns: state.and_then(|s| s.compute_ns),
+                        compute_ns: headline.and_then(|h| h.compute_ns),
                         server_ns: found.map(|r| r.server_ns.p50),
                     }
                 })
@@ -485,6 +485,26 @@ mod tests {
         let mut out = Vec::new();
         render(&[("row".to_owned(), blind)], &mut out).unwrap();
         assert!(!String::from_utf8(out).unwrap().contains("server's own p50"));
+    }
+
+    #[test]
+    fn a_run_is_placed_by_the_copy_time_of_its_rows_own_rounds() {
+        use crate::report::states::{assign, testing};
+        let rounds: Vec<(Option<u64>, u64, u64)> =
+            (0..20).map(|i| (Some(900 + i), 2_000, 2_400)).collect();
+        let mut report = testing::one_row(&rounds);
+        // The state's copy time is over other rounds than the row's (another group's, taken
+        // at other moments; here the floor's): fast there, slow in the row's own rounds.
+        for round in &mut report.baseline[0].rounds {
+            round.compute_ns = Some(571);
+        }
+        for round in &mut report.rows[0].rounds {
+            round.compute_ns = Some(930);
+        }
+        assign(&mut report);
+        assert_eq!(report.machine.states[0].compute_ns, Some(571));
+        let figures = figures(&[report]);
+        assert_eq!(figures[0].1[0].compute_ns, Some(930));
     }
 
     #[test]

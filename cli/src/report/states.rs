@@ -287,6 +287,12 @@ pub struct StateFigures {
     pub added_ci_ns: Option<[f64; 2]>,
     /// The floor's median p50 over those rounds, in nanoseconds.
     pub floor_ns: Option<u64>,
+    /// How fast the second CPU computed in those rounds: the median of their
+    /// [`Round::compute_ns`]. The rounds' own, not the state's over all groups
+    /// ([`MachineState::compute_ns`]): those of other groups were taken at other moments, and
+    /// the CPU's speed can change within a state. `None` when none of them has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_ns: Option<u64>,
 }
 
 /// A row's figures in each state it has rounds in (see [`StateFigures`]), by state id. Rounds
@@ -321,12 +327,13 @@ pub(crate) fn stratum<'a>(
     state: u32,
     rounds: impl Iterator<Item = &'a Round>,
 ) -> Option<StateFigures> {
-    let (mut row, mut floor, mut generations) =
-        (Vec::new(), Vec::new(), Vec::<(u32, usize)>::new());
+    let (mut row, mut floor, mut compute, mut generations) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::<(u32, usize)>::new());
     for round in rounds {
         let Some(floor_p50) = round.floor_p50_ns else { continue };
         row.push(round.p50_ns);
         floor.push(floor_p50);
+        compute.extend(round.compute_ns);
         // Rounds are in order, so a generation's rounds are contiguous.
         match generations.last_mut() {
             Some((generation, len)) if *generation == round.generation => *len += 1,
@@ -341,6 +348,7 @@ pub(crate) fn stratum<'a>(
     let added = paired_difference_by_generation(&row, &floor, &lengths);
     let mut floors = floor.clone();
     floors.sort_unstable();
+    compute.sort_unstable();
     Some(StateFigures {
         state,
         rounds: row.len() as u64,
@@ -349,6 +357,7 @@ pub(crate) fn stratum<'a>(
         added_ns: added.map(|a| a.median_ns),
         added_ci_ns: added.map(|a| a.ci_ns).filter(|ci| ci.iter().all(|x| x.is_finite())),
         floor_ns: Some(floors[(floors.len() - 1) / 2]),
+        compute_ns: (!compute.is_empty()).then(|| nearest_rank(&compute, 0.5)),
     })
 }
 
@@ -692,6 +701,30 @@ mod tests {
         let mut unmeasured = run(1.30, 1.05, |i| i >= 10);
         assign(&mut unmeasured);
         assert!(unmeasured.machine.states.iter().all(|s| s.compute_ns.is_none()));
+    }
+
+    #[test]
+    fn a_rows_figures_carry_the_copy_time_of_their_own_rounds() {
+        let mut report = run(1.30, 1.05, |i| i >= 10);
+        // The floor group's rounds saw the second CPU copy in 571 ns; the row's rounds of the
+        // fast state saw it slow in most of them, and one round carries no figure.
+        for round in &mut report.baseline[0].rounds {
+            round.compute_ns = Some(571);
+        }
+        for (i, round) in report.rows[0].rounds.iter_mut().enumerate() {
+            round.compute_ns = match i {
+                0 => None,
+                1..=3 => Some(571),
+                _ => Some(930 + i as u64),
+            };
+        }
+        assign(&mut report);
+        let by_state = figures(&report.rows[0].rounds);
+        // Fast state: 571 x3 and 934..=939: the median of the nine measured is 935.
+        assert_eq!(by_state[0].compute_ns, Some(935));
+        assert_eq!(by_state[1].compute_ns, Some(944));
+        let unmeasured = run(1.30, 1.05, |i| i >= 10);
+        assert!(figures(&unmeasured.rows[0].rounds).iter().all(|f| f.compute_ns.is_none()));
     }
 
     #[test]
