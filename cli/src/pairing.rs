@@ -526,6 +526,21 @@ pub fn generation_interval(generations: &[Vec<f64>]) -> [f64; 2] {
     [medians[lo.min(last)], medians[hi.min(last)]]
 }
 
+/// The nearest-rank median of `values` (sorted here; the lower middle one for an even count),
+/// `None` for none: how the report takes the middle of a set of times.
+///
+/// # Examples
+/// ```
+/// use peerpipe_cli::pairing::median_ns;
+/// assert_eq!(median_ns(vec![930, 571, 940]), Some(930));
+/// assert_eq!(median_ns(vec![571, 930, 940, 571]), Some(571));
+/// assert_eq!(median_ns(Vec::new()), None);
+/// ```
+pub fn median_ns(mut values: Vec<u64>) -> Option<u64> {
+    values.sort_unstable();
+    (!values.is_empty()).then(|| peerpipe::stats::nearest_rank(&values, 0.5))
+}
+
 /// The median of sorted values (the mean of the middle two for an even count); NaN for none.
 pub fn median(sorted: &[f64]) -> f64 {
     match sorted.len() {

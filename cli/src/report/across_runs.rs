@@ -34,7 +34,7 @@ pub fn same_state_ns(a_ns: u64, b_ns: u64) -> bool {
 }
 
 /// Whether the larger of `a` and `b` is less than `factor` times the smaller (0 counted as 1).
-fn within_factor(a: u64, b: u64, factor: f64) -> bool {
+pub(crate) fn within_factor(a: u64, b: u64, factor: f64) -> bool {
     let (lo, hi) = (a.min(b).max(1), a.max(b));
     (hi as f64) < factor * lo as f64
 }

@@ -3,7 +3,8 @@
 //! The same report is run N times (each writing its `--json`), and for every row each run's
 //! ratio interval is checked against the **median ratio of the other runs in its machine
 //! state** (runs whose main state's 4 KiB probe is within [`across_runs::ACROSS_RUNS_FACTOR`] of its
-//! own): `held` when the interval contains it, `MISSED` when not, `unresolved` when the run
+//! own, and whose row's rounds saw the second CPU copy within
+//! [`across_runs::COMPUTE_ACROSS_RUNS_FACTOR`] of its own): `held` when the interval contains it, `MISSED` when not, `unresolved` when the run
 //! itself said its ratio is no result ([`RatioVerdict`]), and `alone` when no other run ran
 //! in its state. The tally counts held and unresolved runs out of those with others in their
 //! state: a run that says it cannot bound its figure has not misled anyone. The figures are
@@ -160,13 +161,13 @@ pub fn missed_at_another_server_speed(runs: &[RunFigure], verdicts: &[Held]) -> 
     let mut apart = Vec::new();
     for (i, (run, verdict)) in runs.iter().zip(verdicts).enumerate() {
         let (Held::Missed(_), Some(server_ns)) = (verdict, run.server_ns) else { continue };
-        let mut others: Vec<u64> = others_in_state(runs, i).filter_map(|o| o.server_ns).collect();
-        if others.is_empty() {
-            continue;
-        }
-        others.sort_unstable();
-        let others_ns = others[(others.len() - 1) / 2];
-        if !across_runs::same_compute(Some(server_ns), Some(others_ns)) {
+        let others = others_in_state(runs, i).filter_map(|o| o.server_ns).collect();
+        let Some(others_ns) = crate::pairing::median_ns(others) else { continue };
+        if !across_runs::within_factor(
+            server_ns,
+            others_ns,
+            across_runs::COMPUTE_ACROSS_RUNS_FACTOR,
+        ) {
             apart.push(ServerApart { run: i + 1, server_ns, others_ns });
         }
     }

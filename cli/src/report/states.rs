@@ -48,8 +48,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use peerpipe::stats::nearest_rank;
-
 use super::model::{MachineState, Report, Round};
 use crate::pairing::{self, paired_difference_by_generation, paired_ratio_by_generation};
 
@@ -247,15 +245,13 @@ pub fn assign(report: &mut Report) {
         tag(&mut floor.rounds, &states);
     }
     for state in &mut states {
-        let mut computed: Vec<u64> = report
+        let computed = report
             .baseline
             .iter()
             .flat_map(|floor| &floor.rounds)
             .filter(|r| r.state == Some(state.id))
-            .filter_map(|r| r.compute_ns)
-            .collect();
-        computed.sort_unstable();
-        state.compute_ns = (!computed.is_empty()).then(|| nearest_rank(&computed, 0.5));
+            .filter_map(|r| r.compute_ns);
+        state.compute_ns = pairing::median_ns(computed.collect());
     }
     for row in &mut report.rows {
         tag(&mut row.rounds, &states);
@@ -348,7 +344,6 @@ pub(crate) fn stratum<'a>(
     let added = paired_difference_by_generation(&row, &floor, &lengths);
     let mut floors = floor.clone();
     floors.sort_unstable();
-    compute.sort_unstable();
     Some(StateFigures {
         state,
         rounds: row.len() as u64,
@@ -357,7 +352,7 @@ pub(crate) fn stratum<'a>(
         added_ns: added.map(|a| a.median_ns),
         added_ci_ns: added.map(|a| a.ci_ns).filter(|ci| ci.iter().all(|x| x.is_finite())),
         floor_ns: Some(floors[(floors.len() - 1) / 2]),
-        compute_ns: (!compute.is_empty()).then(|| nearest_rank(&compute, 0.5)),
+        compute_ns: pairing::median_ns(compute),
     })
 }
 
