@@ -61,7 +61,8 @@ pub enum Outcome {
     /// A floor in paired mode: shown, not judged.
     NotJudged,
     /// Paired mode, both reports with machine states: the row ran in no state both reports
-    /// share, so its figures are not comparable; not judged.
+    /// share, or in none long enough for its figures there to be bounded (its rounds there all
+    /// in one generation: `unresolved`), so its figures are not comparable; not judged.
     OtherState,
     /// Beyond every test: reported.
     Differs,
@@ -392,7 +393,7 @@ pub fn compare(a: &Report, b: &Report, thresholds: Thresholds, mode: Mode) -> Co
 enum View {
     /// By these paired figures.
     Paired(PairedChange),
-    /// Not at all: it ran in no state both reports share.
+    /// Not at all: it ran in no state both reports share long enough to be judged there.
     OtherState,
     /// By its p50s: no paired ratio in one of the files.
     Unpaired,
@@ -401,33 +402,37 @@ enum View {
 /// The paired view of rows `x` of `a` and `y` of `b`. With `shared` states (both reports have
 /// states), their figures in the shared state where the change of added time is known most
 /// surely: the narrowest 95 % interval of that change (each run's interval comes from its own
-/// rounds, not from the other run's figure), then most rounds in both, then the faster state;
-/// else their overall figures.
+/// rounds, not from the other run's figure), then most rounds in both, then the faster state,
+/// among the shared states where both have a ratio with its interval (none: not judged); else
+/// their overall figures.
 fn paired_view(a: &Report, x: &Row, b: &Report, y: &Row, shared: Option<&[(u32, u32)]>) -> View {
     let (in_x, in_y) = (states::figures(&x.rounds), states::figures(&y.rounds));
     let Some(shared) = shared.filter(|_| !in_x.is_empty() && !in_y.is_empty()) else {
         return paired_change(a, x, b, y).map_or(View::Unpaired, View::Paired);
     };
     let figures = |all: &[StateFigures], state: u32| all.iter().find(|f| f.state == state).copied();
-    let width = |(p, q): &(StateFigures, StateFigures)| {
+    let width = |p: &StateFigures, q: &StateFigures| {
         let (a, b) = (added(p)?, added(q)?);
         let (_, [lo, hi]) = difference_interval((a.median_ns, a.ci_ns), (b.median_ns, b.ci_ns));
         Some(hi - lo)
     };
+    // Only states where both runs' figures are bounded (an interval each): a row that ran in
+    // the shared states too briefly (all its rounds there in one generation) cannot be judged
+    // there, and its figures over all its rounds would mix the states.
     let best = shared
         .iter()
-        .filter_map(|&(sa, sb)| Some((figures(&in_x, sa)?, figures(&in_y, sb)?)))
+        .filter_map(|&(sa, sb)| {
+            let (p, q) = (figures(&in_x, sa)?, figures(&in_y, sb)?);
+            Some((p, q, state_change(&p, &q)?))
+        })
         .min_by(|one, other| {
             let known_first = |w: Option<f64>| w.unwrap_or(f64::INFINITY);
-            known_first(width(one))
-                .total_cmp(&known_first(width(other)))
+            known_first(width(&one.0, &one.1))
+                .total_cmp(&known_first(width(&other.0, &other.1)))
                 .then(other.0.rounds.min(other.1.rounds).cmp(&one.0.rounds.min(one.1.rounds)))
                 .then(one.0.state.cmp(&other.0.state))
         });
-    match best {
-        Some((p, q)) => state_change(&p, &q).map_or(View::Unpaired, View::Paired),
-        None => View::OtherState,
-    }
+    best.map_or(View::OtherState, |(_, _, change)| View::Paired(change))
 }
 
 /// The paired view of a row's figures `p` in a state of A and `q` in the same state of B.

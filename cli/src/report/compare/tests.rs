@@ -208,6 +208,29 @@ fn reports_that_share_no_state_have_nothing_to_compare() {
 }
 
 #[test]
+fn a_row_in_a_shared_state_too_briefly_to_be_bounded_is_not_judged() {
+    // A: one generation (two rounds) in the fast state, then the slow one; B: all fast, with
+    // its server 500 ns slower. Over all its rounds A's row mixes the two states.
+    let b = run(|_| FAST, 500);
+    let brief = run(|i| if i < 2 { FAST } else { SLOW }, 0);
+    let c = compare(&brief, &b, T, Mode::Paired);
+    assert!(!c.states.as_ref().unwrap().shared.is_empty(), "{}", text(&c));
+    assert_eq!(c.rows[0].outcome, Outcome::OtherState, "{}", text(&c));
+    assert!(c.no_state_in_common() && !c.differs());
+    let words = text(&c);
+    assert!(words.contains("or long enough there (in more than one generation)"), "{words}");
+    assert!(
+        !words.contains("nothing differs") && !words.contains("judged by their p50"),
+        "{words}"
+    );
+    // Two generations there bound it: judged in that state, and the delay found.
+    let longer = run(|i| if i < 4 { FAST } else { SLOW }, 0);
+    let c = compare(&longer, &b, T, Mode::Paired);
+    assert!(c.differs(), "{}", text(&c));
+    assert_eq!(c.rows[0].paired.unwrap().states, Some((0, 0)));
+}
+
+#[test]
 fn a_report_without_states_is_judged_on_its_overall_ratio() {
     let a = run(|_| FAST, 0);
     let mut unprobed = run(|_| FAST, 500);

@@ -84,8 +84,9 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         if comparison.states.as_ref().is_some_and(|s| !s.shared.is_empty()) {
             writeln!(
                 out,
-                "no row ran in a machine state both reports share: nothing to compare; measure \
-                 again until both runs hold a state in common."
+                "no row ran in a machine state both reports share, or long enough there (in more \
+                 than one generation) to be judged: nothing to compare; measure again until \
+                 both runs hold a state in common."
             )?;
         }
     } else if differing.is_empty() {
@@ -137,7 +138,8 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     if other_state > 0 && !comparison.no_state_in_common() {
         writeln!(
             out,
-            "{other_state} rows ran in no machine state both reports share and were not judged."
+            "{other_state} rows ran in no machine state both reports share, or not long enough \
+             there to be judged, and were not judged."
         )?;
     }
     let on_ratios =
