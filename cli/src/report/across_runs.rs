@@ -15,9 +15,9 @@ use super::states;
 /// apart ([`same_state`]). On a 2-core KVM guest, the main states of 50 runs of one
 /// command, over days, had medians of 0.90–0.96 µs or 3.31–3.69 µs (1.07x and 1.11x within
 /// each), and between them states at 1.14–1.45 µs came and went, in which an echo row added
-/// ~630 ns to its floor where it added ~410 ns at 0.93 µs. At [`states::STATE_FACTOR`], a run whose main
-/// state sat at 1.31 µs was compared with one at 0.94 µs, and two runs of one command were
-/// called different.
+/// ~630 ns to its floor where it added ~410 ns at 0.93 µs. At [`states::STATE_FACTOR`], a run
+/// whose main state sat at 1.31 µs was compared with one at 0.94 µs, and two runs of one
+/// command were called different.
 pub const ACROSS_RUNS_FACTOR: f64 = 1.2;
 
 /// Two reports' states compute alike only when their `compute_ns` are less than this factor

@@ -2,15 +2,15 @@
 //!
 //! The same report is run N times (each writing its `--json`), and for every row each run's
 //! ratio interval is checked against the **median ratio of the other runs in its machine
-//! state** (runs whose main state's 4 KiB probe is within [`across_runs::ACROSS_RUNS_FACTOR`] of its
-//! own, and whose row's rounds saw the second CPU copy within
-//! [`across_runs::COMPUTE_ACROSS_RUNS_FACTOR`] of its own): `held` when the interval contains it, `MISSED` when not, `unresolved` when the run
-//! itself said its ratio is no result ([`RatioVerdict`]), and `alone` when no other run ran
-//! in its state. The tally counts held and unresolved runs out of those with others in their
-//! state: a run that says it cannot bound its figure has not misled anyone. The figures are
-//! recomputed from each report's recorded rounds with this `peer`'s statistics
-//! ([`states::headline_figures`]), so reports written by an earlier build are judged by the
-//! interval this one prints.
+//! state** (runs whose main state's 4 KiB probe is within
+//! [`across_runs::ACROSS_RUNS_FACTOR`] of its own, and whose row's rounds saw the second CPU
+//! copy within [`across_runs::COMPUTE_ACROSS_RUNS_FACTOR`] of its own): `held` when the
+//! interval contains it, `MISSED` when not, `unresolved` when the run itself said its ratio
+//! is no result ([`RatioVerdict`]), and `alone` when no other run ran in its state. The tally
+//! counts held and unresolved runs out of those with others in their state: a run that says
+//! it cannot bound its figure has not misled anyone. The figures are recomputed from each
+//! report's recorded rounds with this `peer`'s statistics ([`states::headline_figures`]), so
+//! reports written by an earlier build are judged by the interval this one prints.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -295,9 +295,9 @@ pub fn render(rows: &[(String, Vec<RunFigure>)], out: &mut dyn Write) -> io::Res
         if !apart.is_empty() {
             writeln!(
                 out,
-                "  {} of the {} missed ran with the server's own p50 {}x or more from the others' in their \
-                 state:\n  the server's CPU computed at another speed, a change between runs that one run's \
-                 probes did not see",
+                "  {} of the {} missed ran with the server's own p50 {}x or more from the \
+                 others' in their state:\n  the server's CPU computed at another speed, a \
+                 change between runs that one run's probes did not see",
                 apart.len(),
                 t.missed,
                 across_runs::COMPUTE_ACROSS_RUNS_FACTOR,

@@ -342,8 +342,6 @@ pub(crate) fn stratum<'a>(
     let lengths: Vec<usize> = generations.iter().map(|&(_, len)| len).collect();
     let ratio = paired_ratio_by_generation(&row, &floor, &lengths);
     let added = paired_difference_by_generation(&row, &floor, &lengths);
-    let mut floors = floor.clone();
-    floors.sort_unstable();
     Some(StateFigures {
         state,
         rounds: row.len() as u64,
@@ -351,7 +349,8 @@ pub(crate) fn stratum<'a>(
         ratio_ci: ratio.map(|r| r.ci).filter(|ci| ci.iter().all(|x| x.is_finite())),
         added_ns: added.map(|a| a.median_ns),
         added_ci_ns: added.map(|a| a.ci_ns).filter(|ci| ci.iter().all(|x| x.is_finite())),
-        floor_ns: Some(floors[(floors.len() - 1) / 2]),
+        // `row` is not empty, and `floor` as long.
+        floor_ns: pairing::median_ns(floor),
         compute_ns: pairing::median_ns(compute),
     })
 }

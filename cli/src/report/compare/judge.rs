@@ -411,10 +411,9 @@ fn paired_view(a: &Report, x: &Row, b: &Report, y: &Row, shared: Option<&[(u32, 
         return paired_change(a, x, b, y).map_or(View::Unpaired, View::Paired);
     };
     let figures = |all: &[StateFigures], state: u32| all.iter().find(|f| f.state == state).copied();
-    let width = |p: &StateFigures, q: &StateFigures| {
-        let (a, b) = (added(p)?, added(q)?);
-        let (_, [lo, hi]) = difference_interval((a.median_ns, a.ci_ns), (b.median_ns, b.ci_ns));
-        Some(hi - lo)
+    // The width of the change's interval, unknown (last) when an added time is.
+    let width = |change: &PairedChange| {
+        change.added_change_ns().map_or(f64::INFINITY, |(_, [lo, hi])| hi - lo)
     };
     // Only states where both runs' figures are bounded (an interval each): a row that ran in
     // the shared states too briefly (all its rounds there in one generation) cannot be judged
@@ -426,9 +425,8 @@ fn paired_view(a: &Report, x: &Row, b: &Report, y: &Row, shared: Option<&[(u32, 
             Some((p, q, state_change(&p, &q)?))
         })
         .min_by(|one, other| {
-            let known_first = |w: Option<f64>| w.unwrap_or(f64::INFINITY);
-            known_first(width(&one.0, &one.1))
-                .total_cmp(&known_first(width(&other.0, &other.1)))
+            width(&one.2)
+                .total_cmp(&width(&other.2))
                 .then(other.0.rounds.min(other.1.rounds).cmp(&one.0.rounds.min(one.1.rounds)))
                 .then(one.0.state.cmp(&other.0.state))
         });

@@ -10,9 +10,9 @@
 //!
 //!   When both reports found the machine's states ([`states`](super::states)), like is compared
 //!   with like: a row is judged on its figures in a state both reports ran in
-//!   ([`across_runs::shared_states`](super::across_runs::shared_states)) — of those, the one where the
-//!   change is known most surely (the narrowest interval), then where the row has most rounds
-//!   in both — and on the time it adds to its floor there
+//!   ([`across_runs::shared_states`](super::across_runs::shared_states)) — of those, the one
+//!   where the change is known most surely (the narrowest interval), then where the row has
+//!   most rounds in both — and on the time it adds to its floor there
 //!   ([`StateFigures::added_ns`](super::states::StateFigures::added_ns)). It differs when the
 //!   change of that added time (B − A) exceeds the absolute threshold, exceeds the relative
 //!   threshold of A's round trip in that state (A's floor p50 there plus A's added time), and the
